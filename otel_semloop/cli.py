@@ -1,0 +1,100 @@
+"""``otel-semloop``: the command line.
+
+``otel-semloop rescore INPUT... -o OUTPUT`` reads OTLP JSON lines (the Collector file
+exporter's format, ``.gz`` too), scores every agent trace, writes the same spans back out
+with the verdict on each agent trace's root span, and prints one row per trace.
+Exit status: 0 when every line was valid OTLP, 1 when some were not (they are reported on
+stderr and copied through unchanged), 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from otel_semloop.rescore import RescoreReport, rescore_files
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command == "rescore":
+        return _rescore(args)
+    parser.print_help()
+    return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="otel-semloop", description="Detect AI agents stuck in loops from their OpenTelemetry traces."
+    )
+    sub = parser.add_subparsers(dest="command")
+    rescore = sub.add_parser(
+        "rescore",
+        help="score the agent traces in exported OTLP JSON lines files",
+        description="Score every agent trace in OTLP JSON lines files and write the spans back "
+        "out with the verdict on each trace's root span.",
+    )
+    rescore.add_argument("inputs", nargs="+", metavar="INPUT", help="OTLP JSON lines file(s); .gz accepted")
+    rescore.add_argument("-o", "--output", required=True, help="output file ('-' for stdout)")
+    rescore.add_argument("-q", "--quiet", action="store_true", help="no per-trace table")
+    return parser
+
+
+def _rescore(args: argparse.Namespace) -> int:
+    missing = [p for p in args.inputs if not Path(p).is_file()]
+    if missing:
+        print(f"otel-semloop: no such file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    if args.output == "-":
+        report = rescore_files(args.inputs, sys.stdout.buffer)
+        table_stream = sys.stderr
+    else:
+        output = Path(args.output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("wb") as fp:
+            report = rescore_files(args.inputs, fp)
+        table_stream = sys.stdout
+    for error in report.errors:
+        print(f"otel-semloop: skipped malformed line (copied unchanged): {error}", file=sys.stderr)
+    if not args.quiet:
+        print_table(report, table_stream)
+    return 1 if report.errors else 0
+
+
+def print_table(report: RescoreReport, stream: TextIO) -> None:
+    """One row per scored trace, then a one-line summary."""
+    header = ("trace", "root", "steps", "label", "score", "deepeval", "action", "signals")
+    rows = [header]
+    for result in report.results:
+        verdict = result.verdict
+        deepeval = f"{verdict.lexical.score:.2f}" if verdict.lexical else "-"
+        rows.append(
+            (
+                result.trace_id[:16],
+                result.root_name[:28],
+                str(result.steps),
+                verdict.label.value,
+                f"{verdict.score:.2f}",
+                deepeval,
+                verdict.action.value,
+                ",".join(verdict.fired_signals) or "-",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    for row in rows:
+        stream.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+    loops = sum(1 for r in report.results if r.verdict.loop_detected)
+    stream.write(
+        f"{len(report.results)} agent traces scored, {loops} loops; {report.spans} spans in "
+        f"{report.lines} lines; {report.skipped_traces} non-agent traces passed through"
+        + (f"; {len(report.errors)} malformed lines" if report.errors else "")
+        + "\n"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,328 @@
+"""Read agent steps out of span attributes, whichever convention wrote them.
+
+Supported, checked in this order on each span:
+
+* deepeval's own ``confident.*`` attributes (``confident.span.type`` etc.);
+* OpenInference (``openinference.span.kind``, ``input.value``, ``llm.output_messages.*``);
+* OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.*``,
+  indexed ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``);
+* the OpenTelemetry GenAI conventions (``gen_ai.operation.name``, ``gen_ai.input.messages``
+  and ``gen_ai.output.messages`` with typed parts, ``gen_ai.tool.*``).
+
+Message lists are JSON, not text: they are flattened to their text contents (joined by
+newlines) so detectors compare what was said, not the JSON around it. Tool calls an LLM
+requested inside its output are kept structured (:class:`~otel_semloop.model.ToolCall`).
+A span that matches none of these is not a step (kind ``OTHER``): HTTP, DB and framework
+spans stay in the trace for write-back and forwarding but detectors ignore them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+from otel_semloop.model import STATUS_ERROR, SpanRecord, Step, StepKind, ToolCall
+
+_GENAI_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
+_GENAI_AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
+_OPENINFERENCE_KINDS = {
+    "AGENT": StepKind.AGENT,
+    "LLM": StepKind.LLM,
+    "TOOL": StepKind.TOOL,
+    # A retriever call is an action whose repetition is loop evidence like a tool's.
+    "RETRIEVER": StepKind.TOOL,
+}
+_TRACELOOP_KINDS = {"agent": StepKind.AGENT, "workflow": StepKind.AGENT, "tool": StepKind.TOOL}
+_CONFIDENT_KINDS = {
+    "agent": StepKind.AGENT,
+    "llm": StepKind.LLM,
+    "tool": StepKind.TOOL,
+    "retriever": StepKind.TOOL,
+}
+_INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
+
+
+def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> StepKind:
+    """Classify a span. ``top_level`` marks a span with no step above it: an OpenInference
+    ``CHAIN`` there is the agent run itself, deeper down it is plumbing."""
+    confident = attributes.get("confident.span.type")
+    if isinstance(confident, str) and confident in _CONFIDENT_KINDS:
+        return _CONFIDENT_KINDS[confident]
+    oi_kind = attributes.get("openinference.span.kind")
+    if isinstance(oi_kind, str):
+        oi_kind = oi_kind.upper()
+        if oi_kind in _OPENINFERENCE_KINDS:
+            return _OPENINFERENCE_KINDS[oi_kind]
+        if oi_kind == "CHAIN" and top_level:
+            return StepKind.AGENT
+        return StepKind.OTHER
+    tl_kind = attributes.get("traceloop.span.kind")
+    if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
+        return _TRACELOOP_KINDS[tl_kind]
+    operation = attributes.get("gen_ai.operation.name")
+    if operation == "execute_tool":
+        return StepKind.TOOL
+    if operation in _GENAI_AGENT_OPERATIONS:
+        return StepKind.AGENT
+    if operation in _GENAI_LLM_OPERATIONS or "llm.request.type" in attributes:
+        return StepKind.LLM
+    return StepKind.OTHER
+
+
+def read_step(record: SpanRecord, kind: StepKind) -> Step:
+    """Build the :class:`Step` for a span already classified as ``kind``."""
+    attrs = record.attributes
+    step = Step(
+        kind=kind,
+        name=_step_name(record, kind),
+        span_id=record.span_id,
+        trace_id=record.trace_id,
+        parent_span_id=record.parent_span_id,
+        start_ns=record.start_ns or None,
+        end_ns=record.end_ns or None,
+    )
+    if kind is StepKind.LLM:
+        # Message lists first: OpenInference's input.value/output.value on an LLM span is
+        # the whole request/response body, not what was said.
+        indexed = _indexed_messages(attrs)
+        step.input = _first_present(attrs, "gen_ai.input.messages") or _first_indexed(
+            indexed, "llm.input_messages", "gen_ai.prompt"
+        )
+        step.output = _first_present(attrs, "gen_ai.output.messages") or _first_indexed(
+            indexed, "llm.output_messages", "gen_ai.completion"
+        )
+    if step.input is None:
+        step.input = _first_present(attrs, *_INPUT_KEYS)
+    if step.output is None:
+        step.output = _first_present(attrs, *_OUTPUT_KEYS)
+    step.input = _decode_json(step.input)
+    step.output = _decode_json(step.output)
+    step.input_text = flatten_text(step.input)
+    step.output_text = flatten_text(step.output)
+    if kind is StepKind.LLM:
+        step.tool_calls = tuple(_tool_calls(step.output))
+    elif kind is StepKind.TOOL:
+        arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("tool.parameters"))
+        step.tool_arguments = _decode_json(arguments) if arguments is not None else step.input
+        result = attrs.get("gen_ai.tool.call.result")
+        step.tool_result = _decode_json(result) if result is not None else step.output
+    _read_error(record, step)
+    _read_usage(attrs, step)
+    return step
+
+
+def _step_name(record: SpanRecord, kind: StepKind) -> str:
+    attrs = record.attributes
+    keys: tuple[str, ...]
+    if kind is StepKind.TOOL:
+        keys = ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name")
+    elif kind is StepKind.AGENT:
+        keys = ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name")
+    else:
+        keys = ("confident.span.name",)
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return record.name
+
+
+_INPUT_KEYS = (
+    "confident.span.input",
+    "gen_ai.input.messages",
+    "input.value",
+    "traceloop.entity.input",
+    "gen_ai.tool.call.arguments",
+)
+_OUTPUT_KEYS = (
+    "confident.span.output",
+    "gen_ai.output.messages",
+    "output.value",
+    "traceloop.entity.output",
+    "gen_ai.tool.call.result",
+)
+
+
+def _first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
+    for prefix in prefixes:
+        if indexed.get(prefix):
+            return indexed[prefix]
+    return None
+
+
+def _first_present(attrs: Mapping[str, Any], *keys: str) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
+
+
+def _decode_json(value: Any) -> Any:
+    """Parse a string that holds a JSON object or array; leave anything else as it is."""
+    if isinstance(value, str) and value[:1] in ("{", "["):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+    return value
+
+
+def _indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Collect indexed message attributes (``gen_ai.completion.0.content``,
+    ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
+    dicts per prefix, in index order."""
+    found: dict[str, dict[int, dict[str, Any]]] = {}
+    for key, value in attrs.items():
+        if not (key.startswith("gen_ai.") or key.startswith("llm.")):
+            continue
+        match = _INDEXED.match(key)
+        if match is None:
+            continue
+        prefix, index, rest = match.group(1), int(match.group(2)), match.group(3)
+        rest = rest.removeprefix("message.")
+        message = found.setdefault(prefix, {}).setdefault(index, {})
+        if rest.startswith("tool_calls."):
+            _, call_index, field = rest.split(".", 2)
+            calls = message.setdefault("tool_calls", {})
+            field = field.removeprefix("tool_call.").removeprefix("function.")
+            calls.setdefault(int(call_index), {})[field] = value
+        else:
+            message[rest] = value
+    result: dict[str, list[dict[str, Any]]] = {}
+    for prefix, by_index in found.items():
+        messages = []
+        for _, message in sorted(by_index.items()):
+            calls = message.get("tool_calls")
+            if isinstance(calls, dict):
+                message["tool_calls"] = [call for _, call in sorted(calls.items())]
+            messages.append(message)
+        result[prefix] = messages
+    return result
+
+
+def flatten_text(value: Any) -> str:
+    """The text a person would read in a message list or structured value.
+
+    Strings pass through; GenAI messages contribute their text ``parts``; chat messages
+    their ``content`` (string or list of ``{"type": "text", "text": ...}``); other dicts
+    and lists are rendered as compact JSON with sorted keys, so equal values give equal text.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        texts = [_message_text(m) for m in value]
+        if any(t is not None for t in texts):
+            return "\n".join(t for t in texts if t)
+    if isinstance(value, dict):
+        text = _message_text(value)
+        if text is not None:
+            return text
+    if isinstance(value, (list, dict)):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        except TypeError:
+            return str(value)
+    return str(value)
+
+
+def _message_text(message: Mapping[str, Any]) -> str | None:
+    """Text of one message, or None when the dict is not a message."""
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = []
+        for part in parts:
+            if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
+                content = part.get("content", part.get("text"))
+                if isinstance(content, str):
+                    texts.append(content)
+        return "\n".join(texts)
+    if "content" in message or "role" in message:
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return "\n".join(
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, dict) and part.get("type") in ("text", "output_text", "input_text")
+            )
+        return ""
+    return None
+
+
+def _tool_calls(output: Any) -> list[ToolCall]:
+    """Tool calls requested inside LLM output messages (GenAI parts, chat ``tool_calls``)."""
+    messages = output if isinstance(output, list) else [output] if isinstance(output, dict) else []
+    calls: list[ToolCall] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        for part in message.get("parts") or ():
+            if isinstance(part, dict) and part.get("type") == "tool_call":
+                calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+        for call in message.get("tool_calls") or ():
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            calls.append(_tool_call(function.get("name"), function.get("arguments"), call.get("id")))
+    return calls
+
+
+def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
+    return ToolCall(
+        name=str(name or ""),
+        arguments=_decode_json(arguments),
+        call_id=str(call_id) if call_id else None,
+    )
+
+
+def _read_error(record: SpanRecord, step: Step) -> None:
+    attrs = record.attributes
+    error_type = attrs.get("error.type")
+    message = record.status_message
+    for event in record.events:
+        if event.name == "exception":
+            error_type = error_type or event.attributes.get("exception.type")
+            message = message or str(event.attributes.get("exception.message", ""))
+            break
+    step.is_error = record.status_code == STATUS_ERROR or error_type is not None
+    if step.is_error:
+        step.error_type = str(error_type or "")
+        step.error_message = message or ""
+
+
+def _read_usage(attrs: Mapping[str, Any], step: Step) -> None:
+    step.input_tokens = _as_int(
+        _first_present(
+            attrs,
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.prompt_tokens",
+            "llm.token_count.prompt",
+            "confident.llm.input_token_count",
+        )
+    )
+    step.output_tokens = _as_int(
+        _first_present(
+            attrs,
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens",
+            "llm.token_count.completion",
+            "confident.llm.output_token_count",
+        )
+    )
+    cost = _first_present(attrs, "gen_ai.usage.cost", "llm.cost.total")
+    step.cost = float(cost) if isinstance(cost, (int, float)) else None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    return None

@@ -1,0 +1,1 @@
+"""Loop detectors: each reads one agent trace and reports what it found."""

@@ -1,0 +1,436 @@
+"""deepeval-compatible lexical loop score (``AgentLoopDetectionMetric``, deepeval 4.3.1).
+
+This module is the specification of the lexical detector; it reproduces deepeval's
+score, sub-scores and reason text exactly (all three checks enabled, ``strict_mode``
+off) on deepeval's nested span dict: each span is a mapping with ``type``, ``name``,
+``input``, ``output`` and ``children`` (a list of spans).
+
+Score polarity follows deepeval: 1.0 is a clean trace, 0.0 severe looping, and a trace
+is a loop when ``score < threshold`` (default 0.5).
+
+Spans
+    All spans are collected in pre-order (a span, then its children left to right),
+    skipping falsy (empty) spans. Tool spans have ``type == "tool"``, LLM spans
+    ``type == "llm"``.
+
+The three signals (each 1.0, 0.5 or 0.0)
+    ``tool_repetition`` (weight 0.40)
+        Tool calls are keyed by ``(name, arguments)``. A string ``input`` is parsed as
+        JSON when it parses; a dict input becomes its sorted ``(str(key), str(value))``
+        pairs, so argument order is ignored and ``'{"q": "x"}'`` equals ``{"q": "x"}``;
+        anything else becomes ``(str(input),)``. The most frequent key (the first one
+        seen on ties) with count ``n`` scores 0.0 when ``n >= 2 * repetition_threshold``
+        (6 by default), 0.5 when ``n >= repetition_threshold`` (3), else 1.0. Reason:
+        ``"Tool '<name>' called <n> times with identical arguments."``. The calls need
+        not be consecutive.
+    ``reasoning_stagnation`` (weight 0.35)
+        Only *consecutive* LLM outputs (in span pre-order) are compared, and only when
+        both are strings with at least 20 meaningful words: lowercase, split on
+        whitespace, drop :data:`STOP_WORDS` and words of two characters or fewer. A
+        pair's similarity is the larger of the bigram Jaccard of the two word lists and
+        ``difflib.SequenceMatcher(None, a, b).ratio()`` on the space-joined words. The
+        first pair reaching the strictly largest similarity ``m`` (steps ``i`` and
+        ``i + 1``, indices into the LLM spans) is reported when ``m >=
+        similarity_threshold`` (0.85): 0.0 with ``"Identical reasoning outputs at steps
+        i and i+1."`` when ``m > 0.95``, else 0.5 with ``"High reasoning overlap (m:.2f)
+        at steps i and i+1."``. Repeats that are not adjacent, or outputs of 19 or fewer
+        meaningful words, never count.
+    ``call_graph_cycles`` (weight 0.25)
+        A depth-first walk of ``children`` labels each span ``type:name:input_hash``
+        (``input_hash`` is ``json.dumps(input, sort_keys=True)`` for a dict input, else
+        ``str(input)``, truncated to 64 characters). The first span (in DFS order) whose
+        label already appears on its own root-to-span ancestry path is a cycle and
+        scores 0.0 with ``"Cycle detected in execution path: type:name -> ... ->
+        type:name."`` (the path from the earlier occurrence down to the repeat). The same
+        label at sibling positions is *not* a cycle; that is tool repetition's job.
+
+Combination
+    ``score = total / weights`` where ``weights = 0.0 + 0.40 + 0.35 + 0.25`` and
+    ``total = 0.0 + tool_repetition * 0.40 + reasoning_stagnation * 0.35 +
+    call_graph_cycles * 0.25``, accumulated in that order (so floats are bit-identical
+    to deepeval). The reason is ``"No loop patterns detected."`` when the score is 1.0,
+    otherwise the reasons of the sub-signals below 1.0 joined by single spaces, in the
+    order above. A missing trace (``None``) scores 0.0 with deepeval's "No trace data
+    found" reason and an empty breakdown.
+
+deepeval's quirk: one signal can never fail a trace
+    At the default threshold 0.5 no single sub-signal fails a trace: the worst a single
+    signal can do is 0.6 (tool repetition at 0.0), 0.65 (stagnation at 0.0) or 0.75
+    (a cycle). So at least two signals must fire, and not every pair is enough: a
+    half-strength (0.5) tool repetition or stagnation paired with the other one at 0.5,
+    or with a cycle, still passes. Every combination where two or more fire:
+
+    ===============  ============  =====  =====  =====
+    tool_repetition  stagnation    cycle  score  loop
+    ===============  ============  =====  =====  =====
+    0.5              0.5           1.0    0.625  no
+    1.0              0.5           0.0    0.575  no
+    0.5              1.0           0.0    0.55   no
+    0.5              0.0           1.0    0.45   yes
+    0.0              0.5           1.0    0.425  yes
+    1.0              0.0           0.0    0.4    yes
+    0.5              0.5           0.0    0.375  yes
+    0.0              1.0           0.0    0.35   yes
+    0.0              0.0           1.0    0.25   yes
+    0.5              0.0           0.0    0.2    yes
+    0.0              0.5           0.0    0.175  yes
+    0.0              0.0           0.0    0.0    yes
+    ===============  ============  =====  =====  =====
+
+Cost
+    deepeval's pairwise comparison calls ``SequenceMatcher.ratio()``, which is quadratic
+    in the text length, on every consecutive pair; here each output is cleaned once and
+    ``ratio()`` is skipped whenever cheap upper bounds prove it cannot change the
+    result (see :func:`score_reasoning_stagnation`). Both tree walks are iterative, so
+    arbitrarily deep traces do not hit Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from difflib import SequenceMatcher
+from typing import Any, ClassVar
+
+from otel_semloop.verdict import LexicalResult
+
+__all__ = [
+    "CALL_GRAPH_CYCLES",
+    "REASONING_STAGNATION",
+    "STOP_WORDS",
+    "TOOL_REPETITION",
+    "WEIGHTS",
+    "LexicalDetector",
+    "deepeval_score",
+    "score_call_graph_cycles",
+    "score_reasoning_stagnation",
+    "score_tool_repetition",
+]
+
+TOOL_REPETITION = "tool_repetition"
+REASONING_STAGNATION = "reasoning_stagnation"
+CALL_GRAPH_CYCLES = "call_graph_cycles"
+
+#: Sub-signal weights, in deepeval's accumulation order.
+WEIGHTS: tuple[tuple[str, float], ...] = (
+    (TOOL_REPETITION, 0.40),
+    (REASONING_STAGNATION, 0.35),
+    (CALL_GRAPH_CYCLES, 0.25),
+)
+
+#: Outputs with fewer meaningful words than this are never compared.
+MIN_MEANINGFUL_WORDS = 20
+#: Similarity strictly above this is "identical" (stagnation score 0.0).
+IDENTICAL_ABOVE = 0.95
+#: Characters of a span's input kept in its call-graph label.
+INPUT_HASH_CHARS = 64
+
+#: deepeval's stop words and agent boilerplate, removed before comparing LLM outputs.
+STOP_WORDS = frozenset(
+    {
+        "the", "a", "an", "is", "are", "was", "were", "i", "will", "now", "based", "on",
+        "information", "provided", "to", "of", "in", "and", "that", "this", "with", "for",
+        "it", "my", "next", "step", "going", "so", "do", "be", "have", "has", "not", "but",
+        "as", "or", "from", "at", "by", "about", "above", "below", "up", "its", "let",
+    }
+)  # fmt: skip
+
+NO_TRACE_REASON = "No trace data found. This metric requires trace data from @observe."
+NO_LOOP_REASON = "No loop patterns detected."
+NO_EXPLICIT_REASON = "Loops detected but no explicit reason provided."
+
+_END = object()
+
+
+# ----------------------------------------------------------------------------------------
+# Spans
+# ----------------------------------------------------------------------------------------
+
+
+def _spans_preorder(tree: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    """All non-empty spans in pre-order, iteratively (deepeval recurses)."""
+    spans: list[Mapping[str, Any]] = []
+    stack: list[Any] = [tree]
+    while stack:
+        span = stack.pop()
+        if not span:
+            continue
+        spans.append(span)
+        stack.extend(reversed(list(span.get("children", []))))
+    return spans
+
+
+# ----------------------------------------------------------------------------------------
+# Tool repetition
+# ----------------------------------------------------------------------------------------
+
+
+def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
+    args = span.get("input", {})
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except Exception:  # noqa: BLE001 - deepeval keeps the raw string on any failure
+            pass
+    if isinstance(args, dict):
+        return span.get("name", ""), tuple(sorted((str(k), str(v)) for k, v in args.items()))
+    return span.get("name", ""), (str(args),)
+
+
+def score_tool_repetition(
+    tool_spans: Sequence[Mapping[str, Any]], repetition_threshold: int = 3
+) -> tuple[float, str]:
+    """deepeval's tool-repetition sub-score and reason for the tool spans, in order."""
+    if not tool_spans:
+        return 1.0, "No tool spans found."
+    counts: dict[Any, int] = {}
+    for span in tool_spans:
+        key = _call_key(span)
+        counts[key] = counts.get(key, 0) + 1
+    # max() keeps the first of equal counts, i.e. the first call seen.
+    (tool_name, _), count = max(counts.items(), key=lambda item: item[1])
+    if count >= repetition_threshold * 2:
+        return 0.0, f"Tool '{tool_name}' called {count} times with identical arguments."
+    if count >= repetition_threshold:
+        return 0.5, f"Tool '{tool_name}' called {count} times with identical arguments."
+    return 1.0, "Tool calls are within acceptable repetition limits."
+
+
+# ----------------------------------------------------------------------------------------
+# Call-graph cycles
+# ----------------------------------------------------------------------------------------
+
+
+def _input_hash(span: Mapping[str, Any]) -> str:
+    raw = span.get("input", "")
+    if isinstance(raw, dict):
+        try:
+            raw = json.dumps(raw, sort_keys=True)
+        except (TypeError, ValueError):
+            raw = str(raw)
+    return str(raw)[:INPUT_HASH_CHARS]
+
+
+def _label(span: Mapping[str, Any]) -> str:
+    return f"{span.get('type', 'unknown')}:{span.get('name', 'unnamed')}:{_input_hash(span)}"
+
+
+def _children(span: Mapping[str, Any]) -> Iterator[Any]:
+    return iter(span.get("children", []))
+
+
+def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]:
+    """deepeval's call-graph-cycle sub-score and reason.
+
+    An iterative version of deepeval's recursive DFS: the same visiting order, the same
+    first cycle reported. ``path`` holds the labels of the current ancestry chain and
+    ``position`` maps each of them to its depth; labels on the chain are distinct (a
+    repeat ends the walk), so the dict lookup equals deepeval's ``list.index``.
+    """
+    if not tree:
+        return 1.0, "No call graph cycles detected."
+    root = _label(tree)
+    path = [root]
+    position = {root: 0}
+    pending = [_children(tree)]
+    cycle: list[str] | None = None
+    while pending:
+        child = next(pending[-1], _END)
+        if child is _END:
+            pending.pop()
+            del position[path.pop()]
+            continue
+        label = _label(child)
+        start = position.get(label)
+        if start is not None:
+            cycle = [*path[start:], label]
+            break
+        position[label] = len(path)
+        path.append(label)
+        pending.append(_children(child))
+    if cycle is None:
+        return 1.0, "No execution cycles detected."
+    shown = []
+    for label in cycle:
+        parts = label.split(":", 2)
+        shown.append(f"{parts[0]}:{parts[1]}")
+    return 0.0, f"Cycle detected in execution path: {' -> '.join(shown)}."
+
+
+# ----------------------------------------------------------------------------------------
+# Reasoning stagnation
+# ----------------------------------------------------------------------------------------
+
+
+class _Output:
+    """One LLM output, cleaned once: joined meaningful words, their bigrams, char counts."""
+
+    __slots__ = ("bigrams", "chars", "text")
+
+    def __init__(self, words: list[str]) -> None:
+        self.text = " ".join(words)
+        self.bigrams = frozenset(zip(words, words[1:], strict=False))
+        self.chars = Counter(self.text)
+
+
+def _prepare(output: Any) -> _Output | None:
+    """The comparable form of an output, or None when deepeval would skip its pairs."""
+    if not isinstance(output, str):
+        return None
+    words = [w for w in str(output).lower().split() if w not in STOP_WORDS and len(w) > 2]
+    if len(words) < MIN_MEANINGFUL_WORDS:
+        return None
+    return _Output(words)
+
+
+def _bigram_jaccard(a: _Output, b: _Output) -> float:
+    # |A & B| / |A | B| with |A | B| = |A| + |B| - |A & B|: the same integers, same float.
+    common = len(a.bigrams & b.bigrams)
+    union = len(a.bigrams) + len(b.bigrams) - common
+    return common / union if union else 0.0
+
+
+def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold: float) -> bool:
+    """False when ``SequenceMatcher(None, a, b).ratio()`` provably cannot change the result.
+
+    ``ratio()`` is ``2.0 * M / (len(a) + len(b))`` where ``M`` is the size of its
+    matching blocks. Those blocks pair equal characters one to one, so ``M`` is at most
+    the size of the character multiset intersection, which is at most the shorter
+    length: these are difflib's ``quick_ratio()`` and ``real_quick_ratio()``, computed
+    here with the same ``2.0 * m / length`` expression (so, float division being
+    monotone, ``ratio() <= quick_ratio() <= real_quick_ratio()`` holds exactly) from
+    character counts cached per output. ``ratio()`` is needed only when it could exceed
+    ``floor`` (the larger of the pair's Jaccard and the running maximum) and reach the
+    threshold; see :func:`score_reasoning_stagnation` for why skipping it otherwise is
+    exact.
+    """
+    length = len(a.text) + len(b.text)
+    bound = 2.0 * min(len(a.text), len(b.text)) / length  # real_quick_ratio()
+    if bound <= floor or not bound >= similarity_threshold:
+        return False
+    bound = 2.0 * sum((a.chars & b.chars).values()) / length  # quick_ratio()
+    return bound > floor and bound >= similarity_threshold
+
+
+def score_reasoning_stagnation(
+    llm_outputs: Sequence[Any], similarity_threshold: float = 0.85
+) -> tuple[float, str]:
+    """deepeval's reasoning-stagnation sub-score and reason for the LLM outputs, in order.
+
+    deepeval computes, for every consecutive pair of comparable outputs, ``sim =
+    max(jaccard, ratio)``, keeps a running maximum ``M`` updated only on a strictly
+    larger ``sim`` (so the first pair reaching the final maximum is reported), and
+    reports only when the final ``M >= similarity_threshold``. This version computes
+    every Jaccard value exactly but calls ``ratio()`` only when an upper bound ``U`` on
+    it (:func:`_ratio_can_matter`) satisfies ``U > max(jaccard, M') and U >=
+    threshold``, using ``sim' = jaccard`` otherwise; ``M'`` is its own running maximum.
+
+    Why the result is identical. Invariant after every pair: ``M' <= M``, and whenever
+    ``M >= threshold``, ``M' == M`` with the same reported pair. A skipped pair falls in
+    one of three cases. (1) ``U <= jaccard``: then ``ratio <= jaccard``, so ``sim' ==
+    sim`` exactly. (2) ``U <= M'``: then ``sim <= M' <= M``, so deepeval does not update,
+    and neither does this code (``jaccard <= U <= M'``). (3) ``U < threshold``: the true
+    ``sim`` is below the threshold, so it can never be (or tie) a reported maximum;
+    using the smaller ``jaccard`` may only lower ``M'`` while both are below the
+    threshold, and once ``M`` reaches the threshold both update on the same pair with
+    the same exactly computed value, because that pair's ``sim >= threshold`` means it
+    was computed exactly and ``M' <= M < sim``. Every other pair gets its exact ``sim``.
+    So at the end either both maxima are below the threshold (both report no
+    stagnation) or they are equal with the same first pair.
+    """
+    if len(llm_outputs) < 2:
+        return 1.0, "Not enough LLM spans to check for reasoning stagnation."
+    prepared = [_prepare(output) for output in llm_outputs]
+    max_overlap = 0.0
+    pair = (-1, -1)  # reported as is when nothing was compared and the threshold is <= 0
+    for i in range(len(prepared) - 1):
+        a, b = prepared[i], prepared[i + 1]
+        if a is None or b is None:
+            continue
+        similarity = _bigram_jaccard(a, b)
+        floor = max_overlap if max_overlap > similarity else similarity
+        if _ratio_can_matter(a, b, floor, similarity_threshold):
+            ratio = SequenceMatcher(None, a.text, b.text).ratio()
+            if ratio > similarity:
+                similarity = ratio
+        if similarity > max_overlap:
+            max_overlap = similarity
+            pair = (i, i + 1)
+    if max_overlap >= similarity_threshold:
+        if max_overlap > IDENTICAL_ABOVE:
+            return 0.0, f"Identical reasoning outputs at steps {pair[0]} and {pair[1]}."
+        return 0.5, f"High reasoning overlap ({max_overlap:.2f}) at steps {pair[0]} and {pair[1]}."
+    return 1.0, "No reasoning stagnation."
+
+
+# ----------------------------------------------------------------------------------------
+# The metric
+# ----------------------------------------------------------------------------------------
+
+
+def deepeval_score(
+    tree: Mapping[str, Any] | None,
+    *,
+    threshold: float = 0.5,
+    repetition_threshold: int = 3,
+    similarity_threshold: float = 0.85,
+) -> LexicalResult:
+    """deepeval's ``AgentLoopDetectionMetric`` on one nested span dict (see module doc)."""
+    if tree is None:
+        return LexicalResult(score=0.0, breakdown={}, reason=NO_TRACE_REASON, threshold=threshold)
+    spans = _spans_preorder(tree)
+    results = (
+        score_tool_repetition([s for s in spans if s.get("type") == "tool"], repetition_threshold),
+        score_reasoning_stagnation(
+            [s.get("output", "") for s in spans if s.get("type") == "llm"], similarity_threshold
+        ),
+        score_call_graph_cycles(tree),
+    )
+    weights = 0.0
+    total = 0.0
+    for (_, weight), (sub_score, _) in zip(WEIGHTS, results, strict=True):
+        weights += weight
+        total += sub_score * weight
+    score = total / weights
+    if score == 1.0:
+        reason = NO_LOOP_REASON
+    else:
+        reason = " ".join(text for sub_score, text in results if sub_score < 1.0 and text)
+        if not reason.strip():
+            reason = NO_EXPLICIT_REASON
+    breakdown = {name: sub_score for (name, _), (sub_score, _) in zip(WEIGHTS, results, strict=True)}
+    return LexicalResult(score=score, breakdown=breakdown, reason=reason, threshold=threshold)
+
+
+class LexicalDetector:
+    """The deepeval-compatible lexical detector with its thresholds fixed."""
+
+    name: ClassVar[str] = "deepeval_lexical"
+
+    __slots__ = ("repetition_threshold", "similarity_threshold", "threshold")
+
+    def __init__(
+        self,
+        *,
+        threshold: float = 0.5,
+        repetition_threshold: int = 3,
+        similarity_threshold: float = 0.85,
+    ) -> None:
+        self.threshold = threshold
+        self.repetition_threshold = repetition_threshold
+        self.similarity_threshold = similarity_threshold
+
+    def evaluate(self, tree: Mapping[str, Any] | None) -> LexicalResult:
+        return deepeval_score(
+            tree,
+            threshold=self.threshold,
+            repetition_threshold=self.repetition_threshold,
+            similarity_threshold=self.similarity_threshold,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"LexicalDetector(threshold={self.threshold}, repetition_threshold="
+            f"{self.repetition_threshold}, similarity_threshold={self.similarity_threshold})"
+        )

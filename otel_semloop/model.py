@@ -1,0 +1,232 @@
+"""The trace model every detector reads: spans in, ordered agent steps out.
+
+Three layers, each with one job:
+
+* :class:`SpanRecord` is a neutral view of one span, whatever it came from (an SDK
+  ``ReadableSpan``, an OTLP protobuf ``Span``, a line of OTLP JSON). It keeps a reference
+  to the original object in ``source`` so a front door can write the verdict back onto
+  the same representation it received. Ids are lowercase hex, times are Unix nanoseconds.
+* :class:`Step` is one agent action (an agent invocation, an LLM call, a tool call) read
+  out of a span's attributes by :mod:`otel_semloop.conventions`.
+* :class:`Trace` is the ordered list of steps plus the span tree they came from.
+
+Steps are ordered by start time with ties broken by tree (pre-)order, never by span id:
+span ids are random, so ordering by them pairs arbitrary steps.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
+#: OTLP ``AnyValue`` (decoded to dicts and lists) and bytes.
+AttributeValue = Any
+
+STATUS_UNSET = 0
+STATUS_OK = 1
+STATUS_ERROR = 2
+
+
+@dataclass(slots=True)
+class EventRecord:
+    """A span event: name, Unix-nanosecond time, attributes."""
+
+    name: str
+    time_ns: int = 0
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+
+@dataclass(slots=True, eq=False)
+class SpanRecord:
+    """One span, decoded enough for grouping and for reading agent conventions.
+
+    ``parent_span_id`` is ``""`` for a root. ``parent_is_remote`` is True when the
+    parent lives in another process (so this span is a local root), None when unknown.
+    ``source`` is the object the record was read from; the core never touches it.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    events: Sequence[EventRecord] = ()
+    status_code: int = STATUS_UNSET
+    status_message: str = ""
+    kind: int = 0
+    parent_is_remote: bool | None = None
+    source: Any = None
+
+
+class StepKind(str, enum.Enum):
+    AGENT = "agent"
+    LLM = "llm"
+    TOOL = "tool"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call an LLM asked for inside its output messages.
+
+    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
+    """
+
+    name: str
+    arguments: Any = None
+    call_id: str | None = None
+
+
+@dataclass(slots=True, eq=False)
+class Step:
+    """One agent action, in the order the agent took it.
+
+    ``input``/``output`` are the structured values (a dict, list or string) and
+    ``input_text``/``output_text`` their flattened text (message lists become their text
+    contents joined by newlines). For a tool step ``tool_arguments``/``tool_result`` are
+    the call's arguments and result; when the span lacks them they are filled from the
+    matching tool call requested by the preceding LLM output (``ToolCall``).
+    ``agent`` is the name of the nearest enclosing agent step, if any.
+    """
+
+    kind: StepKind
+    name: str
+    span_id: str = ""
+    trace_id: str = ""
+    parent_span_id: str = ""
+    input: Any = None
+    output: Any = None
+    input_text: str = ""
+    output_text: str = ""
+    tool_arguments: Any = None
+    tool_result: Any = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    is_error: bool = False
+    error_type: str = ""
+    error_message: str = ""
+    start_ns: int | None = None
+    end_ns: int | None = None
+    agent: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cost: float | None = None
+    depth: int = 0
+    children: list[Step] = field(default_factory=list, repr=False)
+
+    def tree_view(self) -> dict[str, Any]:
+        """The deepeval/semloop nested span dict (``type``, ``name``, ``input``,
+        ``output``, ``children``) rooted at this step.
+
+        Tool steps show their arguments as ``input`` and their result as ``output``;
+        other steps show their flattened input/output text (``None`` when absent),
+        so deepeval's scoring and semloop's question protocol run on it unchanged.
+        Built iteratively: deep agent nesting cannot exhaust the recursion limit.
+        """
+        top = self._node()
+        stack = [(self, top)]
+        while stack:
+            step, node = stack.pop()
+            for child in step.children:
+                child_node = child._node()
+                node["children"].append(child_node)
+                stack.append((child, child_node))
+        return top
+
+    def _node(self) -> dict[str, Any]:
+        if self.kind is StepKind.TOOL:
+            node_input = self.tool_arguments if self.tool_arguments is not None else self.input
+            node_output = self.tool_result if self.tool_result is not None else self.output_text
+        else:
+            node_input = self.input_text if self.input is not None else None
+            node_output = self.output_text
+        return {
+            "type": self.kind.value if self.kind is not StepKind.OTHER else "base",
+            "name": self.name,
+            "input": node_input,
+            "output": node_output,
+            "children": [],
+        }
+
+
+@dataclass(slots=True, eq=False)
+class Trace:
+    """A trace as an agent run: ordered steps and the span tree behind them.
+
+    ``steps`` holds agent, LLM and tool steps in execution order (start time, then tree
+    order). ``roots`` are the top of the step tree (steps whose nearest step ancestor is
+    absent). ``other_spans`` are spans that are not steps (HTTP, DB, framework plumbing):
+    kept so write-back and forwarding see every span, ignored by detectors.
+    ``spans`` maps span id to record for every span the trace was built from.
+    """
+
+    trace_id: str
+    steps: list[Step]
+    roots: list[Step] = field(default_factory=list)
+    other_spans: list[SpanRecord] = field(default_factory=list)
+    spans: dict[str, SpanRecord] = field(default_factory=dict)
+    root_span_id: str = ""
+    partial: bool = False
+
+    @classmethod
+    def from_steps(cls, steps: Iterable[Step], trace_id: str = "", goal: str | None = None) -> Trace:
+        """A flat trace from steps already in order (tests, benchmarks, files without ids).
+
+        When ``goal`` is given the steps become children of a synthetic root agent.
+        """
+        ordered = list(steps)
+        if goal is None:
+            return cls(trace_id=trace_id, steps=ordered, roots=list(ordered))
+        root = Step(StepKind.AGENT, "agent", input=goal, input_text=goal, span_id="root")
+        root.children = list(ordered)
+        for step in ordered:
+            step.depth = max(step.depth, 1)
+            step.agent = step.agent or root.name
+        return cls(trace_id=trace_id, steps=[root, *ordered], roots=[root], root_span_id="root")
+
+    @property
+    def root(self) -> Step | None:
+        """The root agent step: the first top-level agent, else the first top-level step."""
+        for step in self.roots:
+            if step.kind is StepKind.AGENT:
+                return step
+        return self.roots[0] if self.roots else None
+
+    @property
+    def goal(self) -> str:
+        """What the run was asked to do: the root agent's input text."""
+        root = self.root
+        return root.input_text if root is not None else ""
+
+    @property
+    def agents(self) -> list[Step]:
+        return [s for s in self.steps if s.kind is StepKind.AGENT]
+
+    @property
+    def tool_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.kind is StepKind.TOOL]
+
+    @property
+    def llm_steps(self) -> list[Step]:
+        return [s for s in self.steps if s.kind is StepKind.LLM]
+
+    def tree_view(self) -> dict[str, Any]:
+        """deepeval's nested span dict for the whole trace.
+
+        One top-level step is the root itself; several are wrapped in a ``base`` node
+        named after the trace's root span so nothing is lost.
+        """
+        if len(self.roots) == 1:
+            return self.roots[0].tree_view()
+        root_record = self.spans.get(self.root_span_id)
+        return {
+            "type": "base",
+            "name": root_record.name if root_record else "trace",
+            "input": None,
+            "output": "",
+            "children": [r.tree_view() for r in self.roots],
+        }

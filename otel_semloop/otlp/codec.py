@@ -1,0 +1,484 @@
+"""A hand-written codec between protobuf ``TracesData`` / ``ExportTraceServiceRequest``
+and OTLP JSON (parsed into dicts and lists).
+
+``google.protobuf.json_format`` is not used: it is slow and writes ids as base64, while
+OTLP JSON wants lowercase hex ids, integer enums and 64-bit integers as decimal strings
+(DESIGN.md section 4). Output omits default-valued scalars and empty lists as the
+Collector does; a sub-message (``resource``, ``scope``, ``status``, a ``KeyValue``'s
+``value``) is written, possibly as ``{}``, exactly when it is present in the message, so
+protobuf -> JSON -> protobuf gives back an equal message. Input ignores unknown keys,
+treats ``null`` as the default, and raises :class:`~otel_semloop.errors.OTLPDecodeError`
+with the path of the first invalid value.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
+
+from otel_semloop.otlp import _common as c
+from otel_semloop.otlp._common import Bad
+
+__all__ = ["traces_to_json", "json_to_traces", "any_pb_to_json", "any_json_to_pb"]
+
+M = TypeVar("M", TracesData, ExportTraceServiceRequest)
+
+# --- protobuf -> JSON -----------------------------------------------------------------
+
+
+def any_pb_to_json(v: AnyValue) -> dict[str, Any]:
+    """A protobuf ``AnyValue`` as its OTLP JSON dict (structure preserved exactly)."""
+    which = v.WhichOneof("value")
+    if which == "string_value":
+        return {"stringValue": v.string_value}
+    if which == "int_value":
+        return {"intValue": str(v.int_value)}
+    if which == "bool_value":
+        return {"boolValue": v.bool_value}
+    if which == "double_value":
+        return {"doubleValue": c.double_json(v.double_value)}
+    if which == "array_value":
+        values = v.array_value.values
+        return {"arrayValue": {"values": [any_pb_to_json(x) for x in values]} if values else {}}
+    if which == "kvlist_value":
+        kvs = v.kvlist_value.values
+        return {"kvlistValue": {"values": _kvs_json(kvs)} if kvs else {}}
+    if which == "bytes_value":
+        return {"bytesValue": c.b64encode(v.bytes_value)}
+    if which == "string_value_strindex":
+        return {"stringValueStrindex": v.string_value_strindex}
+    return {}
+
+
+def _kvs_json(kvs: Any) -> list[dict[str, Any]]:
+    out = []
+    for kv in kvs:
+        d: dict[str, Any] = {"key": kv.key}
+        if kv.HasField("value"):
+            d["value"] = any_pb_to_json(kv.value)
+        if kv.key_strindex:
+            d["keyStrindex"] = kv.key_strindex
+        out.append(d)
+    return out
+
+
+def _resource_json(r: Resource) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if r.attributes:
+        d["attributes"] = _kvs_json(r.attributes)
+    if r.dropped_attributes_count:
+        d["droppedAttributesCount"] = r.dropped_attributes_count
+    if r.entity_refs:
+        refs = []
+        for ref in r.entity_refs:
+            e: dict[str, Any] = {}
+            if ref.schema_url:
+                e["schemaUrl"] = ref.schema_url
+            if ref.type:
+                e["type"] = ref.type
+            if ref.id_keys:
+                e["idKeys"] = list(ref.id_keys)
+            if ref.description_keys:
+                e["descriptionKeys"] = list(ref.description_keys)
+            refs.append(e)
+        d["entityRefs"] = refs
+    return d
+
+
+def _scope_json(s: InstrumentationScope) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if s.name:
+        d["name"] = s.name
+    if s.version:
+        d["version"] = s.version
+    if s.attributes:
+        d["attributes"] = _kvs_json(s.attributes)
+    if s.dropped_attributes_count:
+        d["droppedAttributesCount"] = s.dropped_attributes_count
+    return d
+
+
+def span_to_json(s: Span) -> dict[str, Any]:
+    """One protobuf ``Span`` as its OTLP JSON dict."""
+    d: dict[str, Any] = {}
+    if s.trace_id:
+        d["traceId"] = s.trace_id.hex()
+    if s.span_id:
+        d["spanId"] = s.span_id.hex()
+    if s.trace_state:
+        d["traceState"] = s.trace_state
+    if s.parent_span_id:
+        d["parentSpanId"] = s.parent_span_id.hex()
+    if s.flags:
+        d["flags"] = s.flags
+    if s.name:
+        d["name"] = s.name
+    if s.kind:
+        d["kind"] = s.kind
+    if s.start_time_unix_nano:
+        d["startTimeUnixNano"] = str(s.start_time_unix_nano)
+    if s.end_time_unix_nano:
+        d["endTimeUnixNano"] = str(s.end_time_unix_nano)
+    if s.attributes:
+        d["attributes"] = _kvs_json(s.attributes)
+    if s.dropped_attributes_count:
+        d["droppedAttributesCount"] = s.dropped_attributes_count
+    if s.events:
+        events = []
+        for ev in s.events:
+            e: dict[str, Any] = {}
+            if ev.time_unix_nano:
+                e["timeUnixNano"] = str(ev.time_unix_nano)
+            if ev.name:
+                e["name"] = ev.name
+            if ev.attributes:
+                e["attributes"] = _kvs_json(ev.attributes)
+            if ev.dropped_attributes_count:
+                e["droppedAttributesCount"] = ev.dropped_attributes_count
+            events.append(e)
+        d["events"] = events
+    if s.dropped_events_count:
+        d["droppedEventsCount"] = s.dropped_events_count
+    if s.links:
+        links = []
+        for ln in s.links:
+            e = {}
+            if ln.trace_id:
+                e["traceId"] = ln.trace_id.hex()
+            if ln.span_id:
+                e["spanId"] = ln.span_id.hex()
+            if ln.trace_state:
+                e["traceState"] = ln.trace_state
+            if ln.attributes:
+                e["attributes"] = _kvs_json(ln.attributes)
+            if ln.dropped_attributes_count:
+                e["droppedAttributesCount"] = ln.dropped_attributes_count
+            if ln.flags:
+                e["flags"] = ln.flags
+            links.append(e)
+        d["links"] = links
+    if s.dropped_links_count:
+        d["droppedLinksCount"] = s.dropped_links_count
+    if s.HasField("status"):
+        st: dict[str, Any] = {}
+        if s.status.message:
+            st["message"] = s.status.message
+        if s.status.code:
+            st["code"] = s.status.code
+        d["status"] = st
+    return d
+
+
+def traces_to_json(msg: TracesData | ExportTraceServiceRequest) -> dict[str, Any]:
+    """A ``TracesData`` or ``ExportTraceServiceRequest`` as an OTLP JSON dict.
+
+    ``orjson.dumps`` of the result is one line of the Collector file exporter's format.
+    """
+    out: list[dict[str, Any]] = []
+    for rs in msg.resource_spans:
+        d: dict[str, Any] = {}
+        if rs.HasField("resource"):
+            d["resource"] = _resource_json(rs.resource)
+        if rs.scope_spans:
+            scope_spans = []
+            for ss in rs.scope_spans:
+                sd: dict[str, Any] = {}
+                if ss.HasField("scope"):
+                    sd["scope"] = _scope_json(ss.scope)
+                if ss.spans:
+                    sd["spans"] = [span_to_json(s) for s in ss.spans]
+                if ss.schema_url:
+                    sd["schemaUrl"] = ss.schema_url
+                scope_spans.append(sd)
+            d["scopeSpans"] = scope_spans
+        if rs.schema_url:
+            d["schemaUrl"] = rs.schema_url
+        out.append(d)
+    return {"resourceSpans": out} if out else {}
+
+
+# --- JSON -> protobuf -----------------------------------------------------------------
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        c.bad_type(f"{what} object", value)
+    return value
+
+
+def _items(d: dict[str, Any], key: str) -> list[Any]:
+    """``d[key]`` as a list (missing or null is empty)."""
+    value = d.get(key)
+    if value is None:
+        return []
+    if type(value) is not list:
+        c.bad_type("an array", value, key)
+    return value
+
+
+def _field(d: dict[str, Any], key: str, parse: Any) -> Any:
+    try:
+        return parse(d.get(key))
+    except Bad as e:
+        e.path.append(key)
+        raise
+
+
+def _each(items: list[Any], key: str, fill: Any, repeated: Any) -> None:
+    """Decode every JSON item of ``items`` into a new element of ``repeated``."""
+    for item in items:
+        try:
+            fill(repeated.add(), item)
+        except Bad as e:
+            e.path.append(f"{key}[{c.index_of(items, item)}]")
+            raise
+
+
+def any_json_to_pb(v: Any, pb: AnyValue) -> None:
+    """Fill protobuf ``pb`` from a JSON ``AnyValue`` dict (raises :class:`Bad`)."""
+    d = _obj(v, "an AnyValue")
+    found = None
+    for key, value in d.items():
+        if value is not None and key in _ANY_FILLERS:
+            if found is not None:
+                raise Bad(f"AnyValue has more than one value: {found} and {key}")
+            found = key
+    if found is None:
+        return
+    try:
+        _ANY_FILLERS[found](pb, d[found])
+    except Bad as e:
+        e.path.append(found)
+        raise
+
+
+def _fill_bool(pb: AnyValue, x: Any) -> None:
+    if type(x) is not bool:
+        c.bad_type("true or false", x)
+    pb.bool_value = x
+
+
+def _fill_array(pb: AnyValue, x: Any) -> None:
+    d = _obj(x, "an arrayValue")
+    pb.array_value.SetInParent()
+    _each(_items(d, "values"), "values", _fill_any_elem, pb.array_value.values)
+
+
+def _fill_any_elem(pb: AnyValue, item: Any) -> None:
+    any_json_to_pb(item, pb)
+
+
+def _fill_kvlist(pb: AnyValue, x: Any) -> None:
+    d = _obj(x, "a kvlistValue")
+    pb.kvlist_value.SetInParent()
+    _each(_items(d, "values"), "values", _fill_kv, pb.kvlist_value.values)
+
+
+def _set_string(pb: AnyValue, x: Any) -> None:
+    pb.string_value = c.string(x)
+
+
+def _set_int(pb: AnyValue, x: Any) -> None:
+    pb.int_value = c.i64(x)
+
+
+def _set_double(pb: AnyValue, x: Any) -> None:
+    pb.double_value = c.double(x)
+
+
+def _set_bytes(pb: AnyValue, x: Any) -> None:
+    pb.bytes_value = c.b64decode(x)
+
+
+def _set_strindex(pb: AnyValue, x: Any) -> None:
+    pb.string_value_strindex = c.i32(x)
+
+
+_ANY_FILLERS = {
+    "stringValue": _set_string,
+    "boolValue": _fill_bool,
+    "intValue": _set_int,
+    "doubleValue": _set_double,
+    "arrayValue": _fill_array,
+    "kvlistValue": _fill_kvlist,
+    "bytesValue": _set_bytes,
+    "stringValueStrindex": _set_strindex,
+}
+
+
+def _fill_kv(pb: Any, item: Any) -> None:
+    d = _obj(item, "a key/value")
+    key = d.get("key")
+    if type(key) is str:
+        pb.key = key
+    elif key is not None:
+        c.bad_type("a string", key, "key")
+    value = d.get("value")
+    if value is not None:
+        pb.value.SetInParent()
+        try:
+            any_json_to_pb(value, pb.value)
+        except Bad as e:
+            e.path.append("value")
+            raise
+    strindex = d.get("keyStrindex")
+    if strindex is not None:
+        pb.key_strindex = _field(d, "keyStrindex", c.i32)
+
+
+def _fill_attributes(d: dict[str, Any], repeated: Any) -> None:
+    attrs = _items(d, "attributes")
+    if attrs:
+        _each(attrs, "attributes", _fill_kv, repeated)
+
+
+def _fill_entity_ref(pb: Any, item: Any) -> None:
+    d = _obj(item, "an entityRef")
+    pb.schema_url = _field(d, "schemaUrl", c.string)
+    pb.type = _field(d, "type", c.string)
+    for key, repeated in (("idKeys", pb.id_keys), ("descriptionKeys", pb.description_keys)):
+        values = _items(d, key)
+        for x in values:
+            if type(x) is not str:
+                c.bad_type("a string", x, f"{key}[{c.index_of(values, x)}]")
+            repeated.append(x)
+
+
+def _fill_resource(pb: Resource, value: Any) -> None:
+    d = _obj(value, "a resource")
+    _fill_attributes(d, pb.attributes)
+    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+    refs = _items(d, "entityRefs")
+    if refs:
+        _each(refs, "entityRefs", _fill_entity_ref, pb.entity_refs)
+
+
+def _fill_scope(pb: InstrumentationScope, value: Any) -> None:
+    d = _obj(value, "a scope")
+    pb.name = _field(d, "name", c.string)
+    pb.version = _field(d, "version", c.string)
+    _fill_attributes(d, pb.attributes)
+    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+
+
+def _id16(value: Any) -> bytes:
+    return c.id_bytes(value, 16)
+
+
+def _id8(value: Any) -> bytes:
+    return c.id_bytes(value, 8)
+
+
+def _kind(value: Any) -> int:
+    return c.enum(value, c.SPAN_KIND_NAMES)
+
+
+def _status_code(value: Any) -> int:
+    return c.enum(value, c.STATUS_CODE_NAMES)
+
+
+def _fill_event(pb: Span.Event, item: Any) -> None:
+    d = _obj(item, "an event")
+    pb.time_unix_nano = _field(d, "timeUnixNano", c.u64)
+    pb.name = _field(d, "name", c.string)
+    _fill_attributes(d, pb.attributes)
+    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+
+
+def _fill_link(pb: Span.Link, item: Any) -> None:
+    d = _obj(item, "a link")
+    pb.trace_id = _field(d, "traceId", _id16)
+    pb.span_id = _field(d, "spanId", _id8)
+    pb.trace_state = _field(d, "traceState", c.string)
+    _fill_attributes(d, pb.attributes)
+    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+    pb.flags = _field(d, "flags", c.u32)
+
+
+def _fill_status(pb: Status, value: Any) -> None:
+    d = _obj(value, "a status")
+    pb.message = _field(d, "message", c.string)
+    pb.code = _field(d, "code", _status_code)  # type: ignore[assignment]
+
+
+def fill_span(pb: Span, item: Any) -> None:
+    """Fill protobuf ``pb`` from one OTLP JSON span dict (raises :class:`Bad`)."""
+    d = _obj(item, "a span")
+    pb.trace_id = _field(d, "traceId", _id16)
+    pb.span_id = _field(d, "spanId", _id8)
+    pb.trace_state = _field(d, "traceState", c.string)
+    pb.parent_span_id = _field(d, "parentSpanId", _id8)
+    pb.flags = _field(d, "flags", c.u32)
+    pb.name = _field(d, "name", c.string)
+    pb.kind = _field(d, "kind", _kind)  # type: ignore[assignment]
+    pb.start_time_unix_nano = _field(d, "startTimeUnixNano", c.u64)
+    pb.end_time_unix_nano = _field(d, "endTimeUnixNano", c.u64)
+    _fill_attributes(d, pb.attributes)
+    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+    events = _items(d, "events")
+    if events:
+        _each(events, "events", _fill_event, pb.events)
+    pb.dropped_events_count = _field(d, "droppedEventsCount", c.u32)
+    links = _items(d, "links")
+    if links:
+        _each(links, "links", _fill_link, pb.links)
+    pb.dropped_links_count = _field(d, "droppedLinksCount", c.u32)
+    status = d.get("status")
+    if status is not None:
+        pb.status.SetInParent()
+        try:
+            _fill_status(pb.status, status)
+        except Bad as e:
+            e.path.append("status")
+            raise
+
+
+def _fill_scope_spans(pb: ScopeSpans, item: Any) -> None:
+    d = _obj(item, "a scopeSpans")
+    scope = d.get("scope")
+    if scope is not None:
+        pb.scope.SetInParent()
+        try:
+            _fill_scope(pb.scope, scope)
+        except Bad as e:
+            e.path.append("scope")
+            raise
+    _each(_items(d, "spans"), "spans", fill_span, pb.spans)
+    pb.schema_url = _field(d, "schemaUrl", c.string)
+
+
+def _fill_resource_spans(pb: ResourceSpans, item: Any) -> None:
+    d = _obj(item, "a resourceSpans")
+    resource = d.get("resource")
+    if resource is not None:
+        pb.resource.SetInParent()
+        try:
+            _fill_resource(pb.resource, resource)
+        except Bad as e:
+            e.path.append("resource")
+            raise
+    _each(_items(d, "scopeSpans"), "scopeSpans", _fill_scope_spans, pb.scope_spans)
+    pb.schema_url = _field(d, "schemaUrl", c.string)
+
+
+def json_to_traces(obj: Any, where: str = "", message_type: type[M] = TracesData) -> M:  # type: ignore[assignment]
+    """An OTLP JSON dict (one file-exporter line, one OTLP/HTTP JSON body) as protobuf.
+
+    ``message_type`` is ``TracesData`` (default) or ``ExportTraceServiceRequest``; they
+    share one layout. Raises :class:`~otel_semloop.errors.OTLPDecodeError` whose
+    ``where`` is ``where`` followed by the field path, e.g.
+    ``"in.jsonl:12 resourceSpans[0].scopeSpans[1].spans[3].traceId"``.
+    """
+    msg = message_type()
+    try:
+        d = _obj(obj, "a TracesData")
+        _each(_items(d, "resourceSpans"), "resourceSpans", _fill_resource_spans, msg.resource_spans)
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise Bad("value nested too deeply").to_error(where) from None
+    return msg

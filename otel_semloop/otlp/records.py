@@ -1,0 +1,349 @@
+"""Decoded OTLP data as :class:`~otel_semloop.model.SpanRecord`s, and write-back of
+:class:`~otel_semloop.writeback.SpanPatch`es onto the same representation.
+
+:func:`records_from_json` is the hot path of ``otel-semloop rescore``: it reads the span
+dicts of an ``orjson``-parsed line directly (attributes into a plain dict, no protobuf
+objects) and keeps each span dict as the record's ``source``, so
+:func:`apply_patch_json` edits the document in place and the line is dumped again with
+everything else untouched. Only what a record needs is validated (ids, times, name, kind,
+flags, status, attributes, events); other fields pass through as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from otel_semloop.model import EventRecord, SpanRecord
+from otel_semloop.otlp import _common as c
+from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad
+from otel_semloop.otlp.anyvalue import (
+    attributes_json,
+    decode_attributes_pb,
+    encode_any_json,
+    encode_any_pb,
+    encode_attributes_json,
+    encode_attributes_pb,
+)
+from otel_semloop.writeback import SpanPatch
+
+__all__ = ["records_from_json", "records_from_proto", "apply_patch_json", "apply_patch_proto"]
+
+_u64 = c.u64
+_EMPTY: dict[str, Any] = {}
+
+
+def _parent_is_remote(flags: int) -> bool | None:
+    if flags & FLAGS_HAS_IS_REMOTE:
+        return bool(flags & FLAGS_IS_REMOTE)
+    return None
+
+
+def _events_json(events: Any) -> list[EventRecord]:
+    if type(events) is not list:
+        c.bad_type("an array", events)
+    out = []
+    for ev in events:
+        try:
+            if type(ev) is not dict:
+                c.bad_type("an event object", ev)
+            name = ev.get("name")
+            if type(name) is not str:
+                name = _field(ev, "name", c.string)
+            t = ev.get("timeUnixNano")
+            if type(t) is not str or not t.isdigit() or not t.isascii():
+                t = _field(ev, "timeUnixNano", _u64)
+            attrs = ev.get("attributes")
+            if attrs:
+                try:
+                    attrs = attributes_json(attrs)
+                except Bad as e:
+                    e.path.append("attributes")
+                    raise
+            else:
+                attrs = {}
+            out.append(EventRecord(name, _u64(t), attrs))
+        except Bad as e:
+            e.path.append(f"[{c.index_of(events, ev)}]")
+            raise
+    return out
+
+
+def _field(d: dict[str, Any], key: str, parse: Any) -> Any:
+    try:
+        return parse(d.get(key))
+    except Bad as e:
+        e.path.append(key)
+        raise
+
+
+def _span_id(value: Any) -> str:
+    return c.span_id_hex(value)
+
+
+def _parent_id(value: Any) -> str:
+    return c.span_id_hex(value, allow_empty=True)
+
+
+def _kind(value: Any) -> int:
+    return c.enum(value, c.SPAN_KIND_NAMES)
+
+
+def _status(span: dict[str, Any]) -> tuple[int, str]:
+    status = span.get("status")
+    if not status:
+        if status is None or type(status) is dict:
+            return 0, ""
+        c.bad_type("a status object", status, "status")
+    if type(status) is not dict:
+        c.bad_type("a status object", status, "status")
+    try:
+        code = status.get("code", 0)
+        if type(code) is not int:
+            code = _field(status, "code", lambda v: c.enum(v, c.STATUS_CODE_NAMES))
+        message = status.get("message", "")
+        if type(message) is not str:
+            message = _field(status, "message", c.string)
+    except Bad as e:
+        e.path.append("status")
+        raise
+    return code, message
+
+
+def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
+    """One JSON span dict as a record (raises :class:`Bad` with the path inside the span)."""
+    if type(span) is not dict:
+        c.bad_type("a span object", span)
+    get = span.get
+    tid = get("traceId")
+    trace_id = trace_ids.get(tid) if type(tid) is str else None
+    if trace_id is None:
+        trace_id = _field(span, "traceId", c.trace_id_hex)
+        trace_ids[tid] = trace_id
+    span_id = get("spanId")
+    if type(span_id) is not str or len(span_id) != 16 or not span_id.isalnum() or not span_id.islower():
+        span_id = _field(span, "spanId", _span_id)
+    parent = get("parentSpanId")
+    if parent:
+        parent = _field(span, "parentSpanId", _parent_id)
+    elif parent is None or parent == "":
+        parent = ""
+    else:
+        parent = _field(span, "parentSpanId", _parent_id)
+    name = get("name", "")
+    if type(name) is not str:
+        name = _field(span, "name", c.string)
+    kind = get("kind", 0)
+    if type(kind) is not int:
+        kind = _field(span, "kind", _kind)
+    start = get("startTimeUnixNano")
+    if type(start) is str and start.isdigit() and start.isascii() and len(start) < 20:
+        start = int(start)
+    else:
+        start = _field(span, "startTimeUnixNano", _u64)
+    end = get("endTimeUnixNano")
+    if type(end) is str and end.isdigit() and end.isascii() and len(end) < 20:
+        end = int(end)
+    else:
+        end = _field(span, "endTimeUnixNano", _u64)
+    attrs = get("attributes")
+    if attrs:
+        try:
+            attrs = attributes_json(attrs)
+        except Bad as e:
+            e.path.append("attributes")
+            raise
+    elif attrs is None or type(attrs) is list:
+        attrs = {}
+    else:
+        c.bad_type("an array", attrs, "attributes")
+    events = get("events")
+    if events:
+        try:
+            events = _events_json(events)
+        except Bad as e:
+            e.path.append("events")
+            raise
+    elif events is None or type(events) is list:
+        events = ()
+    else:
+        c.bad_type("an array", events, "events")
+    flags = get("flags")
+    if flags:
+        if type(flags) is not int or flags < 0 or flags > c.MAX_U32:
+            flags = _field(span, "flags", c.u32)
+        remote = _parent_is_remote(flags)
+    else:
+        if flags is not None:
+            _field(span, "flags", c.u32)
+        remote = None
+    if "status" in span:
+        code, message = _status(span)
+    else:
+        code, message = 0, ""
+    return SpanRecord(trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span)
+
+
+def _list(d: dict[str, Any], key: str) -> list[Any]:
+    value = d.get(key)
+    if type(value) is list:
+        return value
+    if value is None:
+        return []
+    c.bad_type("an array", value, key)
+
+
+def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
+    """Every span of one parsed OTLP JSON ``TracesData`` (a file-exporter line or an
+    OTLP/HTTP JSON body) as a :class:`SpanRecord` whose ``source`` is the span's dict.
+
+    Ids come out as lowercase hex, times as ints, ``kind`` and ``status_code`` as ints
+    (enum names written by older Collectors are accepted), ``parent_is_remote`` from the
+    flags bits when present. Raises :class:`~otel_semloop.errors.OTLPDecodeError` whose
+    ``where`` is ``where`` plus the path, e.g. ``"in.jsonl:12
+    resourceSpans[0].scopeSpans[1].spans[3].traceId"``.
+    """
+    out: list[SpanRecord] = []
+    append = out.append
+    trace_ids: dict[str, str] = {}
+    try:
+        if type(obj) is not dict:
+            c.bad_type("a TracesData object", obj)
+        resource_spans = _list(obj, "resourceSpans")
+        for rs in resource_spans:
+            try:
+                if type(rs) is not dict:
+                    c.bad_type("a resourceSpans object", rs)
+                scope_spans = _list(rs, "scopeSpans")
+                for ss in scope_spans:
+                    try:
+                        if type(ss) is not dict:
+                            c.bad_type("a scopeSpans object", ss)
+                        spans = _list(ss, "spans")
+                        for span in spans:
+                            try:
+                                append(_span_json(span, trace_ids))
+                            except Bad as e:
+                                e.path.append(f"spans[{c.index_of(spans, span)}]")
+                                raise
+                    except Bad as e:
+                        e.path.append(f"scopeSpans[{c.index_of(scope_spans, ss)}]")
+                        raise
+            except Bad as e:
+                e.path.append(f"resourceSpans[{c.index_of(resource_spans, rs)}]")
+                raise
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise Bad("value nested too deeply").to_error(where) from None
+    return out
+
+
+def records_from_proto(msg: Any, where: str = "") -> list[SpanRecord]:
+    """Every span of a protobuf ``TracesData`` / ``ExportTraceServiceRequest`` as a
+    :class:`SpanRecord` whose ``source`` is the protobuf ``Span``.
+
+    Raises :class:`~otel_semloop.errors.OTLPDecodeError` for ids of the wrong length.
+    """
+    out: list[SpanRecord] = []
+    for i, rs in enumerate(msg.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k, span in enumerate(ss.spans):
+                path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
+                if len(tid) != 16:
+                    raise Bad(f"trace id must be 16 bytes, got {len(tid)}", path, "traceId").to_error(where)
+                if len(sid) != 8:
+                    raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId").to_error(where)
+                if pid and len(pid) != 8:
+                    raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId").to_error(
+                        where
+                    )
+                events = [
+                    EventRecord(ev.name, ev.time_unix_nano, decode_attributes_pb(ev.attributes) if ev.attributes else {})
+                    for ev in span.events
+                ]
+                out.append(
+                    SpanRecord(
+                        tid.hex(),
+                        sid.hex(),
+                        pid.hex(),
+                        span.name,
+                        span.start_time_unix_nano,
+                        span.end_time_unix_nano,
+                        decode_attributes_pb(span.attributes),
+                        events,
+                        span.status.code,
+                        span.status.message,
+                        span.kind,
+                        _parent_is_remote(span.flags),
+                        span,
+                    )
+                )
+    return out
+
+
+# --- write-back -----------------------------------------------------------------------
+
+
+def _event_json(ev: EventRecord) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if ev.time_ns:
+        d["timeUnixNano"] = str(ev.time_ns)
+    if ev.name:
+        d["name"] = ev.name
+    if ev.attributes:
+        d["attributes"] = encode_attributes_json(ev.attributes)
+    return d
+
+
+def apply_patch_json(span: dict[str, Any], patch: SpanPatch) -> None:
+    """Write ``patch`` onto an OTLP JSON span dict in place.
+
+    An attribute whose key exists gets its value replaced where it stands (every
+    occurrence, if the key is repeated); a new key is appended. Events are appended.
+    """
+    if patch.attributes:
+        attrs = span.get("attributes")
+        if type(attrs) is not list:
+            attrs = span["attributes"] = []
+        pending = dict(patch.attributes)
+        encoded = {k: encode_any_json(v) for k, v in pending.items()}
+        for kv in attrs:
+            if type(kv) is dict:
+                key = kv.get("key")
+                if type(key) is str and key in encoded:
+                    kv["value"] = encoded[key]
+                    pending.pop(key, None)
+        for key in pending:
+            attrs.append({"key": key, "value": encoded[key]})
+    if patch.events:
+        events = span.get("events")
+        if type(events) is not list:
+            events = span["events"] = []
+        events.extend(_event_json(ev) for ev in patch.events)
+
+
+def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
+    """Write ``patch`` onto a protobuf ``Span`` in place (same rules as
+    :func:`apply_patch_json`)."""
+    if patch.attributes:
+        pending = dict(patch.attributes)
+        seen = set()
+        for kv in span.attributes:
+            if kv.key in pending:
+                encode_any_pb(pending[kv.key], kv.value)
+                seen.add(kv.key)
+        for key, value in pending.items():
+            if key not in seen:
+                kv = span.attributes.add()
+                kv.key = key
+                encode_any_pb(value, kv.value)
+    for ev in patch.events:
+        pb = span.events.add()
+        pb.time_unix_nano = ev.time_ns
+        pb.name = ev.name
+        if ev.attributes:
+            encode_attributes_pb(ev.attributes, pb.attributes)
+
+
+_ = _EMPTY

@@ -1,0 +1,93 @@
+"""Turn a :class:`~otel_semloop.verdict.Verdict` into per-span patches.
+
+A patch is what a span gains: attributes and events. Front doors apply patches to their
+own representation (a new SDK ``ReadableSpan``, an OTLP JSON dict, a protobuf ``Span``);
+spans that gain nothing are forwarded untouched. The attribute names are the contract of
+DESIGN.md section 3: flags are booleans and labels low-cardinality, so Jaeger's exact-value
+tag search and Honeycomb's numeric filters both work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from otel_semloop.model import AttributeValue, EventRecord, Trace
+from otel_semloop.verdict import Label, Verdict
+
+
+@dataclass(slots=True)
+class SpanPatch:
+    """Attributes and events to add to one span (existing keys are overwritten)."""
+
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
+    events: list[EventRecord] = field(default_factory=list)
+
+    def merged_attributes(self, original: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
+        merged = dict(original)
+        merged.update(self.attributes)
+        return merged
+
+
+#: ``gen_ai.evaluation.name`` of the event this package writes.
+EVALUATION_NAME = "semloop.loop"
+
+
+def patches_for(trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
+    """Per-span patches for ``verdict``: the contract attributes and a
+    ``gen_ai.evaluation.result`` event on the trace's root span, ``semloop.in_loop`` on
+    the step spans that form the loop. Spans not in the result gain nothing."""
+    patches: dict[str, SpanPatch] = {}
+    if trace.root_span_id:
+        root = trace.spans.get(trace.root_span_id)
+        event_time = (root.end_ns or root.start_ns) if root is not None else 0
+        patches[trace.root_span_id] = SpanPatch(
+            attributes=verdict_attributes(verdict), events=[evaluation_event(verdict, event_time)]
+        )
+    for span_id in verdict.in_loop_span_ids:
+        if span_id in trace.spans:
+            patches.setdefault(span_id, SpanPatch()).attributes["semloop.in_loop"] = True
+    return patches
+
+
+def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
+    """The ``semloop.*`` attributes of a verdict (root span)."""
+    attrs: dict[str, AttributeValue] = {
+        "semloop.loop.detected": verdict.loop_detected,
+        "semloop.score": float(verdict.score),
+        "semloop.label": verdict.label.value,
+        "semloop.action": verdict.action.value,
+        "semloop.partial": verdict.partial,
+    }
+    if verdict.reason:
+        attrs["semloop.reason"] = verdict.reason
+    if verdict.label is Label.UNSCORED:
+        attrs["semloop.unscored.reason"] = verdict.unscored_reason or verdict.reason
+    signals = verdict.fired_signals
+    if signals:
+        attrs["semloop.signals"] = list(signals)
+    for finding in verdict.findings:
+        key = f"semloop.signal.{finding.signal}.severity"
+        attrs[key] = max(float(finding.severity), float(attrs.get(key, 0.0)))
+    if verdict.lexical is not None:
+        attrs["semloop.deepeval.score"] = float(verdict.lexical.score)
+        attrs["semloop.deepeval.loop"] = verdict.lexical.loop
+        for name, value in verdict.lexical.breakdown.items():
+            attrs[f"semloop.deepeval.{name}"] = float(value)
+    for name, value in verdict.calibration.items():
+        attrs[f"semloop.calibration.{name}"] = float(value)
+    return attrs
+
+
+def evaluation_event(verdict: Verdict, time_ns: int = 0) -> EventRecord:
+    """The OTel GenAI ``gen_ai.evaluation.result`` event for a verdict."""
+    return EventRecord(
+        name="gen_ai.evaluation.result",
+        time_ns=time_ns,
+        attributes={
+            "gen_ai.evaluation.name": EVALUATION_NAME,
+            "gen_ai.evaluation.score.value": float(verdict.score),
+            "gen_ai.evaluation.score.label": verdict.label.value,
+            "gen_ai.evaluation.explanation": verdict.reason or verdict.label.value,
+        },
+    )

@@ -1,0 +1,1 @@
+"""End-to-end test helpers: a scripted OpenAI-compatible server and OTLP receivers on loopback."""
