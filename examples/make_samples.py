@@ -49,16 +49,24 @@ def looping_grep_openinference(tracer: Tracer) -> None:
         "whole codebase for it again and read what the search returns before deciding what to change "
         "in the order service and its error handling path."
     )
-    with _span(tracer, "engineer", {"openinference.span.kind": "AGENT", "input.value": "Fix the 500 on /api/orders"}) as agent:
+    with _span(
+        tracer, "engineer", {"openinference.span.kind": "AGENT", "input.value": "Fix the 500 on /api/orders"}
+    ) as agent:
         ctx = _ctx(agent)
         for _ in range(6):
             with _child(tracer, ctx, "ChatCompletion", _oi_llm(thought)):
                 pass
-            with _child(tracer, ctx, "grep", {
-                "openinference.span.kind": "TOOL", "tool.name": "grep",
-                "input.value": json.dumps({"pattern": "guest_checkout", "path": "."}),
-                "output.value": "no matches",
-            }):
+            with _child(
+                tracer,
+                ctx,
+                "grep",
+                {
+                    "openinference.span.kind": "TOOL",
+                    "tool.name": "grep",
+                    "input.value": json.dumps({"pattern": "guest_checkout", "path": "."}),
+                    "output.value": "no matches",
+                },
+            ):
                 pass
 
 
@@ -67,8 +75,13 @@ def alternating_files_genai(tracer: Tracer) -> None:
     with _span(tracer, "invoke_agent coder", agent_attrs) as agent:
         ctx = _ctx(agent)
         for _ in range(4):
-            for path, body in (("billing.py", "def charge(): ..."), ("test_billing.py", "def test_charge(): ...")):
-                with _child(tracer, ctx, "execute_tool read_file", _genai_tool("read_file", {"path": path}, body)):
+            for path, body in (
+                ("billing.py", "def charge(): ..."),
+                ("test_billing.py", "def test_charge(): ..."),
+            ):
+                with _child(
+                    tracer, ctx, "execute_tool read_file", _genai_tool("read_file", {"path": path}, body)
+                ):
                     pass
 
 
@@ -76,30 +89,47 @@ def healthy_pagination_genai(tracer: Tracer) -> None:
     with _span(tracer, "invoke_agent reporter", _genai_agent("reporter", "Count all open orders")) as agent:
         ctx = _ctx(agent)
         for page in range(1, 6):
-            result = json.dumps({"page": page, "orders": [f"ord-{page}{i}" for i in range(3)], "more": page < 5})
-            with _child(tracer, ctx, "execute_tool list_orders", _genai_tool("list_orders", {"page": page}, result)):
+            result = json.dumps(
+                {"page": page, "orders": [f"ord-{page}{i}" for i in range(3)], "more": page < 5}
+            )
+            with _child(
+                tracer, ctx, "execute_tool list_orders", _genai_tool("list_orders", {"page": page}, result)
+            ):
                 pass
         with _child(tracer, ctx, "chat gpt-4o", _genai_chat("There are 15 open orders.")):
             pass
 
 
 def polling_openllmetry(tracer: Tracer) -> None:
-    with _span(tracer, "deploy.workflow", {
-        "traceloop.span.kind": "workflow", "traceloop.entity.name": "deployer",
-        "traceloop.entity.input": json.dumps({"goal": "Deploy build 812 and wait until it is live"}),
-    }) as agent:
+    with _span(
+        tracer,
+        "deploy.workflow",
+        {
+            "traceloop.span.kind": "workflow",
+            "traceloop.entity.name": "deployer",
+            "traceloop.entity.input": json.dumps({"goal": "Deploy build 812 and wait until it is live"}),
+        },
+    ) as agent:
         ctx = _ctx(agent)
         for status in ("queued", "running 20%", "running 60%", "running 90%", "live"):
-            with _child(tracer, ctx, "check_status.tool", {
-                "traceloop.span.kind": "tool", "traceloop.entity.name": "check_status",
-                "traceloop.entity.input": json.dumps({"build": 812}),
-                "traceloop.entity.output": json.dumps({"status": status}),
-            }):
+            with _child(
+                tracer,
+                ctx,
+                "check_status.tool",
+                {
+                    "traceloop.span.kind": "tool",
+                    "traceloop.entity.name": "check_status",
+                    "traceloop.entity.input": json.dumps({"build": 812}),
+                    "traceloop.entity.output": json.dumps({"status": status}),
+                },
+            ):
                 pass
 
 
 def plain_http(tracer: Tracer) -> None:
-    with _span(tracer, "GET /healthz", {"http.request.method": "GET", "http.response.status_code": 200}) as span:
+    with _span(
+        tracer, "GET /healthz", {"http.request.method": "GET", "http.response.status_code": 200}
+    ) as span:
         span.set_status(StatusCode.OK)
 
 
@@ -159,8 +189,13 @@ def main() -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": "sample-agents"}))
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("otel-semloop.examples")
-    runs = (looping_grep_openinference, alternating_files_genai, healthy_pagination_genai,
-            polling_openllmetry, plain_http)
+    runs = (
+        looping_grep_openinference,
+        alternating_files_genai,
+        healthy_pagination_genai,
+        polling_openllmetry,
+        plain_http,
+    )
     lines = []
     for run in runs:
         exporter.clear()

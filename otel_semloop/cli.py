@@ -86,7 +86,8 @@ def print_table(report: RescoreReport, stream: TextIO) -> None:
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     for row in rows:
-        stream.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() + "\n")
+        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        stream.write("  ".join(cells).rstrip() + "\n")
     loops = sum(1 for r in report.results if r.verdict.loop_detected)
     stream.write(
         f"{len(report.results)} agent traces scored, {loops} loops; {report.spans} spans in "

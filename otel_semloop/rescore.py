@@ -43,7 +43,9 @@ class RescoreReport:
     skipped_traces: int = 0
 
 
-def rescore_files(inputs: Sequence[str | Path], output: BinaryIO, scorer: Scorer | None = None) -> RescoreReport:
+def rescore_files(
+    inputs: Sequence[str | Path], output: BinaryIO, scorer: Scorer | None = None
+) -> RescoreReport:
     """Read every input, score every agent trace, write all lines to ``output``."""
     batches = [batch for path in inputs for batch in iter_json_lines(path)]
     report = rescore_batches(batches, scorer or Scorer())

@@ -266,12 +266,40 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
 class _Output:
     """One LLM output, cleaned once: joined meaningful words, their bigrams, char counts."""
 
-    __slots__ = ("bigrams", "chars", "text")
+    __slots__ = ("_masks", "bigrams", "chars", "text")
 
     def __init__(self, words: list[str]) -> None:
         self.text = " ".join(words)
         self.bigrams = frozenset(zip(words, words[1:], strict=False))
         self.chars = Counter(self.text)
+        self._masks: dict[str, int] | None = None
+
+    def masks(self) -> dict[str, int]:
+        """Per character, the bit set of its positions in ``text`` (built on first use)."""
+        if self._masks is None:
+            masks: dict[str, int] = {}
+            for position, char in enumerate(self.text):
+                masks[char] = masks.get(char, 0) | (1 << position)
+            self._masks = masks
+        return self._masks
+
+
+def _lcs_length(a: str, b: _Output) -> int:
+    """Length of the longest common subsequence of ``a`` and ``b.text``.
+
+    Hyyro's bit-parallel algorithm: one pass over ``a`` with a few big-integer
+    operations on ``len(b.text)``-bit integers per character, far cheaper than
+    ``SequenceMatcher.ratio()`` on the same strings.
+    """
+    full = (1 << len(b.text)) - 1
+    masks = b.masks()
+    v = full
+    for char in a:
+        mask = masks.get(char)
+        if mask:
+            u = v & mask
+            v = ((v + u) | (v - u)) & full
+    return len(b.text) - v.bit_count()
 
 
 def _prepare(output: Any) -> _Output | None:
@@ -294,22 +322,28 @@ def _bigram_jaccard(a: _Output, b: _Output) -> float:
 def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold: float) -> bool:
     """False when ``SequenceMatcher(None, a, b).ratio()`` provably cannot change the result.
 
-    ``ratio()`` is ``2.0 * M / (len(a) + len(b))`` where ``M`` is the size of its
-    matching blocks. Those blocks pair equal characters one to one, so ``M`` is at most
-    the size of the character multiset intersection, which is at most the shorter
-    length: these are difflib's ``quick_ratio()`` and ``real_quick_ratio()``, computed
-    here with the same ``2.0 * m / length`` expression (so, float division being
-    monotone, ``ratio() <= quick_ratio() <= real_quick_ratio()`` holds exactly) from
-    character counts cached per output. ``ratio()`` is needed only when it could exceed
-    ``floor`` (the larger of the pair's Jaccard and the running maximum) and reach the
-    threshold; see :func:`score_reasoning_stagnation` for why skipping it otherwise is
-    exact.
+    ``ratio()`` is ``2.0 * M / (len(a) + len(b))`` where ``M`` is the total size of
+    ``get_matching_blocks()``: non-overlapping blocks of equal characters, increasing in
+    both strings. So the matched characters form a common subsequence, and ``M`` is at
+    most (3) the longest common subsequence, which is at most (2) the size of the
+    character multiset intersection, which is at most (1) the shorter length. Bounds
+    (1) and (2) are difflib's ``real_quick_ratio()`` and ``quick_ratio()``; each bound
+    here uses the same ``2.0 * m / length`` expression as difflib, so, float division
+    being monotone in ``m``, ``ratio()`` never exceeds it, even by rounding. They are
+    tried cheapest first: (1) is O(1), (2) uses character counts cached per output, and
+    (3) is a bit-parallel pass (:func:`_lcs_length`). ``ratio()`` is needed only when it
+    could exceed ``floor`` (the larger of the pair's Jaccard and the running maximum)
+    and reach the threshold; see :func:`score_reasoning_stagnation` for why skipping it
+    otherwise is exact.
     """
     length = len(a.text) + len(b.text)
-    bound = 2.0 * min(len(a.text), len(b.text)) / length  # real_quick_ratio()
+    bound = 2.0 * min(len(a.text), len(b.text)) / length  # (1) real_quick_ratio()
     if bound <= floor or not bound >= similarity_threshold:
         return False
-    bound = 2.0 * sum((a.chars & b.chars).values()) / length  # quick_ratio()
+    bound = 2.0 * sum((a.chars & b.chars).values()) / length  # (2) quick_ratio()
+    if bound <= floor or not bound >= similarity_threshold:
+        return False
+    bound = 2.0 * _lcs_length(a.text, b) / length  # (3) longest common subsequence
     return bound > floor and bound >= similarity_threshold
 
 

@@ -44,8 +44,8 @@ STATUS_CODE_NAMES = {
     "STATUS_CODE_ERROR": 2,
 }
 
-_is_lower_hex32 = re.compile(r"[0-9a-f]{32}").fullmatch
-_is_lower_hex16 = re.compile(r"[0-9a-f]{16}").fullmatch
+is_lower_hex32 = re.compile(r"[0-9a-f]{32}").fullmatch
+is_lower_hex16 = re.compile(r"[0-9a-f]{16}").fullmatch
 _is_hex = re.compile(r"[0-9a-fA-F]*").fullmatch
 _is_int = re.compile(r"-?[0-9]+").fullmatch
 _is_json_number = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?").fullmatch
@@ -202,7 +202,7 @@ def string(value: Any) -> str:
 def trace_id_hex(value: Any) -> str:
     """A trace id as 32 lowercase hex characters (input is case-insensitive)."""
     if type(value) is str:
-        if _is_lower_hex32(value):
+        if is_lower_hex32(value):
             return value
         if len(value) == 32 and _is_hex(value):
             return value.lower()
@@ -217,7 +217,7 @@ def trace_id_hex(value: Any) -> str:
 def span_id_hex(value: Any, *, allow_empty: bool = False) -> str:
     """A span id as 16 lowercase hex characters; ``""`` when empty is allowed."""
     if type(value) is str:
-        if _is_lower_hex16(value):
+        if is_lower_hex16(value):
             return value
         if len(value) == 16 and _is_hex(value):
             return value.lower()

@@ -29,7 +29,7 @@ from otel_semloop.writeback import SpanPatch
 __all__ = ["records_from_json", "records_from_proto", "apply_patch_json", "apply_patch_proto"]
 
 _u64 = c.u64
-_EMPTY: dict[str, Any] = {}
+_is_lower_hex16 = c.is_lower_hex16
 
 
 def _parent_is_remote(flags: int) -> bool | None:
@@ -59,8 +59,10 @@ def _events_json(events: Any) -> list[EventRecord]:
                 except Bad as e:
                     e.path.append("attributes")
                     raise
-            else:
+            elif attrs is None or type(attrs) is list:
                 attrs = {}
+            else:
+                c.bad_type("an array", attrs, "attributes")
             out.append(EventRecord(name, _u64(t), attrs))
         except Bad as e:
             e.path.append(f"[{c.index_of(events, ev)}]")
@@ -88,25 +90,16 @@ def _kind(value: Any) -> int:
     return c.enum(value, c.SPAN_KIND_NAMES)
 
 
-def _status(span: dict[str, Any]) -> tuple[int, str]:
-    status = span.get("status")
-    if not status:
-        if status is None or type(status) is dict:
-            return 0, ""
-        c.bad_type("a status object", status, "status")
-    if type(status) is not dict:
-        c.bad_type("a status object", status, "status")
-    try:
-        code = status.get("code", 0)
-        if type(code) is not int:
-            code = _field(status, "code", lambda v: c.enum(v, c.STATUS_CODE_NAMES))
-        message = status.get("message", "")
-        if type(message) is not str:
-            message = _field(status, "message", c.string)
-    except Bad as e:
-        e.path.append("status")
-        raise
+def _status(status: dict[str, Any]) -> tuple[int, str]:
+    code = _field(status, "code", _status_code)
+    message = status.get("message", "")
+    if type(message) is not str:
+        message = _field(status, "message", c.string)
     return code, message
+
+
+def _status_code(value: Any) -> int:
+    return c.enum(value, c.STATUS_CODE_NAMES)
 
 
 def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
@@ -120,7 +113,7 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         trace_id = _field(span, "traceId", c.trace_id_hex)
         trace_ids[tid] = trace_id
     span_id = get("spanId")
-    if type(span_id) is not str or len(span_id) != 16 or not span_id.isalnum() or not span_id.islower():
+    if type(span_id) is not str or not _is_lower_hex16(span_id):
         span_id = _field(span, "spanId", _span_id)
     parent = get("parentSpanId")
     if parent:
@@ -176,10 +169,19 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         if flags is not None:
             _field(span, "flags", c.u32)
         remote = None
-    if "status" in span:
-        code, message = _status(span)
-    else:
+    status = get("status")
+    if status:
+        if type(status) is not dict:
+            c.bad_type("a status object", status, "status")
+        try:
+            code, message = _status(status)
+        except Bad as e:
+            e.path.append("status")
+            raise
+    elif status is None or type(status) is dict:
         code, message = 0, ""
+    else:
+        c.bad_type("a status object", status, "status")
     return SpanRecord(trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span)
 
 
@@ -345,5 +347,3 @@ def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
         if ev.attributes:
             encode_attributes_pb(ev.attributes, pb.attributes)
 
-
-_ = _EMPTY
