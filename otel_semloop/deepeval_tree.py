@@ -63,6 +63,11 @@ def trace_from_tree(tree: Mapping[str, Any], key: str = "tree") -> Trace:
     return build_trace(tree_to_spans(tree, key))
 
 
+def trace_from_bench_row(row: Mapping[str, Any]) -> Trace:
+    """A row of the semloop benchmark (``trace_id``, ``root``, ...) as a :class:`Trace`."""
+    return trace_from_tree(row["root"], str(row["trace_id"]))
+
+
 def _genai_span(node: Mapping[str, Any]) -> tuple[str, int, dict[str, Any]]:
     node_type = node.get("type")
     name = str(node.get("name", ""))

@@ -87,6 +87,8 @@ Cost
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -169,10 +171,8 @@ def _spans_preorder(tree: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
 def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
     args = span.get("input", {})
     if isinstance(args, str):
-        try:
+        with contextlib.suppress(Exception):  # deepeval keeps the raw string on any failure
             args = json.loads(args)
-        except Exception:  # noqa: BLE001 - deepeval keeps the raw string on any failure
-            pass
     if isinstance(args, dict):
         return span.get("name", ""), tuple(sorted((str(k), str(v)) for k, v in args.items()))
     return span.get("name", ""), (str(args),)
@@ -270,7 +270,7 @@ class _Output:
 
     def __init__(self, words: list[str]) -> None:
         self.text = " ".join(words)
-        self.bigrams = frozenset(zip(words, words[1:], strict=False))
+        self.bigrams = frozenset(itertools.pairwise(words))
         self.chars = Counter(self.text)
         self._masks: dict[str, int] | None = None
 
