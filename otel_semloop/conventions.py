@@ -105,7 +105,10 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if kind is StepKind.LLM:
         step.tool_calls = tuple(_tool_calls(step.output))
     elif kind is StepKind.TOOL:
-        arguments = attrs.get("gen_ai.tool.call.arguments", attrs.get("tool.parameters"))
+        # Not OpenInference's ``tool.parameters``: that is the tool's JSON *schema*, the same
+        # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
+        # reading it as arguments would make every call of a tool look identical.
+        arguments = attrs.get("gen_ai.tool.call.arguments")
         step.tool_arguments = _decode_json(arguments) if arguments is not None else step.input
         result = attrs.get("gen_ai.tool.call.result")
         step.tool_result = _decode_json(result) if result is not None else step.output

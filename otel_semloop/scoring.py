@@ -3,36 +3,80 @@
 This is the one core every front door calls (the span processor, the collector service,
 ``otel-semloop rescore``). It reads no clock and holds no state between traces, so it can
 run on any thread and be bounded by its caller's time budget.
+
+Two modes
+    ``"default"``: the deterministic detectors (:mod:`otel_semloop.detectors.suite`) and
+    the :class:`~otel_semloop.policy.Policy` decide the label, score and action.
+    ``"lexical"``: deepeval's ``AgentLoopDetectionMetric`` alone decides, as deepeval
+    would (kept for comparison: the benchmark prints both columns).
+
+In both modes the deepeval-compatible lexical result is computed and kept on
+``verdict.lexical`` (written as ``semloop.deepeval.*``), so results stay comparable with
+deepeval. Cost: linear in the trace's size for both (see ``bench/detector_speed.py``).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
+from otel_semloop.detectors.suite import DetectorSuite
 from otel_semloop.model import Trace
+from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
+
+__all__ = ["Scorer", "ScorerMode"]
+
+ScorerMode = Literal["default", "lexical"]
+_MODES = ("default", "lexical")
 
 
 class Scorer:
     """Turns a :class:`Trace` into a :class:`Verdict`.
 
-    The deepeval-compatible lexical score is always computed and kept beside the verdict
-    (``semloop.deepeval.score``) so results stay comparable with deepeval.
+    ``config`` holds the detector thresholds (:class:`DetectorConfig`), ``policy`` the
+    actions and label rules; both default to the documented defaults. A scorer keeps no
+    per-trace state: one instance may score traces from many threads.
     """
 
-    def __init__(self, *, lexical: LexicalDetector | None = None) -> None:
+    __slots__ = ("config", "lexical", "mode", "policy")
+
+    def __init__(
+        self,
+        *,
+        mode: ScorerMode = "default",
+        config: DetectorConfig | None = None,
+        policy: Policy | None = None,
+        lexical: LexicalDetector | None = None,
+    ) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"unknown scorer mode {mode!r}; expected one of {', '.join(_MODES)}")
+        self.mode = mode
+        self.config = config or DetectorConfig()
+        self.policy = policy or Policy()
         self.lexical = lexical or LexicalDetector()
 
     def score(self, trace: Trace) -> Verdict:
         if not trace.steps:
             return Verdict.unscored("no agent steps in trace", partial=trace.partial)
         lexical = self.lexical.evaluate(trace.tree_view())
-        loop = lexical.loop
-        return Verdict(
-            label=Label.LOOP if loop else Label.NO_LOOP,
-            score=lexical.score,
-            action=Action.STOP if loop else Action.CONTINUE,
-            reason=lexical.reason,
+        if self.mode == "lexical":
+            loop = lexical.loop
+            return Verdict(
+                label=Label.LOOP if loop else Label.NO_LOOP,
+                score=lexical.score,
+                action=Action.STOP if loop else Action.CONTINUE,
+                reason=lexical.reason,
+                lexical=lexical,
+                partial=trace.partial,
+                threshold=lexical.threshold,
+            )
+        suite = DetectorSuite(self.config)
+        findings = suite.detect(trace)
+        return self.policy.verdict(
+            findings,
             lexical=lexical,
             partial=trace.partial,
-            threshold=lexical.threshold,
+            calibration=suite.calibration if self.config.calibration else None,
         )

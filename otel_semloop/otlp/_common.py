@@ -90,6 +90,8 @@ def describe(value: Any) -> str:
     if isinstance(value, str):
         text = value if len(value) <= 40 else value[:37] + "..."
         return f"string {text!r}"
+    if isinstance(value, int) and value.bit_length() > 128:
+        return f"a {value.bit_length()}-bit integer"
     if isinstance(value, (int, float)):
         return f"number {value!r}"
     if isinstance(value, list):
@@ -121,7 +123,7 @@ def _integral(value: Any, lo: int, hi: int, what: str) -> int:
     else:
         bad_type(what, value)
     if not lo <= result <= hi:
-        raise Bad(f"{what} out of range: {result}")
+        raise Bad(f"{what} out of range: {describe(result)}")
     return result
 
 
@@ -175,7 +177,10 @@ def double(value: Any) -> float:
     if type(value) is float:
         return value
     if type(value) is int:
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:
+            raise Bad(f"number out of the double range: {describe(value)}") from None
     if type(value) is str:
         if value == "NaN":
             return math.nan

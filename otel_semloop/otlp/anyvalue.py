@@ -27,19 +27,25 @@ from otel_semloop.otlp._common import Bad
 
 __all__ = [
     "decode_any_json",
-    "encode_any_json",
     "decode_any_pb",
-    "encode_any_pb",
     "decode_attributes_json",
-    "encode_attributes_json",
     "decode_attributes_pb",
+    "encode_any_json",
+    "encode_any_pb",
+    "encode_attributes_json",
     "encode_attributes_pb",
 ]
+
+#: How deeply arrays and kvlists may nest inside one attribute value. Real attributes
+#: nest a level or two; the bound keeps every accepted line within what ``orjson.dumps``
+#: can write back (255 JSON levels; a kvlist level takes 4) and what Python protobuf
+#: parses back (its recursion limit of 100 messages is hit at 32 kvlists in an event).
+MAX_DEPTH = 24
 
 # --- JSON -> Python -------------------------------------------------------------------
 
 
-def _array_json(x: Any) -> list[Any]:
+def _array_json(x: Any, depth: int) -> list[Any]:
     if type(x) is not dict:
         if x is None:
             return []
@@ -52,14 +58,14 @@ def _array_json(x: Any) -> list[Any]:
     out = []
     for item in values:
         try:
-            out.append(any_json(item))
+            out.append(any_json(item, depth))
         except Bad as e:
             e.path.append(f"values[{c.index_of(values, item)}]")
             raise
     return out
 
 
-def _kvlist_json(x: Any) -> dict[str, Any]:
+def _kvlist_json(x: Any, depth: int) -> dict[str, Any]:
     if type(x) is not dict:
         if x is None:
             return {}
@@ -68,7 +74,7 @@ def _kvlist_json(x: Any) -> dict[str, Any]:
     if values is None:
         return {}
     try:
-        return attributes_json(values)
+        return attributes_json(values, depth)
     except Bad as e:
         e.path.append("values")
         raise
@@ -80,14 +86,18 @@ _DECODERS = {
     "intValue": c.i64,
     "doubleValue": c.double,
     "bytesValue": c.b64decode,
-    "arrayValue": _array_json,
-    "kvlistValue": _kvlist_json,
+    "arrayValue": None,  # handled inline (nesting depth)
+    "kvlistValue": None,
     "stringValueStrindex": None,  # profiles dictionary index: no value of its own here
 }
 
 
-def any_json(v: Any) -> Any:
-    """Internal fast decoder of one JSON ``AnyValue`` (raises :class:`Bad`)."""
+def any_json(v: Any, depth: int = 0) -> Any:
+    """Internal fast decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
+
+    ``depth`` counts enclosing arrays/kvlists; past :data:`MAX_DEPTH` the value is
+    rejected.
+    """
     if type(v) is dict:
         if len(v) == 1:
             ((found, x),) = v.items()
@@ -116,6 +126,12 @@ def any_json(v: Any) -> Any:
             if type(x) is not bool:
                 c.bad_type("true or false", x)
             return x
+        if found == "arrayValue" or found == "kvlistValue":
+            if depth >= MAX_DEPTH:
+                raise Bad(f"AnyValue nested deeper than {MAX_DEPTH} levels")
+            if found == "arrayValue":
+                return _array_json(x, depth + 1)
+            return _kvlist_json(x, depth + 1)
         if found == "stringValueStrindex":
             c.i32(x)
             return None
@@ -125,7 +141,7 @@ def any_json(v: Any) -> Any:
         raise
 
 
-def attributes_json(kvs: Any) -> dict[str, Any]:
+def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
     """Internal fast decoder of a JSON ``KeyValue`` list into a dict (raises :class:`Bad`)."""
     if type(kvs) is not list:
         if kvs is None:
@@ -146,7 +162,7 @@ def attributes_json(kvs: Any) -> dict[str, Any]:
                     out[key] = s
                     continue
             try:
-                out[key] = any_json(v)
+                out[key] = any_json(v, depth)
             except Bad as e:
                 e.path.append("value")
                 raise
@@ -204,7 +220,9 @@ def encode_any_json(value: Any) -> dict[str, Any]:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return {"bytesValue": c.b64encode(bytes(value))}
     if isinstance(value, (list, tuple)):
-        return {"arrayValue": {"values": [encode_any_json(x) for x in value]}} if value else {"arrayValue": {}}
+        return (
+            {"arrayValue": {"values": [encode_any_json(x) for x in value]}} if value else {"arrayValue": {}}
+        )
     if isinstance(value, Mapping):
         return {"kvlistValue": {"values": encode_attributes_json(value)}} if value else {"kvlistValue": {}}
     # subclasses: IntEnum members, str-mixin enums, float subclasses

@@ -22,8 +22,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import Bad
+from otel_semloop.otlp.anyvalue import MAX_DEPTH
 
-__all__ = ["traces_to_json", "json_to_traces", "any_pb_to_json", "any_json_to_pb"]
+__all__ = ["any_json_to_pb", "any_pb_to_json", "json_to_traces", "traces_to_json"]
 
 M = TypeVar("M", TracesData, ExportTraceServiceRequest)
 
@@ -238,8 +239,11 @@ def _each(items: list[Any], key: str, fill: Any, repeated: Any) -> None:
             raise
 
 
-def any_json_to_pb(v: Any, pb: AnyValue) -> None:
-    """Fill protobuf ``pb`` from a JSON ``AnyValue`` dict (raises :class:`Bad`)."""
+def any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
+    """Fill protobuf ``pb`` from a JSON ``AnyValue`` dict (raises :class:`Bad`).
+
+    ``depth`` counts enclosing arrays/kvlists, limited to ``anyvalue.MAX_DEPTH``.
+    """
     d = _obj(v, "an AnyValue")
     found = None
     for key, value in d.items():
@@ -250,7 +254,15 @@ def any_json_to_pb(v: Any, pb: AnyValue) -> None:
     if found is None:
         return
     try:
-        _ANY_FILLERS[found](pb, d[found])
+        if found == "arrayValue" or found == "kvlistValue":
+            if depth >= MAX_DEPTH:
+                raise Bad(f"AnyValue nested deeper than {MAX_DEPTH} levels")
+            if found == "arrayValue":
+                _fill_array(pb, d[found], depth + 1)
+            else:
+                _fill_kvlist(pb, d[found], depth + 1)
+        else:
+            _ANY_FILLERS[found](pb, d[found])
     except Bad as e:
         e.path.append(found)
         raise
@@ -262,20 +274,20 @@ def _fill_bool(pb: AnyValue, x: Any) -> None:
     pb.bool_value = x
 
 
-def _fill_array(pb: AnyValue, x: Any) -> None:
+def _fill_array(pb: AnyValue, x: Any, depth: int) -> None:
     d = _obj(x, "an arrayValue")
     pb.array_value.SetInParent()
-    _each(_items(d, "values"), "values", _fill_any_elem, pb.array_value.values)
+    values = _items(d, "values")
+    if values:
+        _each(values, "values", lambda p, item: any_json_to_pb(item, p, depth), pb.array_value.values)
 
 
-def _fill_any_elem(pb: AnyValue, item: Any) -> None:
-    any_json_to_pb(item, pb)
-
-
-def _fill_kvlist(pb: AnyValue, x: Any) -> None:
+def _fill_kvlist(pb: AnyValue, x: Any, depth: int) -> None:
     d = _obj(x, "a kvlistValue")
     pb.kvlist_value.SetInParent()
-    _each(_items(d, "values"), "values", _fill_kv, pb.kvlist_value.values)
+    values = _items(d, "values")
+    if values:
+        _each(values, "values", lambda p, item: _fill_kv(p, item, depth), pb.kvlist_value.values)
 
 
 def _set_string(pb: AnyValue, x: Any) -> None:
@@ -303,14 +315,14 @@ _ANY_FILLERS = {
     "boolValue": _fill_bool,
     "intValue": _set_int,
     "doubleValue": _set_double,
-    "arrayValue": _fill_array,
-    "kvlistValue": _fill_kvlist,
+    "arrayValue": None,  # handled in any_json_to_pb (nesting depth)
+    "kvlistValue": None,
     "bytesValue": _set_bytes,
     "stringValueStrindex": _set_strindex,
 }
 
 
-def _fill_kv(pb: Any, item: Any) -> None:
+def _fill_kv(pb: Any, item: Any, depth: int = 0) -> None:
     d = _obj(item, "a key/value")
     key = d.get("key")
     if type(key) is str:
@@ -321,7 +333,7 @@ def _fill_kv(pb: Any, item: Any) -> None:
     if value is not None:
         pb.value.SetInParent()
         try:
-            any_json_to_pb(value, pb.value)
+            any_json_to_pb(value, pb.value, depth)
         except Bad as e:
             e.path.append("value")
             raise

@@ -26,7 +26,7 @@ from otel_semloop.otlp.anyvalue import (
 )
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["records_from_json", "records_from_proto", "apply_patch_json", "apply_patch_proto"]
+__all__ = ["apply_patch_json", "apply_patch_proto", "records_from_json", "records_from_proto"]
 
 _u64 = c.u64
 _is_lower_hex16 = c.is_lower_hex16
@@ -116,17 +116,13 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
     if type(span_id) is not str or not _is_lower_hex16(span_id):
         span_id = _field(span, "spanId", _span_id)
     parent = get("parentSpanId")
-    if parent:
-        parent = _field(span, "parentSpanId", _parent_id)
-    elif parent is None or parent == "":
-        parent = ""
-    else:
+    if type(parent) is not str or (parent and not _is_lower_hex16(parent)):
         parent = _field(span, "parentSpanId", _parent_id)
     name = get("name", "")
     if type(name) is not str:
         name = _field(span, "name", c.string)
     kind = get("kind", 0)
-    if type(kind) is not int:
+    if type(kind) is not int or not c.MIN_I32 <= kind <= c.MAX_I32:
         kind = _field(span, "kind", _kind)
     start = get("startTimeUnixNano")
     if type(start) is str and start.isdigit() and start.isascii() and len(start) < 20:
@@ -182,7 +178,9 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         code, message = 0, ""
     else:
         c.bad_type("a status object", status, "status")
-    return SpanRecord(trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span)
+    return SpanRecord(
+        trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span
+    )
 
 
 def _list(d: dict[str, Any], key: str) -> list[Any]:
@@ -257,11 +255,15 @@ def records_from_proto(msg: Any, where: str = "") -> list[SpanRecord]:
                 if len(sid) != 8:
                     raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId").to_error(where)
                 if pid and len(pid) != 8:
-                    raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId").to_error(
-                        where
-                    )
+                    raise Bad(
+                        f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId"
+                    ).to_error(where)
                 events = [
-                    EventRecord(ev.name, ev.time_unix_nano, decode_attributes_pb(ev.attributes) if ev.attributes else {})
+                    EventRecord(
+                        ev.name,
+                        ev.time_unix_nano,
+                        decode_attributes_pb(ev.attributes) if ev.attributes else {},
+                    )
                     for ev in span.events
                 ]
                 out.append(
@@ -304,25 +306,30 @@ def apply_patch_json(span: dict[str, Any], patch: SpanPatch) -> None:
     An attribute whose key exists gets its value replaced where it stands (every
     occurrence, if the key is repeated); a new key is appended. Events are appended.
     """
-    if patch.attributes:
+    new = patch.attributes
+    if new:
         attrs = span.get("attributes")
         if type(attrs) is not list:
             attrs = span["attributes"] = []
-        pending = dict(patch.attributes)
-        encoded = {k: encode_any_json(v) for k, v in pending.items()}
+        replaced = None
         for kv in attrs:
             if type(kv) is dict:
                 key = kv.get("key")
-                if type(key) is str and key in encoded:
-                    kv["value"] = encoded[key]
-                    pending.pop(key, None)
-        for key in pending:
-            attrs.append({"key": key, "value": encoded[key]})
+                if type(key) is str and key in new:
+                    kv["value"] = encode_any_json(new[key])
+                    if replaced is None:
+                        replaced = {key}
+                    else:
+                        replaced.add(key)
+        for key, value in new.items():
+            if replaced is None or key not in replaced:
+                attrs.append({"key": key, "value": encode_any_json(value)})
     if patch.events:
         events = span.get("events")
         if type(events) is not list:
             events = span["events"] = []
-        events.extend(_event_json(ev) for ev in patch.events)
+        for ev in patch.events:
+            events.append(_event_json(ev))
 
 
 def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
@@ -346,4 +353,3 @@ def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
         pb.name = ev.name
         if ev.attributes:
             encode_attributes_pb(ev.attributes, pb.attributes)
-

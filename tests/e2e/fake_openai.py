@@ -35,6 +35,7 @@ __all__ = [
     "Turn",
     "healthy_script",
     "looping_script",
+    "searching_script",
 ]
 
 
@@ -100,12 +101,13 @@ LOOP_ARGUMENTS: Mapping[str, Any] = {"query": "timeout"}
 LOOP_RESULT = "3 matches: 'upstream request timeout after 30s' (checkout-api)"
 
 
-def looping_script(rounds: int = 8) -> Script:
-    """The model asks for ``search_logs({"query": "timeout"})`` ``rounds`` times with the
-    same reasoning, then gives up with an answer."""
-    turns = [Turn.call(LOOP_TOOL, LOOP_ARGUMENTS, thought=LOOP_THOUGHT) for _ in range(rounds)]
+def looping_script(rounds: int = 8, *, thought: str | None = LOOP_THOUGHT) -> Script:
+    """The model asks for ``search_logs({"query": "timeout"})`` ``rounds`` times, each time
+    saying ``thought`` (``None``: tool calls with no text, as many models send them), then
+    gives up with an answer."""
+    turns = [Turn.call(LOOP_TOOL, LOOP_ARGUMENTS, thought=thought) for _ in range(rounds)]
     turns.append(Turn.answer("I could not determine the root cause of the checkout failures."))
-    return Script("looping", tuple(turns))
+    return Script("looping" if thought else "silent-looping", tuple(turns))
 
 
 def healthy_script() -> Script:
@@ -134,6 +136,21 @@ def healthy_script() -> Script:
             ),
         ),
     )
+
+
+#: Six different searches: one tool, new arguments (and results) every time.
+SEARCH_QUERIES = ("timeout", "connection refused", "pool exhausted", "deadlock", "503", "retry budget")
+
+
+def searching_script() -> Script:
+    """Legitimate repetition: the model calls ``search_logs`` once per query in
+    :data:`SEARCH_QUERIES`, then answers. Same tool every time, never the same call."""
+    turns = [
+        Turn.call("search_logs", {"query": query}, thought=f"Next I will search the logs for {query!r}.")
+        for query in SEARCH_QUERIES
+    ]
+    turns.append(Turn.answer("Root cause: the payments-db pool is exhausted; raise max_connections."))
+    return Script("searching", tuple(turns))
 
 
 @dataclass
@@ -290,7 +307,7 @@ def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler

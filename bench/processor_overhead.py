@@ -1,0 +1,223 @@
+"""Application-thread overhead of ``SemloopSpanProcessor`` over ``BatchSpanProcessor`` alone.
+
+    python bench/processor_overhead.py [--rounds 7] [--traces 120] [--io-ms 0.5] [--json]
+
+One process, two pipelines, alternated round by round (the order flips every round so
+neither always runs on a warmer heap):
+
+* baseline: ``BatchSpanProcessor(exporter)``
+* semloop:  ``SemloopSpanProcessor(BatchSpanProcessor(exporter))`` with default options
+  and the default detectors (every trace is scored and written back off the app thread).
+
+The exporter encodes every batch to OTLP protobuf (the real encoder of
+``opentelemetry-exporter-otlp``) and discards the bytes: a real exporter's CPU and GIL use
+without a network. The workload is agent-shaped: traces of 20 spans (an ``invoke_agent``
+root, 9 rounds of a ``chat`` LLM span and an ``execute_tool`` span, one HTTP client span),
+with GenAI attributes of realistic size (message JSON of a few hundred bytes, tool
+arguments and results). A real agent waits on I/O (model and tool calls) inside those
+spans; that wait is modelled by ``time.sleep(io_ms)`` inside every LLM and tool span,
+which is when the background threads (BatchSpanProcessor's and semloop's) get the GIL.
+Real model calls take 100 ms to seconds, so a short sleep is the harsher case.
+
+What is measured, on the application thread only, per span:
+
+* CPU: ``time.thread_time_ns()``, the app thread's own CPU time (span creation, the
+  processors' ``on_start``/``on_end``, GC triggered on this thread);
+* wall minus I/O: wall time minus the nominal sleep time, i.e. what the app spent
+  outside its modelled I/O, including waiting for the GIL held by background threads
+  (that is where a worker thread's cost shows up) and the OS's sleep overshoot (equal on
+  both sides, so it dilutes the ratio slightly).
+
+Printed: both figures for both pipelines per round, the per-round ratios, and the
+median ratio of each. The target is a median CPU ratio of at most 1.25.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
+from opentelemetry.sdk.resources import Resource  # noqa: E402
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult  # noqa: E402
+from opentelemetry.trace import SpanKind  # noqa: E402
+
+from otel_semloop import SemloopSpanProcessor  # noqa: E402
+
+SPANS_PER_TRACE = 20
+TOOL_ROUNDS = 9
+
+
+class EncodingExporter(SpanExporter):
+    """Encodes each batch as an OTLP export request would be, then drops the bytes."""
+
+    def __init__(self) -> None:
+        self.spans = 0
+        self.bytes = 0
+        self.semloop_roots = 0
+
+    def export(self, spans):  # type: ignore[no-untyped-def]
+        self.bytes += len(encode_spans(spans).SerializeToString())
+        self.spans += len(spans)
+        self.semloop_roots += sum(1 for s in spans if "semloop.label" in (s.attributes or {}))
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+
+def _messages(role: str, text: str) -> str:
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
+
+
+QUESTION = "Find the three most cited papers on retrieval augmented generation published in 2023."
+LLM_OUTPUT = (
+    "I searched the index and found candidate papers; next I will look up the citation counts "
+    "for each candidate before ranking them and summarising the findings for the user."
+)
+
+
+def _attribute_sets(traces: int) -> list[list[dict]]:
+    """Per trace, the attributes of its 20 spans, built before timing: serialising
+    messages is the instrumentation's work, the same with or without semloop, and
+    leaving it in would flatter the ratio."""
+    input_messages = _messages("user", QUESTION)
+    out = []
+    for t in range(traces):
+        spans: list[dict] = [
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "researcher",
+                "gen_ai.system": "openai",
+                "gen_ai.input.messages": input_messages,
+            }
+        ]
+        for step in range(TOOL_ROUNDS):
+            spans.append(
+                {
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.system": "openai",
+                    "gen_ai.request.model": "gpt-4o-mini",
+                    "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
+                    "gen_ai.response.id": f"chatcmpl-{t}-{step}",
+                    "gen_ai.input.messages": input_messages,
+                    "gen_ai.output.messages": _messages("assistant", f"{LLM_OUTPUT} (step {step})"),
+                    "gen_ai.usage.input_tokens": 412 + step,
+                    "gen_ai.usage.output_tokens": 57,
+                    "gen_ai.response.finish_reasons": ("tool_calls",),
+                }
+            )
+            spans.append(
+                {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search_papers",
+                    "gen_ai.tool.call.id": f"call_{t}_{step}",
+                    "gen_ai.tool.call.arguments": json.dumps({"query": "retrieval augmented", "page": step}),
+                    "gen_ai.tool.call.result": json.dumps(
+                        [{"title": f"Paper {step}-{i}", "citations": 100 * i + step} for i in range(5)]
+                    ),
+                }
+            )
+        spans.append({"http.request.method": "POST", "server.address": "reports.internal", "url.path": "/v1/report"})
+        out.append(spans)
+    return out
+
+
+def run_agent(tracer, workload: list[list[dict]], io_seconds: float) -> int:  # type: ignore[no-untyped-def]
+    """Run one agent per entry of ``workload``; returns the number of modelled I/O waits."""
+    sleeps = 0
+    sleep = time.sleep
+    start = tracer.start_as_current_span
+    for attrs in workload:
+        with start("invoke_agent researcher", attributes=attrs[0]):
+            for step in range(TOOL_ROUNDS):
+                with start("chat gpt-4o-mini", kind=SpanKind.CLIENT, attributes=attrs[1 + 2 * step]):
+                    sleep(io_seconds)
+                with start("execute_tool search_papers", attributes=attrs[2 + 2 * step]):
+                    sleep(io_seconds)
+                sleeps += 2
+            with start("POST /v1/report", kind=SpanKind.CLIENT, attributes=attrs[-1]):
+                pass
+    return sleeps
+
+
+def one_run(variant: str, traces: int, io_seconds: float) -> dict[str, float]:
+    exporter = EncodingExporter()
+    batch = BatchSpanProcessor(exporter)
+    processor = batch if variant == "baseline" else SemloopSpanProcessor(batch)
+    provider = TracerProvider(resource=Resource.create({"service.name": "bench-agent"}), shutdown_on_exit=False)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench")
+    run_agent(tracer, _attribute_sets(2), io_seconds)  # warm caches and threads
+    workload = _attribute_sets(traces)
+    gc.collect()
+    cpu0, wall0 = time.thread_time_ns(), time.perf_counter_ns()
+    sleeps = run_agent(tracer, workload, io_seconds)
+    cpu = time.thread_time_ns() - cpu0
+    wall = time.perf_counter_ns() - wall0
+    provider.shutdown()
+    spans = traces * SPANS_PER_TRACE
+    expected = (traces + 2) * SPANS_PER_TRACE
+    if exporter.spans != expected:
+        raise SystemExit(f"{variant}: exported {exporter.spans} spans, expected {expected}")
+    return {
+        "cpu_us": cpu / spans / 1000,
+        "wall_us": wall / spans / 1000,
+        "busy_us": (wall - sleeps * io_seconds * 1e9) / spans / 1000,
+        "scored": exporter.semloop_roots,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--traces", type=int, default=120, help="agent runs per measured run")
+    parser.add_argument("--io-ms", type=float, default=0.5, help="modelled I/O wait inside each LLM/tool span")
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    args = parser.parse_args()
+    io_seconds = args.io_ms / 1000
+    print(
+        f"{args.traces} traces x {SPANS_PER_TRACE} spans per run, {args.rounds} rounds alternating; "
+        f"each LLM/tool span waits {args.io_ms} ms (time.sleep) to model the agent's I/O.\n"
+        f"Per span, on the application thread: CPU = thread_time; busy = wall minus the modelled I/O."
+    )
+    print(f"{'round':>5}  {'base cpu':>9} {'semloop cpu':>11} {'ratio':>6}  {'base busy':>9} {'semloop busy':>12} {'ratio':>6}")
+    cpu_ratios, busy_ratios, rows = [], [], []
+    for r in range(args.rounds):
+        order = ("baseline", "semloop") if r % 2 == 0 else ("semloop", "baseline")
+        result = {variant: one_run(variant, args.traces, io_seconds) for variant in order}
+        base, sem = result["baseline"], result["semloop"]
+        if sem["scored"] < args.traces:
+            raise SystemExit(f"semloop scored {sem['scored']} traces, expected {args.traces}+")
+        cpu_ratio = sem["cpu_us"] / base["cpu_us"]
+        busy_ratio = sem["busy_us"] / base["busy_us"]
+        cpu_ratios.append(cpu_ratio)
+        busy_ratios.append(busy_ratio)
+        rows.append(result)
+        print(
+            f"{r + 1:>5}  {base['cpu_us']:>7.1f}us {sem['cpu_us']:>9.1f}us {cpu_ratio:>6.3f}  "
+            f"{base['busy_us']:>7.1f}us {sem['busy_us']:>10.1f}us {busy_ratio:>6.3f}"
+        )
+    median_cpu = statistics.median(cpu_ratios)
+    median_busy = statistics.median(busy_ratios)
+    print(f"median ratio, app-thread CPU per span:            {median_cpu:.3f}  (target <= 1.25)")
+    print(f"median ratio, app-thread wall minus I/O per span: {median_busy:.3f}")
+    print(
+        f"median wall per span incl. I/O: baseline {statistics.median(r['baseline']['wall_us'] for r in rows):.1f}us, "
+        f"semloop {statistics.median(r['semloop']['wall_us'] for r in rows):.1f}us"
+    )
+    if args.json:
+        print(json.dumps({"median_cpu_ratio": median_cpu, "median_busy_ratio": median_busy, "rounds": rows}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,506 @@
+"""What every deterministic detector shares: the protocols, the per-step facts, episodes.
+
+Two ways to run a detector
+    Trace level: ``detect(trace) -> list[Finding]`` scores a finished trace (the CLI, the
+    collector service). Incremental: ``observe(step, index) -> list[Finding]`` takes one
+    step at a time, in the order the agent took them, and returns the findings whose
+    severity just rose a level; ``reset()`` starts over. ``detect`` is nothing but a reset
+    and a replay of ``observe``, so the offline verdict and the live guard cannot disagree.
+
+No clock
+    Nothing here reads a clock. Times come from ``step.start_ns``/``step.end_ns`` (Unix
+    nanoseconds, possibly absent); tests and replays are exact.
+
+Facts, computed once per step
+    :class:`Fingerprinter` turns a step into :class:`StepFacts`: digests of the call (tool
+    name + canonical arguments), of the normalised result and of the normalised assistant
+    text, the near-duplicate argument signature, the failure class, the explicit progress
+    figure, and novelty: whether this (action, result) pair was seen before, kept in a
+    bounded LRU of digests. A suite computes facts once and hands them to every detector
+    (``observe_facts``); a detector run alone owns a fingerprinter. Digests are kept,
+    never arguments, results or text.
+
+Novelty and epochs
+    A tool step is *novel* when its (action, result) fingerprint has not been seen (within
+    ``seen_capacity``) or when it shows explicit progress over the same call's previous
+    result (a higher percentage or n/m, a longer output). ``epoch`` counts novel tool steps
+    so far: detectors compare epochs to ask "did anything new happen between these two
+    steps?" in O(1). Transient failures (429, 5xx, timeouts) are neither novel nor
+    remembered: a call that did not happen is no evidence either way. A tool step with
+    neither arguments nor result (content capture off) cannot be compared and counts as
+    novel: errs toward no loop.
+
+Episodes
+    An :class:`Episode` is one occurrence of one pattern (one chain of repeats, one cycle,
+    one storm) from the step that started it to the step that ended it. It tracks the
+    severity (count / threshold), reports a finding each time the severity reaches a new
+    level (warning at ``report_at``, conclusive at 1.0, then at 2, 4, 8... times the
+    threshold) and keeps up to ``max_evidence_spans`` span ids. At the end of a trace each
+    episode that reached a warning yields one finding, at its peak.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import ClassVar, Protocol, runtime_checkable
+
+from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.model import Step, StepKind, Trace
+from otel_semloop.normalize import (
+    ArgSignature,
+    Failure,
+    FailureKind,
+    arg_signature,
+    canonical_args,
+    classify_failure,
+    digest,
+    normalize_result,
+    normalize_text,
+    progress_value,
+)
+from otel_semloop.verdict import Finding
+
+__all__ = [
+    "Detector",
+    "Episode",
+    "Fingerprinter",
+    "IncrementalDetector",
+    "StepFacts",
+]
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Anything that scores a finished trace."""
+
+    def detect(self, trace: Trace) -> list[Finding]: ...
+
+
+class StepFacts:
+    """What the detectors know about one step (digests and flags, no content).
+
+    ``call`` is the digest of the tool name and canonical arguments (tool steps; LLM steps
+    only when they failed: name and input). ``result`` is the digest of the normalised
+    result (of the failure class when a failed tool returned nothing), None when unknown.
+    ``action`` is the (call, result) fingerprint. ``novel``/``epoch``, ``call_novel``/
+    ``call_epoch`` and ``text_novel``/``text_epoch`` are the novelty of the (action,
+    result) pair, of the call alone, and of the assistant text. ``progressed`` says the
+    result shows explicit progress over the same call's previous one.
+    """
+
+    __slots__ = (
+        "action",
+        "agent",
+        "args_known",
+        "call",
+        "call_epoch",
+        "call_novel",
+        "cost",
+        "end_ns",
+        "epoch",
+        "failure",
+        "has_tool_calls",
+        "index",
+        "kind",
+        "name",
+        "novel",
+        "progressed",
+        "result",
+        "signature",
+        "span_id",
+        "start_ns",
+        "text",
+        "text_epoch",
+        "text_novel",
+        "tokens",
+    )
+
+    def __init__(self, step: Step, index: int) -> None:
+        self.index = index
+        self.kind = step.kind
+        self.name = step.name
+        self.span_id = step.span_id
+        self.start_ns = step.start_ns
+        self.end_ns = step.end_ns
+        self.agent = step.agent
+        self.call = 0
+        self.args_known = False
+        self.signature: ArgSignature | None = None
+        self.result: int | None = None
+        self.action = 0
+        self.failure: Failure | None = None
+        self.novel = False
+        self.progressed = False
+        self.epoch = 0
+        self.call_novel = False
+        self.call_epoch = 0
+        self.text: int | None = None
+        self.text_novel = False
+        self.text_epoch = 0
+        self.has_tool_calls = bool(step.tool_calls)
+        self.tokens = (step.input_tokens or 0) + (step.output_tokens or 0)
+        self.cost = step.cost or 0.0
+
+    @property
+    def time_ns(self) -> int | None:
+        """When the step finished (or started, when it has no end)."""
+        return self.end_ns if self.end_ns is not None else self.start_ns
+
+    @property
+    def transient_failure(self) -> bool:
+        return self.failure is not None and self.failure.kind is FailureKind.TRANSIENT
+
+    @property
+    def is_action(self) -> bool:
+        """A tool step that counts for repetition and novelty (not a transient failure)."""
+        return self.kind is StepKind.TOOL and not self.transient_failure
+
+
+class _LRU:
+    """A bounded map of digests, least recently used evicted first. O(1) per operation."""
+
+    __slots__ = ("_capacity", "_data")
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = max(1, capacity)
+        self._data: dict[int, object] = {}
+
+    def touch(self, key: int, value: object = None) -> tuple[bool, object]:
+        """Record ``key`` (with ``value``) as most recent; return (was present, old value)."""
+        data = self._data
+        present = key in data
+        old = data.pop(key) if present else None
+        data[key] = value
+        if len(data) > self._capacity:
+            del data[next(iter(data))]
+        return present, old
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Fingerprinter:
+    """Computes :class:`StepFacts` for each step, with the novelty state of one run.
+
+    Cost per step: O(size of the step) to normalise and hash its arguments, result and
+    text, plus O(1) dictionary work; memory O(seen_capacity) digests.
+    """
+
+    __slots__ = (
+        "_call_epoch",
+        "_calls",
+        "_config",
+        "_epoch",
+        "_seen",
+        "_text_epoch",
+        "_texts",
+        "_unique",
+        "_volatile",
+    )
+
+    def __init__(self, config: DetectorConfig) -> None:
+        self._config = config
+        self._volatile: dict[str, frozenset[str]] = {}
+        self.reset()
+
+    def reset(self) -> None:
+        capacity = self._config.seen_capacity
+        self._seen = _LRU(capacity)  # action fingerprints
+        self._calls = _LRU(capacity)  # call digest -> (progress, result size)
+        self._texts = _LRU(capacity)  # assistant text digests
+        self._epoch = 0
+        self._call_epoch = 0
+        self._text_epoch = 0
+        self._unique = 0
+
+    def facts(self, step: Step, index: int) -> StepFacts:
+        facts = StepFacts(step, index)
+        if step.kind is StepKind.TOOL:
+            self._tool(step, facts)
+        elif step.kind is StepKind.LLM:
+            # The request's identity, so a retried call can be told from a new one.
+            facts.call = digest(f"{step.name}\0{step.input_text}")
+            facts.failure = classify_failure(step)
+            self._text(step, facts, novelty=True)
+        elif step.kind is StepKind.AGENT:
+            self._text(step, facts, novelty=False)
+        facts.epoch = self._epoch
+        facts.call_epoch = self._call_epoch
+        facts.text_epoch = self._text_epoch
+        return facts
+
+    def _tool(self, step: Step, facts: StepFacts) -> None:
+        config = self._config
+        volatile = self._volatile.get(step.name)
+        if volatile is None:
+            volatile = self._volatile[step.name] = config.volatile_for(step.name)
+        arguments = step.tool_arguments
+        facts.args_known = arguments is not None
+        if facts.args_known:
+            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile)}")
+            facts.signature = arg_signature(arguments, volatile, config.position_args)
+        else:
+            facts.call = digest(f"{step.name}\0<no arguments>")
+        raw = _result_text(step)
+        failure = classify_failure(step, raw)
+        facts.failure = failure
+        if failure is not None and failure.kind is FailureKind.TRANSIENT:
+            return  # neither novel nor remembered: the call did not happen
+        if raw is not None:
+            normalised = normalize_result(raw)
+            facts.result = digest(normalised)
+            size = len(normalised)
+            progress = progress_value(raw)
+        elif failure is not None:
+            facts.result = digest(f"<failure>{failure.label}")
+            size, progress = 0, None
+        else:
+            size, progress = 0, None
+        if not facts.args_known and facts.result is None:
+            # Nothing to compare: a unique fingerprint, novel by construction.
+            self._unique += 1
+            facts.action = digest(f"<opaque>{self._unique}")
+        else:
+            facts.action = digest(f"{facts.call}\0{facts.result}")
+        call_seen, previous = self._calls.touch(facts.call, (progress, size))
+        facts.call_novel = not call_seen
+        if facts.call_novel:
+            self._call_epoch += 1
+        elif previous is not None:
+            last_progress, last_size = previous  # type: ignore[misc]
+            facts.progressed = (
+                progress is not None and last_progress is not None and progress > last_progress
+            ) or (size > last_size > 0)
+        seen, _ = self._seen.touch(facts.action)
+        facts.novel = not seen or facts.progressed
+        if facts.novel:
+            self._epoch += 1
+
+    def _text(self, step: Step, facts: StepFacts, *, novelty: bool) -> None:
+        """Digest the output text; only assistant (LLM) text counts toward text novelty."""
+        text = step.output_text
+        if not text:
+            return
+        normalised = normalize_text(text)
+        if not normalised:
+            return
+        facts.text = digest(normalised)
+        if not novelty:
+            return
+        seen, _ = self._texts.touch(facts.text)
+        facts.text_novel = not seen
+        if facts.text_novel:
+            self._text_epoch += 1
+
+
+def _result_text(step: Step) -> str | None:
+    """A tool step's result as text, or None when the span carried none."""
+    result = step.tool_result
+    if result is None:
+        return step.output_text or None
+    if isinstance(result, str):
+        return result
+    return canonical_args(result, ())
+
+
+class Episode:
+    """One occurrence of a pattern: its count, severity, evidence and reporting level.
+
+    ``threshold`` is the count at which severity is 1.0. ``update`` is O(1) except when it
+    reports (a bounded number of times per episode: the levels are ``report_at``, 1, 2, 4,
+    ... times the threshold), when building the finding copies the evidence span ids.
+    """
+
+    __slots__ = (
+        "_level",
+        "_peak_count",
+        "_peak_ns",
+        "_peak_repeats",
+        "_peak_spans",
+        "_peak_step",
+        "count",
+        "description",
+        "detected_ns",
+        "detected_step",
+        "max_spans",
+        "no_progress",
+        "peak",
+        "period",
+        "permanent",
+        "registered",
+        "repeats",
+        "report_at",
+        "resolved",
+        "signal",
+        "span_ids",
+        "started_ns",
+        "started_step",
+        "threshold",
+    )
+
+    def __init__(
+        self,
+        signal: str,
+        threshold: float,
+        facts: StepFacts,
+        *,
+        description: str,
+        config: DetectorConfig,
+        period: int = 0,
+        no_progress: bool = False,
+        permanent: bool = False,
+        span_ids: Iterable[str] = (),
+        started_step: int | None = None,
+        started_ns: int | None = None,
+    ) -> None:
+        self.signal = signal
+        self.threshold = float(threshold)
+        self.description = description
+        self.period = period
+        self.no_progress = no_progress
+        self.permanent = permanent
+        self.max_spans = config.max_evidence_spans
+        self.report_at = config.report_at
+        self.span_ids: list[str] = [s for s in span_ids if s][: self.max_spans]
+        self.started_step = facts.index if started_step is None else started_step
+        self.started_ns = facts.start_ns if started_step is None else started_ns
+        self.detected_step = facts.index
+        self.detected_ns = facts.time_ns
+        self.count: float = 0
+        self.repeats = 0
+        self.peak = 0.0
+        self.resolved = False
+        self.registered = False
+        self._level = 0
+        self._peak_count: float = 0
+        self._peak_repeats = 0
+        self._peak_step = facts.index
+        self._peak_ns = facts.time_ns
+        self._peak_spans = 0
+
+    def add(self, span_id: str) -> None:
+        """Add one step's span id to the evidence (bounded)."""
+        if span_id and len(self.span_ids) < self.max_spans:
+            self.span_ids.append(span_id)
+
+    @property
+    def severity(self) -> float:
+        return self.count / self.threshold if self.threshold > 0 else 0.0
+
+    def update(self, count: float, facts: StepFacts, repeats: int | None = None) -> Finding | None:
+        """Set the count as of ``facts``' step; return a finding when a new level is reached.
+
+        ``count`` is what the threshold measures (repeats, seconds, tokens); ``repeats``
+        is what the finding reports as repeats when that differs from ``count``.
+        """
+        self.count = count
+        self.repeats = int(count) if repeats is None else repeats
+        self.detected_step = facts.index
+        self.detected_ns = facts.time_ns
+        severity = self.severity
+        if severity >= self.peak:
+            self.peak = severity
+            self._peak_count = count
+            self._peak_repeats = self.repeats
+            self._peak_step = facts.index
+            self._peak_ns = facts.time_ns
+            self._peak_spans = len(self.span_ids)
+        if severity < self.report_at:
+            return None
+        level = 1 if severity < 1.0 else 2 + int(math.log2(severity))
+        if level <= self._level:
+            return None
+        self._level = level
+        return self.finding()
+
+    def finding(self) -> Finding:
+        """The finding at the episode's peak severity so far."""
+        return Finding(
+            signal=self.signal,
+            severity=round(self.peak, 4),
+            description=self.description.replace("{count}", _figure(self._peak_count)).replace(
+                "{period}", str(self.period)
+            ),
+            repeats=self._peak_repeats,
+            period=self.period,
+            span_ids=tuple(self.span_ids[: self._peak_spans]),
+            started_step=self.started_step,
+            detected_step=self._peak_step,
+            started_ns=self.started_ns,
+            detected_ns=self._peak_ns,
+            no_progress=self.no_progress,
+            permanent=self.permanent,
+        )
+
+
+class IncrementalDetector(ABC):
+    """Base of the deterministic detectors: the incremental protocol and its bookkeeping.
+
+    Subclasses implement :meth:`observe_facts` (and extend :meth:`reset`), create
+    :class:`Episode` objects for the patterns they track and pass every count change
+    through :meth:`_track`, which keeps calibration peaks and the reported episodes.
+    """
+
+    #: The signal names this detector can report.
+    signals: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, config: DetectorConfig | None = None) -> None:
+        self.config = config or DetectorConfig()
+        self._fingerprinter: Fingerprinter | None = None
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything: the next step starts a new run."""
+        self._episodes: list[Episode] = []
+        self._peaks: dict[str, float] = dict.fromkeys(self.signals, 0.0)
+        if self._fingerprinter is not None:
+            self._fingerprinter.reset()
+
+    def observe(self, step: Step, index: int) -> list[Finding]:
+        """Feed one step (``index`` is its position in the run); return the findings whose
+        severity just reached a new level (warning, conclusive, then each doubling)."""
+        if self._fingerprinter is None:
+            self._fingerprinter = Fingerprinter(self.config)
+        return self.observe_facts(self._fingerprinter.facts(step, index), step)
+
+    @abstractmethod
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        """Like :meth:`observe`, with the facts computed by a shared fingerprinter."""
+
+    def detect(self, trace: Trace) -> list[Finding]:
+        """All findings of a finished trace: one per episode that reached a warning, at its peak."""
+        self.reset()
+        for index, step in enumerate(trace.steps):
+            self.observe(step, index)
+        return self.findings()
+
+    def findings(self) -> list[Finding]:
+        """One finding per reported episode so far, at its peak; resolved episodes left out."""
+        return [episode.finding() for episode in self._episodes if not episode.resolved]
+
+    @property
+    def calibration(self) -> dict[str, float]:
+        """Per signal, the highest severity reached so far (also below a warning)."""
+        return {signal: round(peak, 4) for signal, peak in self._peaks.items()}
+
+    def _track(
+        self, episode: Episode, count: float, facts: StepFacts, out: list[Finding], repeats: int | None = None
+    ) -> None:
+        """Update ``episode`` to ``count``; append its finding to ``out`` when it rises a level."""
+        finding = episode.update(count, facts, repeats)
+        if episode.peak > self._peaks.get(episode.signal, 0.0):
+            self._peaks[episode.signal] = episode.peak
+        if finding is not None:
+            if not episode.registered:
+                episode.registered = True
+                self._episodes.append(episode)
+            out.append(finding)
+
+
+def _figure(value: float) -> str:
+    """A count for a sentence: integers as such, amounts with up to two decimals."""
+    if float(value).is_integer():
+        return str(int(value))
+    return f"{value:.2f}".rstrip("0").rstrip(".")

@@ -1,0 +1,216 @@
+"""Action cycles: the same (tool, arguments, result) pattern repeating at the tail.
+
+Signal ``action_cycle``
+    Each tool step is fingerprinted as (tool name, digest of canonical arguments, digest of
+    the normalised result). A cycle of period ``p`` (1 <= p <= ``max_period``) repeated
+    ``R`` times at the tail is conclusive when ``R >= identical_repeats`` (4) for period 1
+    and ``R >= cycle_repeats`` (3) for longer periods; severity is ``R`` over that
+    threshold. Only primitive periods are reported (A-A-A-A is period 1, not period 2
+    twice). Repeating the result too means nothing was learned: ``no_progress`` is set,
+    unless a step in the cycle had no result on its span (then the cycle is repetition
+    alone).
+
+    Not counted: LLM and agent steps (they sit between tool calls without breaking the
+    pattern) and transient failures (a 429 is not an action). A tool step that could not
+    be compared (no arguments, no result) or that shows explicit progress (a rising
+    percentage or n/m, a longer output than the same call's last) breaks the cycle.
+
+Kept
+    The last ``max_period`` fingerprints (digests), one match counter per period, and the
+    span ids of the last ``2 * max_period`` tool steps for evidence. Never arguments or
+    results.
+
+Cost
+    O(max_period * d) per tool step, d being the number of divisors of a period (at most 3
+    for periods up to 6); O(max_period) memory plus the evidence of an open cycle.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.model import Step
+from otel_semloop.verdict import Finding
+
+__all__ = ["ACTION_CYCLE", "ActionCycleDetector", "CycleTracker", "TailCycles"]
+
+ACTION_CYCLE = "action_cycle"
+
+
+class CycleTracker:
+    """Which periods the tail of a stream of fingerprints repeats with, and for how long.
+
+    For each period ``p`` it keeps ``match[p]``: how many of the latest items equal the
+    item ``p`` positions before them, consecutively. The tail is then periodic with period
+    ``p`` over ``match[p] + p`` items. O(max_period) per item for the counters.
+    """
+
+    __slots__ = ("_count", "_divisors", "_history", "_match", "_max_period")
+
+    def __init__(self, max_period: int) -> None:
+        self._max_period = max(1, max_period)
+        self._divisors = {
+            p: tuple(d for d in range(1, p) if p % d == 0) for p in range(1, self._max_period + 1)
+        }
+        self.reset()
+
+    def reset(self) -> None:
+        self._history: list[int | None] = [None] * self._max_period
+        self._match = [0] * (self._max_period + 1)
+        self._count = 0
+
+    def push(self, item: int) -> list[tuple[int, int]]:
+        """Add ``item``; return ``(period, tail length)`` for each primitive period whose
+        pattern now repeats at least twice at the tail."""
+        size = self._max_period
+        history, match, n = self._history, self._match, self._count
+        for period in range(1, size + 1):
+            if n >= period and history[(n - period) % size] == item:
+                match[period] += 1
+            else:
+                match[period] = 0
+        history[n % size] = item
+        self._count = n + 1
+        found = []
+        for period in range(1, size + 1):
+            tail = match[period] + period
+            if match[period] < period:
+                continue  # fewer than two full repeats
+            if any(match[d] + d >= tail for d in self._divisors[period]):
+                continue  # a shorter period explains the same tail
+            found.append((period, tail))
+        return found
+
+
+class TailCycles:
+    """A :class:`CycleTracker` plus the episode bookkeeping for one kind of cycle.
+
+    Shared by action cycles and agent hand-off cycles: both feed one fingerprint per item
+    and report the best primitive period (highest severity, the shortest on ties).
+    """
+
+    __slots__ = (
+        "_describe",
+        "_episode",
+        "_evidence",
+        "_period_one",
+        "_repeats",
+        "_signal",
+        "config",
+        "tracker",
+    )
+
+    def __init__(
+        self,
+        signal: str,
+        config: DetectorConfig,
+        max_period: int,
+        period_one_repeats: int,
+        repeats: int,
+        describe: Callable[[list[str], bool], str],
+    ) -> None:
+        self._signal = signal
+        self.config = config
+        self.tracker = CycleTracker(max_period)
+        self._period_one = max(1, period_one_repeats)
+        self._repeats = max(1, repeats)
+        self._describe = describe
+        # (span id, step index, start ns, name, result known) of the latest 2P items.
+        self._evidence: deque[tuple[str, int, int | None, str, bool]] = deque(maxlen=2 * max(1, max_period))
+        self._episode: Episode | None = None
+
+    def reset(self) -> None:
+        self.tracker.reset()
+        self._evidence.clear()
+        self._episode = None
+
+    def threshold(self, period: int) -> int:
+        return self._period_one if period == 1 else self._repeats
+
+    def push(
+        self,
+        fingerprint: int,
+        facts: StepFacts,
+        known: bool,
+        detector: IncrementalDetector,
+        out: list[Finding],
+    ) -> None:
+        """Add one item; update (or open, or close) the current cycle episode."""
+        self._evidence.append((facts.span_id, facts.index, facts.start_ns, facts.name, known))
+        candidates = self.tracker.push(fingerprint)
+        if not candidates:
+            self._episode = None
+            return
+        period, tail = max(candidates, key=lambda c: ((c[1] // c[0]) / self.threshold(c[0]), -c[0]))
+        repeats = tail // period
+        episode = self._episode
+        if episode is None or episode.period != period:
+            recent = list(self._evidence)[-tail:]
+            first = recent[0]
+            names = [item[3] for item in recent[-period:]]
+            no_progress = all(item[4] for item in recent)
+            episode = Episode(
+                self._signal,
+                self.threshold(period),
+                facts,
+                description=self._describe(names, no_progress),
+                config=self.config,
+                period=period,
+                no_progress=no_progress,
+                span_ids=[item[0] for item in recent],
+                started_step=first[1],
+                started_ns=first[2],
+            )
+            self._episode = episode
+        else:
+            episode.add(facts.span_id)
+            if not known and episode.no_progress:
+                episode.no_progress = False
+                names = [item[3] for item in list(self._evidence)[-period:]]
+                episode.description = self._describe(names, False)
+        detector._track(episode, repeats, facts, out)
+
+
+def _describe_actions(names: list[str], no_progress: bool) -> str:
+    shown = " -> ".join(names) if names else "the same tool calls"
+    outcome = (
+        "with the same results every time"
+        if no_progress
+        else "(results not recorded, so progress is unknown)"
+    )
+    return f"{shown} repeated {{count}} times {outcome} (period {{period}})"
+
+
+class ActionCycleDetector(IncrementalDetector):
+    """``action_cycle``: a (tool, arguments, result) pattern repeating at the tail (see module doc)."""
+
+    signals = (ACTION_CYCLE,)
+
+    def reset(self) -> None:
+        super().reset()
+        config = self.config
+        self._cycles = TailCycles(
+            ACTION_CYCLE,
+            config,
+            config.max_period,
+            config.identical_repeats,
+            config.cycle_repeats,
+            _describe_actions,
+        )
+        self._progress_marks = 0
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action:
+            return []
+        out: list[Finding] = []
+        fingerprint = facts.action
+        if facts.progressed:
+            # Explicit progress (a rising percentage, a longer output) is a new item even
+            # when the masked result repeats: it breaks any cycle it would have extended.
+            self._progress_marks += 1
+            fingerprint = ~self._progress_marks
+        self._cycles.push(fingerprint, facts, facts.result is not None, self, out)
+        return out

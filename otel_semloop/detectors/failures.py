@@ -1,0 +1,163 @@
+"""Failures: the same call failing the same way, and retry storms.
+
+A step failed when its span says so (status ERROR, ``error.type``, an ``exception``
+event) or, for a tool, when its result text starts with ``error``/``exception``/
+``traceback``/``fatal``. Each failure gets a kind and a class label from
+:func:`otel_semloop.normalize.classify_failure`.
+
+Signals
+    ``permanent_error``
+        The same call (tool and canonical arguments, or LLM name and input) failing twice
+        with the same permanent class (401, 403, 404, invalid arguments), with no novel
+        tool step between: conclusive at ``permanent_error_repeats`` (2), as LoopGuard
+        stops at the 2nd. The same request cannot start succeeding. ``permanent`` and
+        ``no_progress``.
+    ``repeated_error``
+        The same call failing with the same other class (a compile error, a failed
+        command), nothing novel between: conclusive at ``repeated_error_repeats`` (3),
+        OpenHands' 3 identical actions ending in errors. ``no_progress``.
+    ``transient_error``
+        The same call failing with a transient class (429, 5xx, timeouts) again and again:
+        conclusive at ``transient_error_repeats`` (5). Retrying a transient error is what
+        clients should do, so this is repetition alone (not ``no_progress``), and once the
+        same call succeeds the episode is *resolved*: it stays out of the trace's findings
+        (transient errors that end in success are not a loop). Live, the warning has
+        already been given by then, which is right: nobody knew it would recover.
+    ``retry_storm``
+        Consecutive failed LLM or tool calls, of any call and any class, with no completed
+        LLM or tool step between: conclusive at ``retry_storm_failures`` (6). Its own
+        signal, repetition alone: a storm that ends still happened, and is reported.
+
+Kept
+    Per failing call digest: its class label, count, epoch and episode, in an LRU bounded
+    by ``seen_capacity``; the current storm's length. Never messages or results.
+
+Cost
+    O(1) per step.
+"""
+
+from __future__ import annotations
+
+from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.model import Step, StepKind
+from otel_semloop.normalize import FailureKind
+from otel_semloop.verdict import Finding
+
+__all__ = [
+    "PERMANENT_ERROR",
+    "REPEATED_ERROR",
+    "RETRY_STORM",
+    "TRANSIENT_ERROR",
+    "FailureDetector",
+    "RetryStormDetector",
+]
+
+PERMANENT_ERROR = "permanent_error"
+REPEATED_ERROR = "repeated_error"
+TRANSIENT_ERROR = "transient_error"
+RETRY_STORM = "retry_storm"
+
+_SIGNAL = {
+    FailureKind.PERMANENT: PERMANENT_ERROR,
+    FailureKind.OTHER: REPEATED_ERROR,
+    FailureKind.TRANSIENT: TRANSIENT_ERROR,
+}
+
+
+class _Failing:
+    __slots__ = ("count", "episode", "epoch", "first", "label")
+
+    def __init__(self, label: str, epoch: int, first: StepFacts) -> None:
+        self.label = label
+        self.epoch = epoch
+        self.first = first
+        self.count = 1
+        self.episode: Episode | None = None
+
+
+class FailureDetector(IncrementalDetector):
+    """``permanent_error``, ``repeated_error``, ``transient_error`` (see module doc)."""
+
+    signals = (PERMANENT_ERROR, REPEATED_ERROR, TRANSIENT_ERROR)
+
+    def reset(self) -> None:
+        super().reset()
+        self._failing: dict[int, _Failing] = {}
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if facts.kind not in (StepKind.TOOL, StepKind.LLM) or not facts.call:
+            return []
+        failure = facts.failure
+        failing = self._failing
+        if failure is None:
+            done = failing.pop(facts.call, None)
+            if done is not None and done.episode is not None and done.episode.signal == TRANSIENT_ERROR:
+                done.episode.resolved = True  # the retry worked: not a loop
+            return []
+        record = failing.pop(facts.call, None)
+        if record is not None and record.label == failure.label and record.epoch == facts.epoch:
+            record.count += 1
+        else:
+            record = _Failing(failure.label, facts.epoch, facts)
+        failing[facts.call] = record
+        if len(failing) > self.config.seen_capacity:
+            del failing[next(iter(failing))]
+        if record.count < 2:
+            return []
+        config = self.config
+        if record.episode is None:
+            if failure.kind is FailureKind.PERMANENT:
+                threshold, what = config.permanent_error_repeats, "a permanent error"
+            elif failure.kind is FailureKind.TRANSIENT:
+                threshold, what = config.transient_error_repeats, "a transient error"
+            else:
+                threshold, what = config.repeated_error_repeats, "the same error"
+            record.episode = Episode(
+                _SIGNAL[failure.kind],
+                threshold,
+                record.first,
+                description=f"{facts.name} failed {{count}} times in a row with {what} ({failure.label})",
+                config=config,
+                period=1,
+                no_progress=failure.kind is not FailureKind.TRANSIENT,
+                permanent=failure.kind is FailureKind.PERMANENT,
+                span_ids=(record.first.span_id,),
+            )
+        record.episode.add(facts.span_id)
+        out: list[Finding] = []
+        self._track(record.episode, record.count, facts, out)
+        return out
+
+
+class RetryStormDetector(IncrementalDetector):
+    """``retry_storm``: failed LLM or tool calls in a row with nothing completed between."""
+
+    signals = (RETRY_STORM,)
+
+    def reset(self) -> None:
+        super().reset()
+        self._run = 0
+        self._episode: Episode | None = None
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if facts.kind not in (StepKind.TOOL, StepKind.LLM):
+            return []
+        if facts.failure is None:
+            self._run = 0
+            self._episode = None
+            return []
+        self._run += 1
+        if self._episode is None:
+            self._episode = Episode(
+                RETRY_STORM,
+                self.config.retry_storm_failures,
+                facts,
+                description="{count} LLM or tool calls failed in a row with nothing completed between",
+                config=self.config,
+                span_ids=(facts.span_id,),
+            )
+        else:
+            self._episode.add(facts.span_id)
+        out: list[Finding] = []
+        self._track(self._episode, self._run, facts, out)
+        return out

@@ -1,0 +1,74 @@
+"""The live guard's core: decide, span by span, whether a running agent should be stopped.
+
+    monitor = LiveMonitor()                  # one per trace (agent run)
+    ...
+    decision = monitor.observe(step)         # as each tool or LLM span ends
+    if decision is not None:                 # a finding just became conclusive
+        act_on(decision.action, decision.finding.describe())
+
+:meth:`LiveMonitor.observe` runs the default incremental detectors (the same code the
+offline verdict replays, so live and offline cannot disagree on a pattern) and the policy,
+and returns a :class:`~otel_semloop.policy.Decision` the moment a finding becomes
+conclusive, and again each time it doubles (a cycle that keeps going after a warning gets
+a firmer action: warn, then replan). Otherwise it returns None: warnings below the
+threshold are kept (``findings()``) but not returned, so a caller that only acts on
+decisions never interrupts healthy work.
+
+Contract for callers
+    * Feed steps in the order the agent took them (the order spans end is fine); the
+      monitor counts them itself.
+    * It reads no clock: durations come from the steps' ``start_ns``/``end_ns``.
+    * It keeps digests and counts, never arguments, results or text; memory is bounded by
+      ``DetectorConfig.seen_capacity`` per kind of digest.
+    * Cost: one normalisation of the step (linear in its size) plus O(max_period) per
+      detector; no step makes later steps slower.
+    * Not thread-safe: one monitor per trace, one thread at a time (a lock per trace in a
+      span processor is enough).
+"""
+
+from __future__ import annotations
+
+from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.suite import DetectorSuite
+from otel_semloop.model import Step
+from otel_semloop.policy import Decision, Policy
+from otel_semloop.verdict import Finding, Verdict
+
+__all__ = ["Decision", "LiveMonitor"]
+
+
+class LiveMonitor:
+    """Incremental detectors plus policy for one running trace (see module doc)."""
+
+    __slots__ = ("_index", "_suite", "policy")
+
+    def __init__(self, config: DetectorConfig | None = None, policy: Policy | None = None) -> None:
+        self._suite = DetectorSuite(config)
+        self.policy = policy or Policy()
+        self._index = 0
+
+    @property
+    def steps_seen(self) -> int:
+        return self._index
+
+    def observe(self, step: Step) -> Decision | None:
+        """Feed the step that just ended; a decision when a finding just became conclusive
+        (or doubled), else None."""
+        findings = self._suite.observe(step, self._index)
+        self._index += 1
+        if not findings:
+            return None
+        return self.policy.decide(f for f in findings if f.conclusive)
+
+    def findings(self) -> list[Finding]:
+        """Everything found so far, warnings included (one per episode, at its peak)."""
+        return self._suite.findings()
+
+    def verdict(self) -> Verdict:
+        """The verdict on the run so far, marked partial (the run has not finished)."""
+        return self.policy.verdict(self._suite.findings(), partial=True)
+
+    def reset(self) -> None:
+        """Start over for a new run."""
+        self._suite.reset()
+        self._index = 0

@@ -1,0 +1,289 @@
+"""No progress: repeated results, cosmetic argument changes, ceilings and stale stretches.
+
+"Progress" here means a tool step that is *novel*: an (action, result) pair not seen
+before in the run, or a result that shows explicit progress over the same call's previous
+one (a higher percentage or n/m, a longer output). See :mod:`otel_semloop.detectors.base`.
+
+Signals
+    ``repeated_result``
+        The same call returning the same normalised result, with no novel tool step
+        between consecutive occurrences. The occurrences need not be adjacent (A B A C A
+        counts A three times when B and C are themselves repeats), which catches rotating
+        loops the cycle tracker misses; a novel step between two occurrences restarts the
+        count, which keeps edit-and-test rounds out (each edit is new). Conclusive at
+        ``repeated_result_repeats`` (4). ``no_progress``.
+    ``near_duplicate_args``
+        Consecutive calls of one tool whose arguments differ only cosmetically from the
+        first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
+        limit; see :func:`otel_semloop.normalize.near_duplicate`) and that return the same
+        normalised result without explicit progress. Reported only when the run holds at
+        least two different argument sets (identical calls are the other signals' job).
+        Conclusive at ``near_duplicate_repeats`` (4). ``no_progress``.
+    ``call_ceiling``
+        The same call (tool and canonical arguments) made again and again with no new call
+        in between, *whatever its results*: the absolute ceiling that holds even when
+        results change or report progress (a poller that never finishes). Conclusive at
+        ``call_ceiling`` (30); past it, changing results no longer count as progress, so
+        the finding is ``no_progress``.
+    ``stale_steps`` / ``stale_time``
+        A stretch of tool steps none of which is novel: conclusive at ``stale_steps`` (12)
+        such steps in a row, or, when spans carry times, ``stale_seconds`` (600) since the
+        last novel tool step ended. ``no_progress``.
+
+Kept
+    Per call or (action, result) digest: a count, the epoch it was last seen in and the
+    open episode, in LRU maps bounded by ``seen_capacity`` (an evicted chain restarts:
+    errs toward no loop). The first call of a near-duplicate run as an argument signature
+    (names, classes, digests). Never arguments or results.
+
+Cost
+    O(1) per tool step for each signal, plus O(number of arguments) for near-duplicates.
+"""
+
+from __future__ import annotations
+
+from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.model import Step
+from otel_semloop.normalize import ArgSignature, near_duplicate
+from otel_semloop.verdict import Finding
+
+__all__ = [
+    "CALL_CEILING",
+    "NEAR_DUPLICATE_ARGS",
+    "REPEATED_RESULT",
+    "STALE_STEPS",
+    "STALE_TIME",
+    "CallCeilingDetector",
+    "NearDuplicateDetector",
+    "RepeatedResultDetector",
+    "StaleDetector",
+]
+
+REPEATED_RESULT = "repeated_result"
+NEAR_DUPLICATE_ARGS = "near_duplicate_args"
+CALL_CEILING = "call_ceiling"
+STALE_STEPS = "stale_steps"
+STALE_TIME = "stale_time"
+
+
+class _Chain:
+    """Occurrences of one digest with no novelty between them."""
+
+    __slots__ = ("count", "episode", "epoch", "first")
+
+    def __init__(self, epoch: int, first: StepFacts) -> None:
+        self.count = 1
+        self.epoch = epoch
+        self.first = first
+        self.episode: Episode | None = None
+
+
+class _ChainMap:
+    """An LRU of chains keyed by digest, bounded by ``capacity``. O(1) per operation."""
+
+    __slots__ = ("_capacity", "_data")
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = max(1, capacity)
+        self._data: dict[int, _Chain] = {}
+
+    def advance(self, key: int, epoch: int, facts: StepFacts) -> _Chain:
+        """The chain of ``key`` extended by this occurrence, or a new one when ``epoch``
+        moved on since its last occurrence (something new happened in between)."""
+        data = self._data
+        chain = data.pop(key, None)
+        if chain is not None and chain.epoch == epoch:
+            chain.count += 1
+        else:
+            chain = _Chain(epoch, facts)
+        data[key] = chain
+        if len(data) > self._capacity:
+            del data[next(iter(data))]
+        return chain
+
+    def clear(self) -> None:
+        self._data.clear()
+
+
+class RepeatedResultDetector(IncrementalDetector):
+    """``repeated_result``: the same call returning the same result with nothing new between."""
+
+    signals = (REPEATED_RESULT,)
+
+    def reset(self) -> None:
+        super().reset()
+        self._chains = _ChainMap(self.config.seen_capacity)
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action or facts.result is None or not facts.args_known:
+            return []
+        chain = self._chains.advance(facts.action, facts.epoch, facts)
+        if chain.count < 2:
+            return []
+        out: list[Finding] = []
+        if chain.episode is None:
+            chain.episode = Episode(
+                REPEATED_RESULT,
+                self.config.repeated_result_repeats,
+                chain.first,
+                description=f"{facts.name} returned the same result {{count}} times with nothing new between",
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=(chain.first.span_id,),
+            )
+        chain.episode.add(facts.span_id)
+        self._track(chain.episode, chain.count, facts, out)
+        return out
+
+
+class NearDuplicateDetector(IncrementalDetector):
+    """``near_duplicate_args``: one tool, cosmetically different arguments, the same result."""
+
+    signals = (NEAR_DUPLICATE_ARGS,)
+
+    def reset(self) -> None:
+        super().reset()
+        self._anchor: tuple[str, ArgSignature, int] | None = None
+        self._anchor_facts: StepFacts | None = None
+        self._calls: set[int] = set()
+        self._count = 0
+        self._spans: list[str] = []
+        self._episode: Episode | None = None
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action:
+            return []
+        signature = facts.signature
+        if signature is None or facts.result is None:
+            self._anchor = None
+            return []
+        anchor = self._anchor
+        if (
+            anchor is not None
+            and facts.name == anchor[0]
+            and facts.result == anchor[2]
+            and not facts.progressed
+            and near_duplicate(anchor[1], signature)
+        ):
+            self._count += 1
+            if len(self._calls) < 2:
+                self._calls.add(facts.call)
+            if len(self._spans) < self.config.max_evidence_spans:
+                self._spans.append(facts.span_id)
+        else:
+            self._anchor = (facts.name, signature, facts.result)
+            self._anchor_facts = facts
+            self._calls = {facts.call}
+            self._count = 1
+            self._spans = [facts.span_id]
+            self._episode = None
+            return []
+        if len(self._calls) < 2:
+            return []  # identical calls so far: not this signal's business
+        out: list[Finding] = []
+        if self._episode is None:
+            assert self._anchor_facts is not None
+            self._episode = Episode(
+                NEAR_DUPLICATE_ARGS,
+                self.config.near_duplicate_repeats,
+                self._anchor_facts,
+                description=(
+                    f"{facts.name} called {{count}} times with only cosmetic argument changes "
+                    "and the same result"
+                ),
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=self._spans,
+            )
+        else:
+            self._episode.add(facts.span_id)
+        self._track(self._episode, self._count, facts, out)
+        return out
+
+
+class CallCeilingDetector(IncrementalDetector):
+    """``call_ceiling``: the same call repeated past the absolute ceiling, whatever its results."""
+
+    signals = (CALL_CEILING,)
+
+    def reset(self) -> None:
+        super().reset()
+        self._chains = _ChainMap(self.config.seen_capacity)
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action or not facts.args_known:
+            return []
+        chain = self._chains.advance(facts.call, facts.call_epoch, facts)
+        threshold = self.config.call_ceiling
+        if chain.count < 2:
+            return []
+        out: list[Finding] = []
+        if chain.episode is None:
+            chain.episode = Episode(
+                CALL_CEILING,
+                threshold,
+                chain.first,
+                description=(
+                    f"{facts.name} called {{count}} times with identical arguments and no other new call: "
+                    "past the ceiling, changing results no longer count as progress"
+                ),
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=(chain.first.span_id,),
+            )
+        chain.episode.add(facts.span_id)
+        self._track(chain.episode, chain.count, facts, out)
+        return out
+
+
+class StaleDetector(IncrementalDetector):
+    """``stale_steps`` / ``stale_time``: tool steps with nothing novel, by count and by time."""
+
+    signals = (STALE_STEPS, STALE_TIME)
+
+    def reset(self) -> None:
+        super().reset()
+        self._run = 0
+        self._last_novel_ns: int | None = None
+        self._steps_episode: Episode | None = None
+        self._time_episode: Episode | None = None
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action:
+            return []
+        if facts.novel:
+            self._run = 0
+            self._last_novel_ns = facts.time_ns
+            self._steps_episode = self._time_episode = None
+            return []
+        self._run += 1
+        out: list[Finding] = []
+        config = self.config
+        if self._steps_episode is None:
+            self._steps_episode = Episode(
+                STALE_STEPS,
+                config.stale_steps,
+                facts,
+                description="{count} tool steps in a row repeated earlier actions and results",
+                config=config,
+                no_progress=True,
+            )
+        self._steps_episode.add(facts.span_id)
+        self._track(self._steps_episode, self._run, facts, out)
+        now, since = facts.time_ns, self._last_novel_ns
+        if config.stale_seconds and now is not None and since is not None and now > since:
+            if self._time_episode is None:
+                self._time_episode = Episode(
+                    STALE_TIME,
+                    config.stale_seconds,
+                    facts,
+                    description="no new tool action or result for {count} s",
+                    config=config,
+                    no_progress=True,
+                )
+            self._time_episode.add(facts.span_id)
+            self._track(self._time_episode, (now - since) / 1e9, facts, out, repeats=self._run)
+        return out

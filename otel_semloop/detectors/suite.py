@@ -1,0 +1,104 @@
+"""The default detector set, run together over one shared fingerprinter.
+
+:class:`DetectorSuite` computes each step's facts once (digests, failure class, novelty)
+and hands them to every detector, so the cost of a step is one normalisation plus each
+detector's O(1) or O(max_period) update. It is what the CLI, the collector service and
+:class:`~otel_semloop.detectors.live.LiveMonitor` run. Not thread-safe: one suite per
+trace, fed by one thread at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from otel_semloop.detectors.agents import HandoffCycleDetector
+from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector
+from otel_semloop.detectors.budgets import BudgetDetector
+from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.cycles import ActionCycleDetector
+from otel_semloop.detectors.failures import FailureDetector, RetryStormDetector
+from otel_semloop.detectors.progress import (
+    CallCeilingDetector,
+    NearDuplicateDetector,
+    RepeatedResultDetector,
+    StaleDetector,
+)
+from otel_semloop.detectors.text import ChantingDetector, MonologueDetector
+from otel_semloop.model import Step, Trace
+from otel_semloop.verdict import Finding
+
+__all__ = ["DetectorSuite", "default_detectors"]
+
+
+def default_detectors(config: DetectorConfig | None = None) -> list[IncrementalDetector]:
+    """One of each default detector; the budget detector only when a budget is set."""
+    config = config or DetectorConfig()
+    detectors: list[IncrementalDetector] = [
+        ActionCycleDetector(config),
+        RepeatedResultDetector(config),
+        NearDuplicateDetector(config),
+        CallCeilingDetector(config),
+        StaleDetector(config),
+        FailureDetector(config),
+        RetryStormDetector(config),
+        MonologueDetector(config),
+        ChantingDetector(config),
+        HandoffCycleDetector(config),
+    ]
+    budgets = BudgetDetector(config)
+    if budgets.enabled:
+        detectors.append(budgets)
+    return detectors
+
+
+class DetectorSuite:
+    """Several incremental detectors fed from one :class:`Fingerprinter`.
+
+    ``observe`` per step, ``detect`` for a whole trace, ``findings`` and ``calibration``
+    for the state so far. Detectors passed in must share this suite's ``config``.
+    """
+
+    def __init__(
+        self,
+        config: DetectorConfig | None = None,
+        detectors: Sequence[IncrementalDetector] | None = None,
+    ) -> None:
+        self.config = config or DetectorConfig()
+        self.detectors: list[IncrementalDetector] = (
+            list(detectors) if detectors is not None else default_detectors(self.config)
+        )
+        self._fingerprinter = Fingerprinter(self.config)
+
+    def reset(self) -> None:
+        self._fingerprinter.reset()
+        for detector in self.detectors:
+            detector.reset()
+
+    def observe(self, step: Step, index: int) -> list[Finding]:
+        """Feed one step; the findings that just reached a new level (see ``IncrementalDetector``)."""
+        facts = self._fingerprinter.facts(step, index)
+        out: list[Finding] = []
+        for detector in self.detectors:
+            found = detector.observe_facts(facts, step)
+            if found:
+                out.extend(found)
+        return out
+
+    def detect(self, trace: Trace) -> list[Finding]:
+        """All findings of a finished trace (one per episode, at its peak)."""
+        self.reset()
+        for index, step in enumerate(trace.steps):
+            self.observe(step, index)
+        return self.findings()
+
+    def findings(self) -> list[Finding]:
+        return [finding for detector in self.detectors for finding in detector.findings()]
+
+    @property
+    def calibration(self) -> dict[str, float]:
+        """Per signal, the peak severity reached so far, also below a warning."""
+        merged: dict[str, float] = {}
+        for detector in self.detectors:
+            for signal, peak in detector.calibration.items():
+                merged[signal] = max(peak, merged.get(signal, 0.0))
+        return merged

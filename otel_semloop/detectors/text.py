@@ -1,0 +1,149 @@
+"""Text: an assistant repeating itself between actions, or inside one output.
+
+Signals
+    ``monologue``
+        Consecutive assistant (LLM) messages that are identical once normalised (digits,
+        ids and timestamps masked, case and punctuation ignored), with no tool call
+        between: conclusive at ``monologue_repeats`` (3), OpenHands' 3 identical agent
+        messages. "Near-identical" means exactly that and no more: a fixed preamble in
+        front of a different update, or one sentence shape naming different files, is a
+        different message. A tool step, an LLM output that requests tool calls, or an
+        agent step ends the run; an empty output (content not captured) neither extends
+        nor ends it. ``no_progress``: nothing happened between the messages.
+    ``chanting``
+        One line or sentence repeated inside a single LLM output: conclusive when one
+        normalised unit of at least ``chant_min_chars`` characters occurs
+        ``chant_repeats`` (10) times, Gemini CLI's content-loop threshold. Lines inside
+        fenced or indented code blocks, list items and table rows never count: repeated
+        structure there is normal. ``no_progress``: the repeats say nothing new.
+
+Kept
+    Monologue: the digest of the previous message and the run length. Chanting: nothing
+    between steps (one output's unit counts live only while that output is examined).
+
+Cost
+    O(length of the output) per LLM step (normalising it once); O(1) memory between steps.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.model import Step, StepKind
+from otel_semloop.normalize import normalize_text
+from otel_semloop.verdict import Finding
+
+__all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "chant_units"]
+
+MONOLOGUE = "monologue"
+CHANTING = "chanting"
+
+
+class MonologueDetector(IncrementalDetector):
+    """``monologue``: the same assistant message again and again with nothing between."""
+
+    signals = (MONOLOGUE,)
+
+    def reset(self) -> None:
+        super().reset()
+        self._last: int | None = None
+        self._run = 0
+        self._episode: Episode | None = None
+        self._first: StepFacts | None = None
+
+    def _break(self) -> None:
+        self._last = None
+        self._run = 0
+        self._episode = None
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if facts.kind is not StepKind.LLM:
+            if facts.kind in (StepKind.TOOL, StepKind.AGENT):
+                self._break()
+            return []
+        if facts.has_tool_calls:
+            self._break()
+            return []
+        if facts.text is None:
+            return []
+        if facts.text != self._last:
+            self._last = facts.text
+            self._run = 1
+            self._first = facts
+            self._episode = None
+            return []
+        self._run += 1
+        if self._episode is None:
+            assert self._first is not None
+            self._episode = Episode(
+                MONOLOGUE,
+                self.config.monologue_repeats,
+                self._first,
+                description="the assistant said the same thing {count} times in a row with no action between",
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=(self._first.span_id,),
+            )
+        self._episode.add(facts.span_id)
+        out: list[Finding] = []
+        self._track(self._episode, self._run, facts, out)
+        return out
+
+
+_FENCE = ("```", "~~~")
+_LIST_ITEM = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)]|[a-zA-Z][.)])\s")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def chant_units(text: str, min_chars: int) -> Counter[str]:
+    """Normalised lines and sentences of ``text`` outside code blocks, lists and tables,
+    at least ``min_chars`` long, with their counts."""
+    counts: Counter[str] = Counter()
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(_FENCE):
+            in_fence = not in_fence
+            continue
+        if in_fence or not stripped:
+            continue
+        if line.startswith(("    ", "\t")):
+            continue  # indented code block
+        if _LIST_ITEM.match(stripped) or stripped.startswith("|") or stripped.count("|") >= 2:
+            continue
+        for unit in _SENTENCE_END.split(stripped):
+            normalised = normalize_text(unit)
+            if len(normalised) >= min_chars:
+                counts[normalised] += 1
+    return counts
+
+
+class ChantingDetector(IncrementalDetector):
+    """``chanting``: one line or sentence repeated many times inside one LLM output."""
+
+    signals = (CHANTING,)
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if facts.kind is not StepKind.LLM or not step.output_text:
+            return []
+        counts = chant_units(step.output_text, self.config.chant_min_chars)
+        if not counts:
+            return []
+        top = max(counts.values())
+        if top < 2:
+            return []
+        episode = Episode(
+            CHANTING,
+            self.config.chant_repeats,
+            facts,
+            description="one line repeated {count} times inside a single LLM output",
+            config=self.config,
+            no_progress=True,
+            span_ids=(facts.span_id,),
+        )
+        out: list[Finding] = []
+        self._track(episode, top, facts, out)
+        return out

@@ -1,0 +1,350 @@
+"""Group spans by trace until the trace is complete: a bounded buffer with visible eviction.
+
+The in-process span processor and the collector service both need the same thing: hold
+the spans of each trace until the whole trace can be scored, never hold too much, and
+never lose a span. :class:`TraceBuffer` is that core. It knows nothing about the SDK or
+OTLP: callers pass a hashable trace key, whether the span is a local root, an opaque span
+object, and the current time. It reads no clock, starts no thread and takes no lock, so
+tests are exact and the caller decides the threading (the processor calls it under one
+lock from the application's threads and its worker).
+
+Completion rule
+    A trace is *complete* when a local root has ended (a span without a parent, or whose
+    parent is remote) and no span of the trace is open (started and not yet ended). It is
+    released ``grace`` seconds later, so stragglers (spans that end without having been
+    seen starting) join it; any start within the grace period cancels it, any end re-arms
+    it. This beats groupbytrace's fixed wait from the first span: agent traces run for
+    minutes, and most of them finish cleanly.
+
+Traces that never finish
+    ``idle``: no span started or ended for that long; ``max_age``: that long since the
+    first span, however busy. Both release the trace as partial.
+
+Bounds (each release is counted by reason in :attr:`TraceBuffer.counts`)
+    ``max_traces`` traces and ``max_spans`` spans held in all: on overflow a trace whose
+    grace is running is released first (it is complete, nothing is lost by cutting the
+    wait, counted as ``grace_cut``), otherwise the oldest trace (reason ``overflow``).
+    ``max_spans_per_trace``: the spans held for that trace are released as a partial chunk
+    (reason ``span_limit``) and grouping goes on with an empty list; a 100k-span trace
+    costs bounded memory and every span is still forwarded once.
+
+Late spans
+    Released trace keys are remembered (up to ``recent`` of them, oldest forgotten first).
+    A span that ends in a remembered trace is *late*: it is handed out on its own, to be
+    forwarded marked, never held and never forwarded twice. A new local root that starts
+    in a remembered trace opens a new group (a second request of a distributed trace
+    reaching this process), not a late span. A span of a forgotten trace opens a new group
+    that is released later (at its completion or idle timeout) as partial.
+
+Cost
+    O(1) per :meth:`TraceBuffer.start` and :meth:`TraceBuffer.end` (dict and ordered-dict
+    operations, amortised); :meth:`TraceBuffer.expire` is O(1) plus O(k) for the k traces
+    it releases. Memory: the spans held (at most ``max_spans``) plus about 200 bytes per
+    trace and 100 bytes per remembered key.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+S = TypeVar("S")
+
+
+class ReleaseReason(str, enum.Enum):
+    """Why a trace (or a chunk of it) left the buffer. Every reason but ``complete`` is
+    an early release, counted and marked on the trace."""
+
+    COMPLETE = "complete"
+    IDLE = "idle"
+    MAX_AGE = "max_age"
+    OVERFLOW = "overflow"
+    SPAN_LIMIT = "span_limit"
+    FLUSH = "flush"
+    SHUTDOWN = "shutdown"
+
+    @property
+    def early(self) -> bool:
+        return self is not ReleaseReason.COMPLETE
+
+
+@dataclass(slots=True, eq=False)
+class Release(Generic[S]):
+    """Spans of one trace handed out together, with what is known about the trace.
+
+    ``final`` is False for a ``span_limit`` chunk (more of the trace will follow).
+    ``chunk`` counts the chunks released before this one. ``open_spans`` is how many spans
+    of the trace were still open: they will arrive later as late spans.
+    """
+
+    trace_key: Hashable
+    spans: list[S]
+    reason: ReleaseReason
+    open_spans: int = 0
+    root_ended: bool = False
+    final: bool = True
+    chunk: int = 0
+    first_seen: float = 0.0
+
+    @property
+    def partial(self) -> bool:
+        """True when these spans are not the whole trace (scored as partial)."""
+        return not self.final or self.chunk > 0 or self.open_spans > 0 or not self.root_ended
+
+
+@dataclass(frozen=True, slots=True)
+class BufferLimits:
+    """Deadlines (seconds) and bounds of a :class:`TraceBuffer`; see the module docstring."""
+
+    grace: float = 0.5
+    idle: float = 120.0
+    max_age: float = 1800.0
+    max_traces: int = 10_000
+    max_spans_per_trace: int = 10_000
+    max_spans: int = 100_000
+    recent: int = 16_384
+
+    def __post_init__(self) -> None:
+        if self.grace < 0 or self.idle <= 0 or self.max_age <= 0:
+            raise ValueError("grace must be >= 0, idle and max_age > 0")
+        if min(self.max_traces, self.max_spans_per_trace, self.max_spans) < 1 or self.recent < 0:
+            raise ValueError("max_traces, max_spans_per_trace and max_spans must be >= 1, recent >= 0")
+
+
+class _Group:
+    """One trace being grouped. ``ready_at`` is set while the grace period runs."""
+
+    __slots__ = ("chunk", "first_seen", "key", "last_seen", "open", "ready_at", "root_ended", "spans")
+
+    def __init__(self, key: Hashable, now: float) -> None:
+        self.key = key
+        self.spans: list = []
+        self.open = 0
+        self.root_ended = False
+        self.first_seen = now
+        self.last_seen = now
+        self.ready_at: float | None = None
+        self.chunk = 0
+
+
+@dataclass(slots=True)
+class _Outbox(Generic[S]):
+    releases: list[Release[S]] = field(default_factory=list)
+    late: list[S] = field(default_factory=list)
+
+
+class TraceBuffer(Generic[S]):
+    """Holds spans per trace until complete; see the module docstring for the rules.
+
+    Not thread-safe: callers serialise access (one lock around every call). Releases and
+    late spans accumulate in an outbox that :meth:`take` empties; nothing is ever
+    dropped, so the caller must call :meth:`take` regularly.
+    """
+
+    def __init__(self, limits: BufferLimits | None = None) -> None:
+        self.limits = limits or BufferLimits()
+        # Insertion order = creation order: the oldest trace (max_age, overflow) is first.
+        self._groups: OrderedDict[Hashable, _Group] = OrderedDict()
+        # Least recently active first (idle timeout).
+        self._activity: OrderedDict[Hashable, _Group] = OrderedDict()
+        # Traces whose grace period runs, earliest deadline first (grace is constant and a
+        # re-armed trace moves to the end).
+        self._ready: OrderedDict[Hashable, _Group] = OrderedDict()
+        self._recent: OrderedDict[Hashable, None] = OrderedDict()
+        self._outbox: _Outbox[S] = _Outbox()
+        self.held_spans = 0
+        #: Releases by reason value, plus ``late`` (late spans), ``grace_cut`` (complete
+        #: traces released before their grace ended to make room) and ``segments``
+        #: (groups opened by a new local root in an already released trace).
+        self.counts: dict[str, int] = dict.fromkeys(
+            [*(r.value for r in ReleaseReason), "late", "grace_cut", "segments"], 0
+        )
+
+    # -- span events (the application's threads) ---------------------------------------
+
+    def start(self, trace_key: Hashable, local_root: bool, now: float) -> None:
+        """A span of ``trace_key`` started. A child span starting in an already released
+        trace is not tracked: it will end as a late span."""
+        group = self._groups.get(trace_key)
+        if group is None:
+            if trace_key in self._recent:
+                if not local_root:
+                    return
+                del self._recent[trace_key]
+                self.counts["segments"] += 1
+            group = self._new_group(trace_key, now)
+        group.open += 1
+        group.last_seen = now
+        self._activity.move_to_end(trace_key)
+        if group.ready_at is not None:
+            group.ready_at = None
+            del self._ready[trace_key]
+
+    def end(self, trace_key: Hashable, local_root: bool, span: S, now: float) -> None:
+        """A span of ``trace_key`` ended: hold it, or hand it out as late."""
+        group = self._groups.get(trace_key)
+        if group is None:
+            if trace_key in self._recent:
+                self._outbox.late.append(span)
+                self.counts["late"] += 1
+                return
+            # Never seen starting (the processor was added mid-trace, or the trace was
+            # forgotten): group it anyway, it leaves by completion or idle timeout.
+            group = self._new_group(trace_key, now)
+        group.spans.append(span)
+        self.held_spans += 1
+        if group.open > 0:
+            group.open -= 1
+        if local_root:
+            group.root_ended = True
+        group.last_seen = now
+        self._activity.move_to_end(trace_key)
+        if group.open == 0 and group.root_ended:
+            group.ready_at = now + self.limits.grace
+            self._ready[trace_key] = group
+            self._ready.move_to_end(trace_key)
+        if len(group.spans) >= self.limits.max_spans_per_trace:
+            self._release_chunk(group)
+        while self.held_spans > self.limits.max_spans and self._groups:
+            self._make_room()
+
+    # -- time and draining (the worker) ------------------------------------------------
+
+    def expire(self, now: float) -> None:
+        """Release every trace whose grace, idle or age deadline is at or before ``now``."""
+        ready = self._ready
+        while ready:
+            group = next(iter(ready.values()))
+            if group.ready_at is None or group.ready_at > now:
+                break
+            self._release(group, ReleaseReason.COMPLETE)
+        idle = self.limits.idle
+        activity = self._activity
+        while activity:
+            group = next(iter(activity.values()))
+            if group.last_seen + idle > now:
+                break
+            self._release(group, ReleaseReason.IDLE)
+        max_age = self.limits.max_age
+        groups = self._groups
+        while groups:
+            group = next(iter(groups.values()))
+            if group.first_seen + max_age > now:
+                break
+            self._release(group, ReleaseReason.MAX_AGE)
+
+    def release_all(self, reason: ReleaseReason) -> None:
+        """Release every held trace (flush, shutdown). Complete traces in their grace
+        period are released as complete: only the wait is cut."""
+        while self._ready:
+            self._release(next(iter(self._ready.values())), ReleaseReason.COMPLETE)
+        while self._groups:
+            self._release(next(iter(self._groups.values())), reason)
+
+    def take(self) -> tuple[list[Release[S]], list[S]]:
+        """Empty the outbox: the releases and the late spans since the last call."""
+        outbox = self._outbox
+        if not outbox.releases and not outbox.late:
+            return [], []
+        self._outbox = _Outbox()
+        return outbox.releases, outbox.late
+
+    def clear(self) -> None:
+        """Forget everything without releasing (a forked child must not re-export what
+        its parent holds)."""
+        self._groups.clear()
+        self._activity.clear()
+        self._ready.clear()
+        self._recent.clear()
+        self._outbox = _Outbox()
+        self.held_spans = 0
+
+    # -- introspection -----------------------------------------------------------------
+
+    @property
+    def held_traces(self) -> int:
+        return len(self._groups)
+
+    @property
+    def pending_output(self) -> bool:
+        return bool(self._outbox.releases or self._outbox.late)
+
+    def next_deadline(self) -> float | None:
+        """The earliest time :meth:`expire` would release something, if any."""
+        candidates = []
+        if self._ready:
+            ready_at = next(iter(self._ready.values())).ready_at
+            if ready_at is not None:
+                candidates.append(ready_at)
+        if self._activity:
+            candidates.append(next(iter(self._activity.values())).last_seen + self.limits.idle)
+        if self._groups:
+            candidates.append(next(iter(self._groups.values())).first_seen + self.limits.max_age)
+        return min(candidates) if candidates else None
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _new_group(self, trace_key: Hashable, now: float) -> _Group:
+        if len(self._groups) >= self.limits.max_traces:
+            self._make_room()
+        group = _Group(trace_key, now)
+        self._groups[trace_key] = group
+        self._activity[trace_key] = group
+        return group
+
+    def _make_room(self) -> None:
+        """Release one trace: a complete one whose grace runs, else the oldest."""
+        if self._ready:
+            self._release(next(iter(self._ready.values())), ReleaseReason.COMPLETE)
+            self.counts["grace_cut"] += 1
+        elif self._groups:
+            self._release(next(iter(self._groups.values())), ReleaseReason.OVERFLOW)
+
+    def _release_chunk(self, group: _Group) -> None:
+        spans = group.spans
+        group.spans = []
+        self.held_spans -= len(spans)
+        self._outbox.releases.append(
+            Release(
+                group.key,
+                spans,
+                ReleaseReason.SPAN_LIMIT,
+                open_spans=group.open,
+                root_ended=group.root_ended,
+                final=False,
+                chunk=group.chunk,
+                first_seen=group.first_seen,
+            )
+        )
+        group.chunk += 1
+        self.counts[ReleaseReason.SPAN_LIMIT.value] += 1
+
+    def _release(self, group: _Group, reason: ReleaseReason) -> None:
+        key = group.key
+        del self._groups[key]
+        del self._activity[key]
+        if group.ready_at is not None:
+            del self._ready[key]
+            group.ready_at = None
+        self.held_spans -= len(group.spans)
+        self.counts[reason.value] += 1
+        if self.limits.recent:
+            self._recent[key] = None
+            if len(self._recent) > self.limits.recent:
+                self._recent.popitem(last=False)
+        if group.spans:
+            self._outbox.releases.append(
+                Release(
+                    key,
+                    group.spans,
+                    reason,
+                    open_spans=group.open,
+                    root_ended=group.root_ended,
+                    final=True,
+                    chunk=group.chunk,
+                    first_seen=group.first_seen,
+                )
+            )

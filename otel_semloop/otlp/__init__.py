@@ -1,0 +1,63 @@
+"""OTLP codecs: OTLP JSON and protobuf to :class:`~otel_semloop.model.SpanRecord`, write-back
+of :class:`~otel_semloop.writeback.SpanPatch`, and the Collector file exporter's formats.
+
+* :mod:`.anyvalue` - ``AnyValue``/attributes to and from Python values.
+* :mod:`.codec` - protobuf ``TracesData`` <-> OTLP JSON dicts (hex ids, integer enums,
+  64-bit integers as strings), without ``google.protobuf.json_format``.
+* :mod:`.records` - spans as ``SpanRecord``s and patches applied in place.
+* :mod:`.files` - JSON lines and length-prefixed protobuf files, gzip-aware.
+"""
+
+from otel_semloop.otlp.anyvalue import (
+    decode_any_json,
+    decode_any_pb,
+    decode_attributes_json,
+    decode_attributes_pb,
+    encode_any_json,
+    encode_any_pb,
+    encode_attributes_json,
+    encode_attributes_pb,
+)
+from otel_semloop.otlp.codec import json_to_traces, span_to_json, traces_to_json
+from otel_semloop.otlp.files import (
+    Batch,
+    ProtoBatch,
+    iter_json_lines,
+    iter_proto_messages,
+    open_input,
+    open_output,
+    write_json_line,
+    write_proto_message,
+)
+from otel_semloop.otlp.records import (
+    apply_patch_json,
+    apply_patch_proto,
+    records_from_json,
+    records_from_proto,
+)
+
+__all__ = [
+    "Batch",
+    "ProtoBatch",
+    "apply_patch_json",
+    "apply_patch_proto",
+    "decode_any_json",
+    "decode_any_pb",
+    "decode_attributes_json",
+    "decode_attributes_pb",
+    "encode_any_json",
+    "encode_any_pb",
+    "encode_attributes_json",
+    "encode_attributes_pb",
+    "iter_json_lines",
+    "iter_proto_messages",
+    "json_to_traces",
+    "open_input",
+    "open_output",
+    "records_from_json",
+    "records_from_proto",
+    "span_to_json",
+    "traces_to_json",
+    "write_json_line",
+    "write_proto_message",
+]

@@ -1,0 +1,307 @@
+"""Real OTLP trace receivers on loopback that keep everything they are sent.
+
+* :class:`GrpcOtlpReceiver`: a gRPC server implementing
+  ``opentelemetry.proto.collector.trace.v1.TraceService/Export``, insecure, ``127.0.0.1``
+  on an ephemeral port; point ``OTLPSpanExporter(endpoint=receiver.endpoint, insecure=True)``
+  (from ``opentelemetry.exporter.otlp.proto.grpc``) at it.
+* :class:`HttpOtlpReceiver`: OTLP/HTTP ``POST /v1/traces`` with a binary protobuf body
+  (optionally gzip), for the ``opentelemetry.exporter.otlp.proto.http`` exporter; its
+  ``endpoint`` is the full ``/v1/traces`` URL.
+
+Both record every ``ExportTraceServiceRequest`` as received (:attr:`requests`) and flatten
+it into :class:`ReceivedSpan` values with decoded attributes, so tests assert on what a
+backend would store, including duplicates (a span sent twice appears twice).
+The decoding is written here on purpose, independent of the package's own OTLP codec.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from concurrent import futures
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.common.v1 import common_pb2
+
+__all__ = [
+    "GrpcOtlpReceiver",
+    "HttpOtlpReceiver",
+    "OtlpReceiver",
+    "ReceivedEvent",
+    "ReceivedSpan",
+    "decode_any_value",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedEvent:
+    name: str
+    time_ns: int
+    attributes: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedSpan:
+    """One span as it arrived: hex ids, decoded attributes and events."""
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    kind: int
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, Any]
+    events: tuple[ReceivedEvent, ...]
+    status_code: int
+    scope: str
+    resource: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parent_span_id
+
+    def events_named(self, name: str) -> list[ReceivedEvent]:
+        return [e for e in self.events if e.name == name]
+
+
+def decode_any_value(value: common_pb2.AnyValue) -> Any:
+    """An OTLP ``AnyValue`` as a Python value (kvlists become dicts)."""
+    which = value.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "array_value":
+        return [decode_any_value(v) for v in value.array_value.values]
+    if which == "kvlist_value":
+        return _attributes(value.kvlist_value.values)
+    return getattr(value, which)
+
+
+def _attributes(pairs: Any) -> dict[str, Any]:
+    return {kv.key: decode_any_value(kv.value) for kv in pairs}
+
+
+class OtlpReceiver:
+    """What both receivers share: the store of received requests and its views."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
+        self._spans: list[ReceivedSpan] = []
+
+    # -- store ----------------------------------------------------------------------------
+
+    def _record(self, request: trace_service_pb2.ExportTraceServiceRequest) -> None:
+        spans = []
+        for resource_spans in request.resource_spans:
+            resource = _attributes(resource_spans.resource.attributes)
+            for scope_spans in resource_spans.scope_spans:
+                for span in scope_spans.spans:
+                    spans.append(
+                        ReceivedSpan(
+                            trace_id=span.trace_id.hex(),
+                            span_id=span.span_id.hex(),
+                            parent_span_id=span.parent_span_id.hex(),
+                            name=span.name,
+                            kind=int(span.kind),
+                            start_ns=int(span.start_time_unix_nano),
+                            end_ns=int(span.end_time_unix_nano),
+                            attributes=_attributes(span.attributes),
+                            events=tuple(
+                                ReceivedEvent(e.name, int(e.time_unix_nano), _attributes(e.attributes))
+                                for e in span.events
+                            ),
+                            status_code=int(span.status.code),
+                            scope=scope_spans.scope.name,
+                            resource=resource,
+                        )
+                    )
+        with self._changed:
+            self._requests.append(request)
+            self._spans.extend(spans)
+            self._changed.notify_all()
+
+    @property
+    def requests(self) -> list[trace_service_pb2.ExportTraceServiceRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def spans(self) -> list[ReceivedSpan]:
+        """Every span received, in arrival order, duplicates included."""
+        with self._lock:
+            return list(self._spans)
+
+    def span_id_counts(self) -> Counter[str]:
+        return Counter(s.span_id for s in self.spans)
+
+    def traces(self) -> dict[str, list[ReceivedSpan]]:
+        by_trace: dict[str, list[ReceivedSpan]] = {}
+        for span in self.spans:
+            by_trace.setdefault(span.trace_id, []).append(span)
+        return by_trace
+
+    def root_of(self, trace_id: str) -> ReceivedSpan:
+        """The one span of ``trace_id`` received without a parent (each copy counts)."""
+        roots = [s for s in self.spans if s.trace_id == trace_id and s.is_root]
+        if len(roots) != 1:
+            copies = Counter(s.span_id for s in roots)
+            raise AssertionError(f"trace {trace_id}: expected 1 root span, received {dict(copies)}")
+        return roots[0]
+
+    def wait_for_spans(self, count: int, timeout: float = 10.0) -> list[ReceivedSpan]:
+        """Block until at least ``count`` spans arrived (or ``timeout``); returns them all."""
+        return self.wait_until(lambda spans: len(spans) >= count, timeout)
+
+    def wait_until(
+        self, condition: Callable[[list[ReceivedSpan]], bool], timeout: float = 10.0
+    ) -> list[ReceivedSpan]:
+        """Block until ``condition(received spans)`` holds (or ``timeout``); returns them all."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition(self._spans):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+            return list(self._spans)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._spans.clear()
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        raise NotImplementedError
+
+    def start(self) -> OtlpReceiver:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> OtlpReceiver:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
+    def __init__(self, receiver: OtlpReceiver) -> None:
+        self._receiver = receiver
+
+    def Export(
+        self, request: trace_service_pb2.ExportTraceServiceRequest, context: grpc.ServicerContext
+    ) -> trace_service_pb2.ExportTraceServiceResponse:
+        self._receiver._record(request)
+        return trace_service_pb2.ExportTraceServiceResponse()
+
+
+class GrpcOtlpReceiver(OtlpReceiver):
+    """OTLP/gRPC TraceService on ``127.0.0.1``, insecure, ephemeral port."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        super().__init__()
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(self), self._server)
+        self._host = host
+        self._port = self._server.add_insecure_port(f"{host}:0")
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self._host}:{self._port}"
+
+    def start(self) -> GrpcOtlpReceiver:
+        self._server.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stop(grace=None).wait(5)
+
+
+class HttpOtlpReceiver(OtlpReceiver):
+    """OTLP/HTTP ``POST /v1/traces`` (binary protobuf, optional gzip) on ``127.0.0.1``."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        super().__init__()
+        self._host = host
+        self._httpd = ThreadingHTTPServer((host, 0), _http_handler_for(self))
+        self._httpd.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self._host}:{self.port}/v1/traces"
+
+    def start(self) -> HttpOtlpReceiver:
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+
+def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            if self.path.split("?", 1)[0] != "/v1/traces":
+                self._reply(404, b"not found", "text/plain")
+                return
+            content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip()
+            if content_type != "application/x-protobuf":
+                self._reply(415, b"only application/x-protobuf is accepted", "text/plain")
+                return
+            if (self.headers.get("Content-Encoding") or "").lower() == "gzip":
+                body = gzip.decompress(body)
+            request = trace_service_pb2.ExportTraceServiceRequest()
+            try:
+                request.ParseFromString(body)
+            except Exception:
+                self._reply(400, b"invalid ExportTraceServiceRequest", "text/plain")
+                return
+            receiver._record(request)
+            response = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+            self._reply(200, response, "application/x-protobuf")
+
+        def _reply(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler

@@ -1,0 +1,152 @@
+"""End to end with the ``openai-agents`` SDK and ``openinference-instrumentation-openai-agents``.
+
+A real ``Agent`` with ``@function_tool`` tools runs through ``Runner.run_sync`` on
+``OpenAIChatCompletionsModel`` against the scripted OpenAI-compatible server on loopback.
+The instrumentor replaces the SDK's own trace processors for the test (so nothing is sent
+to OpenAI's trace backend; there is no network here anyway) and turns the SDK's traces
+into OpenTelemetry spans on this test's provider: workflow AGENT > CHAIN > agent AGENT >
+``turn`` CHAIN > ``generation`` LLM / function TOOL. They go through
+``SemloopSpanProcessor`` and a real OTLP exporter to a real OTLP receiver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pytest
+from agents import RunConfig, Runner
+from e2e.agent_app import AGENT_NAME, QUESTION, build_agents_sdk_agent
+from e2e.contract import assert_delivered_exactly_once, assert_loop_verdict, assert_no_loop_verdict
+from e2e.fake_openai import (
+    LOOP_ARGUMENTS,
+    LOOP_THOUGHT,
+    LOOP_TOOL,
+    SEARCH_QUERIES,
+    FakeOpenAIServer,
+    Script,
+    healthy_script,
+    looping_script,
+    searching_script,
+)
+from e2e.fixtures import Pipeline, hex_trace_id
+from openai import AsyncOpenAI
+from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
+
+pytest_plugins = ("e2e.fixtures",)
+
+LOOP_ROUNDS = 8
+WORKFLOW = "checkout-incident"
+
+
+@dataclass(frozen=True)
+class Run:
+    trace_id: str
+    answer: str
+
+
+@pytest.fixture
+def run_agent(pipeline: Pipeline, fake_openai: FakeOpenAIServer) -> Iterator[Callable[[Script], Run]]:
+    """Runs the SDK agent on a script, instrumented on this test's provider only."""
+    instrumentor = OpenAIAgentsInstrumentor()
+    instrumentor.instrument(tracer_provider=pipeline.provider)
+
+    def run(script: Script) -> Run:
+        before = {hex_trace_id(s) for s in pipeline.produced_spans()}
+        fake_openai.script = script
+        # A client per run: run_sync runs each call on its own event loop.
+        client = AsyncOpenAI(base_url=fake_openai.base_url, api_key="test", max_retries=0, timeout=10)
+        result = Runner.run_sync(
+            build_agents_sdk_agent(client),
+            QUESTION,
+            max_turns=LOOP_ROUNDS + 4,
+            run_config=RunConfig(workflow_name=WORKFLOW),
+        )
+        new = {hex_trace_id(s) for s in pipeline.produced_spans()} - before
+        assert len(new) == 1, f"one run should make one trace, got {len(new)}"
+        return Run(trace_id=new.pop(), answer=str(result.final_output))
+
+    try:
+        yield run
+    finally:
+        instrumentor.uninstrument()
+
+
+@pytest.mark.parametrize(
+    ("thought", "deepeval_flags_it"),
+    [(LOOP_THOUGHT, True), (None, False)],
+    ids=["repeating-its-reasoning", "tool-calls-only"],
+)
+def test_looping_sdk_agent_is_flagged_on_its_root_span(
+    run_agent, pipeline: Pipeline, fake_openai, thought: str | None, deepeval_flags_it: bool
+) -> None:
+    """The model asks for ``search_logs({"query": "timeout"})`` 8 times and gets the same
+    result every time, either repeating its reasoning word for word or saying nothing
+    (tool calls only). deepeval's metric needs two signals, so it misses the silent one."""
+    run = run_agent(looping_script(rounds=LOOP_ROUNDS, thought=thought))
+
+    received = pipeline.wait_delivered()
+
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    assert len(fake_openai.requests) == LOOP_ROUNDS + 1
+    tools = [s for s in received if s.attributes.get("openinference.span.kind") == "TOOL"]
+    assert [(s.attributes["tool.name"], json.loads(s.attributes["input.value"])) for s in tools] == [
+        (LOOP_TOOL, LOOP_ARGUMENTS)
+    ] * LOOP_ROUNDS
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert root.name == WORKFLOW
+    assert any(s.name == AGENT_NAME and s.attributes.get("agent.name") == AGENT_NAME for s in received)
+    assert_loop_verdict(root)
+    assert root.attributes["semloop.deepeval.loop"] is deepeval_flags_it
+    marked = {s.span_id for s in received if s.attributes.get("semloop.in_loop") is True}
+    assert {s.span_id for s in tools} <= marked, "the repeated calls are marked as the loop"
+
+
+def test_healthy_sdk_agent_is_not_flagged(run_agent, pipeline: Pipeline) -> None:
+    run = run_agent(healthy_script())
+
+    received = pipeline.wait_delivered()
+
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    assert run.answer.startswith("Root cause:")
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert root.name == WORKFLOW
+    assert_no_loop_verdict(root)
+    assert not any(s.attributes.get("semloop.in_loop") for s in received)
+
+
+def test_sdk_agent_searching_with_new_arguments_each_time_is_not_flagged(
+    run_agent, pipeline: Pipeline
+) -> None:
+    """Six calls of one tool with different arguments: every function span carries the
+    same ``tool.parameters`` (the tool's schema), which must not be read as the arguments."""
+    run = run_agent(searching_script())
+
+    received = pipeline.wait_delivered()
+
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    tools = [s for s in received if s.attributes.get("openinference.span.kind") == "TOOL"]
+    assert [json.loads(s.attributes["input.value"])["query"] for s in tools] == list(SEARCH_QUERIES)
+    assert len({s.attributes["tool.parameters"] for s in tools}) == 1
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert_no_loop_verdict(root)
+    assert root.attributes["semloop.deepeval.score"] == 1.0
+
+
+@pytest.mark.parametrize("otlp_receiver", ["grpc", "http"], indirect=True)
+def test_loop_and_healthy_sdk_runs_in_one_provider_get_their_own_verdicts_and_arrive_once(
+    run_agent, pipeline: Pipeline
+) -> None:
+    looping = run_agent(looping_script(rounds=LOOP_ROUNDS))
+    healthy = run_agent(healthy_script())
+
+    pipeline.wait_delivered()
+    pipeline.shutdown()  # a shutdown after delivery must not send anything again
+
+    received = pipeline.receiver.spans
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    assert {s.trace_id for s in received} == {looping.trace_id, healthy.trace_id}
+    assert_loop_verdict(pipeline.receiver.root_of(looping.trace_id))
+    assert_no_loop_verdict(pipeline.receiver.root_of(healthy.trace_id))
+    assert {s.trace_id for s in received if s.attributes.get("semloop.in_loop")} == {looping.trace_id}
