@@ -77,22 +77,44 @@ _TIMESTAMP = re.compile(
     r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?\b",
     re.IGNORECASE,
 )
-#: Six or more hex characters with at least one digit and one letter: shorter runs are
-#: too often words or small numbers; pure-digit runs are left to the digit mask so a
-#: counter crossing 99999 -> 100000 keeps one mask.
-_HEX = re.compile(r"\b(?:0x[0-9a-f]+|(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{6,})\b", re.IGNORECASE)
+#: Candidate hex runs; :func:`_hex` keeps only those with at least one digit and one
+#: letter (or a ``0x`` prefix). Six or more characters: shorter runs are too often words
+#: or small numbers; pure-digit runs are left to the digit mask so a counter crossing
+#: 99999 -> 100000 keeps one mask.
+_HEX = re.compile(r"\b(?:0x)?[0-9a-f]{6,}\b", re.IGNORECASE)
+_HEX_LETTER = re.compile(r"[a-f]", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 _HAS_DIGIT = re.compile(r"\d")
-_PUNCTUATION = re.compile(r"[^\w\s#<>]+")
+#: Punctuation becomes a blank (ASCII, plus the typographic quotes, dashes and bullets
+#: that models emit); ``#``, ``<`` and ``>`` survive because the masks use them.
+_PUNCTUATION = str.maketrans(
+    dict.fromkeys(
+        [c for c in "!\"$%&'()*+,-./:;=?@[\\]^_`{|}~" if c not in "#<>"]
+        + list("\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u00b7"),
+        " ",
+    )
+)
+
+
+def _hex(match: re.Match[str]) -> str:
+    run = match.group()
+    if run[:2].lower() == "0x" or (_HEX_LETTER.search(run) and _HAS_DIGIT.search(run)):
+        return "<hex>"
+    return run
 
 
 def mask(text: str) -> str:
-    """``text`` with UUIDs, ISO timestamps, hex runs and digit runs masked (see module doc)."""
+    """``text`` with UUIDs, ISO timestamps, hex runs and digit runs masked (see module doc).
+
+    Each pattern runs only when a substring test (done in C) says it could match.
+    """
     if not _HAS_DIGIT.search(text):
         return text
-    text = _UUID.sub("<uuid>", text)
-    text = _TIMESTAMP.sub("<ts>", text)
-    text = _HEX.sub("<hex>", text)
+    if text.count("-") >= 4:
+        text = _UUID.sub("<uuid>", text)
+    if "-" in text:
+        text = _TIMESTAMP.sub("<ts>", text)
+    text = _HEX.sub(_hex, text)
     return _DIGITS.sub("#", text)
 
 
@@ -104,7 +126,7 @@ def normalize_result(text: str) -> str:
 def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
-    return " ".join(_PUNCTUATION.sub(" ", mask(text).casefold()).split())
+    return " ".join(mask(text).casefold().translate(_PUNCTUATION).split())
 
 
 def digest(text: str) -> int:
@@ -164,16 +186,23 @@ def canonical_args(arguments: Any, volatile: Collection[str] = DEFAULT_VOLATILE_
 
 
 def _drop_volatile(value: Any, volatile: Collection[str], depth: int) -> Any:
+    """``value`` without volatile keys; the very same object when there were none."""
     if depth >= _MAX_ARG_DEPTH:
         return value
     if isinstance(value, Mapping):
-        return {
-            k: _drop_volatile(v, volatile, depth + 1)
-            for k, v in value.items()
-            if not (isinstance(k, str) and k.lower() in volatile)
-        }
+        out = {}
+        changed = False
+        for k, v in value.items():
+            if isinstance(k, str) and k.lower() in volatile:
+                changed = True
+                continue
+            new = _drop_volatile(v, volatile, depth + 1) if isinstance(v, (Mapping, list, tuple)) else v
+            changed = changed or new is not v
+            out[k] = new
+        return out if changed else value
     if isinstance(value, (list, tuple)):
-        return [_drop_volatile(v, volatile, depth + 1) for v in value]
+        items = [_drop_volatile(v, volatile, depth + 1) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     return value
 
 
@@ -184,7 +213,9 @@ class _ArgClass(str, enum.Enum):
     VALUE = "value"  # anything else (paths, patterns, queries, objects): compared exactly
 
 
-#: One argument's near-duplicate identity: (name, class, digest of the normalised value).
+#: One argument's near-duplicate identity: (name, class, hash of the normalised value).
+#: Python's string hash is salted per process, which is fine: signatures are compared
+#: within one run and never stored or sent anywhere, and it costs a fraction of a digest.
 ArgSignature = tuple[tuple[str, str, int], ...]
 
 _OPTION_TOKEN = re.compile(r"^[a-z][a-z0-9_-]{0,11}$")
@@ -213,7 +244,7 @@ def arg_signature(
     """
     if not isinstance(arguments, Mapping):
         text = arguments if isinstance(arguments, str) else canonical_args(arguments, volatile)
-        return (("", _ArgClass.VALUE.value, digest(_cosmetic(text))),)
+        return (("", _ArgClass.VALUE.value, hash(_cosmetic(text))),)
     items: list[tuple[str, str, int]] = []
     for key, value in arguments.items():
         name = str(key)
@@ -221,15 +252,15 @@ def arg_signature(
         if lowered in volatile:
             continue
         if lowered in positions:
-            items.append((name, _ArgClass.POSITION.value, digest(canonical_args(value, volatile))))
+            items.append((name, _ArgClass.POSITION.value, hash(canonical_args(value, volatile))))
         elif value is None or isinstance(value, (bool, int, float)):
             items.append((name, _ArgClass.TWEAK.value, 0))
         elif isinstance(value, str):
             text = _cosmetic(value)
             kind = _ArgClass.OPTION if _OPTION_TOKEN.match(text) else _ArgClass.VALUE
-            items.append((name, kind.value, digest(text)))
+            items.append((name, kind.value, hash(text)))
         else:
-            items.append((name, _ArgClass.VALUE.value, digest(canonical_args(value, volatile))))
+            items.append((name, _ArgClass.VALUE.value, hash(canonical_args(value, volatile))))
     items.sort()
     return tuple(items)
 
@@ -279,14 +310,16 @@ def progress_value(text: str) -> float | None:
     ``m >= 2`` (so dates such as ``2024/05/01`` and ratios like ``5/1`` are not progress).
     """
     tail = text[-PROGRESS_TAIL_CHARS:]
-    if not _HAS_DIGIT.search(tail):
+    has_percent = "%" in tail
+    has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
+    if not (has_percent or has_fraction) or not _HAS_DIGIT.search(tail):
         return None
     best: tuple[int, float] | None = None
-    for match in _PERCENT.finditer(tail):
+    for match in _PERCENT.finditer(tail) if has_percent else ():
         value = float(match.group(1))
         if value <= 100.0:
             best = (match.start(), value / 100.0)
-    for match in _FRACTION.finditer(tail):
+    for match in _FRACTION.finditer(tail) if has_fraction else ():
         done, total = int(match.group(1)), int(match.group(2))
         if total >= 2 and done <= total and (best is None or match.start() > best[0]):
             best = (match.start(), done / total)

@@ -103,6 +103,8 @@ _logger = logging.getLogger(__name__)
 _FLUSH_SCORING_SHARE = 0.8
 _BUDGET_REASON = "scoring budget exceeded"
 _STUCK_REASON = "scoring unavailable: scorers stuck past their budget"
+#: How long one backpressure flush of the downstream may block a background thread.
+_CATCH_UP_TIMEOUT_MILLIS = 5000
 
 
 class SemloopSpanProcessor(SpanProcessor):
@@ -375,11 +377,28 @@ class _LaneState:
 
 
 class _Forwarder:
-    """Hands spans to the downstream ``on_end``, one failure never stopping the rest."""
+    """Hands spans to the downstream ``on_end``; one failure never stops the rest.
 
-    def __init__(self, on_end: Callable[[ReadableSpan], None], telemetry: SelfTelemetry) -> None:
+    Backpressure: the application hands spans to a ``BatchSpanProcessor`` at its own
+    pace, but a flush, a big trace or a burst of completions hands them over all at once,
+    and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``, 2048 by default).
+    So after every half queue of spans forwarded in under a second, the forwarder calls
+    ``downstream.force_flush`` (blocking this background thread, never the application)
+    to let the exporter catch up. At an ordinary pace it never triggers.
+    """
+
+    def __init__(
+        self,
+        on_end: Callable[[ReadableSpan], None],
+        force_flush: Callable[[int], Any],
+        telemetry: SelfTelemetry,
+    ) -> None:
         self._on_end = on_end
+        self._force_flush = force_flush
         self._telemetry = telemetry
+        self._burst = max(1, _bsp_queue_size() // 2)
+        self._count = 0
+        self._window = time.monotonic()
 
     def __call__(self, spans: list[ReadableSpan], patched: int = 0, state: str = "original") -> None:
         on_end = self._on_end
@@ -391,6 +410,10 @@ class _Forwarder:
             except Exception as exc:
                 errors += 1
                 first = first or exc
+            # Unlocked: a lost increment from a concurrent forwarder only delays a catch-up.
+            self._count += 1
+            if self._count >= self._burst:
+                self._catch_up()
         telemetry = self._telemetry
         if errors:
             telemetry.add("semloop.errors", "downstream", errors)
@@ -399,6 +422,26 @@ class _Forwarder:
             telemetry.add("semloop.spans.forwarded", "patched", patched)
         if len(spans) > patched:
             telemetry.add("semloop.spans.forwarded", state, len(spans) - patched)
+
+    def _catch_up(self) -> None:
+        now = time.monotonic()
+        fast = now - self._window < 1.0
+        self._count = 0
+        self._window = now
+        if fast:
+            try:
+                self._force_flush(_CATCH_UP_TIMEOUT_MILLIS)
+            except Exception as exc:
+                self._telemetry.add("semloop.errors", "downstream")
+                _logger.warning("otel-semloop: downstream force_flush failed: %r", exc)
+            self._telemetry.add("semloop.forward.catch_up", "flush")
+
+
+def _bsp_queue_size() -> int:
+    try:
+        return int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "2048"))
+    except ValueError:
+        return 2048
 
 
 class _Lanes:
@@ -634,7 +677,9 @@ class _Worker:
         self._budget = config.scoring_budget_seconds
         self._tick = config.tick_seconds
         self._wake = threading.Event()
-        self._forward = _Forwarder(processor._downstream_on_end, processor._telemetry)
+        self._forward = _Forwarder(
+            processor._downstream_on_end, processor._downstream.force_flush, processor._telemetry
+        )
         self._lanes = _Lanes(
             processor._scorer,
             self._forward,

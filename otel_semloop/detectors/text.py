@@ -22,11 +22,13 @@ Kept
     between steps (one output's unit counts live only while that output is examined).
 
 Cost
-    O(length of the output) per LLM step (normalising it once); O(1) memory between steps.
+    O(length of the output) per LLM step; an output with fewer lines and sentences than a
+    warning needs (5) is split but not normalised. O(1) memory between steps.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 
@@ -96,12 +98,14 @@ class MonologueDetector(IncrementalDetector):
 _FENCE = ("```", "~~~")
 _LIST_ITEM = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)]|[a-zA-Z][.)])\s")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_MAY_SPLIT = re.compile(r"[.!?]\s")
 
 
-def chant_units(text: str, min_chars: int) -> Counter[str]:
+def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     """Normalised lines and sentences of ``text`` outside code blocks, lists and tables,
-    at least ``min_chars`` long, with their counts."""
-    counts: Counter[str] = Counter()
+    at least ``min_chars`` long, with their counts. Empty when there are fewer than
+    ``min_units`` candidate units (no count could reach it), without normalising any."""
+    units: list[str] = []
     in_fence = False
     for line in text.splitlines():
         stripped = line.strip()
@@ -114,7 +118,12 @@ def chant_units(text: str, min_chars: int) -> Counter[str]:
             continue  # indented code block
         if _LIST_ITEM.match(stripped) or stripped.startswith("|") or stripped.count("|") >= 2:
             continue
-        for unit in _SENTENCE_END.split(stripped):
+        units.extend(_SENTENCE_END.split(stripped) if _MAY_SPLIT.search(stripped) else (stripped,))
+    counts: Counter[str] = Counter()
+    if len(units) < min_units:
+        return counts
+    for unit in units:
+        if len(unit) >= min_chars:
             normalised = normalize_text(unit)
             if len(normalised) >= min_chars:
                 counts[normalised] += 1
@@ -129,7 +138,10 @@ class ChantingDetector(IncrementalDetector):
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if facts.kind is not StepKind.LLM or not step.output_text:
             return []
-        counts = chant_units(step.output_text, self.config.chant_min_chars)
+        config = self.config
+        # Fewer units than a warning needs cannot be reported; only calibration wants them.
+        floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
+        counts = chant_units(step.output_text, config.chant_min_chars, floor)
         if not counts:
             return []
         top = max(counts.values())
