@@ -112,7 +112,7 @@ def per_step_us(work: Callable[[], object], steps: int, runs: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=7, help="timed runs per size (the median is reported)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per size (the median is reported)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1_000, 10_000])
     args = parser.parse_args()
 

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, StatusCode, Tracer
 
-from otel_semloop.otlp import traces_to_json, write_json_lines
+from otel_semloop.otlp import traces_to_json, write_json_line
 
 OUT = Path(__file__).with_name("agent_traces.otlp.jsonl")
 _clock = [1_767_225_600_000_000_000]
@@ -202,7 +202,8 @@ def main() -> None:
         run(tracer)
         lines.append(traces_to_json(encode_spans(exporter.get_finished_spans())))
     with OUT.open("wb") as fp:
-        write_json_lines(fp, lines)
+        for line in lines:
+            write_json_line(fp, line)
     print(f"wrote {len(lines)} lines to {OUT}")
 
 

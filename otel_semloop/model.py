@@ -198,9 +198,19 @@ class Trace:
 
     @property
     def goal(self) -> str:
-        """What the run was asked to do: the root agent's input text."""
+        """What the run was asked to do: the root agent's input text, else the first user
+        message of the first LLM call (agent SDKs often leave the root's input empty)."""
+        from otel_semloop.conventions import flatten_text  # conventions imports this module
+
         root = self.root
-        return root.input_text if root is not None else ""
+        if root is not None and root.input_text:
+            return root.input_text
+        for step in self.steps:
+            if step.kind is StepKind.LLM and isinstance(step.input, list):
+                for message in step.input:
+                    if isinstance(message, dict) and message.get("role") == "user":
+                        return flatten_text([message])
+        return ""
 
     @property
     def agents(self) -> list[Step]:

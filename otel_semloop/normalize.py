@@ -24,9 +24,9 @@ Arguments
 
 Progress
     :func:`progress_value` reads an explicit progress figure (a percentage, ``n/m`` or
-    ``n of m``) from the end of a result. Detectors treat a rise of that figure, or a result
-    longer than the same call's previous one, as progress even when the masked result is
-    unchanged.
+    ``n of m``) from the end of a result. Detectors treat a figure above, or a result longer
+    than, anything the same call returned before as progress even when the masked result
+    is unchanged.
 
 Failures
     :func:`classify_failure` says whether a step failed and how: ``transient`` (429, 5xx,

@@ -167,7 +167,13 @@ class SemloopSpanProcessor(SpanProcessor):
         if config.live_guard is not GuardMode.OFF and self._active:
             from otel_semloop.guard import LoopGuard
 
-            self._guard = LoopGuard(config.live_guard, on_loop=on_loop, max_traces=config.max_traces)
+            telemetry = self._telemetry
+            self._guard = LoopGuard(
+                config.live_guard,
+                on_loop=on_loop,
+                max_traces=config.max_traces,
+                on_error=lambda where: telemetry.add("semloop.errors", where),
+            )
         self._worker = _Worker(self) if self._active else None
         if self._worker is not None:
             self._worker.start()
@@ -196,6 +202,9 @@ class SemloopSpanProcessor(SpanProcessor):
         snapshot["semloop.spans.late"] = counts.get("late", 0)
         snapshot["semloop.buffer.grace_cut"] = counts.get("grace_cut", 0)
         snapshot["semloop.buffer.segments"] = counts.get("segments", 0)
+        if self._guard is not None:
+            for key, value in self._guard.stats().items():
+                snapshot[f"semloop.guard.{key}"] = value
         return {key.removeprefix("semloop."): value for key, value in snapshot.items()}
 
     # -- SpanProcessor hooks (application threads) -------------------------------------
@@ -384,19 +393,16 @@ class _Forwarder:
     and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``, 2048 by default).
     So after every half queue of spans forwarded in under a second, the forwarder calls
     ``downstream.force_flush`` (blocking this background thread, never the application)
-    to let the exporter catch up. At an ordinary pace it never triggers.
+    to let the exporter catch up. At an ordinary pace it never triggers. The queue size is
+    read from a ``BatchSpanProcessor`` downstream when it exposes it, else from the
+    environment variable.
     """
 
-    def __init__(
-        self,
-        on_end: Callable[[ReadableSpan], None],
-        force_flush: Callable[[int], Any],
-        telemetry: SelfTelemetry,
-    ) -> None:
-        self._on_end = on_end
-        self._force_flush = force_flush
+    def __init__(self, downstream: SpanProcessor, telemetry: SelfTelemetry) -> None:
+        self._on_end = downstream.on_end
+        self._force_flush = downstream.force_flush
         self._telemetry = telemetry
-        self._burst = max(1, _bsp_queue_size() // 2)
+        self._burst = max(1, _queue_size_of(downstream) // 2)
         self._count = 0
         self._window = time.monotonic()
 
@@ -437,7 +443,11 @@ class _Forwarder:
             self._telemetry.add("semloop.forward.catch_up", "flush")
 
 
-def _bsp_queue_size() -> int:
+def _queue_size_of(downstream: SpanProcessor) -> int:
+    # The SDK keeps a BatchSpanProcessor's queue size private; peek, best effort.
+    size = getattr(getattr(downstream, "_batch_processor", None), "_max_queue_size", None)
+    if isinstance(size, int) and size > 0:
+        return size
     try:
         return int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "2048"))
     except ValueError:
@@ -677,9 +687,7 @@ class _Worker:
         self._budget = config.scoring_budget_seconds
         self._tick = config.tick_seconds
         self._wake = threading.Event()
-        self._forward = _Forwarder(
-            processor._downstream_on_end, processor._downstream.force_flush, processor._telemetry
-        )
+        self._forward = _Forwarder(processor._downstream, processor._telemetry)
         self._lanes = _Lanes(
             processor._scorer,
             self._forward,

@@ -56,6 +56,21 @@ def test_a_falling_percentage_is_not_progress():
     assert run.verdict().label is Label.LOOP
 
 
+def test_a_percentage_going_down_and_up_again_is_not_progress():
+    run = Scenario()
+    for pct in (40, 20, 40, 20, 40, 20, 40, 20):
+        run.tool("status", {"job": "build"}, f"running: {pct}% done")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_result_alternating_between_a_short_and_a_long_form_is_not_growth():
+    run = Scenario()
+    for _ in range(4):
+        run.tool("fetch", {"id": 7}, "empty")
+        run.tool("fetch", {"id": 7}, "error: the upstream service returned an empty body again")
+    assert run.verdict().label is Label.LOOP
+
+
 def test_volatile_argument_names_configured_for_a_tool_do_not_make_calls_new():
     run = Scenario()
     for ref in ("ref-alpha", "ref-bravo", "ref-charlie", "ref-delta"):

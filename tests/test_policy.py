@@ -10,6 +10,7 @@ import pytest
 from scenarios import Scenario
 
 from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.errors import ConfigError
 from otel_semloop.policy import Policy
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Action, Finding, Label
@@ -134,6 +135,13 @@ def test_the_reason_names_the_signal_and_where():
 def test_the_reason_quotes_three_findings_and_counts_the_rest():
     verdict = POLICY.verdict([finding(1.0 + i / 10, no_progress=True, signal=f"s{i}") for i in range(5)])
     assert verdict.reason.endswith("and 2 more findings.")
+
+
+def test_a_threshold_that_cannot_work_is_refused_at_construction():
+    with pytest.raises(ConfigError, match="identical_repeats"):
+        DetectorConfig(identical_repeats=0)
+    with pytest.raises(ConfigError, match="max_cost"):
+        DetectorConfig(max_cost=-1.0)
 
 
 def test_calibration_figures_are_recorded_only_when_asked():

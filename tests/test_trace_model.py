@@ -129,3 +129,22 @@ def test_every_golden_trace_scores_the_same_after_a_round_trip_through_genai_spa
             mismatched.append(row["case"])
     assert len(rows) == 78
     assert mismatched == []
+
+
+def test_goal_falls_back_to_the_first_user_message_when_the_root_agent_has_no_input():
+    chat = SpanRecord(
+        TRACE,
+        "c1",
+        "a0",
+        "generation",
+        1,
+        2,
+        {
+            "openinference.span.kind": "LLM",
+            "llm.input_messages.0.message.role": "system",
+            "llm.input_messages.0.message.content": "You are terse.",
+            "llm.input_messages.1.message.role": "user",
+            "llm.input_messages.1.message.content": "Why is checkout failing?",
+        },
+    )
+    assert build_trace([agent("a0"), chat]).goal == "Why is checkout failing?"

@@ -22,8 +22,8 @@ Facts, computed once per step
 
 Novelty and epochs
     A tool step is *novel* when its (action, result) fingerprint has not been seen (within
-    ``seen_capacity``) or when it shows explicit progress over the same call's previous
-    result (a higher percentage or n/m, a longer output). ``epoch`` counts novel tool steps
+    ``seen_capacity``) or when it shows explicit progress: a higher percentage or n/m, or
+    a longer output, than the same call ever returned before. ``epoch`` counts novel tool steps
     so far: detectors compare epochs to ask "did anything new happen between these two
     steps?" in O(1). Transient failures (429, 5xx, timeouts) are neither novel nor
     remembered: a call that did not happen is no evidence either way. A tool step with
@@ -87,7 +87,7 @@ class StepFacts:
     ``action`` is the (call, result) fingerprint. ``novel``/``epoch``, ``call_novel``/
     ``call_epoch`` and ``text_novel``/``text_epoch`` are the novelty of the (action,
     result) pair, of the call alone, and of the assistant text. ``progressed`` says the
-    result shows explicit progress over the same call's previous one.
+    result shows explicit progress beyond anything the same call returned before.
     """
 
     __slots__ = (
@@ -177,6 +177,10 @@ class _LRU:
             del data[next(iter(data))]
         return present, old
 
+    def replace(self, key: int, value: object) -> None:
+        """Set the value of a key just touched (its recency is unchanged)."""
+        self._data[key] = value
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -264,15 +268,21 @@ class Fingerprinter:
             facts.action = digest(f"<opaque>{self._unique}")
         else:
             facts.action = digest(f"{facts.call}\0{facts.result}")
-        call_seen, previous = self._calls.touch(facts.call, (progress, size))
+        # Progress is measured against the best this call ever showed, not its last
+        # result: a result alternating between a short and a long form, or a percentage
+        # going down and up again, must not count as progress on every upswing.
+        call_seen, previous = self._calls.touch(facts.call)
         facts.call_novel = not call_seen
+        best_progress, best_size = previous if previous is not None else (None, 0)  # type: ignore[misc]
         if facts.call_novel:
             self._call_epoch += 1
-        elif previous is not None:
-            last_progress, last_size = previous  # type: ignore[misc]
+        else:
             facts.progressed = (
-                progress is not None and last_progress is not None and progress > last_progress
-            ) or (size > last_size > 0)
+                progress is not None and best_progress is not None and progress > best_progress
+            ) or (size > best_size > 0)
+        if progress is not None and (best_progress is None or progress > best_progress):
+            best_progress = progress
+        self._calls.replace(facts.call, (best_progress, max(size, best_size)))
         seen, _ = self._seen.touch(facts.action)
         facts.novel = not seen or facts.progressed
         if facts.novel:

@@ -4,7 +4,8 @@ Each default says where it comes from (DESIGN.md section 6 lists what peers use)
 which way it errs. A threshold is the count (or amount) at which a signal's severity
 reaches 1.0, i.e. becomes conclusive; severity is the count divided by it, so every
 signal warns from half its threshold. Budgets are off (``None``) by default: a budget
-is a product decision, not loop evidence.
+is a product decision, not loop evidence. A value that cannot work (a count below 1, a
+negative budget) raises :class:`~otel_semloop.errors.ConfigError` at construction.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from otel_semloop.errors import ConfigError
 from otel_semloop.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
 
 
@@ -114,9 +116,57 @@ class DetectorConfig:
     #: the verdict, written as ``semloop.calibration.<signal>``.
     calibration: bool = False
 
+    def __post_init__(self) -> None:
+        """Refuse thresholds that cannot work, at construction (never later, in a hook)."""
+        for name in _COUNTS:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"DetectorConfig.{name} must be an integer >= 1, got {value!r}")
+        for name in _OPTIONAL_AMOUNTS:
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
+            ):
+                raise ConfigError(f"DetectorConfig.{name} must be a positive number or None, got {value!r}")
+        if not 0.0 < self.report_at <= 1.0:
+            raise ConfigError(f"DetectorConfig.report_at must be in (0, 1], got {self.report_at!r}")
+        if self.max_evidence_spans < 0:
+            raise ConfigError(
+                f"DetectorConfig.max_evidence_spans must be >= 0, got {self.max_evidence_spans!r}"
+            )
+
     def volatile_for(self, tool: str) -> frozenset[str]:
         """Volatile argument names for ``tool`` (lower-cased)."""
         extra = self.volatile_args.get(tool, frozenset()) | self.volatile_args.get("*", frozenset())
         if not extra:
             return DEFAULT_VOLATILE_ARGS
         return DEFAULT_VOLATILE_ARGS | {name.lower() for name in extra}
+
+
+_COUNTS = (
+    "max_period",
+    "identical_repeats",
+    "cycle_repeats",
+    "repeated_result_repeats",
+    "near_duplicate_repeats",
+    "call_ceiling",
+    "stale_steps",
+    "seen_capacity",
+    "repeated_error_repeats",
+    "permanent_error_repeats",
+    "transient_error_repeats",
+    "retry_storm_failures",
+    "monologue_repeats",
+    "chant_repeats",
+    "chant_min_chars",
+    "handoff_max_period",
+    "handoff_repeats",
+)
+_OPTIONAL_AMOUNTS = (
+    "stale_seconds",
+    "max_steps",
+    "max_tool_calls",
+    "max_tokens",
+    "max_cost",
+    "max_wall_seconds",
+)

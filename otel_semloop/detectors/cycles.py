@@ -13,7 +13,7 @@ Signal ``action_cycle``
     Not counted: LLM and agent steps (they sit between tool calls without breaking the
     pattern) and transient failures (a 429 is not an action). A tool step that could not
     be compared (no arguments, no result) or that shows explicit progress (a rising
-    percentage or n/m, a longer output than the same call's last) breaks the cycle.
+    percentage or n/m, a longer output than the same call ever returned) breaks the cycle.
 
 Kept
     The last ``max_period`` fingerprints (digests), one match counter per period, and the

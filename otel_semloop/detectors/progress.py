@@ -1,8 +1,9 @@
 """No progress: repeated results, cosmetic argument changes, ceilings and stale stretches.
 
 "Progress" here means a tool step that is *novel*: an (action, result) pair not seen
-before in the run, or a result that shows explicit progress over the same call's previous
-one (a higher percentage or n/m, a longer output). See :mod:`otel_semloop.detectors.base`.
+before in the run, or a result that shows explicit progress beyond anything the same call
+returned before (a higher percentage or n/m, a longer output). See
+:mod:`otel_semloop.detectors.base`.
 
 Signals
     ``repeated_result``

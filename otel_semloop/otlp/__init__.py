@@ -32,8 +32,10 @@ from otel_semloop.otlp.files import (
 from otel_semloop.otlp.records import (
     apply_patch_json,
     apply_patch_proto,
+    record_to_json,
     records_from_json,
     records_from_proto,
+    records_to_traces_json,
 )
 
 __all__ = [
@@ -54,8 +56,10 @@ __all__ = [
     "json_to_traces",
     "open_input",
     "open_output",
+    "record_to_json",
     "records_from_json",
     "records_from_proto",
+    "records_to_traces_json",
     "span_to_json",
     "traces_to_json",
     "write_json_line",

@@ -11,6 +11,7 @@ flags, status, attributes, events); other fields pass through as they are.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from otel_semloop.model import EventRecord, SpanRecord
@@ -353,3 +354,49 @@ def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
         pb.name = ev.name
         if ev.attributes:
             encode_attributes_pb(ev.attributes, pb.attributes)
+
+
+# --- records to OTLP JSON -------------------------------------------------------------
+
+
+def record_to_json(record: SpanRecord) -> dict[str, Any]:
+    """An OTLP JSON span dict for a record built in memory (samples, benchmarks, tests)."""
+    span: dict[str, Any] = {
+        "traceId": record.trace_id,
+        "spanId": record.span_id,
+        "name": record.name,
+        "kind": record.kind,
+        "startTimeUnixNano": str(record.start_ns),
+        "endTimeUnixNano": str(record.end_ns),
+    }
+    if record.parent_span_id:
+        span["parentSpanId"] = record.parent_span_id
+    if record.attributes:
+        span["attributes"] = encode_attributes_json(record.attributes)
+    if record.events:
+        span["events"] = [_event_json(event) for event in record.events]
+    if record.status_code or record.status_message:
+        status: dict[str, Any] = {}
+        if record.status_code:
+            status["code"] = record.status_code
+        if record.status_message:
+            status["message"] = record.status_message
+        span["status"] = status
+    return span
+
+
+def records_to_traces_json(
+    records: Iterable[SpanRecord], *, service_name: str = "unknown_service", scope_name: str = "otel-semloop"
+) -> dict[str, Any]:
+    """One OTLP JSON ``TracesData`` (a file-exporter line) holding ``records`` under a
+    single resource and scope."""
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": encode_attributes_json({"service.name": service_name})},
+                "scopeSpans": [
+                    {"scope": {"name": scope_name}, "spans": [record_to_json(r) for r in records]}
+                ],
+            }
+        ]
+    }

@@ -1,0 +1,150 @@
+"""Shared builders for the span processor and live guard tests: a real TracerProvider
+whose spans go through ``SemloopSpanProcessor`` to an in-memory exporter, and scripted
+agents that emit OpenTelemetry GenAI spans."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_semloop.processor import SemloopSpanProcessor
+
+#: Test-sized timings: traces leave 50 ms after they complete, the worker ticks every 10 ms.
+FAST = {"grace_seconds": 0.05, "tick_seconds": 0.01}
+
+
+@dataclass
+class Pipeline:
+    provider: TracerProvider
+    processor: SemloopSpanProcessor
+    produced: InMemorySpanExporter
+    exported: InMemorySpanExporter
+    end_durations: list[float] = field(default_factory=list)
+
+    @property
+    def tracer(self) -> Any:
+        return self.provider.get_tracer("tests.agent")
+
+    def produced_spans(self) -> list[ReadableSpan]:
+        """Every span the application ended, as it ended it."""
+        return list(self.produced.get_finished_spans())
+
+    def exported_spans(self) -> list[ReadableSpan]:
+        return list(self.exported.get_finished_spans())
+
+    def wait_exported(self, count: int, timeout: float = 5.0) -> list[ReadableSpan]:
+        """Wait, without flushing, until ``count`` spans were exported."""
+        wait_for(lambda: len(self.exported.get_finished_spans()) >= count, timeout)
+        return self.exported_spans()
+
+    def assert_each_span_forwarded_once(self) -> None:
+        produced = Counter(s.context.span_id for s in self.produced_spans())
+        exported = Counter(s.context.span_id for s in self.exported_spans())
+        assert exported == produced, (len(exported), len(produced))
+
+    def end(self, span: Any) -> None:
+        """End ``span``, timing the call as the application sees it."""
+        started = time.perf_counter()
+        span.end()
+        self.end_durations.append(time.perf_counter() - started)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.005)
+
+
+@contextmanager
+def pipeline(
+    downstream: SpanProcessor | None = None, exported: InMemorySpanExporter | None = None, **options: Any
+) -> Iterator[Pipeline]:
+    """A provider: SimpleSpanProcessor(produced) records what the app ended, then
+    SemloopSpanProcessor(downstream) with test-sized timings (``options`` override)."""
+    produced = InMemorySpanExporter()
+    exported = exported if exported is not None else InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(SimpleSpanProcessor(produced))
+    processor = SemloopSpanProcessor(downstream or SimpleSpanProcessor(exported), **{**FAST, **options})
+    provider.add_span_processor(processor)
+    line = Pipeline(provider, processor, produced, exported)
+    try:
+        yield line
+    finally:
+        provider.shutdown()
+
+
+def tool_call_message(name: str, arguments: dict[str, Any]) -> str:
+    return json.dumps([{"role": "assistant", "parts": [{"type": "tool_call", "name": name, "arguments": arguments}]}])
+
+
+def agent_run(
+    line: Pipeline,
+    results: Callable[[int], str],
+    iterations: int,
+    *,
+    before_step: Callable[[], None] | None = None,
+    name: str = "researcher",
+) -> int:
+    """An agent that asks the model, then calls ``search`` with the same arguments,
+    ``iterations`` times; ``results(i)`` is what the i-th search returns. Returns the
+    number of iterations completed (``before_step`` may raise to stop the run)."""
+    tracer = line.tracer
+    done = 0
+    with tracer.start_as_current_span(
+        f"invoke_agent {name}",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": name,
+            "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": "find x"}]}]),
+        },
+    ):
+        for i in range(iterations):
+            if before_step is not None:
+                before_step()
+            with tracer.start_as_current_span(
+                "chat model",
+                attributes={
+                    "gen_ai.operation.name": "chat",
+                    "gen_ai.output.messages": tool_call_message("search", {"q": "x"}),
+                },
+            ):
+                pass
+            with tracer.start_as_current_span(
+                "execute_tool search",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": "search",
+                    "gen_ai.tool.call.arguments": json.dumps({"q": "x"}),
+                    "gen_ai.tool.call.result": results(i),
+                },
+            ):
+                pass
+            done += 1
+    return done
+
+
+def looping(line: Pipeline, iterations: int = 8, **kwargs: Any) -> int:
+    return agent_run(line, lambda i: "no results", iterations, **kwargs)
+
+
+def healthy(line: Pipeline, iterations: int = 3, **kwargs: Any) -> int:
+    topics = ["solar panels", "wind turbines", "tidal power", "geothermal", "hydrogen"]
+    return agent_run(line, lambda i: f"found 3 papers on {topics[i % len(topics)]} (page {i})", iterations, **kwargs)
+
+
+def root_of(spans: list[ReadableSpan]) -> ReadableSpan:
+    (root,) = [s for s in spans if s.parent is None]
+    return root
