@@ -10,6 +10,7 @@ stderr and copied through unchanged), 2 for usage errors.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -49,15 +50,22 @@ def _rescore(args: argparse.Namespace) -> int:
     if missing:
         print(f"otel-semloop: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
-    if args.output == "-":
-        report = rescore_files(args.inputs, sys.stdout.buffer)
-        table_stream = sys.stderr
-    else:
-        output = Path(args.output)
-        output.parent.mkdir(parents=True, exist_ok=True)
-        with output.open("wb") as fp:
-            report = rescore_files(args.inputs, fp)
-        table_stream = sys.stdout
+    # Every line stays decoded until the end (traces straddle lines and files). Decoded
+    # JSON holds no reference cycles, so the cyclic collector only rescans millions of live
+    # objects again and again (parsing measured 3.5x slower): switch it off for the run.
+    gc.disable()
+    try:
+        if args.output == "-":
+            report = rescore_files(args.inputs, sys.stdout.buffer)
+            table_stream = sys.stderr
+        else:
+            output = Path(args.output)
+            output.parent.mkdir(parents=True, exist_ok=True)
+            with output.open("wb") as fp:
+                report = rescore_files(args.inputs, fp)
+            table_stream = sys.stdout
+    finally:
+        gc.enable()
     for error in report.errors:
         print(f"otel-semloop: skipped malformed line (copied unchanged): {error}", file=sys.stderr)
     if not args.quiet:
