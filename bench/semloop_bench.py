@@ -87,7 +87,9 @@ def main() -> int:
         tally["fp"] += flagged and not row["loop"]
         tally["loops"] += row["loop"]
 
-    header = f"{'family':24} {'loop?':>5} {'lexical stag':>12} {'lexical verdict':>15} {'default':>8} {'FP':>3}"
+    header = (
+        f"{'family':24} {'loop?':>5} {'lexical stag':>12} {'lexical verdict':>15} {'default':>8} {'FP':>3}"
+    )
     print(f"semloop public benchmark: {len(rows)} traces -> {len(roots)} scored by `otel-semloop rescore`")
     print(header)
     print("-" * len(header))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scenarios import Scenario
 
 from otel_semloop.detectors.live import LiveMonitor
+from otel_semloop.detectors.suite import DetectorSuite
+from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Action, Label
 
@@ -78,3 +82,50 @@ def test_the_monitor_counts_the_steps_it_saw():
     monitor = LiveMonitor()
     feed(monitor, grep_calls(2))
     assert monitor.steps_seen == 4
+
+
+# --- properties ------------------------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.sampled_from(["x", "./x/", "no matches", "error: boom", "429 Too Many Requests", "50%", "3/10", ""]),
+)
+_ARGS = st.one_of(
+    st.none(),
+    st.text(max_size=8),
+    st.dictionaries(st.sampled_from(["path", "page", "limit", "q", "request_id"]), _VALUES, max_size=3),
+    st.lists(_VALUES, max_size=3),
+)
+
+
+@st.composite
+def _steps(draw) -> list[Step]:
+    steps = []
+    for i in range(draw(st.integers(0, 40))):
+        kind = draw(st.sampled_from([StepKind.TOOL, StepKind.TOOL, StepKind.LLM, StepKind.AGENT]))
+        step = Step(kind, draw(st.sampled_from(["a", "b", "grep"])), span_id=f"s{i}")
+        if kind is StepKind.TOOL:
+            step.tool_arguments = draw(_ARGS)
+            step.tool_result = draw(st.one_of(_VALUES, _ARGS))
+        else:
+            step.output_text = draw(st.sampled_from(["", "Same.", "Other thing.", "line one\n" * 12]))
+        step.is_error = draw(st.booleans())
+        step.error_message = draw(st.sampled_from(["", "HTTP 401", "timed out", "boom"]))
+        if draw(st.booleans()):
+            step.start_ns = i * 10**9
+            step.end_ns = step.start_ns + draw(st.integers(0, 10**12))
+        steps.append(step)
+    return steps
+
+
+@settings(max_examples=60, deadline=None)
+@given(_steps())
+def test_any_sequence_of_steps_is_observed_without_error_and_live_agrees_with_offline(steps):
+    monitor = LiveMonitor()
+    for step in steps:
+        decision = monitor.observe(step)
+        assert decision is None or decision.finding.conclusive
+    offline = DetectorSuite().detect(Trace.from_steps(steps))
+    assert sorted(monitor.findings(), key=repr) == sorted(offline, key=repr)

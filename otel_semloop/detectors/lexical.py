@@ -375,11 +375,13 @@ def score_reasoning_stagnation(
     """
     if len(llm_outputs) < 2:
         return 1.0, "Not enough LLM spans to check for reasoning stagnation."
-    prepared = [_prepare(output) for output in llm_outputs]
     max_overlap = 0.0
     pair = (-1, -1)  # reported as is when nothing was compared and the threshold is <= 0
-    for i in range(len(prepared) - 1):
-        a, b = prepared[i], prepared[i + 1]
+    # Only consecutive outputs are compared: a two-item window keeps memory (and the
+    # garbage collector's work) constant however long the trace is.
+    b = _prepare(llm_outputs[0])
+    for i in range(len(llm_outputs) - 1):
+        a, b = b, _prepare(llm_outputs[i + 1])
         if a is None or b is None:
             continue
         similarity = _bigram_jaccard(a, b)
