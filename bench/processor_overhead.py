@@ -1,6 +1,6 @@
 """Application-thread overhead of ``SemloopSpanProcessor`` over ``BatchSpanProcessor`` alone.
 
-    python bench/processor_overhead.py [--rounds 7] [--traces 120] [--io-ms 0.5] [--json]
+    python bench/processor_overhead.py [--rounds 9] [--traces 120] [--io-ms 0.5] [--json]
 
 One process, two pipelines, alternated round by round (the order flips every round so
 neither always runs on a warmer heap):
@@ -127,7 +127,9 @@ def _attribute_sets(traces: int) -> list[list[dict]]:
                     ),
                 }
             )
-        spans.append({"http.request.method": "POST", "server.address": "reports.internal", "url.path": "/v1/report"})
+        spans.append(
+            {"http.request.method": "POST", "server.address": "reports.internal", "url.path": "/v1/report"}
+        )
         out.append(spans)
     return out
 
@@ -150,11 +152,13 @@ def run_agent(tracer, workload: list[list[dict]], io_seconds: float) -> int:  # 
     return sleeps
 
 
-def one_run(variant: str, traces: int, io_seconds: float) -> dict[str, float]:
+def one_run(variant: str, traces: int, io_seconds: float, live_guard: str = "off") -> dict[str, float]:
     exporter = EncodingExporter()
     batch = BatchSpanProcessor(exporter)
-    processor = batch if variant == "baseline" else SemloopSpanProcessor(batch)
-    provider = TracerProvider(resource=Resource.create({"service.name": "bench-agent"}), shutdown_on_exit=False)
+    processor = batch if variant == "baseline" else SemloopSpanProcessor(batch, live_guard=live_guard)
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "bench-agent"}), shutdown_on_exit=False
+    )
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("bench")
     run_agent(tracer, _attribute_sets(2), io_seconds)  # warm caches and threads
@@ -179,22 +183,33 @@ def one_run(variant: str, traces: int, io_seconds: float) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--traces", type=int, default=120, help="agent runs per measured run")
-    parser.add_argument("--io-ms", type=float, default=0.5, help="modelled I/O wait inside each LLM/tool span")
+    parser.add_argument(
+        "--io-ms", type=float, default=0.5, help="modelled I/O wait inside each LLM/tool span"
+    )
+    parser.add_argument(
+        "--live-guard",
+        choices=["off", "warn", "stop"],
+        default="off",
+        help="semloop's live guard (off by default; on, it runs detectors on the app thread)",
+    )
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = parser.parse_args()
     io_seconds = args.io_ms / 1000
     print(
         f"{args.traces} traces x {SPANS_PER_TRACE} spans per run, {args.rounds} rounds alternating; "
+        f"semloop live guard {args.live_guard}; "
         f"each LLM/tool span waits {args.io_ms} ms (time.sleep) to model the agent's I/O.\n"
         f"Per span, on the application thread: CPU = thread_time; busy = wall minus the modelled I/O."
     )
-    print(f"{'round':>5}  {'base cpu':>9} {'semloop cpu':>11} {'ratio':>6}  {'base busy':>9} {'semloop busy':>12} {'ratio':>6}")
+    header = ("round", "base cpu", "semloop cpu", "ratio", "base busy", "semloop busy", "ratio")
+    widths = (5, 9, 11, 6, 9, 12, 6)
+    print("  ".join(f"{h:>{w}}" for h, w in zip(header, widths, strict=True)))
     cpu_ratios, busy_ratios, rows = [], [], []
     for r in range(args.rounds):
         order = ("baseline", "semloop") if r % 2 == 0 else ("semloop", "baseline")
-        result = {variant: one_run(variant, args.traces, io_seconds) for variant in order}
+        result = {variant: one_run(variant, args.traces, io_seconds, args.live_guard) for variant in order}
         base, sem = result["baseline"], result["semloop"]
         if sem["scored"] < args.traces:
             raise SystemExit(f"semloop scored {sem['scored']} traces, expected {args.traces}+")
@@ -204,17 +219,16 @@ def main() -> None:
         busy_ratios.append(busy_ratio)
         rows.append(result)
         print(
-            f"{r + 1:>5}  {base['cpu_us']:>7.1f}us {sem['cpu_us']:>9.1f}us {cpu_ratio:>6.3f}  "
-            f"{base['busy_us']:>7.1f}us {sem['busy_us']:>10.1f}us {busy_ratio:>6.3f}"
+            f"{r + 1:>5}  {base['cpu_us']:>7.1f}us  {sem['cpu_us']:>9.1f}us  {cpu_ratio:>6.3f}  "
+            f"{base['busy_us']:>7.1f}us  {sem['busy_us']:>10.1f}us  {busy_ratio:>6.3f}"
         )
     median_cpu = statistics.median(cpu_ratios)
     median_busy = statistics.median(busy_ratios)
     print(f"median ratio, app-thread CPU per span:            {median_cpu:.3f}  (target <= 1.25)")
     print(f"median ratio, app-thread wall minus I/O per span: {median_busy:.3f}")
-    print(
-        f"median wall per span incl. I/O: baseline {statistics.median(r['baseline']['wall_us'] for r in rows):.1f}us, "
-        f"semloop {statistics.median(r['semloop']['wall_us'] for r in rows):.1f}us"
-    )
+    base_wall = statistics.median(r["baseline"]["wall_us"] for r in rows)
+    semloop_wall = statistics.median(r["semloop"]["wall_us"] for r in rows)
+    print(f"median wall per span incl. I/O: baseline {base_wall:.1f}us, semloop {semloop_wall:.1f}us")
     if args.json:
         print(json.dumps({"median_cpu_ratio": median_cpu, "median_busy_ratio": median_busy, "rounds": rows}))
 

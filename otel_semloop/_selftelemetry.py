@@ -97,6 +97,10 @@ class SelfTelemetry:
             "semloop.scoring.duration", unit="s", description="Time to score one trace (conversion included)."
         )
 
+    def at_fork_reinit(self) -> None:
+        """A forked child gets a fresh lock (the parent's may have been held at fork)."""
+        self._lock = threading.Lock()
+
     def add(self, name: str, value: str, amount: int = 1) -> None:
         key = (name, value)
         with self._lock:

@@ -141,6 +141,11 @@ class LoopGuard:
         with self._lock:
             self._traces.pop(trace_id, None)
 
+    def at_fork_reinit(self) -> None:
+        """A forked child starts with no trace state and a fresh lock."""
+        self._lock = threading.Lock()
+        self._traces = OrderedDict()
+
     def close(self) -> None:
         with self._lock:
             self._traces.clear()

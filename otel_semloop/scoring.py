@@ -22,6 +22,7 @@ from typing import Literal
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
 from otel_semloop.detectors.suite import DetectorSuite
+from otel_semloop.errors import ConfigError
 from otel_semloop.model import Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
@@ -51,7 +52,7 @@ class Scorer:
         lexical: LexicalDetector | None = None,
     ) -> None:
         if mode not in _MODES:
-            raise ValueError(f"unknown scorer mode {mode!r}; expected one of {', '.join(_MODES)}")
+            raise ConfigError(f"unknown scorer mode {mode!r}; expected one of {', '.join(_MODES)}")
         self.mode = mode
         self.config = config or DetectorConfig()
         self.policy = policy or Policy()

