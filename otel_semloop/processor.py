@@ -454,7 +454,7 @@ class _Forwarder:
         telemetry = self._telemetry
         if errors:
             telemetry.add("semloop.errors", "downstream", errors)
-            _logger.warning("otel-semloop: downstream on_end failed for %d span(s): %r", errors, first)
+            _warn_limited("downstream", "downstream on_end failed for %d span(s): %r", errors, first)
         if patched:
             telemetry.add("semloop.spans.forwarded", "patched", patched)
         if len(spans) > patched:
@@ -470,7 +470,7 @@ class _Forwarder:
                 self._force_flush(_CATCH_UP_TIMEOUT_MILLIS)
             except Exception as exc:
                 self._telemetry.add("semloop.errors", "downstream")
-                _logger.warning("otel-semloop: downstream force_flush failed: %r", exc)
+                _warn_limited("downstream", "downstream force_flush failed: %r", exc)
             self._telemetry.add("semloop.forward.catch_up", "flush")
 
 
@@ -581,7 +581,7 @@ class _Lanes:
                     _yield_gil()
                     if failure is not None:
                         telemetry.add("semloop.errors", "scorer")
-                        _logger.warning("otel-semloop: scorer failed: %r", failure)
+                        _warn_limited("scorer", "scorer failed: %r", failure)
                         outcome = _unscored_outcome(
                             job, f"scoring failed: {type(failure).__name__}", "error", telemetry
                         )
@@ -707,7 +707,7 @@ def _unscored_outcome(job: _Job, reason: str, key: str, telemetry: SelfTelemetry
             outcome = _written_back(job.release, trace, records, verdict, {"semloop.budget_exceeded": True})
         except Exception as exc:
             telemetry.add("semloop.errors", "writeback")
-            _logger.warning("otel-semloop: write-back failed: %r", exc)
+            _warn_limited("writeback", "write-back failed: %r", exc)
         else:
             telemetry.add("semloop.unscored", "budget_staged")
             return outcome
@@ -717,7 +717,7 @@ def _unscored_outcome(job: _Job, reason: str, key: str, telemetry: SelfTelemetry
     except Exception as exc:
         # Even marking failed: the originals still go out, exactly once.
         telemetry.add("semloop.errors", "writeback")
-        _logger.warning("otel-semloop: write-back failed: %r", exc)
+        _warn_limited("writeback", "write-back failed: %r", exc)
         return _Outcome(spans=list(job.release.spans), label="unscored")
 
 
@@ -943,6 +943,29 @@ class _Worker:
     def _error(self, where: str, exc: BaseException | None = None) -> None:
         self._telemetry.add("semloop.errors", where)
         if exc is None:
-            _logger.exception("otel-semloop: error in %s", where)
+            if _log_allowed(where):
+                _logger.exception("otel-semloop: error in %s (counted in semloop.errors)", where)
         else:
-            _logger.warning("otel-semloop: error in %s: %r", where, exc)
+            _warn_limited(where, "error in %s: %r", where, exc)
+
+
+_LOG_INTERVAL_SECONDS = 60.0
+_last_logged: dict[str, float] = {}
+
+
+def _log_allowed(key: str) -> bool:
+    """At most one log line per kind of error a minute: an exporter that is down or a
+    buggy detector fails on every trace, and every failure is counted anyway."""
+    now = time.monotonic()
+    last = _last_logged.get(key)
+    if last is not None and now - last < _LOG_INTERVAL_SECONDS:
+        return False
+    _last_logged[key] = now
+    return True
+
+
+def _warn_limited(key: str, message: str, *args: Any) -> None:
+    if _log_allowed(key):
+        _logger.warning(
+            "otel-semloop: " + message + " (counted in semloop.errors; next report in 60 s)", *args
+        )

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from processor_support import Pipeline, healthy, looping, pipeline, wait_for
 
-from otel_semloop import LoopDetected
-from otel_semloop import guard as guard_module
+import otel_semloop.guard as guard_module
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.live import LiveMonitor
+from otel_semloop.errors import LoopDetected
 from otel_semloop.model import StepKind
 from otel_semloop.sdk import span_to_record
 from otel_semloop.verdict import Action

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.sampling import Decision, Sampler, SamplingResult
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 from processor_support import FAST, healthy, looping, pipeline, root_of, wait_for
 
-from otel_semloop import SemloopSpanProcessor
+from otel_semloop.processor import SemloopSpanProcessor
 
 # -- the verdict on the spans --------------------------------------------------------------
 

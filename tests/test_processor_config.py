@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace import SpanProcessor
 
-from otel_semloop import ConfigError, SemloopSpanProcessor
 from otel_semloop.config import Config, GuardMode
+from otel_semloop.errors import ConfigError
+from otel_semloop.processor import SemloopSpanProcessor
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -202,3 +203,10 @@ def test_opentelemetry_instrument_runs_an_unmodified_app_through_semloop(tmp_pat
     assert result.returncode == 0, result.stderr
     assert 'PROCESSORS ["SemloopSpanProcessor"]' in result.stdout
     assert '"semloop.label": "loop"' in result.stdout
+
+
+def test_the_processor_is_part_of_the_public_api() -> None:
+    import otel_semloop
+
+    assert otel_semloop.SemloopSpanProcessor is SemloopSpanProcessor
+    assert "SemloopSpanProcessor" in otel_semloop.__all__
