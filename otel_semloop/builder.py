@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from otel_semloop.conventions import read_step, step_kind
+from otel_semloop.conventions import flatten_text, read_step, step_kind, tool_responses
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace
 
 
@@ -76,6 +76,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     other.extend(r for r in spans.values() if r.span_id not in preorder)
     steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
     _fill_tool_calls_from_llm_requests(steps)
+    steps = _add_unrecorded_tool_calls(steps)
     root_record = _root_record(tops)
     return Trace(
         trace_id=root_record.trace_id,
@@ -112,3 +113,62 @@ def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
                 step.tool_arguments = match.arguments
                 if step.input is None:
                     step.input = match.arguments
+
+
+def _add_unrecorded_tool_calls(steps: list[Step]) -> list[Step]:
+    """Steps for tool calls an LLM requested when no tool span recorded them.
+
+    An application instrumented only at the LLM client (``openinference-instrumentation-
+    openai``, OpenLLMetry's ``openai`` instrumentation) records no tool spans: its agent's
+    actions exist only as tool calls inside LLM outputs, and their results as tool messages
+    in the next LLM call's input. Without these steps a tool loop there would be invisible.
+    A call counts as recorded when any tool step runs before the next LLM step. The
+    synthetic step carries the LLM span's id (write-back marks that span) and sits between
+    the two LLM calls; it is not added to the deepeval tree view, which deepeval would not
+    see either. O(steps + calls).
+    """
+    if not any(s.kind is StepKind.LLM and s.tool_calls for s in steps):
+        return steps
+    out: list[Step] = []
+    pending: Step | None = None  # the latest LLM step that requested calls not yet seen run
+    for step in steps:
+        if step.kind is StepKind.LLM:
+            if pending is not None:
+                out.extend(_synthetic_tool_steps(pending, step))
+            pending = step if step.tool_calls else None
+        elif step.kind is StepKind.TOOL:
+            pending = None
+        out.append(step)
+    if pending is not None:
+        out.extend(_synthetic_tool_steps(pending, None))
+    return out
+
+
+def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
+    results = tool_responses(next_llm.input) if next_llm is not None else {}
+    start = requester.end_ns
+    end = next_llm.start_ns if next_llm is not None else requester.end_ns
+    steps = []
+    for call in requester.tool_calls:
+        result = results.get(call.call_id) if call.call_id else None
+        steps.append(
+            Step(
+                kind=StepKind.TOOL,
+                name=call.name,
+                span_id=requester.span_id,
+                trace_id=requester.trace_id,
+                parent_span_id=requester.parent_span_id,
+                input=call.arguments,
+                output=result,
+                input_text=flatten_text(call.arguments),
+                output_text=flatten_text(result),
+                tool_arguments=call.arguments,
+                tool_result=result,
+                start_ns=start,
+                end_ns=end,
+                agent=requester.agent,
+                depth=requester.depth,
+                synthetic=True,
+            )
+        )
+    return steps

@@ -329,3 +329,22 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, (int, float)):
         return int(value)
     return None
+
+
+def tool_responses(messages: Any) -> dict[str, Any]:
+    """Tool results an LLM call was given back, by tool call id: chat ``tool`` messages
+    (``tool_call_id``, ``content``) and GenAI ``tool_call_response`` parts (``id``,
+    ``response``). Used when the tool calls themselves were not recorded as spans."""
+    found: dict[str, Any] = {}
+    if not isinstance(messages, list):
+        return found
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        call_id = message.get("tool_call_id")
+        if call_id and message.get("role") == "tool":
+            found[str(call_id)] = _decode_json(message.get("content"))
+        for part in message.get("parts") or ():
+            if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
+                found[str(part["id"])] = _decode_json(part.get("response"))
+    return found

@@ -116,6 +116,9 @@ class Step:
     output_tokens: int | None = None
     cost: float | None = None
     depth: int = 0
+    #: True for a tool call an LLM requested that no tool span recorded (see
+    #: :mod:`otel_semloop.builder`): a step for the detectors, not a node of the tree view.
+    synthetic: bool = False
     children: list[Step] = field(default_factory=list, repr=False)
 
     def tree_view(self) -> dict[str, Any]:

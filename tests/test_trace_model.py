@@ -148,3 +148,60 @@ def test_goal_falls_back_to_the_first_user_message_when_the_root_agent_has_no_in
         },
     )
     assert build_trace([agent("a0"), chat]).goal == "Why is checkout failing?"
+
+
+def _openai_llm_span(span_id: str, start: int, call_id: str, previous_result: str | None) -> SpanRecord:
+    """An LLM span as openinference-instrumentation-openai records it, with no tool span."""
+    attributes = {
+        "openinference.span.kind": "LLM",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "Why do orders time out?",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.id": call_id,
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name": "search_logs",
+        "llm.output_messages.0.message.tool_calls.0.tool_call.function.arguments": '{"query": "timeout"}',
+    }
+    if previous_result is not None:
+        attributes |= {
+            "llm.input_messages.1.message.role": "tool",
+            "llm.input_messages.1.message.tool_call_id": f"prev-{span_id}",
+            "llm.input_messages.1.message.content": previous_result,
+        }
+    return SpanRecord(TRACE, span_id, "a0", "ChatCompletion", start, start + 5, attributes)
+
+
+def test_tool_calls_no_span_recorded_become_steps_with_their_results_from_the_next_call():
+    first = _openai_llm_span("l1", 10, "prev-l2", None)
+    second = _openai_llm_span("l2", 20, "prev-l3", "2 matches in app.log")
+    trace = build_trace([agent("a0"), first, second])
+    kinds = [(s.kind.value, s.synthetic) for s in trace.steps]
+    assert kinds == [("agent", False), ("llm", False), ("tool", True), ("llm", False), ("tool", True)]
+    call = trace.steps[2]
+    assert (call.name, call.tool_arguments, call.tool_result) == (
+        "search_logs",
+        {"query": "timeout"},
+        "2 matches in app.log",
+    )
+    assert call.span_id == "l1"
+    assert trace.steps[4].tool_result is None  # its result was never sent back
+    # deepeval's view stays what deepeval would see: no invented tool nodes
+    assert [c["type"] for c in trace.tree_view()["children"]] == ["llm", "llm"]
+
+
+def test_recorded_tool_spans_are_not_doubled_by_the_calls_that_requested_them():
+    request = _openai_llm_span("l1", 10, "c1", None)
+    ran = tool("t1", "a0", 15, "search_logs")
+    trace = build_trace([agent("a0"), request, ran])
+    assert [s.synthetic for s in trace.steps] == [False, False, False]
+
+
+def test_a_tool_loop_recorded_only_inside_llm_calls_is_still_a_loop():
+    from otel_semloop.scoring import Scorer
+
+    spans = [agent("a0")]
+    for i in range(8):
+        result = "0 matches" if i else None
+        spans.append(_openai_llm_span(f"l{i}", 10 * (i + 1), f"prev-l{i + 1}", result))
+    verdict = Scorer().score(build_trace(spans))
+    assert verdict.label.value == "loop"
+    assert verdict.in_loop_span_ids <= {s.span_id for s in spans}
