@@ -68,11 +68,12 @@ def test_genai_message_parts_are_flattened_to_text_and_tool_calls_kept_structure
     trace = build_trace(
         [span("1", name="chat gpt-4o", **{"gen_ai.operation.name": "chat", "gen_ai.output.messages": output})]
     )
-    (step,) = trace.steps
+    step, requested = trace.steps
     assert step.output_text == "I will look it up."
     assert step.tool_calls[0].name == "search"
     assert step.tool_calls[0].arguments == {"q": "x"}
     assert step.tool_calls[0].call_id == "call_1"
+    assert requested.synthetic and requested.tool_arguments == {"q": "x"}
 
 
 def test_openinference_llm_reads_output_messages_not_the_raw_response_body():
@@ -95,10 +96,11 @@ def test_openinference_llm_reads_output_messages_not_the_raw_response_body():
             )
         ]
     )
-    (step,) = trace.steps
+    step, requested = trace.steps
     assert step.output_text == "hello there"
     assert step.tool_calls[0].name == "grep"
     assert step.tool_calls[0].arguments == {"pattern": "a"}
+    assert requested.synthetic and requested.name == "grep"
     assert (step.input_tokens, step.output_tokens) == (12, 5)
 
 
