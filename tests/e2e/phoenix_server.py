@@ -28,7 +28,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -208,18 +208,16 @@ class PhoenixServer:
         *,
         timeout: float = 30.0,
         settle: float = 1.0,
-        ready: Callable[[list[dict[str, Any]]], bool] | None = None,
     ) -> list[dict[str, Any]]:
-        """Poll until every id in ``span_ids`` (hex) is stored for ``project`` (and
-        ``ready(spans)`` holds, if given), then wait ``settle`` seconds so anything still
-        in flight (a duplicate, say) lands too, and return everything stored. On timeout,
-        returns what is there: the caller's assertions say what is missing."""
+        """Poll until every id in ``span_ids`` (hex) is stored for ``project``, then wait
+        ``settle`` seconds so anything still in flight (a duplicate, say) lands too, and
+        return everything stored. On timeout, returns what is there: the caller's
+        assertions say what is missing."""
         wanted = set(span_ids)
         deadline = time.monotonic() + timeout
         while True:
             stored = self.spans(project)
-            have = {s["context"]["span_id"] for s in stored}
-            if wanted <= have and (ready is None or ready(stored)):
+            if wanted <= {s["context"]["span_id"] for s in stored}:
                 break
             if time.monotonic() >= deadline:
                 return stored
