@@ -268,10 +268,6 @@ class TraceBuffer(Generic[S]):
     def held_traces(self) -> int:
         return len(self._groups)
 
-    @property
-    def pending_output(self) -> bool:
-        return bool(self._outbox.releases or self._outbox.late)
-
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`expire` would release something, if any."""
         candidates = []

@@ -9,7 +9,6 @@ tag search and Honeycomb's numeric filters both work.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from otel_semloop.model import AttributeValue, EventRecord, Trace
@@ -22,11 +21,6 @@ class SpanPatch:
 
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
     events: list[EventRecord] = field(default_factory=list)
-
-    def merged_attributes(self, original: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-        merged = dict(original)
-        merged.update(self.attributes)
-        return merged
 
 
 #: ``gen_ai.evaluation.name`` of the event this package writes.

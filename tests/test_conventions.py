@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from span_records import span_record
 
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import flatten_text, step_kind
@@ -15,15 +16,7 @@ ARGS = '{"pattern": "a"}'
 
 
 def span(span_id: str, parent: str = "", start: int = 0, name: str = "span", **attributes) -> SpanRecord:
-    return SpanRecord(
-        trace_id=TRACE,
-        span_id=span_id.rjust(16, "0"),
-        parent_span_id=parent.rjust(16, "0") if parent else "",
-        name=name,
-        start_ns=start,
-        end_ns=start + 1,
-        attributes=attributes,
-    )
+    return span_record(TRACE, span_id, parent, start, name, attributes)
 
 
 def genai_messages(role: str, *parts: dict) -> str:

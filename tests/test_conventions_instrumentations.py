@@ -8,6 +8,8 @@ against the scripted server in ``tests/e2e/fake_openai.py`` (long values shorten
 
 from __future__ import annotations
 
+from span_records import span_record
+
 from otel_semloop.builder import build_trace
 from otel_semloop.model import SpanRecord, StepKind, ToolCall
 
@@ -26,15 +28,7 @@ AGENTS_TOOL_SCHEMA = (
 
 
 def record(span_id: str, parent: str, start: int, name: str, attributes: dict) -> SpanRecord:
-    return SpanRecord(
-        trace_id=TRACE,
-        span_id=span_id.rjust(16, "0"),
-        parent_span_id=parent.rjust(16, "0") if parent else "",
-        name=name,
-        start_ns=start,
-        end_ns=start + 1,
-        attributes=attributes,
-    )
+    return span_record(TRACE, span_id, parent, start, name, attributes)
 
 
 def oitracer_tool(query: str, result: str) -> dict:

@@ -14,16 +14,20 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 
 import pytest
 from agents import RunConfig, Runner, RunResult
 from e2e.agent_app import AGENT_NAME, QUESTION, build_agents_sdk_agent
-from e2e.contract import assert_delivered_exactly_once, assert_loop_verdict, assert_no_loop_verdict
+from e2e.contract import (
+    assert_delivered_exactly_once,
+    assert_healthy_run_not_flagged,
+    assert_looping_run_flagged,
+    assert_no_loop_verdict,
+    assert_runs_get_their_own_verdicts,
+    tool_spans,
+)
 from e2e.fake_openai import (
-    LOOP_ARGUMENTS,
     LOOP_THOUGHT,
-    LOOP_TOOL,
     SEARCH_QUERIES,
     FakeOpenAIServer,
     Script,
@@ -31,7 +35,7 @@ from e2e.fake_openai import (
     looping_script,
     searching_script,
 )
-from e2e.fixtures import Pipeline, hex_trace_id
+from e2e.fixtures import Pipeline, Run
 from openai import AsyncOpenAI
 from openinference.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
@@ -39,12 +43,6 @@ pytest_plugins = ("e2e.fixtures",)
 
 LOOP_ROUNDS = 8
 WORKFLOW = "checkout-incident"
-
-
-@dataclass(frozen=True)
-class Run:
-    trace_id: str
-    answer: str
 
 
 @pytest.fixture
@@ -67,14 +65,10 @@ def run_agent(pipeline: Pipeline, fake_openai: FakeOpenAIServer) -> Iterator[Cal
             )
 
     def run(script: Script) -> Run:
-        before = {hex_trace_id(s) for s in pipeline.produced_spans()}
         fake_openai.script = script
         # Runner.run on a loop of our own (rather than run_sync) so the client is closed
         # on the loop that opened its connections.
-        result = asyncio.run(run_to_the_end())
-        new = {hex_trace_id(s) for s in pipeline.produced_spans()} - before
-        assert len(new) == 1, f"one run should make one trace, got {len(new)}"
-        return Run(trace_id=new.pop(), answer=str(result.final_output))
+        return pipeline.run_once(lambda: str(asyncio.run(run_to_the_end()).final_output))
 
     try:
         yield run
@@ -95,34 +89,21 @@ def test_looping_sdk_agent_is_flagged_on_its_root_span(
     (tool calls only). deepeval's metric needs two signals, so it misses the silent one."""
     run = run_agent(looping_script(rounds=LOOP_ROUNDS, thought=thought))
 
-    received = pipeline.wait_delivered()
-
-    assert_delivered_exactly_once(pipeline.produced_spans(), received)
-    assert len(fake_openai.requests) == LOOP_ROUNDS + 1
-    tools = [s for s in received if s.attributes.get("openinference.span.kind") == "TOOL"]
-    assert [(s.attributes["tool.name"], json.loads(s.attributes["input.value"])) for s in tools] == [
-        (LOOP_TOOL, LOOP_ARGUMENTS)
-    ] * LOOP_ROUNDS
-    root = pipeline.receiver.root_of(run.trace_id)
-    assert root.name == WORKFLOW
+    received = assert_looping_run_flagged(
+        pipeline,
+        fake_openai,
+        run,
+        rounds=LOOP_ROUNDS,
+        root_name=WORKFLOW,
+        deepeval_flags_it=deepeval_flags_it,
+    )
     assert any(s.name == AGENT_NAME and s.attributes.get("agent.name") == AGENT_NAME for s in received)
-    assert_loop_verdict(root)
-    assert root.attributes["semloop.deepeval.loop"] is deepeval_flags_it
-    marked = {s.span_id for s in received if s.attributes.get("semloop.in_loop") is True}
-    assert {s.span_id for s in tools} <= marked, "the repeated calls are marked as the loop"
 
 
 def test_healthy_sdk_agent_is_not_flagged(run_agent, pipeline: Pipeline) -> None:
     run = run_agent(healthy_script())
 
-    received = pipeline.wait_delivered()
-
-    assert_delivered_exactly_once(pipeline.produced_spans(), received)
-    assert run.answer.startswith("Root cause:")
-    root = pipeline.receiver.root_of(run.trace_id)
-    assert root.name == WORKFLOW
-    assert_no_loop_verdict(root)
-    assert not any(s.attributes.get("semloop.in_loop") for s in received)
+    assert_healthy_run_not_flagged(pipeline, run, root_name=WORKFLOW)
 
 
 def test_sdk_agent_searching_with_new_arguments_each_time_is_not_flagged(
@@ -135,7 +116,7 @@ def test_sdk_agent_searching_with_new_arguments_each_time_is_not_flagged(
     received = pipeline.wait_delivered()
 
     assert_delivered_exactly_once(pipeline.produced_spans(), received)
-    tools = [s for s in received if s.attributes.get("openinference.span.kind") == "TOOL"]
+    tools = tool_spans(received)
     assert [json.loads(s.attributes["input.value"])["query"] for s in tools] == list(SEARCH_QUERIES)
     assert len({s.attributes.get("tool.parameters") for s in tools}) == 1
     root = pipeline.receiver.root_of(run.trace_id)
@@ -150,12 +131,4 @@ def test_loop_and_healthy_sdk_runs_in_one_provider_get_their_own_verdicts_and_ar
     looping = run_agent(looping_script(rounds=LOOP_ROUNDS))
     healthy = run_agent(healthy_script())
 
-    pipeline.wait_delivered()
-    pipeline.shutdown()  # a shutdown after delivery must not send anything again
-
-    received = pipeline.receiver.spans
-    assert_delivered_exactly_once(pipeline.produced_spans(), received)
-    assert {s.trace_id for s in received} == {looping.trace_id, healthy.trace_id}
-    assert_loop_verdict(pipeline.receiver.root_of(looping.trace_id))
-    assert_no_loop_verdict(pipeline.receiver.root_of(healthy.trace_id))
-    assert {s.trace_id for s in received if s.attributes.get("semloop.in_loop")} == {looping.trace_id}
+    assert_runs_get_their_own_verdicts(pipeline, looping, healthy)

@@ -66,8 +66,10 @@ __all__ = [
     "Detector",
     "Episode",
     "Fingerprinter",
+    "Incremental",
     "IncrementalDetector",
     "StepFacts",
+    "replay",
 ]
 
 
@@ -76,6 +78,25 @@ class Detector(Protocol):
     """Anything that scores a finished trace."""
 
     def detect(self, trace: Trace) -> list[Finding]: ...
+
+
+class Incremental(Protocol):
+    """Anything that scores a run step by step (a detector, a suite of them)."""
+
+    def reset(self) -> None: ...
+
+    def observe(self, step: Step, index: int) -> list[Finding]: ...
+
+    def findings(self) -> list[Finding]: ...
+
+
+def replay(scorer: Incremental, trace: Trace) -> list[Finding]:
+    """``detect`` of an incremental scorer: a reset, ``observe`` on each step of ``trace``
+    in order, then the findings (one per episode, at its peak)."""
+    scorer.reset()
+    for index, step in enumerate(trace.steps):
+        scorer.observe(step, index)
+    return scorer.findings()
 
 
 class StepFacts:
@@ -481,10 +502,7 @@ class IncrementalDetector(ABC):
 
     def detect(self, trace: Trace) -> list[Finding]:
         """All findings of a finished trace: one per episode that reached a warning, at its peak."""
-        self.reset()
-        for index, step in enumerate(trace.steps):
-            self.observe(step, index)
-        return self.findings()
+        return replay(self, trace)
 
     def findings(self) -> list[Finding]:
         """One finding per reported episode so far, at its peak; resolved episodes left out."""

@@ -43,6 +43,8 @@ Cost
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.model import Step
 from otel_semloop.normalize import ArgSignature, near_duplicate
@@ -106,28 +108,30 @@ class _ChainMap:
         self._data.clear()
 
 
-class RepeatedResultDetector(IncrementalDetector):
-    """``repeated_result``: the same call returning the same result with nothing new between."""
+class _ChainDetector(IncrementalDetector):
+    """Base of the detectors that report a chain of one digest (its only signal) from its
+    second occurrence on, as an episode that starts at the chain's first step."""
 
-    signals = (REPEATED_RESULT,)
+    #: The episode's description, a ``str.format`` template: ``{name}`` is the step's
+    #: name; ``{{count}}`` leaves ``{count}`` for the episode to fill in.
+    _description: ClassVar[str]
 
     def reset(self) -> None:
         super().reset()
         self._chains = _ChainMap(self.config.seen_capacity)
 
-    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if not facts.is_action or facts.result is None or not facts.args_known:
-            return []
-        chain = self._chains.advance(facts.action, facts.epoch, facts)
+    def _extend(self, key: int, epoch: int, facts: StepFacts, threshold: float) -> list[Finding]:
+        """Extend the chain of ``key`` (see :meth:`_ChainMap.advance`) and track its episode."""
+        chain = self._chains.advance(key, epoch, facts)
         if chain.count < 2:
             return []
         out: list[Finding] = []
         if chain.episode is None:
             chain.episode = Episode(
-                REPEATED_RESULT,
-                self.config.repeated_result_repeats,
+                self.signals[0],
+                threshold,
                 chain.first,
-                description=f"{facts.name} returned the same result {{count}} times with nothing new between",
+                description=self._description.format(name=facts.name),
                 config=self.config,
                 period=1,
                 no_progress=True,
@@ -136,6 +140,18 @@ class RepeatedResultDetector(IncrementalDetector):
         chain.episode.add(facts.span_id)
         self._track(chain.episode, chain.count, facts, out)
         return out
+
+
+class RepeatedResultDetector(_ChainDetector):
+    """``repeated_result``: the same call returning the same result with nothing new between."""
+
+    signals = (REPEATED_RESULT,)
+    _description = "{name} returned the same result {{count}} times with nothing new between"
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action or facts.result is None or not facts.args_known:
+            return []
+        return self._extend(facts.action, facts.epoch, facts, self.config.repeated_result_repeats)
 
 
 class NearDuplicateDetector(IncrementalDetector):
@@ -204,40 +220,19 @@ class NearDuplicateDetector(IncrementalDetector):
         return out
 
 
-class CallCeilingDetector(IncrementalDetector):
+class CallCeilingDetector(_ChainDetector):
     """``call_ceiling``: the same call repeated past the absolute ceiling, whatever its results."""
 
     signals = (CALL_CEILING,)
-
-    def reset(self) -> None:
-        super().reset()
-        self._chains = _ChainMap(self.config.seen_capacity)
+    _description = (
+        "{name} called {{count}} times with identical arguments and no other new call: "
+        "past the ceiling, changing results no longer count as progress"
+    )
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action or not facts.args_known:
             return []
-        chain = self._chains.advance(facts.call, facts.call_epoch, facts)
-        threshold = self.config.call_ceiling
-        if chain.count < 2:
-            return []
-        out: list[Finding] = []
-        if chain.episode is None:
-            chain.episode = Episode(
-                CALL_CEILING,
-                threshold,
-                chain.first,
-                description=(
-                    f"{facts.name} called {{count}} times with identical arguments and no other new call: "
-                    "past the ceiling, changing results no longer count as progress"
-                ),
-                config=self.config,
-                period=1,
-                no_progress=True,
-                span_ids=(chain.first.span_id,),
-            )
-        chain.episode.add(facts.span_id)
-        self._track(chain.episode, chain.count, facts, out)
-        return out
+        return self._extend(facts.call, facts.call_epoch, facts, self.config.call_ceiling)
 
 
 class StaleDetector(IncrementalDetector):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_semloop.detectors.agents import HandoffCycleDetector
-from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector
+from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, replay
 from otel_semloop.detectors.budgets import BudgetDetector
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.cycles import ActionCycleDetector
@@ -86,10 +86,7 @@ class DetectorSuite:
 
     def detect(self, trace: Trace) -> list[Finding]:
         """All findings of a finished trace (one per episode, at its peak)."""
-        self.reset()
-        for index, step in enumerate(trace.steps):
-            self.observe(step, index)
-        return self.findings()
+        return replay(self, trace)
 
     def findings(self) -> list[Finding]:
         return [finding for detector in self.detectors for finding in detector.findings()]

@@ -15,6 +15,7 @@ import base64
 import binascii
 import math
 import re
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from otel_semloop.errors import OTLPDecodeError
@@ -105,6 +106,15 @@ def bad_type(expected: str, value: Any, *segments: str) -> NoReturn:
     raise Bad(f"expected {expected}, got {describe(value)}", *segments)
 
 
+def field(d: dict[str, Any], key: str, parse: Callable[[Any], Any]) -> Any:
+    """``parse(d.get(key))``, with ``key`` added to the path of a :class:`Bad` it raises."""
+    try:
+        return parse(d.get(key))
+    except Bad as e:
+        e.path.append(key)
+        raise
+
+
 # --- integers -------------------------------------------------------------------------
 
 
@@ -170,6 +180,16 @@ def enum(value: Any, names: dict[str, int]) -> int:
     if type(value) is str and value in names:
         return names[value]
     return _integral(value, MIN_I32, MAX_I32, "an enum integer")
+
+
+def span_kind(value: Any) -> int:
+    """``Span.kind``: an integer or a ``SPAN_KIND_*`` name."""
+    return enum(value, SPAN_KIND_NAMES)
+
+
+def status_code(value: Any) -> int:
+    """``Status.code``: an integer or a ``STATUS_CODE_*`` name."""
+    return enum(value, STATUS_CODE_NAMES)
 
 
 def double(value: Any) -> float:

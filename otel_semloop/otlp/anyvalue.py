@@ -17,7 +17,7 @@ JSON has no such numbers).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -92,6 +92,18 @@ _DECODERS = {
 }
 
 
+def value_key(v: dict[str, Any]) -> str | None:
+    """The key of the one value a JSON ``AnyValue`` dict holds (unknown keys and nulls do
+    not count), None when it holds none; raises :class:`Bad` when it holds two."""
+    found = None
+    for key, value in v.items():
+        if value is not None and key in _DECODERS:
+            if found is not None:
+                raise Bad(f"AnyValue has more than one value: {found} and {key}")
+            found = key
+    return found
+
+
 def any_json(v: Any, depth: int = 0) -> Any:
     """Internal fast decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
 
@@ -106,12 +118,7 @@ def any_json(v: Any, depth: int = 0) -> Any:
             if x is None or found not in _DECODERS:
                 return None
         else:
-            found = None
-            for key, value in v.items():
-                if value is not None and key in _DECODERS:
-                    if found is not None:
-                        raise Bad(f"AnyValue has more than one value: {found} and {key}")
-                    found = key
+            found = value_key(v)
             if found is None:
                 return None
             x = v[found]
@@ -172,27 +179,27 @@ def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
+def _decode_public(decode: Callable[[Any], Any], value: Any, where: str) -> Any:
+    """``decode(value)`` with its :class:`Bad` raised as ``OTLPDecodeError`` at ``where``."""
+    try:
+        return decode(value)
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise c.Bad("AnyValue nested too deeply").to_error(where) from None
+
+
 def decode_any_json(value: Any, where: str = "") -> Any:
     """A JSON ``AnyValue`` (already parsed) as a Python value.
 
     Raises :class:`~otel_semloop.errors.OTLPDecodeError` naming ``where`` and the path.
     """
-    try:
-        return any_json(value)
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise c.Bad("AnyValue nested too deeply").to_error(where) from None
+    return _decode_public(any_json, value, where)
 
 
 def decode_attributes_json(kvs: Any, where: str = "") -> dict[str, Any]:
     """A JSON ``KeyValue`` list (``attributes``) as a dict of Python values."""
-    try:
-        return attributes_json(kvs)
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise c.Bad("AnyValue nested too deeply").to_error(where) from None
+    return _decode_public(attributes_json, kvs, where)
 
 
 # --- Python -> JSON -------------------------------------------------------------------

@@ -21,8 +21,8 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
 
 from otel_semloop.otlp import _common as c
-from otel_semloop.otlp._common import Bad
-from otel_semloop.otlp.anyvalue import MAX_DEPTH
+from otel_semloop.otlp._common import Bad, field
+from otel_semloop.otlp.anyvalue import MAX_DEPTH, value_key
 
 __all__ = ["any_json_to_pb", "any_pb_to_json", "json_to_traces", "traces_to_json"]
 
@@ -221,21 +221,37 @@ def _items(d: dict[str, Any], key: str) -> list[Any]:
     return value
 
 
-def _field(d: dict[str, Any], key: str, parse: Any) -> Any:
-    try:
-        return parse(d.get(key))
-    except Bad as e:
-        e.path.append(key)
-        raise
-
-
-def _each(items: list[Any], key: str, fill: Any, repeated: Any) -> None:
-    """Decode every JSON item of ``items`` into a new element of ``repeated``."""
+def _each(d: dict[str, Any], key: str, fill: Any, pb: Any, name: str) -> None:
+    """Decode every item of the JSON array ``d[key]`` (missing or null is empty) into a new
+    element of ``pb``'s repeated field ``name`` (only looked up when there are items: a
+    protobuf field access is not free)."""
+    items = d.get(key)
+    if type(items) is not list:
+        if items is None:
+            return
+        c.bad_type("an array", items, key)
+    if not items:
+        return
+    repeated = getattr(pb, name)
     for item in items:
         try:
             fill(repeated.add(), item)
         except Bad as e:
             e.path.append(f"{key}[{c.index_of(items, item)}]")
+            raise
+
+
+def _submessage(d: dict[str, Any], key: str, fill: Any, pb: Any, name: str) -> None:
+    """Decode ``d[key]`` into ``pb``'s sub-message ``name``, present (even as ``{}``)
+    exactly when the key is there and not null."""
+    value = d.get(key)
+    if value is not None:
+        sub = getattr(pb, name)
+        sub.SetInParent()
+        try:
+            fill(sub, value)
+        except Bad as e:
+            e.path.append(key)
             raise
 
 
@@ -245,24 +261,25 @@ def any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
     ``depth`` counts enclosing arrays/kvlists, limited to ``anyvalue.MAX_DEPTH``.
     """
     d = _obj(v, "an AnyValue")
-    found = None
-    for key, value in d.items():
-        if value is not None and key in _ANY_FILLERS:
-            if found is not None:
-                raise Bad(f"AnyValue has more than one value: {found} and {key}")
-            found = key
-    if found is None:
-        return
+    if len(d) == 1:
+        ((found, x),) = d.items()
+        if x is None or found not in _ANY_FILLERS:
+            return
+    else:
+        found = value_key(d)
+        if found is None:
+            return
+        x = d[found]
     try:
         if found == "arrayValue" or found == "kvlistValue":
             if depth >= MAX_DEPTH:
                 raise Bad(f"AnyValue nested deeper than {MAX_DEPTH} levels")
             if found == "arrayValue":
-                _fill_array(pb, d[found], depth + 1)
+                _fill_array(pb, x, depth + 1)
             else:
-                _fill_kvlist(pb, d[found], depth + 1)
+                _fill_kvlist(pb, x, depth + 1)
         else:
-            _ANY_FILLERS[found](pb, d[found])
+            _ANY_FILLERS[found](pb, x)
     except Bad as e:
         e.path.append(found)
         raise
@@ -277,17 +294,13 @@ def _fill_bool(pb: AnyValue, x: Any) -> None:
 def _fill_array(pb: AnyValue, x: Any, depth: int) -> None:
     d = _obj(x, "an arrayValue")
     pb.array_value.SetInParent()
-    values = _items(d, "values")
-    if values:
-        _each(values, "values", lambda p, item: any_json_to_pb(item, p, depth), pb.array_value.values)
+    _each(d, "values", lambda p, item: any_json_to_pb(item, p, depth), pb.array_value, "values")
 
 
 def _fill_kvlist(pb: AnyValue, x: Any, depth: int) -> None:
     d = _obj(x, "a kvlistValue")
     pb.kvlist_value.SetInParent()
-    values = _items(d, "values")
-    if values:
-        _each(values, "values", lambda p, item: _fill_kv(p, item, depth), pb.kvlist_value.values)
+    _each(d, "values", lambda p, item: _fill_kv(p, item, depth), pb.kvlist_value, "values")
 
 
 def _set_string(pb: AnyValue, x: Any) -> None:
@@ -310,6 +323,7 @@ def _set_strindex(pb: AnyValue, x: Any) -> None:
     pb.string_value_strindex = c.i32(x)
 
 
+#: One filler per ``AnyValue`` key (the keys of ``anyvalue.value_key``).
 _ANY_FILLERS = {
     "stringValue": _set_string,
     "boolValue": _fill_bool,
@@ -339,19 +353,13 @@ def _fill_kv(pb: Any, item: Any, depth: int = 0) -> None:
             raise
     strindex = d.get("keyStrindex")
     if strindex is not None:
-        pb.key_strindex = _field(d, "keyStrindex", c.i32)
-
-
-def _fill_attributes(d: dict[str, Any], repeated: Any) -> None:
-    attrs = _items(d, "attributes")
-    if attrs:
-        _each(attrs, "attributes", _fill_kv, repeated)
+        pb.key_strindex = field(d, "keyStrindex", c.i32)
 
 
 def _fill_entity_ref(pb: Any, item: Any) -> None:
     d = _obj(item, "an entityRef")
-    pb.schema_url = _field(d, "schemaUrl", c.string)
-    pb.type = _field(d, "type", c.string)
+    pb.schema_url = field(d, "schemaUrl", c.string)
+    pb.type = field(d, "type", c.string)
     for key, repeated in (("idKeys", pb.id_keys), ("descriptionKeys", pb.description_keys)):
         values = _items(d, key)
         for x in values:
@@ -362,19 +370,17 @@ def _fill_entity_ref(pb: Any, item: Any) -> None:
 
 def _fill_resource(pb: Resource, value: Any) -> None:
     d = _obj(value, "a resource")
-    _fill_attributes(d, pb.attributes)
-    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
-    refs = _items(d, "entityRefs")
-    if refs:
-        _each(refs, "entityRefs", _fill_entity_ref, pb.entity_refs)
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
+    _each(d, "entityRefs", _fill_entity_ref, pb, "entity_refs")
 
 
 def _fill_scope(pb: InstrumentationScope, value: Any) -> None:
     d = _obj(value, "a scope")
-    pb.name = _field(d, "name", c.string)
-    pb.version = _field(d, "version", c.string)
-    _fill_attributes(d, pb.attributes)
-    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+    pb.name = field(d, "name", c.string)
+    pb.version = field(d, "version", c.string)
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
 
 
 def _id16(value: Any) -> bytes:
@@ -385,96 +391,63 @@ def _id8(value: Any) -> bytes:
     return c.id_bytes(value, 8)
 
 
-def _kind(value: Any) -> int:
-    return c.enum(value, c.SPAN_KIND_NAMES)
-
-
-def _status_code(value: Any) -> int:
-    return c.enum(value, c.STATUS_CODE_NAMES)
-
-
 def _fill_event(pb: Span.Event, item: Any) -> None:
     d = _obj(item, "an event")
-    pb.time_unix_nano = _field(d, "timeUnixNano", c.u64)
-    pb.name = _field(d, "name", c.string)
-    _fill_attributes(d, pb.attributes)
-    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
+    pb.time_unix_nano = field(d, "timeUnixNano", c.u64)
+    pb.name = field(d, "name", c.string)
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
 
 
 def _fill_link(pb: Span.Link, item: Any) -> None:
     d = _obj(item, "a link")
-    pb.trace_id = _field(d, "traceId", _id16)
-    pb.span_id = _field(d, "spanId", _id8)
-    pb.trace_state = _field(d, "traceState", c.string)
-    _fill_attributes(d, pb.attributes)
-    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
-    pb.flags = _field(d, "flags", c.u32)
+    pb.trace_id = field(d, "traceId", _id16)
+    pb.span_id = field(d, "spanId", _id8)
+    pb.trace_state = field(d, "traceState", c.string)
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
+    pb.flags = field(d, "flags", c.u32)
 
 
 def _fill_status(pb: Status, value: Any) -> None:
     d = _obj(value, "a status")
-    pb.message = _field(d, "message", c.string)
-    pb.code = _field(d, "code", _status_code)  # type: ignore[assignment]
+    pb.message = field(d, "message", c.string)
+    pb.code = field(d, "code", c.status_code)  # type: ignore[assignment]
 
 
 def fill_span(pb: Span, item: Any) -> None:
     """Fill protobuf ``pb`` from one OTLP JSON span dict (raises :class:`Bad`)."""
     d = _obj(item, "a span")
-    pb.trace_id = _field(d, "traceId", _id16)
-    pb.span_id = _field(d, "spanId", _id8)
-    pb.trace_state = _field(d, "traceState", c.string)
-    pb.parent_span_id = _field(d, "parentSpanId", _id8)
-    pb.flags = _field(d, "flags", c.u32)
-    pb.name = _field(d, "name", c.string)
-    pb.kind = _field(d, "kind", _kind)  # type: ignore[assignment]
-    pb.start_time_unix_nano = _field(d, "startTimeUnixNano", c.u64)
-    pb.end_time_unix_nano = _field(d, "endTimeUnixNano", c.u64)
-    _fill_attributes(d, pb.attributes)
-    pb.dropped_attributes_count = _field(d, "droppedAttributesCount", c.u32)
-    events = _items(d, "events")
-    if events:
-        _each(events, "events", _fill_event, pb.events)
-    pb.dropped_events_count = _field(d, "droppedEventsCount", c.u32)
-    links = _items(d, "links")
-    if links:
-        _each(links, "links", _fill_link, pb.links)
-    pb.dropped_links_count = _field(d, "droppedLinksCount", c.u32)
-    status = d.get("status")
-    if status is not None:
-        pb.status.SetInParent()
-        try:
-            _fill_status(pb.status, status)
-        except Bad as e:
-            e.path.append("status")
-            raise
+    pb.trace_id = field(d, "traceId", _id16)
+    pb.span_id = field(d, "spanId", _id8)
+    pb.trace_state = field(d, "traceState", c.string)
+    pb.parent_span_id = field(d, "parentSpanId", _id8)
+    pb.flags = field(d, "flags", c.u32)
+    pb.name = field(d, "name", c.string)
+    pb.kind = field(d, "kind", c.span_kind)  # type: ignore[assignment]
+    pb.start_time_unix_nano = field(d, "startTimeUnixNano", c.u64)
+    pb.end_time_unix_nano = field(d, "endTimeUnixNano", c.u64)
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
+    _each(d, "events", _fill_event, pb, "events")
+    pb.dropped_events_count = field(d, "droppedEventsCount", c.u32)
+    _each(d, "links", _fill_link, pb, "links")
+    pb.dropped_links_count = field(d, "droppedLinksCount", c.u32)
+    _submessage(d, "status", _fill_status, pb, "status")
 
 
 def _fill_scope_spans(pb: ScopeSpans, item: Any) -> None:
     d = _obj(item, "a scopeSpans")
-    scope = d.get("scope")
-    if scope is not None:
-        pb.scope.SetInParent()
-        try:
-            _fill_scope(pb.scope, scope)
-        except Bad as e:
-            e.path.append("scope")
-            raise
-    _each(_items(d, "spans"), "spans", fill_span, pb.spans)
-    pb.schema_url = _field(d, "schemaUrl", c.string)
+    _submessage(d, "scope", _fill_scope, pb, "scope")
+    _each(d, "spans", fill_span, pb, "spans")
+    pb.schema_url = field(d, "schemaUrl", c.string)
 
 
 def _fill_resource_spans(pb: ResourceSpans, item: Any) -> None:
     d = _obj(item, "a resourceSpans")
-    resource = d.get("resource")
-    if resource is not None:
-        pb.resource.SetInParent()
-        try:
-            _fill_resource(pb.resource, resource)
-        except Bad as e:
-            e.path.append("resource")
-            raise
-    _each(_items(d, "scopeSpans"), "scopeSpans", _fill_scope_spans, pb.scope_spans)
-    pb.schema_url = _field(d, "schemaUrl", c.string)
+    _submessage(d, "resource", _fill_resource, pb, "resource")
+    _each(d, "scopeSpans", _fill_scope_spans, pb, "scope_spans")
+    pb.schema_url = field(d, "schemaUrl", c.string)
 
 
 def json_to_traces(obj: Any, where: str = "", message_type: type[M] = TracesData) -> M:  # type: ignore[assignment]
@@ -487,8 +460,7 @@ def json_to_traces(obj: Any, where: str = "", message_type: type[M] = TracesData
     """
     msg = message_type()
     try:
-        d = _obj(obj, "a TracesData")
-        _each(_items(d, "resourceSpans"), "resourceSpans", _fill_resource_spans, msg.resource_spans)
+        _each(_obj(obj, "a TracesData"), "resourceSpans", _fill_resource_spans, msg, "resource_spans")
     except Bad as e:
         raise e.to_error(where) from None
     except RecursionError:

@@ -16,7 +16,7 @@ from typing import Any
 
 from otel_semloop.model import EventRecord, SpanRecord
 from otel_semloop.otlp import _common as c
-from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad
+from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
 from otel_semloop.otlp.anyvalue import (
     attributes_json,
     decode_attributes_pb,
@@ -39,6 +39,20 @@ def _parent_is_remote(flags: int) -> bool | None:
     return None
 
 
+def _attributes(d: dict[str, Any]) -> dict[str, Any]:
+    """The ``attributes`` of a span or event dict as a dict (missing, null or ``[]``: empty)."""
+    attrs = d.get("attributes")
+    if attrs:
+        try:
+            return attributes_json(attrs)
+        except Bad as e:
+            e.path.append("attributes")
+            raise
+    if attrs is None or type(attrs) is list:
+        return {}
+    c.bad_type("an array", attrs, "attributes")
+
+
 def _events_json(events: Any) -> list[EventRecord]:
     if type(events) is not list:
         c.bad_type("an array", events)
@@ -49,34 +63,15 @@ def _events_json(events: Any) -> list[EventRecord]:
                 c.bad_type("an event object", ev)
             name = ev.get("name")
             if type(name) is not str:
-                name = _field(ev, "name", c.string)
+                name = field(ev, "name", c.string)
             t = ev.get("timeUnixNano")
             if type(t) is not str or not t.isdigit() or not t.isascii():
-                t = _field(ev, "timeUnixNano", _u64)
-            attrs = ev.get("attributes")
-            if attrs:
-                try:
-                    attrs = attributes_json(attrs)
-                except Bad as e:
-                    e.path.append("attributes")
-                    raise
-            elif attrs is None or type(attrs) is list:
-                attrs = {}
-            else:
-                c.bad_type("an array", attrs, "attributes")
-            out.append(EventRecord(name, _u64(t), attrs))
+                t = field(ev, "timeUnixNano", _u64)
+            out.append(EventRecord(name, _u64(t), _attributes(ev)))
         except Bad as e:
             e.path.append(f"[{c.index_of(events, ev)}]")
             raise
     return out
-
-
-def _field(d: dict[str, Any], key: str, parse: Any) -> Any:
-    try:
-        return parse(d.get(key))
-    except Bad as e:
-        e.path.append(key)
-        raise
 
 
 def _span_id(value: Any) -> str:
@@ -87,20 +82,12 @@ def _parent_id(value: Any) -> str:
     return c.span_id_hex(value, allow_empty=True)
 
 
-def _kind(value: Any) -> int:
-    return c.enum(value, c.SPAN_KIND_NAMES)
-
-
 def _status(status: dict[str, Any]) -> tuple[int, str]:
-    code = _field(status, "code", _status_code)
+    code = field(status, "code", c.status_code)
     message = status.get("message", "")
     if type(message) is not str:
-        message = _field(status, "message", c.string)
+        message = field(status, "message", c.string)
     return code, message
-
-
-def _status_code(value: Any) -> int:
-    return c.enum(value, c.STATUS_CODE_NAMES)
 
 
 def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
@@ -111,41 +98,31 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
     tid = get("traceId")
     trace_id = trace_ids.get(tid) if type(tid) is str else None
     if trace_id is None:
-        trace_id = _field(span, "traceId", c.trace_id_hex)
+        trace_id = field(span, "traceId", c.trace_id_hex)
         trace_ids[tid] = trace_id
     span_id = get("spanId")
     if type(span_id) is not str or not _is_lower_hex16(span_id):
-        span_id = _field(span, "spanId", _span_id)
+        span_id = field(span, "spanId", _span_id)
     parent = get("parentSpanId")
     if type(parent) is not str or (parent and not _is_lower_hex16(parent)):
-        parent = _field(span, "parentSpanId", _parent_id)
+        parent = field(span, "parentSpanId", _parent_id)
     name = get("name", "")
     if type(name) is not str:
-        name = _field(span, "name", c.string)
+        name = field(span, "name", c.string)
     kind = get("kind", 0)
     if type(kind) is not int or not c.MIN_I32 <= kind <= c.MAX_I32:
-        kind = _field(span, "kind", _kind)
+        kind = field(span, "kind", c.span_kind)
     start = get("startTimeUnixNano")
     if type(start) is str and start.isdigit() and start.isascii() and len(start) < 20:
         start = int(start)
     else:
-        start = _field(span, "startTimeUnixNano", _u64)
+        start = field(span, "startTimeUnixNano", _u64)
     end = get("endTimeUnixNano")
     if type(end) is str and end.isdigit() and end.isascii() and len(end) < 20:
         end = int(end)
     else:
-        end = _field(span, "endTimeUnixNano", _u64)
-    attrs = get("attributes")
-    if attrs:
-        try:
-            attrs = attributes_json(attrs)
-        except Bad as e:
-            e.path.append("attributes")
-            raise
-    elif attrs is None or type(attrs) is list:
-        attrs = {}
-    else:
-        c.bad_type("an array", attrs, "attributes")
+        end = field(span, "endTimeUnixNano", _u64)
+    attrs = _attributes(span)
     events = get("events")
     if events:
         try:
@@ -160,11 +137,11 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
     flags = get("flags")
     if flags:
         if type(flags) is not int or flags < 0 or flags > c.MAX_U32:
-            flags = _field(span, "flags", c.u32)
+            flags = field(span, "flags", c.u32)
         remote = _parent_is_remote(flags)
     else:
         if flags is not None:
-            _field(span, "flags", c.u32)
+            field(span, "flags", c.u32)
         remote = None
     status = get("status")
     if status:

@@ -5,16 +5,21 @@ The verdict lives on the root span of each scored trace: ``semloop.loop.detected
 (``loop`` / ``no_loop`` / ...), ``semloop.deepeval.score`` (double), and one
 ``gen_ai.evaluation.result`` span event. Every span the application produced arrives
 exactly once, with its own attributes unchanged.
+
+The ``assert_*_run*`` checks at the end are the scripted runs of :mod:`.fake_openai` as
+any instrumented agent must deliver them, whichever instrumentation made its spans.
 """
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 
 from opentelemetry.sdk.trace import ReadableSpan
 
-from .fixtures import attributes_of, hex_span_id, hex_trace_id
+from .fake_openai import LOOP_ARGUMENTS, LOOP_TOOL, FakeOpenAIServer
+from .fixtures import Pipeline, Run, attributes_of, hex_span_id, hex_trace_id
 from .otlp_receiver import ReceivedEvent, ReceivedSpan
 
 THRESHOLD = 0.5
@@ -88,6 +93,66 @@ def assert_no_loop_verdict(root: ReceivedSpan) -> None:
     assert attrs["semloop.score"] >= THRESHOLD, _why(root)
     event = evaluation_event(root)
     assert event.attributes["gen_ai.evaluation.score.label"] == "no_loop"
+
+
+def tool_spans(received: Sequence[ReceivedSpan]) -> list[ReceivedSpan]:
+    """The OpenInference TOOL spans among ``received``."""
+    return [s for s in received if s.attributes.get("openinference.span.kind") == "TOOL"]
+
+
+def assert_looping_run_flagged(
+    pipeline: Pipeline,
+    fake_openai: FakeOpenAIServer,
+    run: Run,
+    *,
+    rounds: int,
+    root_name: str,
+    deepeval_flags_it: bool,
+) -> list[ReceivedSpan]:
+    """``run`` of ``looping_script(rounds=rounds)`` arrived once, flagged on its root span
+    (named ``root_name``), its repeated tool calls marked as the loop. Returns what arrived."""
+    received = pipeline.wait_delivered()
+
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    assert len(fake_openai.requests) == rounds + 1
+    tools = tool_spans(received)
+    assert [(s.attributes["tool.name"], json.loads(s.attributes["input.value"])) for s in tools] == [
+        (LOOP_TOOL, LOOP_ARGUMENTS)
+    ] * rounds
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert root.name == root_name
+    assert_loop_verdict(root)
+    assert root.attributes["semloop.deepeval.loop"] is deepeval_flags_it
+    marked = {s.span_id for s in received if s.attributes.get("semloop.in_loop") is True}
+    assert {s.span_id for s in tools} <= marked, "the repeated calls are marked as the loop"
+    return received
+
+
+def assert_healthy_run_not_flagged(pipeline: Pipeline, run: Run, *, root_name: str) -> None:
+    """``run`` of ``healthy_script()`` arrived once with a no-loop verdict on its root span
+    (named ``root_name``) and no span marked as a loop."""
+    received = pipeline.wait_delivered()
+
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    assert run.answer.startswith("Root cause:")
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert root.name == root_name
+    assert_no_loop_verdict(root)
+    assert not any(s.attributes.get("semloop.in_loop") for s in received)
+
+
+def assert_runs_get_their_own_verdicts(pipeline: Pipeline, looping: Run, healthy: Run) -> None:
+    """A looping and a healthy run on one provider each arrive once with their own verdict,
+    and a shutdown after delivery sends nothing again."""
+    pipeline.wait_delivered()
+    pipeline.shutdown()  # a shutdown after delivery must not send anything again
+
+    received = pipeline.receiver.spans
+    assert_delivered_exactly_once(pipeline.produced_spans(), received)
+    assert {s.trace_id for s in received} == {looping.trace_id, healthy.trace_id}
+    assert_loop_verdict(pipeline.receiver.root_of(looping.trace_id))
+    assert_no_loop_verdict(pipeline.receiver.root_of(healthy.trace_id))
+    assert {s.trace_id for s in received if s.attributes.get("semloop.in_loop")} == {looping.trace_id}
 
 
 def _why(root: ReceivedSpan) -> str:

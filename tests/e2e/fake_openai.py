@@ -23,10 +23,11 @@ import json
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from .http_thread import ServerThread, reply
 
 __all__ = [
     "FakeOpenAIServer",
@@ -169,13 +170,11 @@ class FakeOpenAIServer:
 
     def __init__(self, script: Script, host: str = "127.0.0.1") -> None:
         self._state = _State(script)
-        self._httpd = ThreadingHTTPServer((host, 0), _handler_for(self._state))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = ServerThread(host, _handler_for(self._state))
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def base_url(self) -> str:
@@ -197,34 +196,17 @@ class FakeOpenAIServer:
             return list(self._state.requests)
 
     def start(self) -> FakeOpenAIServer:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
+        self._server.stop()
 
     def __enter__(self) -> FakeOpenAIServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-    @contextmanager
-    def scripted(self, script: Script) -> Iterator[FakeOpenAIServer]:
-        """Serve ``script`` for the duration of the block."""
-        previous = self.script
-        self.script = script
-        try:
-            yield self
-        finally:
-            self.script = previous
 
 
 def _completion(state: _State, body: Mapping[str, Any]) -> dict[str, Any]:
@@ -300,12 +282,7 @@ def _handler_for(state: _State) -> type[BaseHTTPRequestHandler]:
             self._send(404, _error(f"no route for GET {self.path}", "not_found"))
 
         def _send(self, status: int, payload: Mapping[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            reply(self, status, json.dumps(payload).encode(), "application/json")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,6 +64,14 @@ def otlp_exporter(receiver: OtlpReceiver) -> SpanExporter:
     return HttpExporter(endpoint=receiver.endpoint, timeout=5)
 
 
+@dataclass(frozen=True)
+class Run:
+    """One agent run: the id of the one trace it made, and its final answer."""
+
+    trace_id: str
+    answer: str
+
+
 @dataclass
 class Pipeline:
     """A tracer provider whose spans go through semloop to a real OTLP receiver."""
@@ -75,6 +83,14 @@ class Pipeline:
     def produced_spans(self) -> list[ReadableSpan]:
         """Every span the application ended, as it ended it (before semloop)."""
         return list(self.produced.get_finished_spans())
+
+    def run_once(self, agent: Callable[[], str]) -> Run:
+        """Run ``agent`` (it returns the final answer), which must make exactly one new trace."""
+        before = {hex_trace_id(s) for s in self.produced_spans()}
+        answer = agent()
+        new = {hex_trace_id(s) for s in self.produced_spans()} - before
+        assert len(new) == 1, f"one run should make one trace, got {len(new)}"
+        return Run(trace_id=new.pop(), answer=answer)
 
     def wait_delivered(self, timeout: float = DELIVERY_TIMEOUT) -> list[ReceivedSpan]:
         """Wait, without flushing, until every produced span id has arrived; then wait

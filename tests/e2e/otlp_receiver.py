@@ -8,9 +8,9 @@
   (optionally gzip), for the ``opentelemetry.exporter.otlp.proto.http`` exporter; its
   ``endpoint`` is the full ``/v1/traces`` URL.
 
-Both record every ``ExportTraceServiceRequest`` as received (:attr:`requests`) and flatten
-it into :class:`ReceivedSpan` values with decoded attributes, so tests assert on what a
-backend would store, including duplicates (a span sent twice appears twice).
+Both flatten every ``ExportTraceServiceRequest`` they receive into :class:`ReceivedSpan`
+values with decoded attributes, so tests assert on what a backend would store, including
+duplicates (a span sent twice appears twice).
 The decoding is written here on purpose, independent of the package's own OTLP codec.
 """
 
@@ -23,12 +23,14 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from concurrent import futures
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1 import common_pb2
+
+from .http_thread import ServerThread, reply
 
 __all__ = [
     "GrpcOtlpReceiver",
@@ -94,7 +96,6 @@ class OtlpReceiver:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
-        self._requests: list[trace_service_pb2.ExportTraceServiceRequest] = []
         self._spans: list[ReceivedSpan] = []
 
     # -- store ----------------------------------------------------------------------------
@@ -125,29 +126,14 @@ class OtlpReceiver:
                         )
                     )
         with self._changed:
-            self._requests.append(request)
             self._spans.extend(spans)
             self._changed.notify_all()
-
-    @property
-    def requests(self) -> list[trace_service_pb2.ExportTraceServiceRequest]:
-        with self._lock:
-            return list(self._requests)
 
     @property
     def spans(self) -> list[ReceivedSpan]:
         """Every span received, in arrival order, duplicates included."""
         with self._lock:
             return list(self._spans)
-
-    def span_id_counts(self) -> Counter[str]:
-        return Counter(s.span_id for s in self.spans)
-
-    def traces(self) -> dict[str, list[ReceivedSpan]]:
-        by_trace: dict[str, list[ReceivedSpan]] = {}
-        for span in self.spans:
-            by_trace.setdefault(span.trace_id, []).append(span)
-        return by_trace
 
     def root_of(self, trace_id: str) -> ReceivedSpan:
         """The one span of ``trace_id`` received without a parent (each copy counts)."""
@@ -156,10 +142,6 @@ class OtlpReceiver:
             copies = Counter(s.span_id for s in roots)
             raise AssertionError(f"trace {trace_id}: expected 1 root span, received {dict(copies)}")
         return roots[0]
-
-    def wait_for_spans(self, count: int, timeout: float = 10.0) -> list[ReceivedSpan]:
-        """Block until at least ``count`` spans arrived (or ``timeout``); returns them all."""
-        return self.wait_until(lambda spans: len(spans) >= count, timeout)
 
     def wait_until(
         self, condition: Callable[[list[ReceivedSpan]], bool], timeout: float = 10.0
@@ -173,11 +155,6 @@ class OtlpReceiver:
                     break
                 self._changed.wait(remaining)
             return list(self._spans)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._requests.clear()
-            self._spans.clear()
 
     # -- lifecycle --------------------------------------------------------------------------
 
@@ -220,10 +197,6 @@ class GrpcOtlpReceiver(OtlpReceiver):
         self._port = self._server.add_insecure_port(f"{host}:0")
 
     @property
-    def port(self) -> int:
-        return self._port
-
-    @property
     def endpoint(self) -> str:
         return f"http://{self._host}:{self._port}"
 
@@ -241,31 +214,22 @@ class HttpOtlpReceiver(OtlpReceiver):
     def __init__(self, host: str = "127.0.0.1") -> None:
         super().__init__()
         self._host = host
-        self._httpd = ThreadingHTTPServer((host, 0), _http_handler_for(self))
-        self._httpd.daemon_threads = True
-        self._thread: threading.Thread | None = None
+        self._server = ServerThread(host, _http_handler_for(self))
 
     @property
     def port(self) -> int:
-        return int(self._httpd.server_address[1])
+        return self._server.port
 
     @property
     def endpoint(self) -> str:
         return f"http://{self._host}:{self.port}/v1/traces"
 
     def start(self) -> HttpOtlpReceiver:
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-        self._thread.start()
+        self._server.start()
         return self
 
     def stop(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
+        self._server.stop()
 
 
 def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
@@ -276,11 +240,11 @@ def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             if self.path.split("?", 1)[0] != "/v1/traces":
-                self._reply(404, b"not found", "text/plain")
+                reply(self, 404, b"not found", "text/plain")
                 return
             content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip()
             if content_type != "application/x-protobuf":
-                self._reply(415, b"only application/x-protobuf is accepted", "text/plain")
+                reply(self, 415, b"only application/x-protobuf is accepted", "text/plain")
                 return
             if (self.headers.get("Content-Encoding") or "").lower() == "gzip":
                 body = gzip.decompress(body)
@@ -288,18 +252,11 @@ def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             try:
                 request.ParseFromString(body)
             except Exception:
-                self._reply(400, b"invalid ExportTraceServiceRequest", "text/plain")
+                reply(self, 400, b"invalid ExportTraceServiceRequest", "text/plain")
                 return
             receiver._record(request)
             response = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
-            self._reply(200, response, "application/x-protobuf")
-
-        def _reply(self, status: int, body: bytes, content_type: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            reply(self, 200, response, "application/x-protobuf")
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
