@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from e2e.agent_app import AGENT_NAME, run_chat_agent
+from e2e.agent_app import AGENT_NAME, run_chat_agent, run_untraced_tools_agent
 from e2e.contract import (
     assert_healthy_run_not_flagged,
     assert_looping_run_flagged,
@@ -36,9 +36,9 @@ def run_agent(pipeline: Pipeline, fake_openai: FakeOpenAIServer) -> Iterator[Cal
     client = OpenAI(base_url=fake_openai.base_url, api_key="test", max_retries=0, timeout=10)
     tracer = OITracer(pipeline.provider.get_tracer("e2e.agent_app"), config=TraceConfig())
 
-    def run(script: Script) -> Run:
+    def run(script: Script, app: Callable[..., str] = run_chat_agent) -> Run:
         fake_openai.script = script
-        return pipeline.run_once(lambda: run_chat_agent(client, tracer))
+        return pipeline.run_once(lambda: app(client, tracer))
 
     try:
         yield run
@@ -84,3 +84,28 @@ def test_loop_and_healthy_runs_in_one_provider_get_their_own_verdicts_and_arrive
     healthy = run_agent(healthy_script())
 
     assert_runs_get_their_own_verdicts(pipeline, looping, healthy)
+
+
+def test_a_loop_seen_only_through_instrumented_llm_calls_is_flagged(run_agent, pipeline: Pipeline) -> None:
+    """No AGENT or TOOL spans at all: the repeated tool calls exist only inside the LLM
+    spans' output messages and their results in the next call's input. The verdict still
+    lands on the trace's root (a plain request span) and the LLM spans that asked are marked."""
+    run = run_agent(looping_script(rounds=LOOP_ROUNDS), run_untraced_tools_agent)
+
+    received = pipeline.wait_delivered()
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert root.name == "POST /triage"
+    assert root.attributes["semloop.loop.detected"] is True, root.attributes
+    assert root.attributes["semloop.label"] == "loop"
+    llm_spans = [s for s in received if s.attributes.get("openinference.span.kind") == "LLM"]
+    assert len(llm_spans) == LOOP_ROUNDS + 1
+    assert any(s.attributes.get("semloop.in_loop") for s in llm_spans)
+    assert len({s.span_id for s in received}) == len(received) == len(pipeline.produced_spans())
+
+
+def test_healthy_llm_only_run_is_not_flagged(run_agent, pipeline: Pipeline) -> None:
+    run = run_agent(healthy_script(), run_untraced_tools_agent)
+
+    pipeline.wait_delivered()
+    root = pipeline.receiver.root_of(run.trace_id)
+    assert root.attributes["semloop.loop.detected"] is False, root.attributes

@@ -127,6 +127,29 @@ def run_chat_agent(client: OpenAI, tracer: OITracer, question: str = QUESTION, m
         return answer
 
 
+def run_untraced_tools_agent(
+    client: OpenAI, tracer: OITracer, question: str = QUESTION, max_turns: int = 12
+) -> str:
+    """The same loop with only the LLM client instrumented: the tools run without spans and
+    the run sits under a plain (non-agent) request span, as in an app that installed
+    ``openinference-instrumentation-openai`` and nothing else."""
+    with tracer.start_as_current_span("POST /triage"):
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": INSTRUCTIONS},
+            {"role": "user", "content": question},
+        ]
+        for _ in range(max_turns):
+            completion = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOL_SCHEMAS)
+            message = completion.choices[0].message
+            messages.append(message.model_dump(exclude_none=True))
+            if not message.tool_calls:
+                return message.content or ""
+            for call in message.tool_calls:
+                result = TOOLS[call.function.name](**json.loads(call.function.arguments))
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+        return ""
+
+
 # -- the openai-agents SDK agent -----------------------------------------------------------------
 
 
