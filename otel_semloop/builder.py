@@ -77,7 +77,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
     _fill_tool_calls_from_llm_requests(steps)
     steps = _add_unrecorded_tool_calls(steps)
-    root_record = _root_record(tops)
+    root_record = _root_record(tops) if tops else min(spans.values(), key=order_key)
     return Trace(
         trace_id=root_record.trace_id,
         steps=steps,
@@ -91,7 +91,8 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
 
 def _root_record(tops: list[SpanRecord]) -> SpanRecord:
     """The span the verdict goes on: the earliest with no parent at all, else the
-    earliest local root (its parent is remote or missing from the trace)."""
+    earliest local root (its parent is remote or missing from the trace). (When every
+    span sits in a parent-id cycle there is no top: the caller takes the earliest span.)"""
     for record in tops:
         if not record.parent_span_id:
             return record

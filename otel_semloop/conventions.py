@@ -42,6 +42,7 @@ _CONFIDENT_KINDS = {
     "tool": StepKind.TOOL,
     "retriever": StepKind.TOOL,
 }
+_INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
 
 
@@ -63,6 +64,8 @@ def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> Step
     if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
         return _TRACELOOP_KINDS[tl_kind]
     operation = attributes.get("gen_ai.operation.name")
+    if not isinstance(operation, str):
+        operation = ""
     if operation == "execute_tool":
         return StepKind.TOOL
     if operation in _GENAI_AGENT_OPERATIONS:
@@ -189,10 +192,12 @@ def _indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]
         rest = rest.removeprefix("message.")
         message = found.setdefault(prefix, {}).setdefault(index, {})
         if rest.startswith("tool_calls."):
-            _, call_index, field = rest.split(".", 2)
+            call = _INDEXED_TOOL_CALL.match(rest)
+            if call is None:
+                continue
             calls = message.setdefault("tool_calls", {})
-            field = field.removeprefix("tool_call.").removeprefix("function.")
-            calls.setdefault(int(call_index), {})[field] = value
+            field = call.group(2).removeprefix("tool_call.").removeprefix("function.")
+            calls.setdefault(int(call.group(1)), {})[field] = value
         else:
             message[rest] = value
     result: dict[str, list[dict[str, Any]]] = {}

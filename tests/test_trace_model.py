@@ -205,3 +205,9 @@ def test_a_tool_loop_recorded_only_inside_llm_calls_is_still_a_loop():
     verdict = Scorer().score(build_trace(spans))
     assert verdict.label.value == "loop"
     assert verdict.in_loop_span_ids <= {s.span_id for s in spans}
+
+
+def test_a_trace_whose_every_span_sits_in_a_parent_cycle_still_gets_a_root():
+    trace = build_trace([tool("aa", "bb", 1), tool("bb", "aa", 2)])
+    assert trace.root_span_id == "aa"
+    assert set(trace.spans) == {"aa", "bb"}
