@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from otel_semloop.errors import ConfigError
 from otel_semloop.rescore import RescoreReport, rescore_files
+from otel_semloop.scoring import Scorer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -32,6 +34,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="otel-semloop", description="Detect AI agents stuck in loops from their OpenTelemetry traces."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command")
     rescore = sub.add_parser(
         "rescore",
@@ -41,6 +44,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     rescore.add_argument("inputs", nargs="+", metavar="INPUT", help="OTLP JSON lines file(s); .gz accepted")
     rescore.add_argument("-o", "--output", required=True, help="output file ('-' for stdout)")
+    rescore.add_argument(
+        "--mode",
+        choices=("default", "lexical"),
+        default="default",
+        help="who decides the verdict: the default detectors and policy, or deepeval's lexical metric "
+        "alone (the deepeval-compatible score is written either way); thresholds come from "
+        "SEMLOOP_DETECT_* variables",
+    )
     rescore.add_argument("-q", "--quiet", action="store_true", help="no per-trace table")
     return parser
 
@@ -50,19 +61,24 @@ def _rescore(args: argparse.Namespace) -> int:
     if missing:
         print(f"otel-semloop: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
+    try:
+        scorer = Scorer(mode=args.mode)
+    except ConfigError as error:
+        print(f"otel-semloop: {error}", file=sys.stderr)
+        return 2
     # Every line stays decoded until the end (traces straddle lines and files). Decoded
     # JSON holds no reference cycles, so the cyclic collector only rescans millions of live
     # objects again and again (parsing measured 3.5x slower): switch it off for the run.
     gc.disable()
     try:
         if args.output == "-":
-            report = rescore_files(args.inputs, sys.stdout.buffer)
+            report = rescore_files(args.inputs, sys.stdout.buffer, scorer)
             table_stream = sys.stderr
         else:
             output = Path(args.output)
             output.parent.mkdir(parents=True, exist_ok=True)
             with output.open("wb") as fp:
-                report = rescore_files(args.inputs, fp)
+                report = rescore_files(args.inputs, fp, scorer)
             table_stream = sys.stdout
     finally:
         gc.enable()
@@ -71,6 +87,15 @@ def _rescore(args: argparse.Namespace) -> int:
     if not args.quiet:
         print_table(report, table_stream)
     return 1 if report.errors else 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("otel-semloop")
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def print_table(report: RescoreReport, stream: TextIO) -> None:

@@ -36,8 +36,9 @@ _MODES = ("default", "lexical")
 class Scorer:
     """Turns a :class:`Trace` into a :class:`Verdict`.
 
-    ``config`` holds the detector thresholds (:class:`DetectorConfig`), ``policy`` the
-    actions and label rules; both default to the documented defaults. A scorer keeps no
+    ``config`` holds the detector thresholds (:class:`DetectorConfig`; by default the
+    documented defaults overridden by any ``SEMLOOP_DETECT_*`` variables), ``policy`` the
+    actions and label rules. A scorer keeps no
     per-trace state: one instance may score traces from many threads.
     """
 
@@ -54,7 +55,7 @@ class Scorer:
         if mode not in _MODES:
             raise ConfigError(f"unknown scorer mode {mode!r}; expected one of {', '.join(_MODES)}")
         self.mode = mode
-        self.config = config or DetectorConfig()
+        self.config = config if config is not None else DetectorConfig.from_env()
         self.policy = policy or Policy()
         self.lexical = lexical or LexicalDetector()
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import orjson
+import pytest
 
 from otel_semloop.cli import main
 from otel_semloop.deepeval_tree import tree_to_spans
@@ -131,3 +132,35 @@ def test_output_to_stdout_moves_the_table_to_stderr(capfdbinary):
     captured = capfdbinary.readouterr()
     assert captured.out.count(b"\n") == len(EXAMPLE.read_bytes().splitlines())
     assert b"agent traces scored" in captured.err
+
+
+def test_lexical_mode_lets_deepeval_decide_and_default_mode_catches_what_it_misses(tmp_path):
+    by_mode = {}
+    for mode in ("default", "lexical"):
+        out = tmp_path / f"{mode}.jsonl"
+        assert main(["rescore", str(EXAMPLE), "-o", str(out), "-q", "--mode", mode]) == 0
+        by_mode[mode] = {
+            tid: (r["attributes"]["semloop.label"], r["attributes"]["semloop.deepeval.score"])
+            for tid, r in roots_by_trace(out).items()
+            if "semloop.label" in r["attributes"]
+        }
+    assert by_mode["default"].keys() == by_mode["lexical"].keys()
+    for tid, (label, deepeval) in by_mode["lexical"].items():
+        assert label == ("loop" if deepeval < 0.5 else "no_loop")
+        assert by_mode["default"][tid][1] == deepeval  # the compatibility score never changes
+    # the A-B file-reading cycle: deepeval scores it 0.8, the default detectors stop it
+    missed = [tid for tid, (label, _) in by_mode["lexical"].items() if label == "no_loop"]
+    assert any(by_mode["default"][tid][0] == "loop" for tid in missed)
+
+
+def test_bad_detector_settings_are_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SEMLOOP_DETECT_CYCLE_REPEATS", "zero")
+    assert main(["rescore", str(EXAMPLE), "-o", str(tmp_path / "o.jsonl")]) == 2
+    assert "SEMLOOP_DETECT_CYCLE_REPEATS" in capsys.readouterr().err
+
+
+def test_version_is_printed(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.startswith("otel-semloop ")

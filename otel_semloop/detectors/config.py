@@ -10,8 +10,10 @@ negative budget) raises :class:`~otel_semloop.errors.ConfigError` at constructio
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from otel_semloop.errors import ConfigError
 from otel_semloop.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
@@ -135,6 +137,31 @@ class DetectorConfig:
                 f"DetectorConfig.max_evidence_spans must be >= 0, got {self.max_evidence_spans!r}"
             )
 
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> DetectorConfig:
+        """Defaults, overridden by ``SEMLOOP_DETECT_<FIELD>`` variables in ``environ``
+        (default ``os.environ``), overridden by ``overrides``.
+
+        Every count and amount above can be set this way, e.g.
+        ``SEMLOOP_DETECT_IDENTICAL_REPEATS=5``, ``SEMLOOP_DETECT_MAX_STEPS=200`` (``none``
+        turns a budget off again), ``SEMLOOP_DETECT_REPORT_AT=0.6``,
+        ``SEMLOOP_DETECT_CALIBRATION=true``. A bad value raises :class:`ConfigError`
+        naming the variable.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in (*_COUNTS, *_OPTIONAL_AMOUNTS, "report_at", "max_evidence_spans", "calibration"):
+            variable = ENV_PREFIX + name.upper()
+            raw = env.get(variable, "").strip()
+            if raw:
+                values[name] = _parse_env(name, raw, variable)
+                try:  # validate alone, so the error names the variable that set it
+                    cls(**{name: values[name]})
+                except ConfigError as error:
+                    raise ConfigError(f"{variable}={raw!r}: {error}") from None
+        values.update(overrides)
+        return cls(**values)
+
     def volatile_for(self, tool: str) -> frozenset[str]:
         """Volatile argument names for ``tool`` (lower-cased)."""
         extra = self.volatile_args.get(tool, frozenset()) | self.volatile_args.get("*", frozenset())
@@ -170,3 +197,22 @@ _OPTIONAL_AMOUNTS = (
     "max_cost",
     "max_wall_seconds",
 )
+
+#: Prefix of the environment variables read by :meth:`DetectorConfig.from_env`.
+ENV_PREFIX = "SEMLOOP_DETECT_"
+
+
+def _parse_env(name: str, raw: str, variable: str) -> Any:
+    try:
+        if name == "calibration":
+            lowered = raw.lower()
+            if lowered not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError(raw)
+            return lowered in ("true", "1", "yes", "on")
+        if name in _OPTIONAL_AMOUNTS:
+            return None if raw.lower() in ("none", "off") else float(raw)
+        if name == "report_at":
+            return float(raw)
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{variable}={raw!r} is not a valid value for DetectorConfig.{name}") from None
