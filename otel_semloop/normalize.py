@@ -60,12 +60,14 @@ __all__ = [
     "arg_signature",
     "canonical_args",
     "classify_failure",
+    "counts_fell",
     "digest",
     "mask",
     "near_duplicate",
     "normalize_result",
     "normalize_text",
     "progress_value",
+    "remaining_counts",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -324,6 +326,54 @@ def progress_value(text: str) -> float | None:
         if total >= 2 and done <= total and (best is None or match.start() > best[0]):
             best = (match.start(), done / total)
     return best[1] if best is not None else None
+
+
+#: A count is a whole number of at most this many digits: longer runs are ids, epoch
+#: times or sizes, whose change says nothing about work remaining.
+COUNT_MAX_DIGITS = 6
+#: At most this many counts are compared per result; a result with more is a table or a
+#: listing, not a status line.
+MAX_COUNTS = 8
+_REMAINING_WORDS = r"(?:pending|remaining|left|queued|outstanding|waiting|to\s+go|todo|unprocessed)"
+#: "12 pending", "3 files left", "remaining: 40", "queued=7": a count next to a word that
+#: says it is work still to do (at most one word between number and word).
+_REMAINING_COUNT = re.compile(
+    rf"(?<![\w.:/#-])(\d{{1,{COUNT_MAX_DIGITS}}})(?:\s+[a-z_-]+)?\s+{_REMAINING_WORDS}\b"
+    rf"|\b{_REMAINING_WORDS}\s*[:=]?\s*(\d{{1,{COUNT_MAX_DIGITS}}})(?![\w.:/%-])",
+    re.IGNORECASE,
+)
+
+
+def remaining_counts(text: str) -> tuple[int, ...] | None:
+    """Counts of work remaining in the tail of ``text`` ("12 pending", "3 files left",
+    "remaining: 40"), or None when there are none or too many to be a status line.
+
+    Digits are masked in result fingerprints (a new request id is not progress), which
+    would also hide a queue draining from 12 to 0. :class:`~otel_semloop.detectors.base.
+    Fingerprinter` compares these counts between calls of the same action: remaining work
+    that only falls is progress. Only numbers labelled as remaining work count: bare
+    numbers (pids, attempt numbers, ids) fall and rise at random in loops too, so the rule
+    errs toward a loop for unlabelled counters.
+    """
+    tail = text[-PROGRESS_TAIL_CHARS:]
+    if not _HAS_DIGIT.search(tail):
+        return None
+    counts = tuple(int(m.group(1) or m.group(2)) for m in _REMAINING_COUNT.finditer(tail))
+    if not counts or len(counts) > MAX_COUNTS:
+        return None
+    return counts
+
+
+def counts_fell(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -> bool:
+    """True when ``after`` has the same shape as ``before``, no count rose and one fell."""
+    if before is None or after is None or len(before) != len(after):
+        return False
+    fell = False
+    for old, new in zip(before, after, strict=True):
+        if new > old:
+            return False
+        fell = fell or new < old
+    return fell
 
 
 # ----------------------------------------------------------------------------------------

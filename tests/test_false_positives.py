@@ -157,6 +157,16 @@ def a_fixed_preamble_in_front_of_real_updates() -> Scenario:
     return run
 
 
+def polling_a_draining_queue() -> Scenario:
+    """Only a number changes, and it falls: work remaining going down is progress, though
+    digits are masked in result fingerprints."""
+    run = Scenario("wait until the email queue is drained")
+    for pending in (120, 96, 71, 40, 18, 7, 0):
+        run.tool("queue_depth", {"queue": "emails"}, f"queue emails: {pending} pending").wait(20)
+    run.think("The queue is empty.")
+    return run
+
+
 SCENARIOS = [
     polling_whose_status_changes,
     pagination,
@@ -167,6 +177,7 @@ SCENARIOS = [
     edit_and_test_rounds_with_falling_failures,
     narrating_different_files_in_one_sentence_shape,
     a_fixed_preamble_in_front_of_real_updates,
+    polling_a_draining_queue,
 ]
 
 
@@ -194,3 +205,19 @@ def test_reading_chunks_whose_masked_text_repeats_is_not_a_loop():
 
 def test_edit_and_test_rounds_are_not_a_loop_although_failure_counts_mask_alike():
     assert_healthy(edit_and_test_rounds_with_falling_failures())
+
+
+def test_a_rising_attempt_counter_with_the_same_error_is_still_a_loop():
+    """The other side of the falling-count rule: attempt numbers rise in loops too, so a
+    rising count alone is not progress."""
+    run = Scenario()
+    for attempt in range(1, 6):
+        run.tool("connect", {"host": "db"}, f"attempt {attempt}: connection refused").wait(5)
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_queue_stuck_at_the_same_count_is_a_loop():
+    run = Scenario()
+    for _ in range(5):
+        run.tool("queue_depth", {"queue": "emails"}, "queue emails: 40 pending").wait(20)
+    assert run.verdict().label is Label.LOOP

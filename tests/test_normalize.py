@@ -175,3 +175,30 @@ def test_the_same_message_with_other_ids_has_the_same_class():
 
 def test_a_successful_step_has_no_failure():
     assert classify_failure(Step(StepKind.LLM, "chat")) is None
+
+
+def test_remaining_counts_are_numbers_labelled_as_work_still_to_do():
+    from otel_semloop.normalize import remaining_counts
+
+    assert remaining_counts("queue emails: 12 pending") == (12,)
+    assert remaining_counts("3 files left, remaining: 40, queued=7") == (3, 40, 7)
+    for not_a_count in (
+        "pid 4411",
+        "attempt 3",
+        "req-1001 pending",
+        "1234567 pending",
+        "12 done",
+        "no digits",
+    ):
+        assert remaining_counts(not_a_count) is None, not_a_count
+    assert remaining_counts(", ".join(["7 pending"] * 9)) is None  # a listing, not a status line
+
+
+def test_counts_fell_needs_the_same_shape_no_rise_and_one_fall():
+    from otel_semloop.normalize import counts_fell
+
+    assert counts_fell((12, 3), (9, 3))
+    assert not counts_fell((12, 3), (12, 3))
+    assert not counts_fell((12, 3), (9, 4))
+    assert not counts_fell((12,), (9, 3))
+    assert not counts_fell(None, (9,))

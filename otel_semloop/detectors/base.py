@@ -55,10 +55,12 @@ from otel_semloop.normalize import (
     arg_signature,
     canonical_args,
     classify_failure,
+    counts_fell,
     digest,
     normalize_result,
     normalize_text,
     progress_value,
+    remaining_counts,
 )
 from otel_semloop.verdict import Finding
 
@@ -233,7 +235,7 @@ class Fingerprinter:
     def reset(self) -> None:
         capacity = self._config.seen_capacity
         self._seen = _LRU(capacity)  # action fingerprints
-        self._calls = _LRU(capacity)  # call digest -> (progress, result size)
+        self._calls = _LRU(capacity)  # call digest -> (best progress, best size, last counts)
         self._texts = _LRU(capacity)  # assistant text digests
         self._epoch = 0
         self._call_epoch = 0
@@ -273,11 +275,13 @@ class Fingerprinter:
         facts.failure = failure
         if failure is not None and failure.kind is FailureKind.TRANSIENT:
             return  # neither novel nor remembered: the call did not happen
+        counts = None
         if raw is not None:
             normalised = normalize_result(raw)
             facts.result = digest(normalised)
             size = len(normalised)
             progress = progress_value(raw)
+            counts = remaining_counts(raw)
         elif failure is not None:
             facts.result = digest(f"<failure>{failure.label}")
             size, progress = 0, None
@@ -291,19 +295,22 @@ class Fingerprinter:
             facts.action = digest(f"{facts.call}\0{facts.result}")
         # Progress is measured against the best this call ever showed, not its last
         # result: a result alternating between a short and a long form, or a percentage
-        # going down and up again, must not count as progress on every upswing.
+        # going down and up again, must not count as progress on every upswing. Counts
+        # (work remaining) are compared with the previous result: each fall is progress.
         call_seen, previous = self._calls.touch(facts.call)
         facts.call_novel = not call_seen
-        best_progress, best_size = previous if previous is not None else (None, 0)  # type: ignore[misc]
+        best_progress, best_size, last_counts = previous if previous is not None else (None, 0, None)  # type: ignore[misc]
         if facts.call_novel:
             self._call_epoch += 1
         else:
             facts.progressed = (
-                progress is not None and best_progress is not None and progress > best_progress
-            ) or (size > best_size > 0)
+                (progress is not None and best_progress is not None and progress > best_progress)
+                or (size > best_size > 0)
+                or counts_fell(last_counts, counts)
+            )
         if progress is not None and (best_progress is None or progress > best_progress):
             best_progress = progress
-        self._calls.replace(facts.call, (best_progress, max(size, best_size)))
+        self._calls.replace(facts.call, (best_progress, max(size, best_size), counts))
         seen, _ = self._seen.touch(facts.action)
         facts.novel = not seen or facts.progressed
         if facts.novel:
