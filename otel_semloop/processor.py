@@ -106,7 +106,7 @@ from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.scoring import Scorer
 from otel_semloop.sdk import apply_patch, local_root_of, span_to_record, with_attributes
 from otel_semloop.verdict import Verdict
-from otel_semloop.writeback import patches_for
+from otel_semloop.writeback import UNSCORED_BUDGET_EXCEEDED, UNSCORED_SCORERS_STUCK, release_patches
 
 __all__ = ["SemloopSpanProcessor"]
 
@@ -114,8 +114,6 @@ _logger = logging.getLogger(__name__)
 
 #: Share of a flush timeout given to scoring; the rest is left for the downstream flush.
 _FLUSH_SCORING_SHARE = 0.8
-_BUDGET_REASON = "scoring budget exceeded"
-_STUCK_REASON = "scoring unavailable: scorers stuck past their budget"
 #: Background work is cut into slices of this many spans, with the GIL offered between
 #: them (see :func:`_yield_gil`).
 _SLICE = 256
@@ -657,13 +655,9 @@ def _written_back(
     extra: Mapping[str, Any],
 ) -> _Outcome:
     """Apply ``verdict`` to the release's spans: copies for the patched, originals else."""
-    if release.partial and not verdict.partial:
-        verdict = dataclasses.replace(verdict, partial=True)
-    patches = patches_for(trace, verdict)
+    patches = release_patches(release, trace, verdict)
     root_patch = patches.get(trace.root_span_id)
     if root_patch is not None:
-        if release.reason.early:
-            root_patch.attributes["semloop.release.reason"] = release.reason.value
         root_patch.attributes.update(extra)
     out: list[ReadableSpan] = []
     patched = 0
@@ -797,7 +791,7 @@ class _Worker:
             self._seq += 1
             job = _Job(self._seq, release, 0.0)
             job.state = _DONE
-            self._finish(job, _unscored_outcome(job, _STUCK_REASON, "stuck", self._telemetry))
+            self._finish(job, _unscored_outcome(job, UNSCORED_SCORERS_STUCK, "stuck", self._telemetry))
         if late:
             self._forward_late(late)
 
@@ -882,7 +876,7 @@ class _Worker:
         if not self._lanes.ensure():
             # Every scoring thread is stuck: do not queue behind them.
             job.state = _DONE
-            self._finish(job, _unscored_outcome(job, _STUCK_REASON, "stuck", telemetry))
+            self._finish(job, _unscored_outcome(job, UNSCORED_SCORERS_STUCK, "stuck", telemetry))
             return
         self._outstanding.append(job)
         self._lanes.queue.put(job)
@@ -908,7 +902,7 @@ class _Worker:
         previous = self._lanes.abandon(job)
         if previous is None:
             return
-        self._finish(job, _unscored_outcome(job, _BUDGET_REASON, "budget", self._telemetry))
+        self._finish(job, _unscored_outcome(job, UNSCORED_BUDGET_EXCEEDED, "budget", self._telemetry))
         if previous == _RUNNING and not self._stopping:
             self._lanes.ensure()  # replace the stuck lane while the cap allows
 

@@ -9,8 +9,11 @@ tag search and Honeycomb's numeric filters both work.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
+from otel_semloop.grouping import Release
 from otel_semloop.model import AttributeValue, EventRecord, Trace
 from otel_semloop.verdict import Label, Verdict
 
@@ -22,6 +25,11 @@ class SpanPatch:
     attributes: dict[str, AttributeValue] = field(default_factory=dict)
     events: list[EventRecord] = field(default_factory=list)
 
+
+#: ``semloop.unscored.reason`` of a trace whose scoring ran past its time budget.
+UNSCORED_BUDGET_EXCEEDED = "scoring budget exceeded"
+#: ``semloop.unscored.reason`` while every scoring thread is stuck past its budget.
+UNSCORED_SCORERS_STUCK = "scoring unavailable: scorers stuck past their budget"
 
 #: ``gen_ai.evaluation.name`` of the event this package writes.
 EVALUATION_NAME = "semloop.loop"
@@ -85,3 +93,16 @@ def evaluation_event(verdict: Verdict, time_ns: int = 0) -> EventRecord:
             "gen_ai.evaluation.explanation": verdict.reason or verdict.label.value,
         },
     )
+
+
+def release_patches(release: Release[Any], trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
+    """:func:`patches_for` a trace that left a :class:`~otel_semloop.grouping.TraceBuffer`:
+    a partial release makes the verdict partial, and an early release says why on the
+    root (``semloop.release.reason``). Both front doors that buffer spans use this."""
+    if release.partial and not verdict.partial:
+        verdict = dataclasses.replace(verdict, partial=True)
+    patches = patches_for(trace, verdict)
+    root_patch = patches.get(trace.root_span_id)
+    if root_patch is not None and release.reason.early:
+        root_patch.attributes["semloop.release.reason"] = release.reason.value
+    return patches

@@ -32,6 +32,7 @@ from otel_semloop.otlp.files import (
 from otel_semloop.otlp.records import (
     apply_patch_json,
     apply_patch_proto,
+    record_from_proto_span,
     record_to_json,
     records_from_json,
     records_from_proto,
@@ -56,6 +57,7 @@ __all__ = [
     "json_to_traces",
     "open_input",
     "open_output",
+    "record_from_proto_span",
     "record_to_json",
     "records_from_json",
     "records_from_proto",

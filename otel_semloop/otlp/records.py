@@ -226,42 +226,41 @@ def records_from_proto(msg: Any, where: str = "") -> list[SpanRecord]:
     for i, rs in enumerate(msg.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             for k, span in enumerate(ss.spans):
-                path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
-                tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
-                if len(tid) != 16:
-                    raise Bad(f"trace id must be 16 bytes, got {len(tid)}", path, "traceId").to_error(where)
-                if len(sid) != 8:
-                    raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId").to_error(where)
-                if pid and len(pid) != 8:
-                    raise Bad(
-                        f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId"
-                    ).to_error(where)
-                events = [
-                    EventRecord(
-                        ev.name,
-                        ev.time_unix_nano,
-                        decode_attributes_pb(ev.attributes) if ev.attributes else {},
-                    )
-                    for ev in span.events
-                ]
                 out.append(
-                    SpanRecord(
-                        tid.hex(),
-                        sid.hex(),
-                        pid.hex(),
-                        span.name,
-                        span.start_time_unix_nano,
-                        span.end_time_unix_nano,
-                        decode_attributes_pb(span.attributes),
-                        events,
-                        span.status.code,
-                        span.status.message,
-                        span.kind,
-                        _parent_is_remote(span.flags),
-                        span,
-                    )
+                    record_from_proto_span(span, where, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]")
                 )
     return out
+
+
+def record_from_proto_span(span: Any, where: str = "", path: str = "span") -> SpanRecord:
+    """One protobuf ``Span`` as a :class:`SpanRecord` (``source`` is the span), for callers
+    that hold spans outside their ``TracesData`` envelope. ``path`` locates it in errors."""
+    tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
+    if len(tid) != 16:
+        raise Bad(f"trace id must be 16 bytes, got {len(tid)}", path, "traceId").to_error(where)
+    if len(sid) != 8:
+        raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId").to_error(where)
+    if pid and len(pid) != 8:
+        raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId").to_error(where)
+    events = [
+        EventRecord(ev.name, ev.time_unix_nano, decode_attributes_pb(ev.attributes) if ev.attributes else {})
+        for ev in span.events
+    ]
+    return SpanRecord(
+        tid.hex(),
+        sid.hex(),
+        pid.hex(),
+        span.name,
+        span.start_time_unix_nano,
+        span.end_time_unix_nano,
+        decode_attributes_pb(span.attributes),
+        events,
+        span.status.code,
+        span.status.message,
+        span.kind,
+        _parent_is_remote(span.flags),
+        span,
+    )
 
 
 # --- write-back -----------------------------------------------------------------------

@@ -1,0 +1,412 @@
+"""Forward scored spans to the downstream OTLP backend: a bounded queue, batches that keep
+each span's Resource and InstrumentationScope, and retries on retryable failures.
+
+Delivery
+    :meth:`ExportQueue.put` (loop thread, O(1) per span) queues spans; one task sends them
+    in requests of at most ``export_batch_spans`` spans, grouped back under the
+    ``ResourceSpans``/``ScopeSpans`` they arrived in. A request that fails retryably (HTTP
+    429/502/503/504 or a connection error; gRPC UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
+    CANCELLED, OUT_OF_RANGE, DATA_LOSS, and RESOURCE_EXHAUSTED with a RetryInfo) is retried
+    after the delay the downstream asked for (``Retry-After``, ``RetryInfo``) or an
+    exponential backoff, for up to ``retry_max_elapsed`` seconds; later spans wait behind it
+    in order. Other failures drop the request at once. Either way the loss is counted
+    (``semloop.export.dropped``) and logged with the downstream's own message. A request
+    that timed out after the downstream took it may arrive twice (OTLP is at-least-once
+    across retries); nothing else is ever sent twice.
+
+Outage
+    While the downstream is down, spans wait in the queue. :attr:`ExportQueue.full` turns
+    true at ``export_queue_spans``: the receivers then answer 503 / UNAVAILABLE, which the
+    sender (an SDK exporter, a Collector's ``sending_queue``) retries, so the data waits
+    upstream instead of being lost. Traces the buffer still releases go on queueing up to a
+    hard cap of ``export_queue_spans + max_spans`` (the most the buffer can hold), past
+    which the oldest queued spans are dropped, counted and logged. Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import email.utils
+import gzip
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+from otel_semloop._selftelemetry import SelfTelemetry
+from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.pipeline import Held
+
+__all__ = ["ExportQueue", "SendResult"]
+
+_logger = logging.getLogger("otel_semloop.service")
+_RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
+_LOG_INTERVAL_SECONDS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """The outcome of one export attempt. ``retry_after`` is the downstream's own hint."""
+
+    ok: bool
+    retryable: bool = False
+    message: str = ""
+    retry_after: float | None = None
+    rejected: int = 0
+
+
+def build_request(batch: list[Held]) -> trace_service_pb2.ExportTraceServiceRequest:
+    """An ``ExportTraceServiceRequest`` with ``batch`` under the envelopes they arrived in.
+
+    Spans from the same received ``ResourceSpans``/``ScopeSpans`` share one entry; the
+    Resource, InstrumentationScope and schema URLs are copied unchanged."""
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    resources: dict[int, Any] = {}
+    scopes: dict[tuple[int, int], Any] = {}
+    for held in batch:
+        rs_key = id(held.resource_spans)
+        out_rs = resources.get(rs_key)
+        if out_rs is None:
+            out_rs = request.resource_spans.add()
+            src = held.resource_spans
+            if src.HasField("resource"):
+                out_rs.resource.CopyFrom(src.resource)
+            out_rs.schema_url = src.schema_url
+            resources[rs_key] = out_rs
+        ss_key = (rs_key, id(held.scope_spans))
+        out_ss = scopes.get(ss_key)
+        if out_ss is None:
+            out_ss = out_rs.scope_spans.add()
+            src_ss = held.scope_spans
+            if src_ss.HasField("scope"):
+                out_ss.scope.CopyFrom(src_ss.scope)
+            out_ss.schema_url = src_ss.schema_url
+            scopes[ss_key] = out_ss
+        out_ss.spans.add().CopyFrom(held.span)
+    return request
+
+
+class ExportQueue:
+    """The bounded queue and the sending task (see the module docstring).
+
+    ``sender`` is a :class:`GrpcSender` or :class:`HttpSender`. Loop-thread only.
+    """
+
+    def __init__(self, config: ServiceConfig, sender: Any, telemetry: SelfTelemetry) -> None:
+        self._config = config
+        self._sender = sender
+        self._telemetry = telemetry
+        self._queue: collections.deque[Held] = collections.deque()
+        self._in_flight = 0
+        self._hard_cap = config.export_queue_spans + config.max_spans
+        self._ready = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._closing_deadline: float | None = None
+        self._halted = False
+        self._last_log: dict[str, float] = {}
+        #: True while the last attempt failed (the downstream is down).
+        self.down = False
+
+    @property
+    def pending(self) -> int:
+        """Spans queued or being sent."""
+        return len(self._queue) + self._in_flight
+
+    @property
+    def full(self) -> bool:
+        """True when receivers should refuse new data (retryably)."""
+        return self.pending >= self._config.export_queue_spans
+
+    def put(self, spans: list[Held]) -> None:
+        """Queue spans for export; drops (and counts) the oldest past the hard cap."""
+        self._queue.extend(spans)
+        overflow = len(self._queue) - self._hard_cap
+        if overflow > 0:
+            for _ in range(overflow):
+                self._queue.popleft()
+            self._telemetry.add("semloop.export.dropped", "queue_full", overflow)
+            self._log(
+                "queue_full",
+                "export queue full (%d spans, downstream %s): dropped the %d oldest spans",
+                self._hard_cap,
+                self._sender.describe(),
+                overflow,
+            )
+        if self._queue:
+            self._idle.clear()
+            self._ready.set()
+
+    async def run(self) -> None:
+        """Send until cancelled; a batch being retried blocks the ones behind it."""
+        while True:
+            if self._halted:
+                await asyncio.get_running_loop().create_future()  # until cancelled
+            if not self._queue:
+                self._idle.set()
+                self._ready.clear()
+                await self._ready.wait()
+                continue
+            size = min(len(self._queue), self._config.export_batch_spans)
+            batch = [self._queue.popleft() for _ in range(size)]
+            self._in_flight = size
+            try:
+                await self._deliver(batch)
+            except asyncio.CancelledError:
+                self._queue.extendleft(reversed(batch))
+                raise
+            except Exception as exc:  # pragma: no cover - never let the sender die
+                self._telemetry.add("semloop.errors", "export")
+                self._log("export_bug", "export failed unexpectedly: %r", exc)
+            finally:
+                self._in_flight = 0
+
+    async def drain(self, deadline: float) -> int:
+        """Send what is queued until ``deadline``; returns the spans left unsent (counted
+        as dropped by the caller's shutdown)."""
+        self._closing_deadline = deadline
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._idle.wait(), max(0.0, deadline - time.monotonic()))
+        return self.pending
+
+    async def _deliver(self, batch: list[Held]) -> None:
+        request = build_request(batch).SerializeToString()
+        first_failure = time.monotonic()
+        attempt = 0
+        while True:
+            try:
+                result = await self._sender.send(request)
+            except Exception as exc:  # a sender bug counts as a retryable failure
+                result = SendResult(False, True, f"{type(exc).__name__}: {exc}")
+            if result.ok:
+                if self.down:
+                    _logger.info("otel-semloop: downstream %s is back", self._sender.describe())
+                self.down = False
+                self._telemetry.add("semloop.export.spans", "sent", len(batch) - result.rejected)
+                if result.rejected:
+                    self._telemetry.add("semloop.export.dropped", "rejected_by_downstream", result.rejected)
+                    self._log(
+                        "partial",
+                        "downstream %s rejected %d of %d spans: %s",
+                        self._sender.describe(),
+                        result.rejected,
+                        len(batch),
+                        result.message,
+                    )
+                return
+            self.down = True
+            now = time.monotonic()
+            if result.retryable and self._closing_deadline is not None and now >= self._closing_deadline:
+                # Shutdown ran out of time: stop sending; the caller counts what is left.
+                self._queue.extendleft(reversed(batch))
+                self._halted = True
+                return
+            limit = self._config.retry_max_elapsed
+            give_up = not result.retryable or (limit and now - first_failure >= limit)
+            if give_up:
+                why = "permanent_error" if not result.retryable else "retries_exhausted"
+                self._telemetry.add("semloop.export.dropped", why, len(batch))
+                self._log(
+                    why,
+                    "dropped %d spans: downstream %s failed (%s)%s",
+                    len(batch),
+                    self._sender.describe(),
+                    result.message,
+                    "" if not result.retryable else f" and still failed after {now - first_failure:.1f} s",
+                )
+                return
+            delay = self._config.retry_initial_backoff * (2**attempt)
+            delay = min(delay, self._config.retry_max_backoff)
+            if result.retry_after is not None:
+                delay = max(0.0, min(result.retry_after, self._config.retry_max_backoff))
+            if self._closing_deadline is not None:
+                delay = min(delay, max(0.0, self._closing_deadline - now))
+            attempt += 1
+            self._telemetry.add("semloop.export.retries", "retryable")
+            self._log(
+                "retry",
+                "downstream %s unavailable (%s); %d spans waiting; retrying in %.1f s",
+                self._sender.describe(),
+                result.message,
+                self.pending,
+                delay,
+            )
+            await asyncio.sleep(delay)
+
+    def _log(self, key: str, message: str, *args: Any) -> None:
+        now = time.monotonic()
+        last = self._last_log.get(key)
+        if last is not None and now - last < _LOG_INTERVAL_SECONDS:
+            return
+        self._last_log[key] = now
+        _logger.warning("otel-semloop: " + message + " (counted; next report of this kind in 30 s)", *args)
+
+
+# -- senders: one attempt each, never raise for a downstream failure -----------------------
+
+
+def _partial(response_bytes: bytes) -> tuple[int, str]:
+    response = trace_service_pb2.ExportTraceServiceResponse()
+    try:
+        response.ParseFromString(response_bytes)
+    except Exception:
+        return 0, ""
+    if response.HasField("partial_success"):
+        return int(response.partial_success.rejected_spans), response.partial_success.error_message
+    return 0, ""
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class HttpSender:
+    """OTLP/HTTP protobuf via ``httpx.AsyncClient`` (one attempt per :meth:`send`)."""
+
+    def __init__(self, config: ServiceConfig) -> None:
+        import httpx
+
+        self._httpx = httpx
+        self._url = config.export_url
+        self._gzip = config.export_compression
+        headers = {"Content-Type": "application/x-protobuf", **dict(config.export_headers)}
+        if self._gzip:
+            headers["Content-Encoding"] = "gzip"
+        self._client = httpx.AsyncClient(timeout=config.export_timeout, headers=headers)
+
+    def describe(self) -> str:
+        return f"http/protobuf {self._url}"
+
+    async def send(self, body: bytes) -> SendResult:
+        if self._gzip:
+            body = gzip.compress(body, compresslevel=5)
+        try:
+            response = await self._client.post(self._url, content=body)
+        except self._httpx.TransportError as exc:
+            return SendResult(False, True, f"{type(exc).__name__}: {exc}")
+        status = response.status_code
+        if 200 <= status < 300:
+            rejected, message = _partial(response.content)
+            return SendResult(True, rejected=rejected, message=message)
+        detail = response.text[:200].strip() if response.content else ""
+        message = f"HTTP {status}" + (f": {detail}" if detail else "")
+        if status in _RETRYABLE_HTTP:
+            return SendResult(False, True, message, parse_retry_after(response.headers.get("retry-after")))
+        return SendResult(False, False, message)
+
+    async def close(self) -> None:
+        await self._client.aclose()
+
+
+class GrpcSender:
+    """OTLP/gRPC via a ``grpc.aio`` channel (one attempt per :meth:`send`)."""
+
+    _RETRYABLE = (
+        "CANCELLED",
+        "DEADLINE_EXCEEDED",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+    )
+
+    def __init__(self, config: ServiceConfig) -> None:
+        import grpc
+
+        self._grpc = grpc
+        split = urlsplit(config.export_endpoint)
+        port = split.port or (443 if split.scheme == "https" else 4317)
+        target = f"{split.hostname}:{port}"
+        if ":" in (split.hostname or ""):
+            target = f"[{split.hostname}]:{port}"
+        self._target = f"{split.scheme}://{target}"
+        # gRPC's own reconnect backoff grows to 120 s: a downstream that came back would
+        # go unnoticed that long. Keep it within the retry backoff.
+        options = [
+            ("grpc.initial_reconnect_backoff_ms", max(1, int(config.retry_initial_backoff * 1000))),
+            ("grpc.min_reconnect_backoff_ms", max(1, int(config.retry_initial_backoff * 1000))),
+            ("grpc.max_reconnect_backoff_ms", max(1, int(config.retry_max_backoff * 1000))),
+            ("grpc.max_send_message_length", -1),
+        ]
+        if split.scheme == "https":
+            self._channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options)
+        else:
+            self._channel = grpc.aio.insecure_channel(target, options=options)
+        self._export = self._channel.unary_unary(
+            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            request_serializer=None,  # bytes go out as they are
+            response_deserializer=trace_service_pb2.ExportTraceServiceResponse.FromString,
+        )
+        self._timeout = config.export_timeout
+        self._metadata = tuple((k.lower(), v) for k, v in dict(config.export_headers).items())
+        self._compression = grpc.Compression.Gzip if config.export_compression else None
+        self._retryable = {getattr(grpc.StatusCode, name) for name in self._RETRYABLE}
+
+    def describe(self) -> str:
+        return f"grpc {self._target}"
+
+    async def send(self, body: bytes) -> SendResult:
+        grpc = self._grpc
+        try:
+            response = await self._export(
+                body, timeout=self._timeout, metadata=self._metadata or None, compression=self._compression
+            )
+        except grpc.aio.AioRpcError as exc:
+            code = exc.code()
+            message = f"{code.name}: {exc.details()}"
+            retry_after = _retry_info(exc)
+            retryable = code in self._retryable or (
+                code is grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None
+            )
+            return SendResult(False, retryable, message, retry_after)
+        if response.HasField("partial_success"):
+            return SendResult(
+                True,
+                rejected=int(response.partial_success.rejected_spans),
+                message=response.partial_success.error_message,
+            )
+        return SendResult(True)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+def _retry_info(exc: Any) -> float | None:
+    """The ``RetryInfo.retry_delay`` a gRPC server attached to its error, if any."""
+    try:
+        from google.rpc import error_details_pb2, status_pb2
+    except ImportError:  # pragma: no cover - googleapis-common-protos ships with the exporter
+        return None
+    for key, value in exc.trailing_metadata() or ():
+        if key != "grpc-status-details-bin":
+            continue
+        status = status_pb2.Status()
+        try:
+            status.ParseFromString(value)
+        except Exception:
+            return None
+        for detail in status.details:
+            if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+    return None
+
+
+def make_sender(config: ServiceConfig) -> HttpSender | GrpcSender:
+    return GrpcSender(config) if config.export_protocol == "grpc" else HttpSender(config)
