@@ -266,8 +266,8 @@ class SemloopSpanProcessor(SpanProcessor):
             local_root = parent is None or parent.is_remote
             now = time.monotonic()
             with self._lock:
-                handed = True
                 self._buffer_end(context.trace_id, local_root, span, now)
+                handed = True
         except Exception:
             self._app_error("on_end")
             if not handed:

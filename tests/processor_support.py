@@ -4,7 +4,6 @@ agents that emit OpenTelemetry GenAI spans."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -12,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_spans import search_agent
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -113,12 +113,6 @@ def pipeline(
         provider.shutdown()
 
 
-def tool_call_message(name: str, arguments: dict[str, Any]) -> str:
-    return json.dumps(
-        [{"role": "assistant", "parts": [{"type": "tool_call", "name": name, "arguments": arguments}]}]
-    )
-
-
 def agent_run(
     line: Pipeline,
     results: Callable[[int], str],
@@ -130,41 +124,8 @@ def agent_run(
     """An agent that asks the model, then calls ``search`` with the same arguments,
     ``iterations`` times; ``results(i)`` is what the i-th search returns. Returns the
     number of iterations completed (``before_step`` may raise to stop the run)."""
-    tracer = line.tracer
-    done = 0
-    with tracer.start_as_current_span(
-        f"invoke_agent {name}",
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": name,
-            "gen_ai.input.messages": json.dumps(
-                [{"role": "user", "parts": [{"type": "text", "content": "find x"}]}]
-            ),
-        },
-    ):
-        for i in range(iterations):
-            if before_step is not None:
-                before_step()
-            with tracer.start_as_current_span(
-                "chat model",
-                attributes={
-                    "gen_ai.operation.name": "chat",
-                    "gen_ai.output.messages": tool_call_message("search", {"q": "x"}),
-                },
-            ):
-                pass
-            with tracer.start_as_current_span(
-                "execute_tool search",
-                attributes={
-                    "gen_ai.operation.name": "execute_tool",
-                    "gen_ai.tool.name": "search",
-                    "gen_ai.tool.call.arguments": json.dumps({"q": "x"}),
-                    "gen_ai.tool.call.result": results(i),
-                },
-            ):
-                pass
-            done += 1
-    return done
+    search_agent(line.tracer, (results(i) for i in range(iterations)), name=name, before_step=before_step)
+    return iterations
 
 
 def looping(line: Pipeline, iterations: int = 8, **kwargs: Any) -> int:

@@ -61,6 +61,7 @@ except metadata.PackageNotFoundError:
         allow_module_level=True,
     )
 
+from e2e.fixtures import hex_span_id, hex_trace_id
 from e2e.phoenix_server import PhoenixServer
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
@@ -138,16 +139,6 @@ class Emitted:
         roots = [s for s in self.stored_in(trace_id) if not s.get("parent_id")]
         assert len(roots) == 1, f"expected one stored root for trace {trace_id}, got {len(roots)}"
         return roots[0]
-
-
-def hex_span_id(span: ReadableSpan) -> str:
-    assert span.context is not None
-    return f"{span.context.span_id:016x}"
-
-
-def hex_trace_id(span: ReadableSpan) -> str:
-    assert span.context is not None
-    return f"{span.context.trace_id:032x}"
 
 
 # -- the agent runs (OpenInference attributes, written by hand) ----------------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from agent_spans import search_agent
 from e2e.otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver, OtlpReceiver, ReceivedSpan
 from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
@@ -80,43 +81,7 @@ class App:
     def agent_run(self, results: list[str]) -> str:
         """An ``invoke_agent`` root; per result, a chat span asking for ``search`` and the
         ``execute_tool search`` span returning it. Returns the trace id (hex)."""
-        tracer = self.tracer
-        with tracer.start_as_current_span(
-            "invoke_agent researcher",
-            attributes={
-                "gen_ai.operation.name": "invoke_agent",
-                "gen_ai.agent.name": "researcher",
-                "gen_ai.input.messages": json.dumps(
-                    [{"role": "user", "parts": [{"type": "text", "content": "find x"}]}]
-                ),
-            },
-        ) as root:
-            for result in results:
-                message = [
-                    {
-                        "role": "assistant",
-                        "parts": [{"type": "tool_call", "name": "search", "arguments": {"q": "x"}}],
-                    }
-                ]
-                with tracer.start_as_current_span(
-                    "chat model",
-                    attributes={
-                        "gen_ai.operation.name": "chat",
-                        "gen_ai.output.messages": json.dumps(message),
-                    },
-                ):
-                    pass
-                with tracer.start_as_current_span(
-                    "execute_tool search",
-                    attributes={
-                        "gen_ai.operation.name": "execute_tool",
-                        "gen_ai.tool.name": "search",
-                        "gen_ai.tool.call.arguments": json.dumps({"q": "x"}),
-                        "gen_ai.tool.call.result": result,
-                    },
-                ):
-                    pass
-        return f"{root.get_span_context().trace_id:032x}"
+        return search_agent(self.tracer, results)
 
     def plain_request(self) -> str:
         """An HTTP server span with a DB child: no agent steps."""

@@ -3,7 +3,6 @@ holds (scored and forwarded) before it exits 0."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -12,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from agent_spans import search_agent
 from e2e.otlp_receiver import GrpcOtlpReceiver
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
@@ -61,20 +61,7 @@ def test_sigterm_drains_a_held_trace_with_its_verdict_then_exits_0(tmp_path: Pat
             exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{ports.group(2)}/v1/traces", timeout=5)
             provider.add_span_processor(SimpleSpanProcessor(exporter))
             tracer = provider.get_tracer("cli-test")
-            with tracer.start_as_current_span(
-                "invoke_agent a", attributes={"gen_ai.operation.name": "invoke_agent"}
-            ):
-                for _ in range(6):
-                    with tracer.start_as_current_span(
-                        "execute_tool search",
-                        attributes={
-                            "gen_ai.operation.name": "execute_tool",
-                            "gen_ai.tool.name": "search",
-                            "gen_ai.tool.call.arguments": json.dumps({"q": "x"}),
-                            "gen_ai.tool.call.result": "no results",
-                        },
-                    ):
-                        pass
+            search_agent(tracer, ["no results"] * 6, name="a", ask_model=False)
             provider.shutdown()
             time.sleep(0.3)
             assert not downstream.spans  # held: the grace is 60 s
