@@ -292,7 +292,12 @@ class ServiceConfig:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = from_environment(env)
         if path is not None:
-            values.update(_read_toml(Path(path), env))
+            hints = typing.get_type_hints(cls)
+            for key, value in _read_toml(Path(path), env).items():
+                kind = hints.get(key)
+                if isinstance(value, str) and kind is not None and kind is not str:
+                    value = _env_value(key, value, kind)  # "${env:N}" in a number field
+                values[key] = value
         values.update({k: v for k, v in overrides.items() if v is not None})
         headers_file = values.pop("export_headers_file", None)
         if headers_file:
