@@ -28,7 +28,7 @@ EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
 
 def config_for(downstream: OtlpReceiver | str, **overrides: Any) -> ServiceConfig:
     endpoint = downstream if isinstance(downstream, str) else downstream.endpoint
-    grpc_downstream = isinstance(downstream, str) or isinstance(downstream, GrpcOtlpReceiver)
+    grpc_downstream = isinstance(downstream, (str, GrpcOtlpReceiver))
     options: dict[str, Any] = {
         "grpc": "127.0.0.1:0",
         "http": "127.0.0.1:0",
@@ -112,7 +112,7 @@ class MetricsReceiver(metrics_service_pb2_grpc.MetricsServiceServicer):
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self, self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
 
-    def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC naming
+    def Export(self, request: Any, context: Any) -> Any:
         with self._lock:
             for rm in request.resource_metrics:
                 self.resources.append({kv.key: kv.value.string_value for kv in rm.resource.attributes})

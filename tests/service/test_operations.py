@@ -73,8 +73,10 @@ def test_self_metrics_reach_a_real_otlp_metrics_receiver_and_the_prometheus_endp
                 "spans.received in the OTLP metrics",
             )
             wait_for(
-                lambda: metrics.value("semloop.traces", **{"semloop.label": "no_loop"}) == 2
-                and metrics.value("semloop.traces", **{"semloop.label": "loop"}) == 2,
+                lambda: (
+                    metrics.value("semloop.traces", **{"semloop.label": "no_loop"}) == 2
+                    and metrics.value("semloop.traces", **{"semloop.label": "loop"}) == 2
+                ),
                 10,
                 "traces by label",
             )
@@ -87,7 +89,9 @@ def test_self_metrics_reach_a_real_otlp_metrics_receiver_and_the_prometheus_endp
             assert (metrics.value("semloop.scoring.duration") or 0) >= 4  # a histogram: count
             assert any(r.get("service.name") == "otel-semloop" for r in metrics.resources)
             scrape = httpx.get(f"http://127.0.0.1:{service.service.prometheus_port}/metrics").text
-            assert f'semloop_spans_received_total{{semloop_outcome="accepted"}} {float(sent)}' in _lines(scrape)
+            assert f'semloop_spans_received_total{{semloop_outcome="accepted"}} {float(sent)}' in _lines(
+                scrape
+            )
             assert 'semloop_traces_total{semloop_label="loop"} 2.0' in _lines(scrape)
 
 
@@ -115,7 +119,7 @@ class _RecordingOtlpHttp:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if self.headers.get("Content-Encoding") == "gzip":
                     body = gzip.decompress(body)
