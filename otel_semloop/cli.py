@@ -28,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _rescore(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "health":
+        return _health(args)
     parser.print_help()
     return 2
 
@@ -56,6 +58,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     rescore.add_argument("-q", "--quiet", action="store_true", help="no per-trace table")
     _add_serve(sub)
+    health = sub.add_parser(
+        "health",
+        help="probe a serve health endpoint (container and systemd health checks)",
+        description="GET the URL; exit 0 if it answers 2xx, 1 otherwise (no curl needed in images).",
+    )
+    health.add_argument("url", nargs="?", default="http://127.0.0.1:13133/health/ready")
+    health.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS", help="retry until healthy or this long"
+    )
     return parser
 
 
@@ -272,6 +283,25 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"otel-semloop: {error}", file=sys.stderr)
         return 2
     return serve(config)
+
+
+def _health(args: argparse.Namespace) -> int:
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + args.wait
+    while True:
+        try:
+            with urllib.request.urlopen(args.url, timeout=3) as response:
+                if 200 <= response.status < 300:
+                    return 0
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() >= deadline:
+            print(f"otel-semloop: {args.url} is not healthy", file=sys.stderr)
+            return 1
+        time.sleep(0.5)
 
 
 def _version() -> str:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from otel_semloop.cli import main as cli_main
 from otel_semloop.errors import ConfigError
 from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.http_thread import ServerThread, reply
@@ -34,6 +35,7 @@ def test_health_is_ready_while_serving_then_not_ready_while_draining_then_gone()
         assert ready.status_code == 200 and ready.json()["status"] == "ready"
         assert httpx.get(f"{url}/health/live").status_code == 200
         assert httpx.get(f"{url}/health").status_code == 200  # the Collector extension's path
+        assert cli_main(["health", f"{url}/health/ready"]) == 0  # the container health check
         grpc_export(service.grpc_port, request_of(agent_spans(trace_id_of(1, 0), 2, loop=True)))
         stopper = threading.Thread(target=service.stop)
         stopper.start()
@@ -44,6 +46,7 @@ def test_health_is_ready_while_serving_then_not_ready_while_draining_then_gone()
         stopper.join(20)
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{url}/health/live", timeout=1)
+        assert cli_main(["health", f"{url}/health/ready"]) == 1
     finally:
         service.stop()
 
