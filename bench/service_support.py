@@ -175,7 +175,12 @@ def _sender_main(
 
 
 def run_senders(
-    port: int, senders: int, duration: float, traces_per_request: int = 8, rounds: int = 4, keep_ids: bool = False
+    port: int,
+    senders: int,
+    duration: float,
+    traces_per_request: int = 8,
+    rounds: int = 4,
+    keep_ids: bool = False,
 ) -> dict[str, Any]:
     """``senders`` processes sending for ``duration`` seconds; totals of what was acked."""
     context = mp.get_context("spawn")

@@ -37,7 +37,9 @@ def one_round(args: argparse.Namespace) -> dict[str, float]:
     downstream = Downstream()
     floor = Floor(downstream.port)
     cpu0 = cpu_of(floor.pid)
-    sent = run_senders(floor.grpc_port, args.senders, args.duration, args.traces_per_request, args.rounds_per_trace)
+    sent = run_senders(
+        floor.grpc_port, args.senders, args.duration, args.traces_per_request, args.rounds_per_trace
+    )
     floor_cpu = cpu_of(floor.pid) - cpu0
     floor.stop()
     downstream.stop()
@@ -52,7 +54,9 @@ def one_round(args: argparse.Namespace) -> dict[str, float]:
         ]
     )  # fmt: skip
     cpu0 = serve.cpu_seconds()
-    sent = run_senders(serve.grpc_port, args.senders, args.duration, args.traces_per_request, args.rounds_per_trace)
+    sent = run_senders(
+        serve.grpc_port, args.senders, args.duration, args.traces_per_request, args.rounds_per_trace
+    )
     serve_cpu = serve.cpu_seconds() - cpu0
     rss = [r for _, r in serve.rss]
     code = serve.stop()
@@ -80,8 +84,12 @@ def one_round(args: argparse.Namespace) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=15.0, help="seconds of sending per service (default 15)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--duration", type=float, default=15.0, help="seconds of sending per service (default 15)"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="side-by-side rounds (default 3)")
     parser.add_argument("--senders", type=int, default=4, help="sender processes (default 4)")
     parser.add_argument("--traces-per-request", type=int, default=8)
