@@ -123,22 +123,32 @@ class DurableQueue:
         else:
             self._forget(ticket)
 
-    def settle(self, batch: list[Any]) -> None:
-        """Spans that left for good (each a :class:`~otel_semloop.service.pipeline.Held`)."""
+    def settle(self, batch: list[Any]) -> asyncio.Future[int] | None:
+        """Spans that left for good (each a :class:`~otel_semloop.service.pipeline.Held`).
+        Returns a future done once that is on disk: the exporter waits for it before its
+        next batch, so at most the batch in flight and this one can be resent after a
+        crash."""
         keys: dict[int, list[bytes]] = defaultdict(list)
         for held in batch:
             if held.ticket:
                 keys[held.ticket].append(held.span.trace_id + held.span.span_id)
         partial: dict[int, list[bytes]] = {}
+        finished: list[int] = []
         for ticket, done in keys.items():
             left = self._remaining.get(ticket, 0) - len(done)
             if left <= 0:
-                self._forget(ticket)
+                self._remaining.pop(ticket, None)
+                self._bytes -= self._sizes.pop(ticket, 0)
+                finished.append(ticket)
             else:
                 self._remaining[ticket] = left
                 partial[ticket] = done
-        if partial:
-            self._jobs.put(("sent", partial))
+        if not partial and not finished:
+            return None
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[int] = loop.create_future()
+        self._jobs.put(("settle", finished, partial, loop, future))
+        return future
 
     async def close(self) -> None:
         if self._thread is not None:
@@ -183,14 +193,16 @@ class DurableQueue:
                         )
                         done.append((loop, future, cursor.lastrowid))
                     elif kind == "delete":
-                        db.execute("DELETE FROM requests WHERE id = ?", (job[1],))
-                        db.execute("DELETE FROM sent WHERE request = ?", (job[1],))
-                    elif kind == "sent":
-                        for ticket, keys in job[1].items():
+                        _delete(db, [job[1]])
+                    elif kind == "settle":
+                        _, finished, partial, loop, future = job
+                        _delete(db, finished)
+                        for ticket, keys in partial.items():
                             db.executemany(
                                 "INSERT OR IGNORE INTO sent (request, key) VALUES (?, ?)",
                                 [(ticket, key) for key in keys],
                             )
+                        done.append((loop, future, 0))
                 db.execute("COMMIT")
             except Exception as exc:
                 with contextlib.suppress(sqlite3.Error):
@@ -200,13 +212,19 @@ class DurableQueue:
                     loop.call_soon_threadsafe(_fail, future, exc)
                 # Appends not yet answered in this batch fail too (the sender retries).
                 for job in jobs:
-                    if job is not _STOP and job[0] == "append" and all(job[3] is not f for _, f, _ in done):
-                        job[2].call_soon_threadsafe(_fail, job[3], exc)
+                    if job is not _STOP and job[0] in ("append", "settle"):
+                        job[-2].call_soon_threadsafe(_fail, job[-1], exc)
             else:
                 for loop, future, ticket in done:
                     loop.call_soon_threadsafe(_resolve, future, ticket)
             if stop:
                 return
+
+
+def _delete(db: sqlite3.Connection, tickets: list[int]) -> None:
+    if tickets:
+        db.executemany("DELETE FROM requests WHERE id = ?", [(t,) for t in tickets])
+        db.executemany("DELETE FROM sent WHERE request = ?", [(t,) for t in tickets])
 
 
 def _resolve(future: asyncio.Future[int], value: int) -> None:

@@ -172,7 +172,11 @@ class ExportQueue:
                 self._in_flight = 0
             if self._settle is not None and not self._halted:
                 try:
-                    self._settle(batch)
+                    recorded = self._settle(batch)
+                    if recorded is not None:
+                        await recorded  # durable: on disk before the next batch goes
+                except asyncio.CancelledError:
+                    raise
                 except Exception as exc:  # pragma: no cover - accounting must not stop sending
                     self._telemetry.add("semloop.errors", "settle")
                     self._log("settle", "settling a batch failed: %r", exc)

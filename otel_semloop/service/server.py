@@ -239,11 +239,13 @@ class SemloopService:
         self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
         return result
 
-    def _settle(self, batch: list[Held]) -> None:
-        """Spans that left for good: release their bytes and their durable records."""
+    def _settle(self, batch: list[Held]) -> Any:
+        """Spans that left for good: release their bytes and their durable records (the
+        returned future, if any, is done once that is on disk)."""
         self.accepted_bytes = max(0, self.accepted_bytes - sum(h.cost for h in batch))
         if self._durable is not None:
-            self._durable.settle(batch)
+            return self._durable.settle(batch)
+        return None
 
     # -- lifecycle -------------------------------------------------------------------------
 
