@@ -15,6 +15,7 @@ from typing import Any
 
 from otel_semloop.grouping import Release
 from otel_semloop.model import AttributeValue, EventRecord, Trace
+from otel_semloop.redact import safe_text
 from otel_semloop.verdict import Label, Verdict
 
 
@@ -61,10 +62,11 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
         "semloop.action": verdict.action.value,
         "semloop.partial": verdict.partial,
     }
+    # Reasons quote trace text (tool names, error types): secrets redacted, controls escaped.
     if verdict.reason:
-        attrs["semloop.reason"] = verdict.reason
+        attrs["semloop.reason"] = safe_text(verdict.reason)
     if verdict.label is Label.UNSCORED:
-        attrs["semloop.unscored.reason"] = verdict.unscored_reason or verdict.reason
+        attrs["semloop.unscored.reason"] = safe_text(verdict.unscored_reason or verdict.reason)
     signals = verdict.fired_signals
     if signals:
         attrs["semloop.signals"] = list(signals)
@@ -78,6 +80,7 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
             attrs[f"semloop.deepeval.{name}"] = float(value)
     for name, value in verdict.calibration.items():
         attrs[f"semloop.calibration.{name}"] = float(value)
+    attrs.update(verdict.attributes)
     return attrs
 
 
@@ -90,7 +93,7 @@ def evaluation_event(verdict: Verdict, time_ns: int = 0) -> EventRecord:
             "gen_ai.evaluation.name": EVALUATION_NAME,
             "gen_ai.evaluation.score.value": float(verdict.score),
             "gen_ai.evaluation.score.label": verdict.label.value,
-            "gen_ai.evaluation.explanation": verdict.reason or verdict.label.value,
+            "gen_ai.evaluation.explanation": safe_text(verdict.reason or verdict.label.value),
         },
     )
 
