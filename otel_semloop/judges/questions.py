@@ -191,14 +191,14 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "index": judged.index,
         "type": step.kind.value,
-        "name": clean_control(step.name),
+        "name": clean_control(redact(step.name)),
     }
     for key, raw in (("input", raw_input), ("output", raw_output)):
         text, cut = _truncate(redact(_text(raw)), config.max_chars)
         fields[key] = text
         truncated |= cut
     if step.is_error:
-        fields["error"] = redact(clean_control(step.error_type or "error"))
+        fields["error"] = clean_control(redact(step.error_type or "error"))
     actions = []
     for action in judged.actions[: config.max_actions_per_step]:
         args, cut_a = _truncate(
@@ -211,12 +211,12 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
         )
         truncated |= cut_a or cut_r
         entry: dict[str, Any] = {
-            "tool": redact(clean_control(action.name)),
+            "tool": clean_control(redact(action.name)),
             "arguments": args,
             "result": result,
         }
         if action.is_error:
-            entry["error"] = redact(clean_control(action.error_type or "error"))
+            entry["error"] = clean_control(redact(action.error_type or "error"))
         actions.append(entry)
     if judged.actions:
         fields["actions"] = actions
@@ -249,7 +249,7 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
     for name, count in counts.items():
         if count < config.repetition_threshold:
             continue
-        safe_name = redact(clean_control(name))
+        safe_name = clean_control(redact(name))
         key = _TOOL_KEY_UNSAFE.sub("_", safe_name)[:64] or "tool"
         qid = f"tool_repeat_{key}"
         suffix = 2

@@ -35,7 +35,7 @@ from otel_semloop.judges.base import (
     JudgeResponse,
     parse_system_one_answer,
 )
-from otel_semloop.judges.http import HttpJudgeClient
+from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy
 from otel_semloop.judges.questions import DATA_NOTICE
 
 __all__ = ["OpenAIBackend", "parse_chat_answers"]
@@ -135,6 +135,8 @@ class OpenAIBackend:
         output_usd_per_million: float = 0.0,
         timeout: float = 30.0,
         max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
         client: HttpJudgeClient | None = None,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
@@ -145,8 +147,14 @@ class OpenAIBackend:
         self.input_usd_per_million = input_usd_per_million
         self.output_usd_per_million = output_usd_per_million
         headers = {"authorization": f"Bearer {key}"} if key else {}
+        self.max_concurrency = max_concurrency
         self.client = client or HttpJudgeClient(
-            self.base_url, headers=headers, timeout=timeout, max_concurrency=max_concurrency
+            self.base_url,
+            headers=headers,
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            retry=retry,
+            breaker=breaker,
         )
 
     def payload(self, request: JudgeRequest) -> dict[str, Any]:

@@ -33,7 +33,7 @@ from otel_semloop.judges.base import (
     JudgeResponse,
     parse_system_one_answer,
 )
-from otel_semloop.judges.http import HttpJudgeClient
+from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy
 
 __all__ = ["INPUT_USD_PER_MILLION", "SystemOneBackend", "parse_system_one_response"]
 
@@ -85,6 +85,8 @@ class SystemOneBackend:
         path: str | None = None,
         timeout: float = 30.0,
         max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
         client: HttpJudgeClient | None = None,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("TYPESAFE_API_KEY", "")
@@ -93,11 +95,14 @@ class SystemOneBackend:
         self.model = model or os.environ.get("TYPESAFE_MODEL") or DEFAULT_MODEL
         self.base_url = (base_url or os.environ.get("TYPESAFE_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.path = path or os.environ.get("TYPESAFE_PATH") or DEFAULT_PATH
+        self.max_concurrency = max_concurrency
         self.client = client or HttpJudgeClient(
             self.base_url,
             headers={"authorization": f"Bearer {key}"},
             timeout=timeout,
             max_concurrency=max_concurrency,
+            retry=retry,
+            breaker=breaker,
         )
 
     def payload(self, request: JudgeRequest) -> dict[str, Any]:
