@@ -84,7 +84,9 @@ def read_traces(path: Path) -> dict[str, object]:
     return {trace_id: build_trace(records) for trace_id, records in by_trace.items()}
 
 
-def judge_run(judge_name: str, escalate: str, source: Path, by_trace_id: dict[str, dict]) -> tuple[dict, dict]:
+def judge_run(
+    judge_name: str, escalate: str, source: Path, by_trace_id: dict[str, dict]
+) -> tuple[dict, dict]:
     """Score ``source`` with a judge: root attributes per trace id, and run figures."""
     from bench.judge_oracle import oracle_script
     from otel_semloop.judges import Judge, JudgedScorer, JudgeSettings, make_judge
@@ -119,7 +121,9 @@ def judge_run(judge_name: str, escalate: str, source: Path, by_trace_id: dict[st
 
 def judged_tally(attrs: dict, row: dict, tally: dict[str, int]) -> None:
     """Judge columns; a trace the judge did not read keeps its deterministic evidence."""
-    stagnation = attrs.get("semloop.judge.reasoning_stagnation", attrs["semloop.deepeval.reasoning_stagnation"])
+    stagnation = attrs.get(
+        "semloop.judge.reasoning_stagnation", attrs["semloop.deepeval.reasoning_stagnation"]
+    )
     tally["j_stag"] += (stagnation < 1.0) == row["stagnation"]
     judged_score = attrs.get("semloop.judge.score", attrs["semloop.deepeval.score"])
     tally["j_verdict"] += (judged_score < 0.5) == row["loop"]
@@ -195,7 +199,9 @@ def main() -> int:
 
     judge_header = ""
     if runs:
-        judge_header = f" {args.judge + ' stag':>16} {args.judge + ' verdict':>19} {'with judge':>10} {'FP':>3}"
+        judge_header = (
+            f" {args.judge + ' stag':>16} {args.judge + ' verdict':>19} {'with judge':>10} {'FP':>3}"
+        )
     header = (
         f"{'family':24} {'loop?':>5} {'lexical stag':>12} {'lexical verdict':>15} {'default':>8} {'FP':>3}"
         + judge_header
@@ -225,11 +231,13 @@ def main() -> int:
     for mode, figures in runs:
         tally = figures["tally"] or totals
         load = f", model load {figures['load_seconds']:.1f} s" if figures["load_seconds"] else ""
+        calls_per_trace = figures["calls"] / figures["traces"]
         print(
-            f"judge {args.judge}, escalate {mode}: {figures['calls'] / figures['traces']:.2f} judge calls per trace "
+            f"judge {args.judge}, escalate {mode}: {calls_per_trace:.2f} judge calls per trace "
             f"({figures['calls']} calls, {figures['saved']} saved, {figures['errors']} errors), "
-            f"mean latency {figures['mean_latency_ms']:.0f} ms per call{load}, cost {figures['cost_usd']:.6f} USD; "
-            f"stagnation {tally['j_stag']}/{n}, judged verdict {tally['j_verdict']}/{n}, "
+            f"mean latency {figures['mean_latency_ms']:.0f} ms per call{load}, "
+            f"cost {figures['cost_usd']:.6f} USD; stagnation {tally['j_stag']}/{n}, "
+            f"judged verdict {tally['j_verdict']}/{n}, "
             f"verdict with judge {tally['j_default']}/{n} ({tally['j_fp']} FP)"
         )
     if args.keep:

@@ -114,6 +114,13 @@ def make_judge(settings: JudgeSettings, backend: Any = None) -> Judge | None:
 
 
 def _backend(settings: JudgeSettings) -> Any:
+    if settings.judge in ("system-one", "openai"):
+        try:
+            import httpx  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"the {settings.judge} judge needs httpx: pip install 'otel-semloop[judge]'"
+            ) from None
     if settings.judge == "system-one":
         from otel_semloop.judges.backends.system_one import SystemOneBackend
 
