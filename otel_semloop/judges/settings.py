@@ -163,3 +163,35 @@ def make_judged_scorer(
     if judge is None:
         return base
     return JudgedScorer(judge, base=base, escalate=settings.escalate, budget_seconds=budget_seconds)
+
+
+def scorer_with_judge(
+    judge: Any,
+    base: Any = None,
+    *,
+    budget_seconds: float | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    """The scorer a front door uses for its ``judge`` option.
+
+    ``judge`` is None (read ``SEMLOOP_JUDGE*``; nothing is sent unless it names a judge), a
+    backend name (``"local"``, ``"system-one"``, ``"openai"``, ``"none"``; the other options
+    from the environment), a :class:`JudgeSettings`, a :class:`~otel_semloop.judges.judge.Judge`,
+    or a backend object. ``budget_seconds`` is the front door's scoring budget: the judged
+    scorer stops waiting for the judge just before it ends, so the deterministic verdict
+    goes out in time.
+    """
+    from otel_semloop.judges.scorer import JudgedScorer
+    from otel_semloop.scoring import Scorer
+
+    base = base if base is not None else Scorer()
+    if isinstance(judge, Judge):
+        escalate = JudgeSettings.from_env(environ).escalate
+        return JudgedScorer(judge, base=base, escalate=escalate, budget_seconds=budget_seconds)
+    if judge is None or isinstance(judge, str):
+        settings = JudgeSettings.from_env(environ, judge=judge)
+        return make_judged_scorer(settings, base, budget_seconds=budget_seconds)
+    if isinstance(judge, JudgeSettings):
+        return make_judged_scorer(judge, base, budget_seconds=budget_seconds)
+    settings = JudgeSettings.from_env(environ)
+    return make_judged_scorer(settings, base, backend=judge, budget_seconds=budget_seconds)
