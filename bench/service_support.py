@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-_PORTS = re.compile(r"grpc \S+ \(port (\d+)\), http \S+ \(port (\d+)\)")
+_PORTS = re.compile(r"grpc \S+ \(port (\d+)\)")
 
 
 # -- the downstream: counts spans, ids and verdict labels --------------------------------------
