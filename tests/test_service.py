@@ -53,6 +53,7 @@ def service_config(downstream: OtlpReceiver, **overrides: Any) -> ServiceConfig:
         "retry_max_backoff": 0.2,
         "export_timeout": 2.0,
         "drain_timeout": 5.0,
+        "scoring_processes": 0,
         **overrides,
     }
     return ServiceConfig(**options)

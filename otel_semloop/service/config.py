@@ -103,6 +103,10 @@ class ServiceConfig:
     #: From release to verdict, queueing included; past it the trace leaves unscored.
     scoring_budget: float = 5.0
     scoring_threads: int = 2
+    #: Score in this many processes instead of threads (other cores: the receive path keeps
+    #: its own); 0: threads. The default uses every core but one, up to 4, when there are
+    #: at least 2 cores.
+    scoring_processes: int = dataclasses.field(default_factory=lambda: _default_processes())
     #: Largest accepted request body as received (compressed or not): 413 /
     #: RESOURCE_EXHAUSTED past it.
     max_request_bytes: int = 32 * _MIB
@@ -206,6 +210,9 @@ class ServiceConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"serve: {name}={value!r}: expected an integer >= 1")
+        processes = self.scoring_processes
+        if isinstance(processes, bool) or not isinstance(processes, int) or processes < 0:
+            raise ConfigError(f"serve: scoring_processes={processes!r}: expected an integer >= 0")
         if isinstance(self.recent_traces, bool) or not isinstance(self.recent_traces, int):
             raise ConfigError(f"serve: recent_traces={self.recent_traces!r}: expected an integer >= 0")
         if self.recent_traces < 0:
@@ -324,6 +331,11 @@ class ServiceConfig:
 
 
 # -- the environment -------------------------------------------------------------------------
+
+
+def _default_processes() -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(4, cores - 1) if cores >= 2 else 0
 
 
 def _otlp_var(env: Mapping[str, str], name: str) -> str | None:

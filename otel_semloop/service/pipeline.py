@@ -48,8 +48,9 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.builder import build_trace
+from otel_semloop.conventions import step_kind
 from otel_semloop.grouping import BufferLimits, Release, ReleaseReason, TraceBuffer
-from otel_semloop.model import Trace
+from otel_semloop.model import StepKind, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.service.config import ServiceConfig
 from otel_semloop.verdict import Verdict
@@ -109,6 +110,67 @@ class Accepted:
     message: str = ""
 
 
+@dataclasses.dataclass(slots=True)
+class Prepared:
+    """A request's spans copied out and checked, ready for :meth:`Pipeline.hold`."""
+
+    spans: list[tuple[bytes, bool, Held]]
+    result: Accepted
+
+
+def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Prepared:
+    """Check and copy a request's spans (a copy each, so no held span pins the request).
+    Touches no shared state: large requests are prepared on a thread, off the loop."""
+    result = Accepted()
+    out: list[tuple[bytes, bool, Held]] = []
+    total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    cost = size // total if total else 0
+    for i, rs in enumerate(request.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            env_rs, env_ss = _envelopes(rs, ss)
+            for k, span in enumerate(ss.spans):
+                reason = invalid_span_reason(span)
+                if reason is not None:
+                    result.rejected += 1
+                    if not result.message:
+                        result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
+                    continue
+                if skip and span.trace_id + span.span_id in skip:
+                    continue
+                own = trace_pb2.Span()
+                own.CopyFrom(span)
+                flags = own.flags
+                local_root = not own.parent_span_id or bool(
+                    flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE
+                )
+                out.append((own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket)))
+                result.accepted += 1
+    return Prepared(out, result)
+
+
+#: Attributes that make a span an agent, LLM or tool step (see ``conventions.step_kind``).
+_STEP_KEYS = frozenset(
+    {
+        "confident.span.type",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "gen_ai.operation.name",
+        "llm.request.type",
+    }
+)
+
+
+def may_have_steps(spans: list[Held]) -> bool:
+    """Whether any span reads as an agent, LLM or tool step: the cheap filter that lets
+    plain traces (HTTP, DB...) go out untouched without a trip to a scorer. Errs toward
+    yes (a top-level OpenInference CHAIN counts wherever it is)."""
+    for held in spans:
+        found = {kv.key: kv.value.string_value for kv in held.span.attributes if kv.key in _STEP_KEYS}
+        if found and step_kind(found, top_level=True) is not StepKind.OTHER:
+            return True
+    return False
+
+
 def invalid_span_reason(span: Any) -> str | None:
     """Why a protobuf span cannot be grouped (bad ids), or None. OTLP requires a 16-byte
     non-zero trace id and an 8-byte span id; the parent id is empty or 8 bytes."""
@@ -164,34 +226,17 @@ class Pipeline:
 
     def accept(self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Accepted:
         """Hold every valid span of an ``ExportTraceServiceRequest``; count the others.
-        O(spans): a few checks, a copy and a dict operation per span, no decoding.
         ``size`` (the request's bytes) is shared out as the spans' ``cost``; ``skip``
         (a set of ``trace_id + span_id``) names spans already delivered (durable replay)."""
-        result = Accepted()
+        return self.hold(prepare(request, size, ticket, skip))
+
+    def hold(self, prepared: Prepared) -> Accepted:
+        """The loop's part of :meth:`accept`: a dict operation per span."""
         now = time.monotonic()
         end = self.buffer.end
-        total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        cost = size // total if total else 0
-        for i, rs in enumerate(request.resource_spans):
-            for j, ss in enumerate(rs.scope_spans):
-                env_rs, env_ss = _envelopes(rs, ss)
-                for k, span in enumerate(ss.spans):
-                    reason = invalid_span_reason(span)
-                    if reason is not None:
-                        result.rejected += 1
-                        if not result.message:
-                            result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
-                        continue
-                    if skip and span.trace_id + span.span_id in skip:
-                        continue
-                    own = trace_pb2.Span()
-                    own.CopyFrom(span)
-                    flags = own.flags
-                    local_root = not own.parent_span_id or bool(
-                        flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE
-                    )
-                    end(own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket), now)
-                    result.accepted += 1
+        for trace_id, local_root, held in prepared.spans:
+            end(trace_id, local_root, held, now)
+        result = prepared.result
         if result.rejected:
             self._telemetry.add("semloop.spans.rejected", "invalid", result.rejected)
         self._dispatch()  # overflow and span-limit releases leave at once
@@ -250,22 +295,37 @@ class Pipeline:
             telemetry.add("semloop.releases", release.reason.value)
             if release.reason.early:
                 telemetry.add("semloop.releases.early", release.reason.value)
+            if not may_have_steps(release.spans):
+                # Not an agent trace: it gains nothing from a scorer; out untouched, now.
+                telemetry.add("semloop.traces", "none")
+                self._forward(release.spans, "original")
+                continue
             task = asyncio.get_running_loop().create_task(self._score(release))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
     async def _score(self, release: Release[Held]) -> None:
         telemetry = self._telemetry
-        if self._stuck >= self._config.scoring_threads:
+        workers = (
+            self._config.scoring_processes
+            if isinstance(self._executor, concurrent.futures.ProcessPoolExecutor)
+            else self._config.scoring_threads
+        )
+        if self._stuck >= workers:
             self._finish_unscored(release, UNSCORED_SCORERS_STUCK, "stuck")
             return
         deadline = time.monotonic() + self._config.scoring_budget
         if self._deadline_cap is not None:
             deadline = min(deadline, self._deadline_cap)
         started = time.perf_counter()
-        future = asyncio.get_running_loop().run_in_executor(
-            self._executor, _score_release, release, self._scorer
-        )
+        loop = asyncio.get_running_loop()
+        if isinstance(self._executor, concurrent.futures.ProcessPoolExecutor):
+            # Another core: ship the spans as bytes, get patches back by position.
+            shipped = dataclasses.replace(release, spans=[])
+            payload = [held.span.SerializeToString() for held in release.spans]
+            future = loop.run_in_executor(self._executor, score_serialized, shipped, payload)
+        else:
+            future = loop.run_in_executor(self._executor, _score_release, release, self._scorer)
         try:
             result = await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - time.monotonic()))
         except asyncio.TimeoutError:
@@ -284,6 +344,8 @@ class Pipeline:
             return
         telemetry.scoring_duration.record(time.perf_counter() - started)
         label, patches, summary = result
+        if patches and isinstance(patches[0][0], int):
+            patches = [(release.spans[index], patch) for index, patch in patches]
         if label == "loop" and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", summary)
         patched = 0
@@ -361,6 +423,38 @@ def _score_release(release: Release[Held], scorer: Any) -> tuple[str, list[tuple
         if record is not None:
             out.append((held_by_span[id(record.source)], patch))
     return verdict.label.value, out, _loop_summary(trace, verdict)
+
+
+_worker_scorer: Any = None
+
+
+def init_scoring_process(scorer: Any) -> None:
+    """A scoring process's initializer: the scorer it uses (``None``: the default one)."""
+    global _worker_scorer
+    if scorer is None:
+        from otel_semloop.scoring import Scorer
+
+        scorer = Scorer()
+    _worker_scorer = scorer
+
+
+def warm_up() -> int:
+    """Run in each scoring process at start: imports done, scorer built."""
+    import os
+
+    return os.getpid()
+
+
+def score_serialized(
+    release: Release[Any], payload: list[bytes]
+) -> tuple[str, list[tuple[int, SpanPatch]], str]:
+    """:func:`_score_release` in a scoring process: spans arrive serialized, patches go back
+    keyed by the span's position in the release."""
+    spans = [trace_pb2.Span.FromString(data) for data in payload]
+    holders = [Held(span, None, None) for span in spans]
+    label, patches, summary = _score_release(dataclasses.replace(release, spans=holders), _worker_scorer)
+    position = {id(held): i for i, held in enumerate(holders)}
+    return label, [(position[id(held)], patch) for held, patch in patches], summary
 
 
 def _loop_summary(trace: Trace, verdict: Verdict) -> str:

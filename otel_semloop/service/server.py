@@ -62,7 +62,7 @@ from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
-from otel_semloop.service.pipeline import Accepted, Held, Pipeline
+from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
 from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
@@ -72,6 +72,8 @@ _SCORING_SHARE = 0.8
 #: Released traces waiting for a scorer, as a share of max_traces, past which receivers
 #: push back (scoring fell behind).
 _BACKLOG_SHARE = 0.4
+#: Requests with more spans than this are prepared (checked, copied) on a thread.
+_INLINE_SPANS = 2000
 
 
 class _Uvicorn(uvicorn.Server):
@@ -167,6 +169,8 @@ class SemloopService:
     ) -> None:
         self.config = config
         self._scorer = scorer if scorer is not None else Scorer()
+        #: A scorer given by the caller may not survive pickling: it scores on threads.
+        self._scorer_is_default = scorer is None
         self._own_meter_provider: Any = None
         self._prometheus_registry: Any = None
         if meter_provider is None:
@@ -232,7 +236,13 @@ class SemloopService:
         ticket = 0
         if self._durable is not None:
             ticket = await self._durable.append(raw if raw is not None else request.SerializeToString())
-        result = self._pipeline.accept(request, size, ticket)
+        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        if spans > _INLINE_SPANS:
+            # Copying a large request's spans takes a while: on a thread, the loop serves on.
+            prepared = await asyncio.to_thread(prepare, request, size, ticket)
+        else:
+            prepared = prepare(request, size, ticket)
+        result = self._pipeline.hold(prepared)
         if self._durable is not None:
             self._durable.track(ticket, result.accepted)
         self.accepted_bytes += (size // max(1, result.accepted + result.rejected)) * result.accepted
@@ -254,9 +264,15 @@ class SemloopService:
         cannot be bound (nothing is left running then)."""
         config = self.config
         loop = asyncio.get_running_loop()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.scoring_threads, thread_name_prefix="semloop-scorer"
-        )
+        self._executor = self._make_executor()
+        if isinstance(self._executor, concurrent.futures.ProcessPoolExecutor):
+            # Start the scoring processes now (imports take a while): the first traces must
+            # not spend their scoring budget waiting for a worker to boot.
+            from otel_semloop.service.pipeline import warm_up
+
+            await asyncio.gather(
+                *(loop.run_in_executor(self._executor, warm_up) for _ in range(config.scoring_processes))
+            )
         self._sender = make_sender(config)
         self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._executor)
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
@@ -294,6 +310,25 @@ class SemloopService:
             self._sender.describe(),
         )
         _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
+
+    def _make_executor(self) -> concurrent.futures.Executor:
+        config = self.config
+        if config.scoring_processes and self._scorer_is_default:
+            import multiprocessing
+
+            from otel_semloop.service.pipeline import init_scoring_process
+
+            # forkserver: workers do not inherit the gRPC and asyncio state of this process.
+            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+            return concurrent.futures.ProcessPoolExecutor(
+                max_workers=config.scoring_processes,
+                mp_context=multiprocessing.get_context(method),
+                initializer=init_scoring_process,
+                initargs=(None,),
+            )
+        return concurrent.futures.ThreadPoolExecutor(
+            max_workers=config.scoring_threads, thread_name_prefix="semloop-scorer"
+        )
 
     def _start_admin(self) -> None:
         config = self.config

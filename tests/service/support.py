@@ -40,6 +40,7 @@ def config_for(downstream: OtlpReceiver | str, **overrides: Any) -> ServiceConfi
         "retry_max_backoff": 0.2,
         "export_timeout": 2.0,
         "drain_timeout": 5.0,
+        "scoring_processes": 0,  # threads: quick to start; the process pool has its own tests
         **overrides,
     }
     return ServiceConfig(**options)
