@@ -319,7 +319,7 @@ def report(rows: list[Row]) -> dict:
     print_group_table("Per convention", tally_by(rows, lambda r: r.convention))
     recorded = [r for r in rows if r.source == "recording"]
     if recorded:
-        print_group_table("Per framework (recordings)", tally_by(recorded, lambda r: r.framework), width=24)
+        print_group_table("Per framework (recordings)", tally_by(recorded, lambda r: r.framework), width=30)
     print_situation_table(rows)
     print_signal_table(rows)
     s["per_convention"] = {

@@ -982,6 +982,122 @@ def tool_not_executed(k: Kit) -> Run:
     )
 
 
+@situation(
+    "date-range-respelled-empty",
+    LOOP,
+    "Querying the same date range spelled differently, the same empty answer each time",
+    (gh("agno-agi/agno", 1734), gh("quintonmiller/tailored-ai", 528)),
+    "The agent re-asks a source that answered 'nothing' with the same range written as ISO dates, "
+    "'March 1, 2026', 01/03/2026 or a timestamp: the same question, the same empty answer.",
+)
+def date_range_respelled(k: Kit) -> Run:
+    tool = k.pick(("list_events", "query_sales", "get_invoices", "search_calendar"))
+    y, m = 2026, k.n(1, 9)
+    months = ("January", "February", "March", "April", "May", "June", "July", "August", "September")
+    spellings = [
+        ({"from": f"{y}-{m:02d}-01", "to": f"{y}-{m:02d}-28"}),
+        ({"from": f"{months[m - 1]} 1, {y}", "to": f"{months[m - 1]} 28, {y}"}),
+        ({"from": f"01/{m:02d}/{y}", "to": f"28/{m:02d}/{y}"}),
+        ({"from": f"{y}-{m:02d}-01T00:00:00Z", "to": f"{y}-{m:02d}-28T00:00:00Z"}),
+        ({"from": f"{y}{m:02d}01", "to": f"{y}{m:02d}28"}),
+        ({"start_date": f"{y}-{m:02d}-01", "end_date": f"{y}-{m:02d}-28"}),
+    ]
+    empty = k.pick(("[]", "No records found for the given range.", _j({"items": [], "total": 0})))
+    turns = k.prelude(0, 1)
+    for i in range(k.n(4, 8)):
+        turns.append(
+            Turn(
+                k.say(("Maybe the date format was wrong; trying again.", "Let me query that period again.")),
+                [ToolUse(tool, spellings[i % len(spellings)], empty)],
+            )
+        )
+    final, failure = k.give_up()
+    return Run(f"What happened in {months[m - 1]} {y}?", k.agent(), k.model(), turns, final, failure)
+
+
+@situation(
+    "shell-variants-same-output",
+    LOOP,
+    "The same search as differently written shell commands (grep / rg / quoting / flags), same output",
+    (gh("openJiuwen-ai/agent-core", 766), gh("PrimeIntellect-ai/prime-agent", 1326)),
+    "Repeated grep with the same pattern after a zero-result return, 'same tool, same normalized input': "
+    "rewriting the command (quotes, flag order, rg for grep) does not change what it finds.",
+)
+def shell_variants(k: Kit) -> Run:
+    shell, key = k.shell_tool()
+    pat = k.pick(("retry_budget", "MAX_CONNECTIONS", "handleWebhook", "parse_header"))
+    d = k.pick(("src", "app", "lib"))
+    cmds = [
+        f"grep -rn {pat} {d}",
+        f"grep -rn '{pat}' {d}/",
+        f'grep -nr "{pat}" ./{d}',
+        f"rg -n {pat} {d}",
+        f"grep -rn --include='*' {pat} {d}",
+        f"cd {d} && grep -rn {pat} .",
+        f"rg {pat} {d} -n",
+    ]
+    out = k.pick(("", f"{d}/config.py:12:    # {pat} is read from the environment", "(no matches)"))
+    turns = k.prelude(0, 2)
+    for i in range(k.n(4, 9)):
+        turns.append(
+            Turn(
+                k.say(("Let me search again.", "Maybe the quoting was wrong.", "Trying ripgrep instead.")),
+                [ToolUse(shell, {key: cmds[i % len(cmds)]}, out)],
+            )
+        )
+    final, failure = k.give_up()
+    return Run(f"Find where {pat} is defined and change it.", k.agent(), k.model(), turns, final, failure)
+
+
+@situation(
+    "send-retry-volatile-ids",
+    LOOP,
+    "Re-sending the same message, each attempt with a fresh client id, each failing the same way",
+    (gh("openclaw/openclaw", 68923),),
+    "'20+ repeated message sends' in the report: the same message to the same place; a new idempotency "
+    "key or request id on every attempt is not a new attempt.",
+)
+def send_retry_ids(k: Kit) -> Run:
+    tool = k.pick(("send_message", "slack_post", "post_comment", "send_email"))
+    target = k.pick(("#ops-alerts", "C04ABCD12", "issue/1423", "oncall@example.com"))
+    text = k.pick(
+        (
+            "Deploy finished: all checks green.",
+            "Heads-up: checkout latency is back to normal.",
+            "Daily report attached.",
+        )
+    )
+    fail = k.maybe(0.6)
+    turns = k.prelude(0, 2)
+    for _ in range(k.n(4, 10)):
+        args = {
+            "to": target,
+            "text": text,
+            k.pick(("client_msg_id", "idempotency_key", "nonce")): k.volatile_id(),
+        }
+        if fail:
+            call = ToolUse(
+                tool, args, error=f"channel_not_found (request {k.volatile_id()})", error_type="APIError"
+            )
+        else:
+            call = ToolUse(
+                tool,
+                args,
+                _j(
+                    {
+                        "ok": True,
+                        "ts": f"{k.n(1700000000, 1800000000)}.{k.n(100000, 999999)}",
+                        "id": k.volatile_id(),
+                    }
+                ),
+            )
+        turns.append(
+            Turn(k.say(("Sending the message.", "Let me send it again to be sure it arrived.")), [call])
+        )
+    final, failure = k.give_up()
+    return Run(f"Tell {target} that the deploy finished.", k.agent(), k.model(), turns, final, failure)
+
+
 # ======================================================================================
 # Healthy look-alikes: repetition that is the work
 # ======================================================================================
@@ -1864,7 +1980,7 @@ def paged_read(k: Kit) -> Run:
     (gh("firecrawl/firecrawl", 892),),
     "Changes to query parameters that select different content (a date range, a page) return different "
     "content; each call is new data.",
-    ("url-params-same-page", "reworded-search-same-answer"),
+    ("url-params-same-page", "reworded-search-same-answer", "date-range-respelled-empty"),
 )
 def url_params_new(k: Kit) -> Run:
     tool = k.pick(("fetch", "http_get", "fetch_page"))
@@ -1996,6 +2112,95 @@ def reread_after_edits(k: Kit) -> Run:
         lines.append(new)
         turns.append(Turn(None, [ToolUse(read, {rkey: p}, "\n".join(lines))]))
     return Run(f"Add the missing helpers to {p}.", k.agent(), k.model(), turns, "Helpers added.")
+
+
+@situation(
+    "broadcast-messages",
+    HEALTHY,
+    "Sending a different message to each of many recipients, each answered with a new message id",
+    (gh("QwenLM/qwen-code", 610), gh("google-gemini/gemini-cli", 8232)),
+    "Batch work through one tool: each call goes to a different recipient; the fresh ids in the answers "
+    "are the messages that were created.",
+    ("send-retry-volatile-ids", "save-memory-repeat"),
+)
+def broadcast(k: Kit) -> Run:
+    tool = k.pick(("send_message", "slack_post", "post_comment", "send_email"))
+    people = k.sample(
+        ("ana", "bo", "chen", "dara", "eli", "fatima", "gus", "hana", "ivan", "jo", "kai", "lea"), k.n(5, 12)
+    )
+    turns = k.prelude(0, 1)
+    for p in people:
+        args = {"to": f"@{p}", "text": f"Hi {p}, your review of {k.path()} is due {k.clock()[:10]}."}
+        turns.append(
+            Turn(
+                k.say((f"Notifying {p}.",), 0.6),
+                [
+                    ToolUse(
+                        tool,
+                        args,
+                        _j(
+                            {
+                                "ok": True,
+                                "ts": f"{k.n(1700000000, 1800000000)}.{k.n(100000, 999999)}",
+                                "id": k.volatile_id(),
+                            }
+                        ),
+                    )
+                ],
+            )
+        )
+    return Run(
+        "Remind every reviewer of their due review.",
+        k.agent(),
+        k.model(),
+        turns,
+        f"Reminded {len(people)} reviewers.",
+    )
+
+
+@situation(
+    "shell-exploration-distinct",
+    HEALTHY,
+    "Exploring a codebase with one shell tool: different searches, different findings",
+    (gh("QwenLM/qwen-code", 9733), gh("google-gemini/gemini-cli", 8234)),
+    "Many shell calls in a row, each a different question with a different answer: investigation, not "
+    "repetition.",
+    ("shell-variants-same-output", "noop-rotation", "diagnostic-repeat-varied-thoughts"),
+)
+def shell_exploration(k: Kit) -> Run:
+    shell, key = k.shell_tool()
+    turns = k.prelude(0, 1)
+    for sym in k.sample(
+        (
+            "Router",
+            "parse_config",
+            "RetryPolicy",
+            "handle_event",
+            "Session",
+            "cache_key",
+            "Backoff",
+            "emit_metric",
+            "load_plugins",
+            "Scheduler",
+        ),
+        k.n(5, 9),
+    ):
+        f = k.path()
+        turns.append(
+            Turn(
+                k.say((f"Where is {sym} used?",), 0.6),
+                [
+                    ToolUse(
+                        shell,
+                        {key: f"grep -rn {sym} src | head -5"},
+                        f"{f}:{k.n(1, 400)}: {sym}({k.word(5)})\n{k.path()}:{k.n(1, 400)}: import {sym}",
+                    )
+                ],
+            )
+        )
+    return Run(
+        "Map how events flow through the service.", k.agent(), k.model(), turns, "Event flow documented."
+    )
 
 
 def loops() -> list[Situation]:
