@@ -47,8 +47,7 @@ from collections.abc import Iterable
 from typing import ClassVar, Protocol, runtime_checkable
 
 from otel_semloop.detectors.config import DetectorConfig
-from otel_semloop.model import Step, StepKind, Trace
-from otel_semloop.normalize import (
+from otel_semloop.detectors.normalize import (
     ArgSignature,
     Failure,
     FailureKind,
@@ -62,6 +61,7 @@ from otel_semloop.normalize import (
     progress_value,
     remaining_counts,
 )
+from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
 __all__ = [

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_semloop.detectors.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
 from otel_semloop.errors import ConfigError
-from otel_semloop.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
 
 
 @dataclass(frozen=True, slots=True)
