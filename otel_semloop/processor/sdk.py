@@ -1,6 +1,7 @@
 """Adapter between the OpenTelemetry Python SDK's ``ReadableSpan`` and the core model.
 
-Two directions:
+Two directions, and :data:`SDK_SPANS`, the :class:`~otel_semloop.release.SpanAdapter`
+the span processor hands the core:
 
 * :func:`span_to_record` reads an ended SDK span into a :class:`~otel_semloop.model.SpanRecord`
   without copying its attributes (the record wraps the span's own read-only mapping), so
@@ -33,10 +34,12 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
 from opentelemetry.sdk.util import BoundedList
 from opentelemetry.trace import format_span_id, format_trace_id
 
-from otel_semloop.model import EventRecord, SpanRecord
+from otel_semloop.conventions import step_kind
+from otel_semloop.model import EventRecord, SpanRecord, StepKind
+from otel_semloop.release import SpanLinks
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["apply_patch", "local_root_of", "span_to_record", "with_attributes"]
+__all__ = ["SDK_SPANS", "SdkSpans", "apply_patch", "span_to_record", "with_attributes"]
 
 
 def span_to_record(span: ReadableSpan) -> SpanRecord:
@@ -98,23 +101,40 @@ def with_attributes(span: ReadableSpan, attributes: Mapping[str, Any]) -> Readab
     return apply_patch(span, SpanPatch(attributes=dict(attributes)))
 
 
-def local_root_of(spans: Sequence[ReadableSpan]) -> ReadableSpan | None:
-    """The span a verdict goes on, found without building the trace (for releases that
-    are not scored): the earliest span with no parent, else the earliest whose parent is
-    remote or not among ``spans``. O(n)."""
-    best: ReadableSpan | None = None
-    for span in spans:
-        if span.parent is None and (best is None or (span.start_time or 0) < (best.start_time or 0)):
-            best = span
-    if best is not None:
-        return best
-    ids = {span.context.span_id for span in spans if span.context is not None}
-    for span in spans:
+class SdkSpans:
+    """The :class:`~otel_semloop.release.SpanAdapter` for SDK ``ReadableSpan`` objects:
+    records wrap the span, patches make copies (an ended SDK span is immutable)."""
+
+    __slots__ = ()
+
+    def record(self, span: ReadableSpan) -> SpanRecord:
+        return span_to_record(span)
+
+    def patched(self, span: ReadableSpan, patch: SpanPatch) -> ReadableSpan:
+        return apply_patch(span, patch)
+
+    def links(self, span: ReadableSpan) -> SpanLinks:
         parent = span.parent
-        orphan = parent is not None and (parent.is_remote or parent.span_id not in ids)
-        if orphan and (best is None or (span.start_time or 0) < (best.start_time or 0)):
-            best = span
-    return best if best is not None else (spans[0] if spans else None)
+        context = span.context
+        return SpanLinks(
+            span_id=context.span_id if context is not None else id(span),
+            parent_id=parent.span_id if parent is not None else None,
+            parent_is_remote=bool(parent is not None and parent.is_remote),
+            start_ns=span.start_time or 0,
+        )
+
+    def may_have_steps(self, spans: Sequence[ReadableSpan]) -> bool:
+        """Whether any span reads as an agent, LLM or tool step (about 1 us a span).
+        Errs toward yes: a top-level OpenInference CHAIN counts as an agent wherever it is."""
+        for span in spans:
+            attributes = span.attributes
+            if attributes and step_kind(attributes, top_level=True) is not StepKind.OTHER:
+                return True
+        return False
+
+
+#: The adapter instance the span processor uses.
+SDK_SPANS = SdkSpans()
 
 
 # -- limits ------------------------------------------------------------------------------

@@ -82,44 +82,33 @@ force_flush / shutdown
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-import logging
 import os
-import queue
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import metrics
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_semloop._selftelemetry import SelfTelemetry
-from otel_semloop.builder import build_trace
-from otel_semloop.conventions import step_kind
-from otel_semloop.grouping import BufferLimits, Release, ReleaseReason, TraceBuffer
-from otel_semloop.model import SpanRecord, StepKind, Trace
+from otel_semloop.grouping import BufferLimits, ReleaseReason, TraceBuffer
+from otel_semloop.pool import ScoringPool
 from otel_semloop.processor.config import Config, GuardMode
-from otel_semloop.processor.sdk import apply_patch, local_root_of, span_to_record, with_attributes
+from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
+from otel_semloop.release import SLICE, Outcome, yield_gil
 from otel_semloop.scoring import Scorer
-from otel_semloop.verdict import Verdict
-from otel_semloop.writeback import UNSCORED_BUDGET_EXCEEDED, UNSCORED_SCORERS_STUCK, release_patches
+from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
+from otel_semloop.writeback import UNSCORED_SCORERS_STUCK
 
 __all__ = ["SemloopSpanProcessor"]
 
-_logger = logging.getLogger(__name__)
+_logger = get_logger(__name__)
 
 #: Share of a flush timeout given to scoring; the rest is left for the downstream flush.
 _FLUSH_SCORING_SHARE = 0.8
-#: Background work is cut into slices of this many spans, with the GIL offered between
-#: them (see :func:`_yield_gil`).
-_SLICE = 256
-#: Releases up to this size are checked for agent steps on the worker before queueing
-#: (cheap); bigger ones go to a scoring thread, where the check is part of the build.
-_PREFILTER_SPANS = 1000
 #: How long one backpressure flush of the downstream may block a background thread.
 _CATCH_UP_TIMEOUT_MILLIS = 5000
 
@@ -147,7 +136,7 @@ class SemloopSpanProcessor(SpanProcessor):
         downstream: SpanProcessor,
         *,
         config: Config | None = None,
-        scorer: Any = None,
+        scorer: Scorer | None = None,
         on_loop: Callable[[Any, Any], None] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         **options: Any,
@@ -158,7 +147,7 @@ class SemloopSpanProcessor(SpanProcessor):
             config = Config.from_env(environ={}, **{**_fields_of(config), **options})
         self.config = config
         self._downstream = downstream
-        self._scorer = scorer if scorer is not None else Scorer()
+        self._scorer: Scorer = scorer if scorer is not None else Scorer()
         self._active = config.enabled
         self._shutdown = False
         self._lock = threading.Lock()
@@ -179,7 +168,7 @@ class SemloopSpanProcessor(SpanProcessor):
         self._downstream_on_start = downstream.on_start
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
-        self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)))
+        self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)), "processor")
         self._guard: Any = None
         if config.live_guard is not GuardMode.OFF and self._active:
             from otel_semloop.processor.guard import LoopGuard
@@ -370,46 +359,7 @@ def _fields_of(config: Config) -> dict[str, Any]:
     return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
 
 
-# -- the worker and the scoring lanes ---------------------------------------------------
-#
-# Jobs move PENDING -> RUNNING (a lane claimed it) -> DONE (whoever claims it next: the
-# lane with a verdict, or the worker when the budget ran out), and ``finished`` once its
-# spans were handed downstream. Claims happen under ``_Lanes.lock``, so exactly one
-# thread forwards each job's spans. Lanes forward their own results: the worker is never
-# woken per trace (only by flush), which keeps thread switches, and GIL hand-offs on the
-# application's thread, to a few per tick.
-
-_PENDING, _RUNNING, _DONE = 0, 1, 2
-
-
-class _Job:
-    __slots__ = ("best", "deadline", "finished", "lane", "release", "seq", "state")
-
-    def __init__(self, seq: int, release: Release[ReadableSpan], deadline: float) -> None:
-        self.seq = seq
-        self.release = release
-        self.deadline = deadline
-        self.state = _PENDING
-        self.finished = False
-        self.lane: _LaneState | None = None
-        #: Staged scoring: the latest (trace, records, verdict) known, set by the lane.
-        self.best: tuple[Trace, list[SpanRecord], Verdict] | None = None
-
-
-@dataclasses.dataclass(slots=True)
-class _Outcome:
-    """What scoring produced for a job: the spans to forward, in order."""
-
-    spans: list[ReadableSpan] = dataclasses.field(default_factory=list)
-    label: str = "none"
-    patched: int = 0
-
-
-class _LaneState:
-    __slots__ = ("stuck",)
-
-    def __init__(self) -> None:
-        self.stuck = False
+# -- the worker ---------------------------------------------------------------------------
 
 
 class _Forwarder:
@@ -447,16 +397,18 @@ class _Forwarder:
             self._count += 1
             if self._count >= self._burst:
                 self._catch_up()
-            elif self._count % _SLICE == 0:
-                _yield_gil()
+            elif self._count % SLICE == 0:
+                yield_gil()
         telemetry = self._telemetry
         if errors:
             telemetry.add("semloop.errors", "downstream", errors)
-            _warn_limited("downstream", "downstream on_end failed for %d span(s): %r", errors, first)
-        if patched:
-            telemetry.add("semloop.spans.forwarded", "patched", patched)
-        if len(spans) > patched:
-            telemetry.add("semloop.spans.forwarded", state, len(spans) - patched)
+            _logger.warning(
+                "otel-semloop: downstream on_end failed for %d span(s): %r (counted in semloop.errors)",
+                errors,
+                first,
+                extra={"semloop_limit": "downstream"},
+            )
+        count_forwarded(telemetry, len(spans), patched, state)
 
     def _catch_up(self) -> None:
         now = time.monotonic()
@@ -468,7 +420,11 @@ class _Forwarder:
                 self._force_flush(_CATCH_UP_TIMEOUT_MILLIS)
             except Exception as exc:
                 self._telemetry.add("semloop.errors", "downstream")
-                _warn_limited("downstream", "downstream force_flush failed: %r", exc)
+                _logger.warning(
+                    "otel-semloop: downstream force_flush failed: %r (counted in semloop.errors)",
+                    exc,
+                    extra={"semloop_limit": "downstream"},
+                )
             self._telemetry.add("semloop.forward.catch_up", "flush")
 
 
@@ -483,238 +439,6 @@ def _queue_size_of(downstream: SpanProcessor) -> int:
         return 2048
 
 
-class _Lanes:
-    """The scoring threads: a shared job queue, claims, and the stuck-thread accounting.
-
-    ``threads`` healthy lanes are kept; a lane whose job outlived its budget is *stuck*
-    and replaced while fewer than ``max_stuck`` are stuck. A stuck lane that returns
-    rejoins, or retires if the pool is full again.
-    """
-
-    def __init__(
-        self,
-        scorer: Any,
-        forward: _Forwarder,
-        telemetry: SelfTelemetry,
-        wake: threading.Event,
-        threads: int,
-        max_stuck: int,
-    ) -> None:
-        self.queue: queue.SimpleQueue = queue.SimpleQueue()
-        self.lock = threading.Lock()
-        self.alive = 0
-        self.stuck = 0
-        self.flush_waiting = False
-        self._scorer = scorer
-        self._forward = forward
-        self._telemetry = telemetry
-        self._wake = wake
-        self._threads = threads
-        self._max_stuck = max_stuck
-        self._spawned = 0
-
-    def ensure(self) -> bool:
-        """Top the pool up; True when at least one healthy lane exists."""
-        with self.lock:
-            while self.alive - self.stuck < self._threads and self.alive < self._threads + self._max_stuck:
-                self._spawned += 1
-                self.alive += 1
-                threading.Thread(
-                    target=self._run, name=f"semloop-scorer-{self._spawned}", daemon=True
-                ).start()
-            return self.alive - self.stuck > 0
-
-    def abandon(self, job: _Job) -> int | None:
-        """The worker takes a job back (budget or shutdown): returns its previous state,
-        or None when a lane already finished it."""
-        with self.lock:
-            previous = job.state
-            if previous == _DONE:
-                return None
-            job.state = _DONE
-            if previous == _RUNNING and job.lane is not None and not job.lane.stuck:
-                job.lane.stuck = True
-                self.stuck += 1
-            return previous
-
-    def stop(self) -> None:
-        with self.lock:
-            alive = self.alive
-        for _ in range(alive):
-            self.queue.put(None)
-
-    def _run(self) -> None:
-        lane = _LaneState()
-        lock = self.lock
-        try:
-            while True:
-                job = self.queue.get()
-                if job is None:
-                    return
-                with lock:
-                    if job.state != _PENDING:
-                        continue  # already forwarded unscored by the worker
-                    job.state = _RUNNING
-                    job.lane = lane
-                started = time.perf_counter()
-                outcome: _Outcome | None = None
-                failure: Exception | None = None
-                try:
-                    outcome = _score_release(job, self._scorer)
-                except Exception as exc:
-                    failure = exc
-                duration = time.perf_counter() - started
-                with lock:
-                    mine = job.state == _RUNNING
-                    if mine:
-                        job.state = _DONE
-                    retire = False
-                    if lane.stuck:
-                        lane.stuck = False
-                        self.stuck -= 1
-                        retire = self.alive - self.stuck > self._threads
-                telemetry = self._telemetry
-                telemetry.scoring_duration.record(duration)
-                if mine:
-                    _yield_gil()
-                    if failure is not None:
-                        telemetry.add("semloop.errors", "scorer")
-                        _warn_limited("scorer", "scorer failed: %r", failure)
-                        outcome = _unscored_outcome(
-                            job, f"scoring failed: {type(failure).__name__}", "error", telemetry
-                        )
-                    assert outcome is not None
-                    telemetry.add("semloop.traces", outcome.label)
-                    self._forward(outcome.spans, outcome.patched)
-                    job.finished = True
-                else:
-                    telemetry.add("semloop.scoring.discarded", "late")
-                del job, outcome
-                if self.flush_waiting:
-                    self._wake.set()
-                if retire:
-                    return
-        finally:
-            with lock:
-                self.alive -= 1
-                if lane.stuck:
-                    self.stuck -= 1
-
-
-def _may_have_steps(spans: list[ReadableSpan]) -> bool:
-    """Whether any span reads as an agent, LLM or tool step (about 1 us a span).
-    Errs toward yes: a top-level OpenInference CHAIN counts as an agent wherever it is."""
-    for span in spans:
-        attributes = span.attributes
-        if attributes and step_kind(attributes, top_level=True) is not StepKind.OTHER:
-            return True
-    return False
-
-
-def _score_release(job: _Job, scorer: Any) -> _Outcome:
-    """Runs on a lane: records, trace, verdict, write-back copies."""
-    release = job.release
-    records = []
-    for start in range(0, len(release.spans), _SLICE):
-        records.extend(span_to_record(span) for span in release.spans[start : start + _SLICE])
-        _yield_gil()
-    trace = build_trace(records, partial=release.partial)
-    _yield_gil()
-    if not trace.steps:
-        # Not an agent trace (plain HTTP, DB...): it gains nothing, forward it untouched.
-        return _Outcome(spans=list(release.spans), label="none")
-    stages = getattr(scorer, "score_stages", None)
-    if stages is not None:
-        verdict = None
-        for verdict in stages(trace):
-            job.best = (trace, records, verdict)
-        if verdict is None:
-            raise RuntimeError("score_stages yielded no verdict")
-    else:
-        verdict = scorer.score(trace)
-    _yield_gil()
-    return _written_back(release, trace, records, verdict, {})
-
-
-def _yield_gil() -> None:
-    """Offer the GIL to the application between pieces of background work.
-
-    ``time.sleep(0)`` releases the GIL; an application thread back from I/O and waiting
-    for it takes it at once instead of waiting out the interpreter's 5 ms switch interval.
-    Measured on the agent benchmark: the application's wall time outside I/O went from
-    about +28% to +1% over BatchSpanProcessor alone. Costs about 1 us when nobody waits.
-    """
-    time.sleep(0)
-
-
-def _written_back(
-    release: Release[ReadableSpan],
-    trace: Trace,
-    records: list[SpanRecord],
-    verdict: Verdict,
-    extra: Mapping[str, Any],
-) -> _Outcome:
-    """Apply ``verdict`` to the release's spans: copies for the patched, originals else."""
-    patches = release_patches(release, trace, verdict)
-    root_patch = patches.get(trace.root_span_id)
-    if root_patch is not None:
-        root_patch.attributes.update(extra)
-    out: list[ReadableSpan] = []
-    patched = 0
-    for record in records:
-        patch = patches.get(record.span_id)
-        if patch is None:
-            out.append(record.source)
-        else:
-            out.append(apply_patch(record.source, patch))
-            patched += 1
-            if patched % _SLICE == 0:
-                _yield_gil()
-    return _Outcome(spans=out, label=verdict.label.value, patched=patched)
-
-
-def _unscored(release: Release[ReadableSpan], reason: str) -> _Outcome:
-    """Forward a release without a verdict; only its root span is copied and marked."""
-    root = local_root_of(release.spans)
-    if root is None:
-        return _Outcome(spans=list(release.spans), label="unscored")
-    record = span_to_record(root)
-    trace = Trace(
-        trace_id=record.trace_id,
-        steps=[],
-        spans={record.span_id: record},
-        root_span_id=record.span_id,
-        partial=release.partial,
-    )
-    written = _written_back(release, trace, [record], Verdict.unscored(reason, partial=release.partial), {})
-    copy = written.spans[0]
-    spans = [copy if span is root else span for span in release.spans]
-    return _Outcome(spans=spans, label="unscored", patched=1)
-
-
-def _unscored_outcome(job: _Job, reason: str, key: str, telemetry: SelfTelemetry) -> _Outcome:
-    """The unscored outcome of a job, or its best staged verdict when the budget ran out."""
-    best = job.best
-    if best is not None and key == "budget":
-        trace, records, verdict = best
-        try:
-            outcome = _written_back(job.release, trace, records, verdict, {"semloop.budget_exceeded": True})
-        except Exception as exc:
-            telemetry.add("semloop.errors", "writeback")
-            _warn_limited("writeback", "write-back failed: %r", exc)
-        else:
-            telemetry.add("semloop.unscored", "budget_staged")
-            return outcome
-    telemetry.add("semloop.unscored", key)
-    try:
-        return _unscored(job.release, reason)
-    except Exception as exc:
-        # Even marking failed: the originals still go out, exactly once.
-        telemetry.add("semloop.errors", "writeback")
-        _warn_limited("writeback", "write-back failed: %r", exc)
-        return _Outcome(spans=list(job.release.spans), label="unscored")
-
-
 class _FlushRequest:
     __slots__ = ("deadline", "done", "drained", "reason", "seq")
 
@@ -727,9 +451,10 @@ class _FlushRequest:
 
 
 class _Worker:
-    """The processor's background thread: it releases traces from the buffer, queues
-    them for the lanes, enforces budgets and forwards late and unscored spans. Only
-    :meth:`drain` and :meth:`stop` are called from other threads (flush, shutdown)."""
+    """The processor's background thread: it releases traces from the buffer, hands them
+    to the :class:`~otel_semloop.pool.ScoringPool`, enforces budgets through it and
+    forwards late spans. Only :meth:`drain` and :meth:`stop` are called from other
+    threads (flush, shutdown)."""
 
     def __init__(self, processor: SemloopSpanProcessor) -> None:
         config = processor.config
@@ -738,27 +463,26 @@ class _Worker:
         self._buffer = processor._buffer
         self._telemetry = processor._telemetry
         self._guard = processor._guard
-        self._budget = config.scoring_budget_seconds
         self._tick = config.tick_seconds
         self._wake = threading.Event()
         self._forward = _Forwarder(processor._downstream, processor._telemetry)
-        self._lanes = _Lanes(
+        self._pool: ScoringPool[ReadableSpan] = ScoringPool(
             processor._scorer,
-            self._forward,
+            SDK_SPANS,
+            self._deliver,
             processor._telemetry,
-            self._wake,
-            config.scoring_threads,
-            config.max_stuck_scorers,
+            threads=config.scoring_threads,
+            max_stuck=config.max_stuck_scorers,
+            budget=config.scoring_budget_seconds,
+            notify=self._wake.set,
         )
-        self._outstanding: collections.deque[_Job] = collections.deque()
-        self._seq = 0
         self._flushes: list[_FlushRequest] = []
         self._stopping = False
         self.thread = threading.Thread(target=self._run, name="semloop-worker", daemon=True)
 
     @property
     def stuck_count(self) -> int:
-        return self._lanes.stuck
+        return self._pool.stuck
 
     def start(self) -> None:
         self.thread.start()
@@ -773,7 +497,7 @@ class _Worker:
         request = _FlushRequest(reason, now + max(0.0, deadline - now) * _FLUSH_SCORING_SHARE)
         with self._lock:
             self._flushes.append(request)
-        self._lanes.flush_waiting = True
+        self._pool.waiting = True
         self._wake.set()
         if not self.thread.is_alive():
             # Never started or gone (it should not die): drain from the caller's thread,
@@ -788,10 +512,7 @@ class _Worker:
             releases, late = self._buffer.take()
             self._flushes.clear()
         for release in releases:
-            self._seq += 1
-            job = _Job(self._seq, release, 0.0)
-            job.state = _DONE
-            self._finish(job, _unscored_outcome(job, UNSCORED_SCORERS_STUCK, "stuck", self._telemetry))
+            self._pool.deliver_unscored(release, UNSCORED_SCORERS_STUCK, "stuck")
         if late:
             self._forward_late(late)
 
@@ -820,20 +541,19 @@ class _Worker:
                 try:
                     self._cycle()
                     # Whatever is still being scored after drain's deadline leaves unscored.
-                    while self._outstanding:
-                        self._take_back(self._outstanding.popleft())
+                    self._pool.take_back_all()
                 except Exception:
                     self._error("worker")
-                self._lanes.stop()
+                self._pool.stop()
                 return
 
     def _timeout(self) -> float:
         timeout = self._tick
         if self._flushes:
             timeout = min(timeout, 0.01)
-        if self._outstanding:
-            # The earliest deadline is first (budgets are equal, flush shortens them all).
-            timeout = min(timeout, max(0.0, self._outstanding[0].deadline - time.monotonic()) + 0.001)
+        deadline = self._pool.next_deadline()
+        if deadline is not None:
+            timeout = min(timeout, max(0.0, deadline - time.monotonic()) + 0.001)
         return timeout
 
     def _cycle(self) -> None:
@@ -844,85 +564,34 @@ class _Worker:
             if new_flushes:
                 self._buffer.release_all(new_flushes[0].reason)
             releases, late = self._buffer.take()
+        pool = self._pool
         for release in releases:
-            self._submit(release, now)
+            if release.final and self._guard is not None:
+                self._guard.forget(release.trace_key)
+            pool.submit(release, now)
         for request in new_flushes:
             request.drained = True
-            request.seq = self._seq
-            for job in self._outstanding:
-                if job.deadline > request.deadline:
-                    job.deadline = request.deadline
+            request.seq = pool.cap_deadlines(request.deadline)
         if late:
             self._forward_late(late)
-        self._expire(time.monotonic())
+        pool.expire(time.monotonic())
         if self._flushes:
             self._finish_flushes()
 
-    def _submit(self, release: Release[ReadableSpan], now: float) -> None:
-        self._seq += 1
-        job = _Job(self._seq, release, now + self._budget)
-        telemetry = self._telemetry
-        telemetry.add("semloop.releases", release.reason.value)
-        if release.reason.early:
-            telemetry.add("semloop.releases.early", release.reason.value)
-        if release.final and self._guard is not None:
-            self._guard.forget(release.trace_key)
-        if len(release.spans) <= _PREFILTER_SPANS and not _may_have_steps(release.spans):
-            # Plain HTTP/DB traces (most traces of most services) gain nothing: forward
-            # them now instead of converting and building them on a scoring thread.
-            job.state = _DONE
-            self._finish(job, _Outcome(spans=list(release.spans), label="none"))
-            return
-        if not self._lanes.ensure():
-            # Every scoring thread is stuck: do not queue behind them.
-            job.state = _DONE
-            self._finish(job, _unscored_outcome(job, UNSCORED_SCORERS_STUCK, "stuck", telemetry))
-            return
-        self._outstanding.append(job)
-        self._lanes.queue.put(job)
-
-    def _expire(self, now: float) -> None:
-        outstanding = self._outstanding
-        while outstanding:
-            job = outstanding[0]
-            if job.state == _DONE and job.finished:
-                outstanding.popleft()
-                continue
-            if job.deadline > now:
-                break
-            outstanding.popleft()
-            self._take_back(job)
-        if len(outstanding) > 64:
-            # Lanes finish jobs out of order only with several lanes: compact now and then.
-            self._outstanding = collections.deque(
-                j for j in outstanding if not (j.state == _DONE and j.finished)
-            )
-
-    def _take_back(self, job: _Job) -> None:
-        previous = self._lanes.abandon(job)
-        if previous is None:
-            return
-        self._finish(job, _unscored_outcome(job, UNSCORED_BUDGET_EXCEEDED, "budget", self._telemetry))
-        if previous == _RUNNING and not self._stopping:
-            self._lanes.ensure()  # replace the stuck lane while the cap allows
-
-    def _finish(self, job: _Job, outcome: _Outcome) -> None:
-        self._telemetry.add("semloop.traces", outcome.label)
+    def _deliver(self, outcome: Outcome[ReadableSpan]) -> None:
         self._forward(outcome.spans, outcome.patched)
-        job.finished = True
 
     def _finish_flushes(self) -> None:
-        unfinished = [job.seq for job in self._outstanding if not job.finished]
-        oldest = min(unfinished) if unfinished else None
+        pool = self._pool
         with self._lock:
             keep = []
             for request in self._flushes:
-                if request.drained and (oldest is None or oldest > request.seq):
+                if request.drained and pool.settled_through(request.seq):
                     request.done.set()
                 else:
                     keep.append(request)
             self._flushes = keep
-            self._lanes.flush_waiting = bool(keep)
+            pool.waiting = bool(keep)
 
     def _forward_late(self, spans: list[ReadableSpan]) -> None:
         marked = []
@@ -936,30 +605,10 @@ class _Worker:
 
     def _error(self, where: str, exc: BaseException | None = None) -> None:
         self._telemetry.add("semloop.errors", where)
-        if exc is None:
-            if _log_allowed(where):
-                _logger.exception("otel-semloop: error in %s (counted in semloop.errors)", where)
-        else:
-            _warn_limited(where, "error in %s: %r", where, exc)
-
-
-_LOG_INTERVAL_SECONDS = 60.0
-_last_logged: dict[str, float] = {}
-
-
-def _log_allowed(key: str) -> bool:
-    """At most one log line per kind of error a minute: an exporter that is down or a
-    buggy detector fails on every trace, and every failure is counted anyway."""
-    now = time.monotonic()
-    last = _last_logged.get(key)
-    if last is not None and now - last < _LOG_INTERVAL_SECONDS:
-        return False
-    _last_logged[key] = now
-    return True
-
-
-def _warn_limited(key: str, message: str, *args: Any) -> None:
-    if _log_allowed(key):
         _logger.warning(
-            "otel-semloop: " + message + " (counted in semloop.errors; next report in 60 s)", *args
+            "otel-semloop: error in %s: %r (counted in semloop.errors)",
+            where,
+            exc,
+            exc_info=exc is None,
+            extra={"semloop_limit": where},
         )

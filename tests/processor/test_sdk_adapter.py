@@ -14,7 +14,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from otel_semloop.model import EventRecord
-from otel_semloop.processor.sdk import apply_patch, local_root_of, span_to_record, with_attributes
+from otel_semloop.processor.sdk import SDK_SPANS, apply_patch, span_to_record, with_attributes
+from otel_semloop.release import local_root
 from otel_semloop.writeback import SpanPatch
 
 REMOTE = SpanContext(
@@ -174,6 +175,6 @@ def test_with_attributes_marks_a_copy() -> None:
 
 def test_local_root_is_the_span_without_a_parent_here() -> None:
     (child, server), _ = finished()
-    assert local_root_of([child, server]) is server
-    assert local_root_of([child]) is child
-    assert local_root_of([]) is None
+    assert local_root([child, server], SDK_SPANS) is server
+    assert local_root([child], SDK_SPANS) is child
+    assert local_root([], SDK_SPANS) is None
