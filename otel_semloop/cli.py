@@ -88,19 +88,28 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--export-compression", choices=("gzip", "none"), help="default none")
     serve.add_argument(
-        "--idle",
+        "--idle-seconds",
         type=float,
         metavar="SECONDS",
         help="release a trace without a root after this long without spans (default 120)",
     )
     serve.add_argument(
-        "--grace",
+        "--grace-seconds",
         type=float,
         metavar="SECONDS",
         help="wait after a trace's last span once its root arrived (default 2)",
     )
-    serve.add_argument("--scoring-budget", type=float, metavar="SECONDS", help="default 5")
-    serve.add_argument("--drain-timeout", type=float, metavar="SECONDS", help="default 30")
+    serve.add_argument("--scoring-budget-seconds", type=float, metavar="SECONDS", help="default 5")
+    serve.add_argument(
+        "--shutdown-timeout-seconds",
+        type=float,
+        metavar="SECONDS",
+        help="SIGTERM: score and forward what is held within this (default 30)",
+    )
+    # Former spellings (same names as the span processor's now): accepted, with a warning.
+    for old in ("idle", "grace", "scoring-budget", "drain-timeout"):
+        dest = "old_" + old.replace("-", "_")
+        serve.add_argument(f"--{old}", type=float, dest=dest, help=argparse.SUPPRESS)
     serve.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
@@ -167,10 +176,11 @@ def _serve(args: argparse.Namespace) -> int:
             export_protocol=args.export_protocol,
             export_headers=headers,
             export_compression=compression,
-            idle=args.idle,
-            grace=args.grace,
-            scoring_budget=args.scoring_budget,
-            drain_timeout=args.drain_timeout,
+            idle_seconds=args.idle_seconds,
+            grace_seconds=args.grace_seconds,
+            scoring_budget_seconds=args.scoring_budget_seconds,
+            shutdown_timeout_seconds=args.shutdown_timeout_seconds,
+            **{k.removeprefix("old_"): v for k, v in vars(args).items() if k.startswith("old_")},
         )
     except ConfigError as error:
         print(f"otel-semloop: {error}", file=sys.stderr)

@@ -29,13 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from otel_semloop.errors import ConfigError
+from otel_semloop.settings import load, setting, validate
 
 
 class GuardMode(str, enum.Enum):
@@ -58,54 +56,54 @@ class Config:
     """Every option of the span processor; build it with :meth:`from_env`.
 
     Bounds err toward releasing spans early (scored as partial, marked and counted)
-    rather than holding memory or the application: a span is never dropped.
+    rather than holding memory or the application: a span is never dropped. Read and
+    checked by :mod:`otel_semloop.settings` (the service's shared settings have the same
+    names and variables).
     """
 
     #: Off turns the processor into a pass-through to the downstream processor.
-    enabled: bool = True
+    enabled: bool = setting(True, kind="bool")
     #: Wait after a trace completes (local root ended, no span open) for stragglers:
     #: spans started elsewhere that end just after. Longer delays export; shorter
     #: turns a straggler into a late span (forwarded marked ``semloop.late``).
-    grace_seconds: float = 0.5
+    grace_seconds: float = setting(0.5, kind="float", minimum=0)
     #: A trace with no span started or ended for this long is released as partial.
     #: Generous because an agent may wait minutes on one model call with spans open.
-    idle_seconds: float = 120.0
+    idle_seconds: float = setting(120.0, kind="float", minimum=0.001)
     #: A trace held this long since its first span is released as partial, even if busy.
-    max_age_seconds: float = 1800.0
+    max_age_seconds: float = setting(1800.0, kind="float", minimum=0.001)
     #: Traces held at once; on overflow the oldest is released (never dropped).
-    max_traces: int = 10_000
+    max_traces: int = setting(10_000, kind="int", minimum=1)
     #: Spans held for one trace; at the limit the held spans are released as a partial
     #: chunk and the trace keeps being grouped, so a huge trace costs bounded memory.
-    max_spans_per_trace: int = 10_000
+    max_spans_per_trace: int = setting(10_000, kind="int", minimum=1)
     #: Spans held across all traces (the memory bound: agent spans are a few KB each);
     #: on overflow the oldest trace is released.
-    max_spans: int = 100_000
+    max_spans: int = setting(100_000, kind="int", minimum=1)
     #: Released trace ids remembered so that a late span is recognised and marked.
     #: Past it a late span starts a new group instead, released later as partial: the
     #: bound errs toward an extra partial verdict, never toward a lost span.
-    recent_traces: int = 16_384
+    recent_traces: int = setting(16_384, kind="int", minimum=0)
     #: Time from a trace's release to its verdict (queueing included). Past it the trace
     #: is forwarded unscored, marked ``semloop.unscored.reason="scoring budget exceeded"``.
-    scoring_budget_seconds: float = 5.0
+    scoring_budget_seconds: float = setting(5.0, kind="float", minimum=0.001)
     #: Threads that run detectors. One suits the deterministic detectors (the GIL
     #: serialises them anyway); more lets a remote judge's waits overlap.
-    scoring_threads: int = 1
+    scoring_threads: int = setting(1, kind="int", minimum=1)
     #: A scoring thread past its budget cannot be killed in Python; it is abandoned and
     #: replaced, up to this many abandoned threads alive at once. Past that, traces are
     #: released unscored ("scorers stuck") until one returns.
-    max_stuck_scorers: int = 2
+    max_stuck_scorers: int = setting(2, kind="int", minimum=0)
     #: How often the worker wakes to release completed traces. The application thread
     #: never wakes the worker: wake-ups are batched to keep it off the GIL.
-    tick_seconds: float = 0.1
+    tick_seconds: float = setting(0.1, kind="float", minimum=0.001)
     #: How long :meth:`shutdown` may take to score and forward what is held.
-    shutdown_timeout_seconds: float = 30.0
+    shutdown_timeout_seconds: float = setting(30.0, kind="float", minimum=0)
     #: Live guard mode (see :class:`GuardMode`).
-    live_guard: GuardMode = GuardMode.OFF
+    live_guard: GuardMode = setting(GuardMode.OFF, kind="choice", choices=GuardMode)
 
     def __post_init__(self) -> None:
-        for spec in _SPECS:
-            # Normalise in place (ints to float seconds, "warn" to GuardMode.WARN).
-            object.__setattr__(self, spec.name, _coerce(spec, getattr(self, spec.name), spec.name))
+        validate(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Config:
@@ -115,109 +113,12 @@ class Config:
         Raises :class:`ConfigError` for a bad value and :class:`TypeError` for an
         unknown option name.
         """
-        env = os.environ if environ is None else environ
-        known = {spec.name for spec in _SPECS}
-        unknown = sorted(set(options) - known)
-        if unknown:
-            raise TypeError(f"unknown otel-semloop option(s): {', '.join(unknown)}")
-        values: dict[str, Any] = {}
-        for spec in _SPECS:
-            raw = env.get(spec.env)
-            if raw is not None and raw.strip() != "":
-                values[spec.name] = _parse(spec, raw.strip(), spec.env)
-        for name, value in options.items():
-            spec = _BY_NAME[name]
-            values[name] = _parse(spec, value, name) if isinstance(value, str) else _coerce(spec, value, name)
-        return cls(**values)
+        return load(cls, prefix=ENV_PREFIX, environ=environ, layers=[("", options)], unknown=TypeError)
 
     def replace(self, **options: Any) -> Config:
         """A copy with ``options`` changed (validated like the constructor)."""
-        return dataclasses.replace(self, **{k: _coerce(_BY_NAME[k], v, k) for k, v in options.items()})
+        return dataclasses.replace(self, **options)
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    name: str
-    env: str
-    kind: str  # "bool", "seconds", "count", "mode"
-    minimum: float = 0.0
-
-
-_SPECS = (
-    _Spec("enabled", "SEMLOOP_ENABLED", "bool"),
-    _Spec("grace_seconds", "SEMLOOP_GRACE_SECONDS", "seconds"),
-    _Spec("idle_seconds", "SEMLOOP_IDLE_SECONDS", "seconds", 0.001),
-    _Spec("max_age_seconds", "SEMLOOP_MAX_AGE_SECONDS", "seconds", 0.001),
-    _Spec("max_traces", "SEMLOOP_MAX_TRACES", "count", 1),
-    _Spec("max_spans_per_trace", "SEMLOOP_MAX_SPANS_PER_TRACE", "count", 1),
-    _Spec("max_spans", "SEMLOOP_MAX_SPANS", "count", 1),
-    _Spec("recent_traces", "SEMLOOP_RECENT_TRACES", "count", 0),
-    _Spec("scoring_budget_seconds", "SEMLOOP_SCORING_BUDGET_SECONDS", "seconds", 0.001),
-    _Spec("scoring_threads", "SEMLOOP_SCORING_THREADS", "count", 1),
-    _Spec("max_stuck_scorers", "SEMLOOP_MAX_STUCK_SCORERS", "count", 0),
-    _Spec("tick_seconds", "SEMLOOP_TICK_SECONDS", "seconds", 0.001),
-    _Spec("shutdown_timeout_seconds", "SEMLOOP_SHUTDOWN_TIMEOUT_SECONDS", "seconds"),
-    _Spec("live_guard", "SEMLOOP_LIVE_GUARD", "mode"),
-)
-_BY_NAME = {spec.name: spec for spec in _SPECS}
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
-
-def _parse(spec: _Spec, raw: str, where: str) -> Any:
-    """A value from its text (environment variables, or strings passed as options)."""
-    text = raw.strip()
-    if spec.kind == "bool":
-        lowered = text.lower()
-        if lowered in _TRUE:
-            return True
-        if lowered in _FALSE:
-            return False
-        raise ConfigError(f"{where}={raw!r}: expected true or false")
-    if spec.kind == "mode":
-        try:
-            return GuardMode(text.lower())
-        except ValueError:
-            choices = "|".join(m.value for m in GuardMode)
-            raise ConfigError(f"{where}={raw!r}: expected one of {choices}") from None
-    try:
-        number: float = int(text) if spec.kind == "count" else float(text)
-    except ValueError:
-        expected = "an integer" if spec.kind == "count" else "a number of seconds"
-        raise ConfigError(f"{where}={raw!r}: expected {expected}") from None
-    return _coerce(spec, number, where)
-
-
-def _coerce(spec: _Spec, value: Any, where: str) -> Any:
-    if isinstance(value, str):
-        return _parse(spec, value, where)
-    _check(spec, value, where)
-    if spec.kind == "seconds":
-        return float(value)
-    if spec.kind == "mode":
-        return GuardMode(value)
-    return value
-
-
-def _check(spec: _Spec, value: Any, where: str) -> None:
-    if spec.kind == "bool":
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}={value!r}: expected a bool")
-    elif spec.kind == "mode":
-        if isinstance(value, GuardMode):
-            return
-        try:
-            GuardMode(value)
-        except ValueError:
-            choices = "|".join(m.value for m in GuardMode)
-            raise ConfigError(f"{where}={value!r}: expected one of {choices}") from None
-    elif spec.kind == "count":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{where}={value!r}: expected an integer")
-        if value < spec.minimum:
-            raise ConfigError(f"{where}={value!r}: must be at least {int(spec.minimum)}")
-    else:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ConfigError(f"{where}={value!r}: expected a finite number of seconds")
-        if value < spec.minimum:
-            raise ConfigError(f"{where}={value!r}: must be at least {spec.minimum:g}")
+#: Prefix of the processor's (and the service's) environment variables.
+ENV_PREFIX = "SEMLOOP_"

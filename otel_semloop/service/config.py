@@ -15,7 +15,6 @@ appended (the ``OTEL_EXPORTER_OTLP_ENDPOINT`` rule), a URL with a path is used a
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from otel_semloop.errors import ConfigError
+from otel_semloop.settings import load, setting, validate
 
 __all__ = ["ExportProtocol", "ServiceConfig", "parse_address"]
 
@@ -33,59 +33,65 @@ _PROTOCOLS = ("grpc", "http/protobuf")
 @dataclass(frozen=True, slots=True)
 class ServiceConfig:
     """Everything ``otel-semloop serve`` needs. Times are seconds, sizes are spans unless
-    named ``*_bytes``. At least one of ``grpc``/``http`` must be set."""
+    named ``*_bytes``. At least one of ``grpc``/``http`` must be set. Settings shared
+    with the span processor have its names and ``SEMLOOP_*`` variables
+    (:mod:`otel_semloop.settings`)."""
 
     #: OTLP/gRPC listen address; None: no gRPC receiver. Loopback by default: exposing
     #: the receiver beyond the host is a deliberate choice (``0.0.0.0:4317``).
-    grpc: str | None = "127.0.0.1:4317"
+    grpc: str | None = setting("127.0.0.1:4317", kind="str", optional=True)
     #: OTLP/HTTP listen address (``POST /v1/traces``); None: no HTTP receiver.
-    http: str | None = "127.0.0.1:4318"
+    http: str | None = setting("127.0.0.1:4318", kind="str", optional=True)
     #: Where scored spans go (required).
-    export_endpoint: str = ""
-    export_protocol: ExportProtocol = "grpc"
+    export_endpoint: str = setting("", kind="str")
+    export_protocol: ExportProtocol = setting("grpc", kind="choice", choices=_PROTOCOLS)
     #: Extra request headers / gRPC metadata for the downstream (API keys of a backend).
     export_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: gzip the export requests.
-    export_compression: bool = False
+    export_compression: bool = setting(False, kind="bool")
     #: One export attempt may take this long.
-    export_timeout: float = 10.0
+    export_timeout: float = setting(10.0, kind="float", above=0)
     #: Spans per export request.
-    export_batch_spans: int = 1024
+    export_batch_spans: int = setting(1024, kind="int", minimum=1)
     #: Spans waiting for the downstream (its outage). Past it the receivers answer
     #: 503 / UNAVAILABLE (retryable: the sender keeps the data), and if the queue still
     #: overflows (traces released from the buffer) the oldest spans are dropped, counted
     #: and logged.
-    export_queue_spans: int = 100_000
+    export_queue_spans: int = setting(100_000, kind="int", minimum=1)
     #: First retry delay, doubled per attempt up to ``retry_max_backoff`` (a
     #: ``Retry-After`` or gRPC ``RetryInfo`` from the downstream wins).
-    retry_initial_backoff: float = 0.5
-    retry_max_backoff: float = 30.0
+    retry_initial_backoff: float = setting(0.5, kind="float", above=0)
+    retry_max_backoff: float = setting(30.0, kind="float", above=0)
     #: A batch failing with retryable errors for this long is dropped (counted, logged):
     #: the OTel Collector's ``retry_on_failure.max_elapsed_time``. 0: retry forever.
-    retry_max_elapsed: float = 300.0
+    retry_max_elapsed: float = setting(300.0, kind="float", minimum=0)
     #: A trace whose root arrived is released this long after its last span (stragglers
     #: from other services or export batches join it meanwhile).
-    grace: float = 2.0
+    grace_seconds: float = setting(2.0, kind="float", minimum=0, old_names=("grace",))
     #: A trace without a root is released (scored as partial) after this long without spans.
-    idle: float = 120.0
+    idle_seconds: float = setting(120.0, kind="float", above=0, old_names=("idle",))
     #: Any trace is released this long after its first span.
-    max_age: float = 1800.0
-    max_traces: int = 10_000
-    max_spans_per_trace: int = 10_000
-    max_spans: int = 200_000
+    max_age_seconds: float = setting(1800.0, kind="float", above=0, old_names=("max_age",))
+    max_traces: int = setting(10_000, kind="int", minimum=1)
+    max_spans_per_trace: int = setting(10_000, kind="int", minimum=1)
+    max_spans: int = setting(200_000, kind="int", minimum=1)
     #: Released trace ids remembered to recognise late spans.
-    recent_traces: int = 16_384
+    recent_traces: int = setting(16_384, kind="int", minimum=0)
     #: From release to verdict, queueing included; past it the trace leaves unscored.
-    scoring_budget: float = 5.0
-    scoring_threads: int = 2
+    scoring_budget_seconds: float = setting(5.0, kind="float", above=0, old_names=("scoring_budget",))
+    scoring_threads: int = setting(2, kind="int", minimum=1)
+    #: Scoring threads abandoned past their budget that may be alive at once (each is
+    #: replaced while under this cap; past it traces leave unscored at once).
+    max_stuck_scorers: int = setting(2, kind="int", minimum=0)
     #: Largest accepted request body, compressed or not.
-    max_request_bytes: int = 32 * 1024 * 1024
+    max_request_bytes: int = setting(32 * 1024 * 1024, kind="int", minimum=1)
     #: SIGINT/SIGTERM: time to score and forward everything held.
-    drain_timeout: float = 30.0
+    shutdown_timeout_seconds: float = setting(30.0, kind="float", above=0, old_names=("drain_timeout",))
     #: How often the buffer's deadlines are checked.
-    tick: float = 0.05
+    tick_seconds: float = setting(0.05, kind="float", above=0, old_names=("tick",))
 
     def __post_init__(self) -> None:
+        validate(self, "serve: ")
         if not self.grpc and not self.http:
             raise ConfigError("serve: at least one of grpc and http must be set")
         for name in ("grpc", "http"):
@@ -94,48 +100,11 @@ class ServiceConfig:
                 parse_address(value, name)
         if not self.export_endpoint:
             raise ConfigError("serve: export_endpoint is required (the downstream OTLP URL)")
-        if self.export_protocol not in _PROTOCOLS:
-            raise ConfigError(
-                f"serve: export_protocol={self.export_protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
-            )
         split = urlsplit(self.export_endpoint)
         if split.scheme not in ("http", "https") or not split.hostname:
             raise ConfigError(
                 f"serve: export_endpoint={self.export_endpoint!r}: expected http(s)://host:port[/path]"
             )
-        for name in (
-            "export_timeout",
-            "retry_initial_backoff",
-            "retry_max_backoff",
-            "grace",
-            "idle",
-            "max_age",
-            "scoring_budget",
-            "drain_timeout",
-            "tick",
-            "retry_max_elapsed",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"serve: {name}={value!r}: expected a finite number of seconds")
-            if value < 0 or (value == 0 and name not in ("grace", "retry_max_elapsed")):
-                raise ConfigError(f"serve: {name}={value!r}: must be positive")
-        for name in (
-            "export_batch_spans",
-            "export_queue_spans",
-            "max_traces",
-            "max_spans_per_trace",
-            "max_spans",
-            "scoring_threads",
-            "max_request_bytes",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"serve: {name}={value!r}: expected an integer >= 1")
-        if isinstance(self.recent_traces, bool) or not isinstance(self.recent_traces, int):
-            raise ConfigError(f"serve: recent_traces={self.recent_traces!r}: expected an integer >= 0")
-        if self.recent_traces < 0:
-            raise ConfigError(f"serve: recent_traces={self.recent_traces!r}: expected an integer >= 0")
 
     @property
     def export_url(self) -> str:
@@ -148,22 +117,20 @@ class ServiceConfig:
         return self.export_endpoint
 
     @classmethod
-    def load(cls, path: str | Path | None = None, **overrides: Any) -> ServiceConfig:
-        """Defaults, then the TOML file at ``path`` (if any), then ``overrides`` whose
-        value is not None (command-line flags). Raises :class:`ConfigError` for an unknown
-        key or a bad value."""
-        values: dict[str, Any] = {}
+    def load(
+        cls, path: str | Path | None = None, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ServiceConfig:
+        """Defaults, then ``SEMLOOP_*`` variables in ``environ`` (default ``os.environ``;
+        e.g. ``SEMLOOP_EXPORT_ENDPOINT``, ``SEMLOOP_GRACE_SECONDS``), then the TOML file at
+        ``path`` (if any), then ``overrides`` whose value is not None (command-line flags).
+        A former option name (``grace``, ``idle``, ``max_age``, ``scoring_budget``,
+        ``tick``, ``drain_timeout``) is accepted with a ``DeprecationWarning``. Raises
+        :class:`ConfigError` for an unknown key or a bad value."""
+        layers: list[tuple[str, Mapping[str, Any]]] = []
         if path is not None:
-            values.update(_read_toml(Path(path)))
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"serve: unknown option(s): {', '.join(unknown)}")
-        try:
-            return cls(**values)
-        except TypeError as error:  # pragma: no cover - guarded by the key check above
-            raise ConfigError(f"serve: {error}") from None
+            layers.append((f"{path}: ", _read_toml(Path(path))))
+        layers.append(("", {k: v for k, v in overrides.items() if v is not None}))
+        return load(cls, prefix="SEMLOOP_", environ=environ, layers=layers, label="serve: ")
 
 
 def parse_address(address: str, name: str = "address") -> tuple[str, int]:

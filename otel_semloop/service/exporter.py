@@ -38,9 +38,9 @@ from urllib.parse import urlsplit
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.service.config import ServiceConfig
 from otel_semloop.service.pipeline import Held
+from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = ["ExportQueue", "SendResult"]
 

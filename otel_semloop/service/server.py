@@ -15,7 +15,7 @@ with no web framework.
 
 Shutdown (``stop``/signal): stop accepting (the gRPC server and uvicorn finish the
 requests in flight), release every held trace, score what fits in 80% of
-``drain_timeout`` (the rest leaves unscored), send everything queued in the remaining
+``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queued in the remaining
 time, then close. Spans still unsent at the deadline (the downstream is down) are
 counted and logged as dropped, with their number.
 """
@@ -23,7 +23,6 @@ counted and logged as dropped, with their number.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import signal
@@ -38,12 +37,12 @@ import uvicorn
 from opentelemetry import metrics
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
-from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.pipeline import Accepted, Pipeline
 from otel_semloop.service.receiver import GrpcTraceService, http_app
+from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
 
@@ -71,16 +70,15 @@ class SemloopService:
         self,
         config: ServiceConfig,
         *,
-        scorer: Any = None,
+        scorer: Scorer | None = None,
         meter_provider: metrics.MeterProvider | None = None,
     ) -> None:
         self.config = config
-        self._scorer = scorer if scorer is not None else Scorer()
-        self._telemetry = SelfTelemetry(meter_provider, self._gauges)
+        self._scorer: Scorer = scorer if scorer is not None else Scorer()
+        self._telemetry = SelfTelemetry(meter_provider, self._gauges, "service")
         self._pipeline: Pipeline | None = None
         self._exports: ExportQueue | None = None
         self._sender: Any = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._grpc_server: grpc.aio.Server | None = None
         self._http_server: _Uvicorn | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -109,11 +107,8 @@ class SemloopService:
         cannot be bound (nothing is left running then)."""
         config = self.config
         loop = asyncio.get_running_loop()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.scoring_threads, thread_name_prefix="semloop-scorer"
-        )
         self._sender = make_sender(config)
-        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._executor)
+        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry)
         self._exports = ExportQueue(config, self._sender, self._telemetry)
         try:
             if config.grpc:
@@ -171,12 +166,12 @@ class SemloopService:
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Stop receiving, score and forward everything held within ``timeout`` (default
-        ``drain_timeout``), close. True if nothing was dropped or left unscored for lack of
+        ``shutdown_timeout_seconds``), close. True if nothing was dropped or left unscored for lack of
         time. Idempotent."""
         if self._stopped:
             return True
         self._stopped = True
-        timeout = self.config.drain_timeout if timeout is None else timeout
+        timeout = self.config.shutdown_timeout_seconds if timeout is None else timeout
         started = time.monotonic()
         deadline = started + timeout
         await self._close_receivers()
@@ -222,7 +217,9 @@ class SemloopService:
         await self.start()
         try:
             await stop.wait()
-            _logger.info("otel-semloop: signal received; draining (up to %.0f s)", self.config.drain_timeout)
+            _logger.info(
+                "otel-semloop: signal received; draining (up to %.0f s)", self.config.shutdown_timeout_seconds
+            )
         finally:
             clean = await self.stop()
             for sig in (signal.SIGINT, signal.SIGTERM):
@@ -261,9 +258,6 @@ class SemloopService:
         if self._sender is not None:
             with contextlib.suppress(Exception):
                 await self._sender.close()
-        if self._executor is not None:
-            # Stuck scoring threads are daemons of the pool: do not wait for them.
-            self._executor.shutdown(wait=False, cancel_futures=True)
 
 
 def serve(config: ServiceConfig) -> int:
@@ -314,10 +308,10 @@ class ServiceThread:
         return self
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Drain (``timeout`` default: ``drain_timeout``) and stop the thread."""
+        """Drain (``timeout`` default: ``shutdown_timeout_seconds``) and stop the thread."""
         if not self._thread.is_alive():
             return True
-        wait = (self.service.config.drain_timeout if timeout is None else timeout) + 15
+        wait = (self.service.config.shutdown_timeout_seconds if timeout is None else timeout) + 15
         try:
             return asyncio.run_coroutine_threadsafe(self.service.stop(timeout), self._loop).result(wait)
         finally:

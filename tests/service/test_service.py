@@ -48,12 +48,12 @@ def service_config(downstream: OtlpReceiver, **overrides: Any) -> ServiceConfig:
         "http": "127.0.0.1:0",
         "export_endpoint": downstream.endpoint,
         "export_protocol": protocol,
-        "grace": 0.1,
-        "tick": 0.02,
+        "grace_seconds": 0.1,
+        "tick_seconds": 0.02,
         "retry_initial_backoff": 0.05,
         "retry_max_backoff": 0.2,
         "export_timeout": 2.0,
-        "drain_timeout": 5.0,
+        "shutdown_timeout_seconds": 5.0,
         **overrides,
     }
     return ServiceConfig(**options)
@@ -405,7 +405,7 @@ class SlowScorer:
 def test_a_trace_whose_scoring_outlives_the_budget_is_forwarded_unscored_once(
     grpc_downstream: GrpcOtlpReceiver,
 ) -> None:
-    config = service_config(grpc_downstream, scoring_budget=0.2)
+    config = service_config(grpc_downstream, scoring_budget_seconds=0.2)
     service = ServiceThread(config, scorer=SlowScorer()).start()
     app = App(service, "grpc")
     try:

@@ -35,7 +35,7 @@ def _serve(*args: str) -> subprocess.Popen[str]:
 def test_sigterm_drains_a_held_trace_with_its_verdict_then_exits_0(tmp_path: Path) -> None:
     config = tmp_path / "serve.toml"
     # The file sets the grace; the flags set the rest (flags would win on a clash).
-    config.write_text("[serve]\ngrace = 60.0\nscoring_budget = 5.0\n")
+    config.write_text("[serve]\ngrace_seconds = 60.0\nscoring_budget_seconds = 5.0\n")
     with GrpcOtlpReceiver() as downstream:
         process = _serve(
             "--config",
@@ -46,7 +46,7 @@ def test_sigterm_drains_a_held_trace_with_its_verdict_then_exits_0(tmp_path: Pat
             "127.0.0.1:0",
             "--export-endpoint",
             downstream.endpoint,
-            "--drain-timeout",
+            "--shutdown-timeout-seconds",
             "10",
         )
         try:
