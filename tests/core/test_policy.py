@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
 
 from otel_semloop.detectors.config import DetectorConfig
@@ -14,9 +10,8 @@ from otel_semloop.policy import Policy
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Action, Finding, Label
 from otel_semloop.writeback import patches_for
+from tests.support.repo_data import BENCH, read_jsonl
 from tests.support.scenarios import Scenario
-
-SHARED = Path(os.environ.get("SEMLOOP_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 
 
 def finding(
@@ -151,12 +146,10 @@ def test_calibration_figures_are_recorded_only_when_asked():
     assert calibrated["action_cycle"] == 0.5 and calibrated["chanting"] == 0.0
 
 
-@pytest.mark.skipif(not (SHARED / "semloop-bench").is_dir(), reason=f"shared benchmark not found at {SHARED}")
 def test_a_loop_verdict_is_written_on_the_root_and_the_looping_step_spans():
     from bench.deepeval_tree import trace_from_bench_row
 
-    with (SHARED / "semloop-bench" / "dataset.jsonl").open() as fp:
-        row = next(json.loads(line) for line in fp if '"identical_tool_loop-00"' in line)
+    row = next(row for row in read_jsonl(BENCH) if row["trace_id"] == "identical_tool_loop-00")
     trace = trace_from_bench_row(row)
     verdict = Scorer().score(trace)
     patches = patches_for(trace, verdict)
