@@ -35,7 +35,16 @@ from typing import Any, Literal, TypeVar
 
 from otel_semloop.errors import ConfigError
 
-__all__ = ["Spec", "environment_variables", "load", "setting", "specs", "validate"]
+__all__ = [
+    "BufferingSettings",
+    "Spec",
+    "environment_variables",
+    "load",
+    "setting",
+    "setting_default",
+    "specs",
+    "validate",
+]
 
 T = TypeVar("T")
 Kind = Literal["bool", "int", "float", "str", "choice"]
@@ -82,6 +91,13 @@ def setting(
     return dataclasses.field(default=default, metadata={_KEY: spec})
 
 
+def setting_default(base: type, name: str, default: Any) -> Any:
+    """The setting ``name`` of ``base`` with another default (a front door whose workload
+    wants a different default redeclares the shared field with this)."""
+    (spec,) = [f.metadata[_KEY] for f in dataclasses.fields(base) if f.name == name]
+    return dataclasses.field(default=default, metadata={_KEY: spec})
+
+
 def specs(cls: type) -> dict[str, Spec]:
     """The declared settings of a config class, by field name, in field order."""
     return {f.name: f.metadata[_KEY] for f in dataclasses.fields(cls) if _KEY in f.metadata}
@@ -105,6 +121,7 @@ def load(
     layers: Iterable[tuple[str, Mapping[str, Any]]] = (),
     unknown: type[Exception] = ConfigError,
     label: str = "",
+    former_names: bool = True,
 ) -> T:
     """Build ``cls`` from its defaults, the environment (``environ``, default
     ``os.environ``; variables ``prefix + FIELD``), then each ``(source, values)`` layer in
@@ -113,7 +130,7 @@ def load(
     setting raises ``unknown``; a former name warns and counts as the new one."""
     declared = specs(cls)
     other_fields = {f.name for f in dataclasses.fields(cls) if f.init and f.name not in declared}
-    renamed = {old: name for name, spec in declared.items() for old in spec.old_names}
+    renamed = {old: name for name, spec in declared.items() for old in spec.old_names} if former_names else {}
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
     for name, spec in declared.items():
@@ -226,3 +243,63 @@ def _check_bounds(spec: Spec, value: float, where: str) -> None:
         raise ConfigError(f"{where}={value!r}: must be greater than {spec.above:g}")
     if spec.maximum is not None and value > spec.maximum:
         raise ConfigError(f"{where}={value!r}: must be at most {spec.maximum:g}")
+
+
+@dataclass(frozen=True, slots=True)
+class BufferingSettings:
+    """The settings both buffering front doors share (the span processor's
+    :class:`~otel_semloop.processor.config.Config` and the service's
+    :class:`~otel_semloop.service.config.ServiceConfig` extend this class): how traces are
+    grouped and when they are released (:mod:`otel_semloop.grouping`), and how they are
+    scored (:mod:`otel_semloop.pool`). Defaults are the span processor's; the service
+    redeclares a few with :func:`setting_default`."""
+
+    #: Wait after a trace completes (local root ended, no span open) for stragglers:
+    #: spans started elsewhere that end just after. Longer delays export; shorter
+    #: turns a straggler into a late span (forwarded marked ``semloop.late``).
+    grace_seconds: float = setting(0.5, kind="float", minimum=0, old_names=("grace",))
+    #: A trace with no span started or ended for this long is released as partial.
+    #: Generous because an agent may wait minutes on one model call with spans open.
+    idle_seconds: float = setting(120.0, kind="float", minimum=0.001, old_names=("idle",))
+    #: A trace held this long since its first span is released as partial, even if busy.
+    max_age_seconds: float = setting(1800.0, kind="float", minimum=0.001, old_names=("max_age",))
+    #: Traces held at once; on overflow the oldest is released (never dropped).
+    max_traces: int = setting(10_000, kind="int", minimum=1)
+    #: Spans held for one trace; at the limit the held spans are released as a partial
+    #: chunk and the trace keeps being grouped, so a huge trace costs bounded memory.
+    max_spans_per_trace: int = setting(10_000, kind="int", minimum=1)
+    #: Spans held across all traces (the memory bound: agent spans are a few KB each);
+    #: on overflow the oldest trace is released.
+    max_spans: int = setting(100_000, kind="int", minimum=1)
+    #: Released trace ids remembered so that a late span is recognised and marked.
+    #: Past it a late span starts a new group instead, released later as partial: the
+    #: bound errs toward an extra partial verdict, never toward a lost span.
+    recent_traces: int = setting(16_384, kind="int", minimum=0)
+    #: Time from a trace's release to its verdict (queueing included). Past it the trace
+    #: is forwarded unscored, marked ``semloop.unscored.reason="scoring budget exceeded"``.
+    scoring_budget_seconds: float = setting(5.0, kind="float", minimum=0.001, old_names=("scoring_budget",))
+    #: Threads that run detectors. One suits the deterministic detectors (the GIL
+    #: serialises them anyway); more lets a remote judge's waits overlap.
+    scoring_threads: int = setting(1, kind="int", minimum=1)
+    #: A scoring thread past its budget cannot be killed in Python; it is abandoned and
+    #: replaced, up to this many abandoned threads alive at once. Past that, traces are
+    #: released unscored ("scorers stuck") until one returns.
+    max_stuck_scorers: int = setting(2, kind="int", minimum=0)
+    #: How often held traces' deadlines are checked (release, budget).
+    tick_seconds: float = setting(0.1, kind="float", minimum=0.001, old_names=("tick",))
+    #: Shutdown (or SIGTERM): time to score and forward everything held.
+    shutdown_timeout_seconds: float = setting(30.0, kind="float", minimum=0, old_names=("drain_timeout",))
+
+    def buffer_limits(self) -> Any:
+        """The :class:`~otel_semloop.grouping.BufferLimits` these settings describe."""
+        from otel_semloop.grouping import BufferLimits  # grouping is below settings in the core
+
+        return BufferLimits(
+            grace=self.grace_seconds,
+            idle=self.idle_seconds,
+            max_age=self.max_age_seconds,
+            max_traces=self.max_traces,
+            max_spans_per_trace=self.max_spans_per_trace,
+            max_spans=self.max_spans,
+            recent=self.recent_traces,
+        )

@@ -94,7 +94,7 @@ from opentelemetry import metrics
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
-from otel_semloop.grouping import BufferLimits, ReleaseReason, TraceBuffer
+from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.pool import ScoringPool
 from otel_semloop.processor.config import Config, GuardMode
 from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
@@ -151,17 +151,7 @@ class SemloopSpanProcessor(SpanProcessor):
         self._active = config.enabled
         self._shutdown = False
         self._lock = threading.Lock()
-        self._buffer: TraceBuffer[ReadableSpan] = TraceBuffer(
-            BufferLimits(
-                grace=config.grace_seconds,
-                idle=config.idle_seconds,
-                max_age=config.max_age_seconds,
-                max_traces=config.max_traces,
-                max_spans_per_trace=config.max_spans_per_trace,
-                max_spans=config.max_spans,
-                recent=config.recent_traces,
-            )
-        )
+        self._buffer: TraceBuffer[ReadableSpan] = TraceBuffer(config.buffer_limits())
         # Bound methods looked up once: the hooks are the hot path.
         self._buffer_start = self._buffer.start
         self._buffer_end = self._buffer.end

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from otel_semloop.errors import ConfigError
-from otel_semloop.settings import load, setting, validate
+from otel_semloop.settings import BufferingSettings, load, setting, setting_default, validate
 
 __all__ = ["ExportProtocol", "ServiceConfig", "parse_address"]
 
@@ -31,7 +31,7 @@ _PROTOCOLS = ("grpc", "http/protobuf")
 
 
 @dataclass(frozen=True, slots=True)
-class ServiceConfig:
+class ServiceConfig(BufferingSettings):
     """Everything ``otel-semloop serve`` needs. Times are seconds, sizes are spans unless
     named ``*_bytes``. At least one of ``grpc``/``http`` must be set. Settings shared
     with the span processor have its names and ``SEMLOOP_*`` variables
@@ -65,30 +65,14 @@ class ServiceConfig:
     #: A batch failing with retryable errors for this long is dropped (counted, logged):
     #: the OTel Collector's ``retry_on_failure.max_elapsed_time``. 0: retry forever.
     retry_max_elapsed: float = setting(300.0, kind="float", minimum=0)
-    #: A trace whose root arrived is released this long after its last span (stragglers
-    #: from other services or export batches join it meanwhile).
-    grace_seconds: float = setting(2.0, kind="float", minimum=0, old_names=("grace",))
-    #: A trace without a root is released (scored as partial) after this long without spans.
-    idle_seconds: float = setting(120.0, kind="float", above=0, old_names=("idle",))
-    #: Any trace is released this long after its first span.
-    max_age_seconds: float = setting(1800.0, kind="float", above=0, old_names=("max_age",))
-    max_traces: int = setting(10_000, kind="int", minimum=1)
-    max_spans_per_trace: int = setting(10_000, kind="int", minimum=1)
-    max_spans: int = setting(200_000, kind="int", minimum=1)
-    #: Released trace ids remembered to recognise late spans.
-    recent_traces: int = setting(16_384, kind="int", minimum=0)
-    #: From release to verdict, queueing included; past it the trace leaves unscored.
-    scoring_budget_seconds: float = setting(5.0, kind="float", above=0, old_names=("scoring_budget",))
-    scoring_threads: int = setting(2, kind="int", minimum=1)
-    #: Scoring threads abandoned past their budget that may be alive at once (each is
-    #: replaced while under this cap; past it traces leave unscored at once).
-    max_stuck_scorers: int = setting(2, kind="int", minimum=0)
+    #: Shared with the span processor (:class:`~otel_semloop.settings.BufferingSettings`),
+    #: with defaults for a collector: export batches of one trace arrive seconds apart.
+    grace_seconds: float = setting_default(BufferingSettings, "grace_seconds", 2.0)
+    max_spans: int = setting_default(BufferingSettings, "max_spans", 200_000)
+    scoring_threads: int = setting_default(BufferingSettings, "scoring_threads", 2)
+    tick_seconds: float = setting_default(BufferingSettings, "tick_seconds", 0.05)
     #: Largest accepted request body, compressed or not.
     max_request_bytes: int = setting(32 * 1024 * 1024, kind="int", minimum=1)
-    #: SIGINT/SIGTERM: time to score and forward everything held.
-    shutdown_timeout_seconds: float = setting(30.0, kind="float", above=0, old_names=("drain_timeout",))
-    #: How often the buffer's deadlines are checked.
-    tick_seconds: float = setting(0.05, kind="float", above=0, old_names=("tick",))
 
     def __post_init__(self) -> None:
         validate(self, "serve: ")

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from otel_semloop.conventions import step_kind
-from otel_semloop.grouping import BufferLimits, ReleaseReason, TraceBuffer
+from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.model import SpanRecord, StepKind
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.pool import ScoringPool
@@ -170,17 +170,7 @@ class Pipeline:
         self._telemetry = telemetry
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self.buffer: TraceBuffer[Held] = TraceBuffer(
-            BufferLimits(
-                grace=config.grace_seconds,
-                idle=config.idle_seconds,
-                max_age=config.max_age_seconds,
-                max_traces=config.max_traces,
-                max_spans_per_trace=config.max_spans_per_trace,
-                max_spans=config.max_spans,
-                recent=config.recent_traces,
-            )
-        )
+        self.buffer: TraceBuffer[Held] = TraceBuffer(config.buffer_limits())
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,
