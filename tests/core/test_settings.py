@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.errors import ConfigError
 from otel_semloop.processor.config import Config, GuardMode
 from otel_semloop.service.config import ServiceConfig
@@ -17,7 +18,12 @@ from otel_semloop.settings import BufferingSettings, Spec, environment_variables
 ENDPOINT = {"export_endpoint": "http://127.0.0.1:4317"}
 
 
+PREFIX = {Config: "SEMLOOP_", ServiceConfig: "SEMLOOP_", DetectorConfig: "SEMLOOP_DETECT_"}
+
+
 def build(cls: type, environ: dict[str, str], **values: Any) -> Any:
+    if cls is DetectorConfig:
+        return DetectorConfig.from_env(environ, **values)
     if cls is ServiceConfig:
         return ServiceConfig.load(environ=environ, **{**ENDPOINT, **values})
     return Config.from_env(environ, **values)
@@ -31,7 +37,7 @@ def sample(spec: Spec) -> tuple[str, Any]:
         value = int(max(spec.minimum or 0, 1)) + 2
         return str(value), value
     if spec.kind == "float":
-        return "7.5", 7.5
+        return ("0.75", 0.75) if spec.maximum is not None and spec.maximum < 7.5 else ("7.5", 7.5)
     if spec.kind == "choice":
         choices = spec.choices
         value = list(choices)[-1] if isinstance(choices, type) else choices[-1]  # type: ignore[index]
@@ -41,7 +47,7 @@ def sample(spec: Spec) -> tuple[str, Any]:
 
 CASES = [
     pytest.param(cls, name, spec, id=f"{cls.__name__}.{name}")
-    for cls in (Config, ServiceConfig)
+    for cls in (Config, ServiceConfig, DetectorConfig)
     for name, spec in specs(cls).items()
     if name != "export_endpoint"
 ]
@@ -49,8 +55,8 @@ CASES = [
 
 @pytest.mark.parametrize(("cls", "name", "spec"), CASES)
 def test_every_setting_is_read_from_its_semloop_variable(cls: type, name: str, spec: Spec) -> None:
-    variable = environment_variables(cls, "SEMLOOP_")[name]
-    assert variable == "SEMLOOP_" + name.upper()
+    variable = environment_variables(cls, PREFIX[cls])[name]
+    assert variable == PREFIX[cls] + name.upper()
     text, value = sample(spec)
     config = build(cls, {variable: text})
     assert getattr(config, name) == value
@@ -63,14 +69,12 @@ def test_every_setting_is_read_from_its_semloop_variable(cls: type, name: str, s
 def test_every_numeric_setting_is_refused_just_past_its_bound_naming_the_variable(
     cls: type, name: str, spec: Spec
 ) -> None:
-    variable = environment_variables(cls, "SEMLOOP_")[name]
+    variable = environment_variables(cls, PREFIX[cls])[name]
     if spec.minimum is not None:  # the bound itself is valid, just below it is not
         inside, outside = spec.minimum, spec.minimum - (1 if spec.kind == "int" else 0.0005)
     else:  # an exclusive bound: just above is valid, the bound itself is not
         assert spec.above is not None
-        inside, outside = spec.above + 0.0005, spec.above
-    if spec.kind == "int":
-        inside = int(inside)
+        inside, outside = spec.above + (1 if spec.kind == "int" else 0.0005), spec.above
     assert getattr(build(cls, {}, **{name: inside}), name) == inside
     with pytest.raises(ConfigError, match=variable):
         build(cls, {variable: str(outside)})
