@@ -1,7 +1,9 @@
 """The in-app front door: a span processor inside the application's own tracer provider.
 
-* :mod:`.span_processor` - ``SemloopSpanProcessor``: the SDK hooks, the worker thread that
-  releases finished traces, scores them and forwards every span once.
+* :mod:`.span_processor` - ``SemloopSpanProcessor``: the SDK hooks (O(1) bookkeeping on
+  the application's thread), flush and shutdown.
+* :mod:`.worker` - the background thread that releases finished traces, scores them
+  through the shared :class:`~otel_semloop.pool.ScoringPool` and forwards every span once.
 * :mod:`.sdk` - the adapter between SDK ``ReadableSpan`` objects and the core's records
   and patches.
 * :mod:`.config` - the processor's options (constructor arguments and ``SEMLOOP_*``).
