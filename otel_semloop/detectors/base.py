@@ -37,6 +37,9 @@ Episodes
     level (warning at ``report_at``, conclusive at 1.0, then at 2, 4, 8... times the
     threshold) and keeps up to ``max_evidence_spans`` span ids. At the end of a trace each
     episode that reached a warning yields one finding, at its peak.
+
+Size: the protocols and the per-step facts every detector reads; split, one contract
+would be spread over several files.
 """
 
 from __future__ import annotations

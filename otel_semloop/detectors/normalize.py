@@ -36,6 +36,9 @@ Failures
 Digests
     :func:`digest` is a 64-bit blake2b of text, as an ``int`` (cheap to hash and compare).
     Detectors keep these digests, never the text they came from.
+
+Size: every rule for what counts as "the same" lives here so it has one definition;
+each function is small and pure.
 """
 
 from __future__ import annotations

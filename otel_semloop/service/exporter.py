@@ -21,6 +21,9 @@ Outage
     upstream instead of being lost. Traces the buffer still releases go on queueing up to a
     hard cap of ``export_queue_spans + max_spans`` (the most the buffer can hold), past
     which the oldest queued spans are dropped, counted and logged. Nothing here raises.
+
+Size: the export queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching
+and the retry rules, so they are read together here.
 """
 
 from __future__ import annotations
