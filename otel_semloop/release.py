@@ -93,6 +93,8 @@ class Outcome(Generic[S]):
     spans: list[S]
     label: str = "none"
     patched: int = 0
+    #: The trace and verdict written back, when there was one (for a front door's log).
+    evaluation: Evaluation | None = None
 
 
 @dataclasses.dataclass(slots=True)
@@ -170,7 +172,7 @@ def written_back(
             patched += 1
             if patched % SLICE == 0:
                 yield_gil()
-    return Outcome(out, verdict.label.value, patched)
+    return Outcome(out, verdict.label.value, patched, evaluation)
 
 
 def unscored(release: Release[S], adapter: SpanAdapter[S], reason: str) -> Outcome[S]:

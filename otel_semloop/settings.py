@@ -85,10 +85,12 @@ def setting(
     choices: type[enum.Enum] | tuple[str, ...] | None = None,
     env: str | None = None,
     old_names: tuple[str, ...] = (),
+    secret: bool = False,
 ) -> Any:
-    """A dataclass field with its :class:`Spec` in the metadata."""
+    """A dataclass field with its :class:`Spec` in the metadata. A ``secret`` is left out
+    of the dataclass ``repr``."""
     spec = Spec(kind, minimum, above, maximum, optional, choices, env, old_names)
-    return dataclasses.field(default=default, metadata={_KEY: spec})
+    return dataclasses.field(default=default, metadata={_KEY: spec}, repr=not secret)
 
 
 def setting_default(base: type, name: str, default: Any) -> Any:
@@ -119,26 +121,25 @@ def load(
     prefix: str,
     environ: Mapping[str, str] | None = None,
     layers: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    under_env: Iterable[tuple[str, Mapping[str, Any]]] = (),
     unknown: type[Exception] = ConfigError,
     label: str = "",
     former_names: bool = True,
 ) -> T:
     """Build ``cls`` from its defaults, the environment (``environ``, default
     ``os.environ``; variables ``prefix + FIELD``), then each ``(source, values)`` layer in
-    order (later wins). ``source`` prefixes the name in error messages (``"--"`` for
-    flags, ``"config.toml: "`` for a file, ``""`` for options). A key that names no
+    order (later wins); ``under_env`` layers go below the ``prefix`` variables (other
+    environment conventions, e.g. ``OTEL_EXPORTER_OTLP_*``). ``source`` prefixes the name
+    in error messages (``"--"`` for flags, ``"config.toml: "`` for a file, ``""`` for
+    options). A key that names no
     setting raises ``unknown``; a former name warns and counts as the new one."""
     declared = specs(cls)
     other_fields = {f.name for f in dataclasses.fields(cls) if f.init and f.name not in declared}
     renamed = {old: name for name, spec in declared.items() for old in spec.old_names} if former_names else {}
     env = os.environ if environ is None else environ
     values: dict[str, Any] = {}
-    for name, spec in declared.items():
-        variable = _variable(name, spec, prefix)
-        raw = env.get(variable) if variable else None
-        if raw is not None and raw.strip() != "":
-            values[name] = parse(spec, raw, variable)
-    for source, layer in layers:
+
+    def apply(source: str, layer: Mapping[str, Any]) -> None:
         bad = []
         for key, value in layer.items():
             name = key.replace("-", "_")
@@ -148,7 +149,7 @@ def load(
                 warnings.warn(
                     f"{label}{source}{key} is deprecated: use {source}{spelled}",
                     DeprecationWarning,
-                    stacklevel=3,
+                    stacklevel=4,
                 )
                 name = new
             if name in declared:
@@ -159,6 +160,21 @@ def load(
                 bad.append(key)
         if bad:
             raise unknown(f"{label}unknown option(s): {', '.join(sorted(bad))}")
+
+    for source, layer in under_env:
+        apply(source, layer)
+    for name, spec in declared.items():
+        variable = _variable(name, spec, prefix)
+        raw = env.get(variable) if variable else None
+        for old in spec.old_names if former_names and raw is None and spec.env is None else ():
+            if env.get(prefix + old.upper()) is not None:
+                message = f"{label}{prefix}{old.upper()} is deprecated: use {variable}"
+                warnings.warn(message, DeprecationWarning, stacklevel=3)
+                variable, raw = prefix + old.upper(), env[prefix + old.upper()]
+        if raw is not None and (raw.strip() != "" or (spec.optional and spec.kind == "str")):
+            values[name] = parse(spec, raw, variable)
+    for source, layer in layers:
+        apply(source, layer)
     return cls(**values)
 
 
@@ -173,7 +189,7 @@ def parse(spec: Spec, value: Any, where: str) -> Any:
     """``value`` (text, or already typed) as the setting's type, within its bounds."""
     if isinstance(value, str) and spec.kind not in ("str", "choice"):
         value = _from_text(spec, value, where)
-    elif isinstance(value, str) and spec.optional and value.strip().lower() in ("none", "off"):
+    elif isinstance(value, str) and spec.optional and value.strip().lower() in _NONE:
         value = None
     if value is None:
         if spec.optional:

@@ -29,16 +29,21 @@ name                            kind      front door  attribute (values)
                                                       thread's verdict after its trace left)
 ``semloop.errors``              counter   P S         ``semloop.error.where``
 ``semloop.forward.catch_up``    counter   P           ``semloop.catch_up`` (flush)
-``semloop.spans.received``      counter   S           ``semloop.span.state`` (accepted)
-``semloop.spans.rejected``      counter   S           ``semloop.reject.reason`` (invalid)
-``semloop.export.spans``        counter   S           ``semloop.export.state`` (sent)
-``semloop.export.retries``      counter   S           ``semloop.export.retry`` (retryable)
-``semloop.export.dropped``      counter   S           ``semloop.drop.reason``
+``semloop.spans.received``      counter   S           ``semloop.outcome``
+``semloop.spans.refused``       counter   S           ``semloop.refusal.reason`` (before acknowledgement)
+``semloop.spans.rejected``      counter   S           ``semloop.rejection.reason`` (invalid)
+``semloop.requests.refused``    counter   S           ``semloop.refusal.reason``
+``semloop.export.spans``        counter   S           ``semloop.export.outcome``
+``semloop.export.retries``      counter   S           ``semloop.retry.kind``
+``semloop.export.failures``     counter   S           ``semloop.failure.kind``
+``semloop.export.dropped``      counter   S           ``semloop.drop.reason`` (should stay 0)
 ``semloop.spans.held``          gauge     P S
 ``semloop.traces.held``         gauge     P S
 ``semloop.scorers.stuck``       gauge     P S
 ``semloop.export.pending``      gauge     S
 ``semloop.export.down``         gauge     S
+``semloop.memory.accepted``     gauge     S           (bytes)
+``semloop.durable.pending``     gauge     S           (requests)
 ``semloop.scoring.duration``    histogram P S         (seconds)
 ==============================  ========  ==========  ===============================================
 """
@@ -133,24 +138,40 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "semloop.spans.received",
         "counter",
         "{span}",
-        "Spans accepted by the receivers.",
-        "semloop.span.state",
+        "Spans accepted from senders.",
+        "semloop.outcome",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.spans.refused",
+        "counter",
+        "{span}",
+        "Spans refused before acknowledgement (backpressure, limits, auth), by reason.",
+        "semloop.refusal.reason",
         ("service",),
     ),
     Instrument(
         "semloop.spans.rejected",
         "counter",
         "{span}",
-        "Spans refused by the receivers.",
-        "semloop.reject.reason",
+        "Invalid spans rejected in a request.",
+        "semloop.rejection.reason",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.requests.refused",
+        "counter",
+        "{request}",
+        "Requests refused (too large, bad, unauthenticated, backpressure), by reason.",
+        "semloop.refusal.reason",
         ("service",),
     ),
     Instrument(
         "semloop.export.spans",
         "counter",
         "{span}",
-        "Spans exported downstream.",
-        "semloop.export.state",
+        "Spans the downstream accepted.",
+        "semloop.export.outcome",
         ("service",),
     ),
     Instrument(
@@ -158,14 +179,22 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "counter",
         "{retry}",
         "Export attempts retried.",
-        "semloop.export.retry",
+        "semloop.retry.kind",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.failures",
+        "counter",
+        "{request}",
+        "Export attempts that failed.",
+        "semloop.failure.kind",
         ("service",),
     ),
     Instrument(
         "semloop.export.dropped",
         "counter",
         "{span}",
-        "Spans dropped by the exporter, by reason.",
+        "Spans dropped before reaching the downstream (should stay 0).",
         "semloop.drop.reason",
         ("service",),
     ),

@@ -47,6 +47,7 @@ from otel_semloop.errors import LoopDetected
 from otel_semloop.model import StepKind
 from otel_semloop.processor.config import GuardMode
 from otel_semloop.processor.sdk import span_to_record
+from otel_semloop.redact import safe_text
 from otel_semloop.verdict import Action
 
 __all__ = ["LoopGuard", "check"]
@@ -196,7 +197,8 @@ class LoopGuard:
             return state
 
     def _notify(self, decision: Any) -> None:
-        _logger.warning("otel-semloop live guard: %s", decision.describe())
+        # The description quotes tool names: one log line, secrets redacted, controls escaped.
+        _logger.warning("otel-semloop live guard: %s", safe_text(decision.describe()))
         callback = self.on_loop
         if callback is None:
             return

@@ -1,10 +1,30 @@
 """Configuration of the collector service (``otel-semloop serve``).
 
-One frozen dataclass, :class:`ServiceConfig`, built from (lowest precedence first) its
-defaults, a TOML file (``--config FILE``: top-level keys are the field names below, or a
-``[serve]`` table holding them) and command-line flags. Every value is checked once, here:
-a bad value raises :class:`~otel_semloop.errors.ConfigError` naming the field, before any
-socket is opened.
+One frozen dataclass, :class:`ServiceConfig`, checked once, here: a bad value raises
+:class:`~otel_semloop.errors.ConfigError` naming the field, before any socket is opened.
+:meth:`ServiceConfig.load` builds it the way an OpenTelemetry operator expects, from (lowest
+precedence first):
+
+1. the defaults below;
+2. the environment: the standard ``OTEL_EXPORTER_OTLP_*`` variables for the next hop
+   (``OTEL_EXPORTER_OTLP_TRACES_*`` over the generic ones: endpoint, headers, protocol,
+   compression, timeout in milliseconds, certificate, client key and certificate),
+   ``OTEL_METRICS_EXPORTER`` / ``OTEL_EXPORTER_PROMETHEUS_HOST|PORT`` for self-metrics, then
+   ``SEMLOOP_<OPTION>`` for every option below (``SEMLOOP_GRPC``, ``SEMLOOP_AUTH_TOKEN``...),
+   read by :mod:`otel_semloop.settings` like the span processor's: the settings both share
+   (``grace_seconds``, ``scoring_budget_seconds``, ``shutdown_timeout_seconds``...) have
+   the same names and variables, and the former names (``grace``, ``idle``, ``max_age``,
+   ``scoring_budget``, ``tick``, ``drain_timeout``) still work with a ``DeprecationWarning``;
+3. a TOML file (``--config FILE``: the option names at the top level or under ``[serve]``),
+   where ``${env:NAME}`` (or ``${NAME}``) is replaced by that variable, so a file can name a
+   secret without holding it;
+4. command-line flags.
+
+Secrets (``export_headers`` values, ``auth_token``, a password in ``export_endpoint``) are
+never printed: they are left out of ``repr`` and :meth:`ServiceConfig.describe`, and
+:func:`redact_url` hides URL credentials in every log line. Take them from the environment or
+a file (``export_headers_file``, ``auth_token_file``), not from flags, which any user of the
+host can read in the process list.
 
 Addresses are ``HOST:PORT`` (``[::1]:4317`` for IPv6); port 0 picks a free port (tests).
 ``export_endpoint`` is a URL: for ``grpc``, ``http://host:port`` is plaintext and
@@ -15,27 +35,32 @@ appended (the ``OTEL_EXPORTER_OTLP_ENDPOINT`` rule), a URL with a path is used a
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from otel_semloop.errors import ConfigError
 from otel_semloop.settings import BufferingSettings, load, setting, setting_default, validate
 
-__all__ = ["ExportProtocol", "ServiceConfig", "parse_address"]
+__all__ = ["ExportProtocol", "ServiceConfig", "parse_address", "redact_url"]
 
 ExportProtocol = Literal["grpc", "http/protobuf"]
 _PROTOCOLS = ("grpc", "http/protobuf")
+_METRICS_EXPORTERS = ("otlp", "prometheus", "console", "none")
+_MIB = 1024 * 1024
+
 
 
 @dataclass(frozen=True, slots=True)
 class ServiceConfig(BufferingSettings):
     """Everything ``otel-semloop serve`` needs. Times are seconds, sizes are spans unless
-    named ``*_bytes``. At least one of ``grpc``/``http`` must be set. Settings shared
-    with the span processor have its names and ``SEMLOOP_*`` variables
-    (:mod:`otel_semloop.settings`)."""
+    named ``*_bytes``. At least one of ``grpc``/``http`` must be set. The grouping, scoring
+    and shutdown settings are the span processor's
+    (:class:`~otel_semloop.settings.BufferingSettings`), with collector defaults below."""
 
     #: OTLP/gRPC listen address; None: no gRPC receiver. Loopback by default: exposing
     #: the receiver beyond the host is a deliberate choice (``0.0.0.0:4317``).
@@ -43,20 +68,24 @@ class ServiceConfig(BufferingSettings):
     #: OTLP/HTTP listen address (``POST /v1/traces``); None: no HTTP receiver.
     http: str | None = setting("127.0.0.1:4318", kind="str", optional=True)
     #: Where scored spans go (required).
-    export_endpoint: str = setting("", kind="str")
+    export_endpoint: str = setting("", kind="str", secret=True)
     export_protocol: ExportProtocol = setting("grpc", kind="choice", choices=_PROTOCOLS)
     #: Extra request headers / gRPC metadata for the downstream (API keys of a backend).
-    export_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    #: Secret: never printed.
+    export_headers: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
     #: gzip the export requests.
     export_compression: bool = setting(False, kind="bool")
     #: One export attempt may take this long.
     export_timeout: float = setting(10.0, kind="float", above=0)
+    #: PEM file of the CA(s) that sign the downstream's certificate (default: system roots).
+    export_certificate: str | None = setting(None, kind="str", optional=True)
+    #: PEM client key and certificate for mutual TLS with the downstream.
+    export_client_key: str | None = setting(None, kind="str", optional=True)
+    export_client_certificate: str | None = setting(None, kind="str", optional=True)
     #: Spans per export request.
     export_batch_spans: int = setting(1024, kind="int", minimum=1)
     #: Spans waiting for the downstream (its outage). Past it the receivers answer
-    #: 503 / UNAVAILABLE (retryable: the sender keeps the data), and if the queue still
-    #: overflows (traces released from the buffer) the oldest spans are dropped, counted
-    #: and logged.
+    #: 503 / UNAVAILABLE (retryable: the sender keeps the data).
     export_queue_spans: int = setting(100_000, kind="int", minimum=1)
     #: First retry delay, doubled per attempt up to ``retry_max_backoff`` (a
     #: ``Retry-After`` or gRPC ``RetryInfo`` from the downstream wins).
@@ -65,30 +94,103 @@ class ServiceConfig(BufferingSettings):
     #: A batch failing with retryable errors for this long is dropped (counted, logged):
     #: the OTel Collector's ``retry_on_failure.max_elapsed_time``. 0: retry forever.
     retry_max_elapsed: float = setting(300.0, kind="float", minimum=0)
-    #: Shared with the span processor (:class:`~otel_semloop.settings.BufferingSettings`),
-    #: with defaults for a collector: export batches of one trace arrive seconds apart.
+    #: Shared with the span processor, with defaults for a collector: export batches of
+    #: one trace arrive seconds apart, and a collector holds more traces.
     grace_seconds: float = setting_default(BufferingSettings, "grace_seconds", 2.0)
     max_spans: int = setting_default(BufferingSettings, "max_spans", 200_000)
     scoring_threads: int = setting_default(BufferingSettings, "scoring_threads", 2)
     tick_seconds: float = setting_default(BufferingSettings, "tick_seconds", 0.05)
-    #: Largest accepted request body, compressed or not.
-    max_request_bytes: int = setting(32 * 1024 * 1024, kind="int", minimum=1)
+    #: Largest accepted request body as received (compressed or not): 413 /
+    #: RESOURCE_EXHAUSTED past it.
+    max_request_bytes: int = setting(32 * _MIB, kind="int", minimum=1)
+    #: Largest request body after decompression; inflation stops there (a gzip bomb costs
+    #: at most this much memory): 413 / RESOURCE_EXHAUSTED.
+    max_decompressed_bytes: int = setting(64 * _MIB, kind="int", minimum=1)
+    #: Bytes of accepted requests held or queued (counted at acceptance, released when
+    #: forwarded). Past it the receivers answer 503 / UNAVAILABLE with retry information.
+    memory_limit_bytes: int = setting(512 * _MIB, kind="int", minimum=1)
+    #: Open HTTP connections; more are closed at once (the gRPC server is limited by
+    #: ``max_concurrent_streams`` per connection).
+    max_connections: int = setting(512, kind="int", minimum=1)
+    max_concurrent_streams: int = setting(64, kind="int", minimum=1)
+    #: A client must send its request headers (HTTP) / finish the TLS and HTTP/2 handshake
+    #: (gRPC) within this, and each chunk of a body within ``body_timeout``.
+    header_timeout: float = setting(10.0, kind="float", above=0)
+    body_timeout: float = setting(30.0, kind="float", above=0)
+    #: Idle keep-alive connections are closed after this.
+    keepalive_timeout: float = setting(30.0, kind="float", above=0)
+    #: Receiver TLS: PEM server certificate and key (both or neither). With
+    #: ``tls_client_ca``, clients must present a certificate signed by it.
+    tls_certificate: str | None = setting(None, kind="str", optional=True)
+    tls_key: str | None = setting(None, kind="str", optional=True)
+    tls_client_ca: str | None = setting(None, kind="str", optional=True)
+    #: Bearer token both receivers require (``Authorization: Bearer <token>``; gRPC
+    #: metadata ``authorization``). Empty: no authentication. Secret: never printed.
+    auth_token: str = setting("", kind="str", secret=True)
+    #: Health endpoint (``GET /health/live``, ``/health/ready``, ``/health``); None: off.
+    health: str | None = setting(None, kind="str", optional=True)
+    #: Prometheus scrape endpoint for the self-metrics (``GET /metrics``); None: off.
+    prometheus: str | None = setting(None, kind="str", optional=True)
+    #: Self-metrics exporters, comma-separated: ``otlp`` (``OTEL_EXPORTER_OTLP_METRICS_*``),
+    #: ``prometheus`` (served on ``prometheus``), ``console``, ``none``.
+    metrics_exporter: str = setting("none", kind="str")
+    #: SQLite file of the durable queue; None: spans are held in memory only (SIGTERM
+    #: drains them; a crash loses them). With it, a request is on disk before it is
+    #: acknowledged and is delivered after a restart.
+    durable_queue: str | None = setting(None, kind="str", optional=True)
+    #: Size bound of the durable queue's unfinished requests; past it 503 / UNAVAILABLE.
+    durable_queue_bytes: int = setting(1024 * _MIB, kind="int", minimum=1)
+    #: One INFO line per trace found looping.
+    log_loops: bool = setting(True, kind="bool")
 
     def __post_init__(self) -> None:
         validate(self, "serve: ")
         if not self.grpc and not self.http:
             raise ConfigError("serve: at least one of grpc and http must be set")
-        for name in ("grpc", "http"):
+        for name in ("grpc", "http", "health", "prometheus"):
             value = getattr(self, name)
             if value:
                 parse_address(value, name)
         if not self.export_endpoint:
             raise ConfigError("serve: export_endpoint is required (the downstream OTLP URL)")
+        if self.export_protocol not in _PROTOCOLS:
+            raise ConfigError(
+                f"serve: export_protocol={self.export_protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
+            )
         split = urlsplit(self.export_endpoint)
         if split.scheme not in ("http", "https") or not split.hostname:
             raise ConfigError(
-                f"serve: export_endpoint={self.export_endpoint!r}: expected http(s)://host:port[/path]"
+                f"serve: export_endpoint={redact_url(self.export_endpoint)!r}: "
+                "expected http(s)://host:port[/path]"
             )
+        if bool(self.tls_certificate) != bool(self.tls_key):
+            raise ConfigError("serve: tls_certificate and tls_key go together")
+        if self.tls_client_ca and not self.tls_certificate:
+            raise ConfigError("serve: tls_client_ca needs tls_certificate and tls_key")
+        if bool(self.export_client_key) != bool(self.export_client_certificate):
+            raise ConfigError("serve: export_client_key and export_client_certificate go together")
+        for name in (
+            "tls_certificate",
+            "tls_key",
+            "tls_client_ca",
+            "export_certificate",
+            "export_client_key",
+            "export_client_certificate",
+        ):
+            value = getattr(self, name)
+            if value and not Path(value).is_file():
+                raise ConfigError(f"serve: {name}={value!r}: no such file")
+        exporters = [e.strip() for e in self.metrics_exporter.split(",") if e.strip()]
+        bad = [e for e in exporters if e not in _METRICS_EXPORTERS]
+        if bad:
+            raise ConfigError(
+                f"serve: metrics_exporter={self.metrics_exporter!r}: expected a comma-separated "
+                f"list of {', '.join(_METRICS_EXPORTERS)}"
+            )
+        if "prometheus" in exporters and not self.prometheus:
+            raise ConfigError("serve: metrics_exporter=prometheus needs the prometheus address")
+        if not isinstance(self.auth_token, str) or any(c.isspace() for c in self.auth_token):
+            raise ConfigError("serve: auth_token must be a string without whitespace")
 
     @property
     def export_url(self) -> str:
@@ -100,21 +202,185 @@ class ServiceConfig(BufferingSettings):
                 return self.export_endpoint.rstrip("/") + "/v1/traces"
         return self.export_endpoint
 
+    @property
+    def metrics_exporters(self) -> tuple[str, ...]:
+        """``metrics_exporter`` as a tuple, ``none`` left out; ``prometheus`` is implied by
+        a ``prometheus`` address."""
+        names = [e.strip() for e in self.metrics_exporter.split(",") if e.strip() not in ("", "none")]
+        if self.prometheus and "prometheus" not in names:
+            names.append("prometheus")
+        return tuple(dict.fromkeys(names))
+
+    def describe(self) -> str:
+        """The options that differ from the defaults, secrets hidden: for the startup log."""
+        parts = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+            if value == default:
+                continue
+            if f.name == "export_endpoint":
+                value = redact_url(value)
+            elif f.name == "export_headers":
+                value = {k: "***" for k in value}
+            elif f.name == "auth_token":
+                value = "***"
+            parts.append(f"{f.name}={value!r}")
+        return ", ".join(parts)
+
     @classmethod
     def load(
-        cls, path: str | Path | None = None, environ: Mapping[str, str] | None = None, **overrides: Any
+        cls,
+        path: str | Path | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        default_health: str | None = None,
+        **overrides: Any,
     ) -> ServiceConfig:
-        """Defaults, then ``SEMLOOP_*`` variables in ``environ`` (default ``os.environ``;
-        e.g. ``SEMLOOP_EXPORT_ENDPOINT``, ``SEMLOOP_GRACE_SECONDS``), then the TOML file at
-        ``path`` (if any), then ``overrides`` whose value is not None (command-line flags).
-        A former option name (``grace``, ``idle``, ``max_age``, ``scoring_budget``,
-        ``tick``, ``drain_timeout``) is accepted with a ``DeprecationWarning``. Raises
-        :class:`ConfigError` for an unknown key or a bad value."""
-        layers: list[tuple[str, Mapping[str, Any]]] = []
+        """Defaults, then the environment (``environ``, default ``os.environ``; see the
+        module docstring), then the TOML file at ``path`` (if any, ``${env:NAME}``
+        expanded), then ``overrides`` whose value is not None (command-line flags).
+        ``export_headers_file`` / ``auth_token_file`` (anywhere) name files to read those
+        secrets from. Raises :class:`ConfigError` for an unknown key or a bad value."""
+        env = os.environ if environ is None else environ
+        outside = from_environment(env)  # OTEL_* and the secrets' SEMLOOP_* variables
+        layers: list[tuple[str, dict[str, Any]]] = []
         if path is not None:
-            layers.append((f"{path}: ", _read_toml(Path(path))))
+            layers.append((f"{path}: ", _read_toml(Path(path), env)))
         layers.append(("", {k: v for k, v in overrides.items() if v is not None}))
-        return load(cls, prefix="SEMLOOP_", environ=environ, layers=layers, label="serve: ")
+        headers_file = token_file = None
+        for layer in (outside, *(values for _, values in layers)):
+            headers_file = layer.pop("export_headers_file", None) or headers_file
+            token_file = layer.pop("auth_token_file", None) or token_file
+        health_set = any("health" in values for _, values in layers) or "SEMLOOP_HEALTH" in env
+        if default_health and not health_set:
+            outside.setdefault("health", default_health)
+        config = load(
+            cls, prefix="SEMLOOP_", environ=env, under_env=[("", outside)], layers=layers, label="serve: "
+        )
+        secrets: dict[str, Any] = {}
+        if headers_file:
+            secrets["export_headers"] = {**config.export_headers, **_read_headers_file(Path(headers_file))}
+        if token_file:
+            secrets["auth_token"] = _read_secret(Path(token_file), "auth_token_file")
+        return dataclasses.replace(config, **secrets) if secrets else config
+
+
+# -- the environment -------------------------------------------------------------------------
+
+
+def _otlp_var(env: Mapping[str, str], name: str) -> str | None:
+    """``OTEL_EXPORTER_OTLP_TRACES_<name>``, else ``OTEL_EXPORTER_OTLP_<name>``."""
+    for key in (f"OTEL_EXPORTER_OTLP_TRACES_{name}", f"OTEL_EXPORTER_OTLP_{name}"):
+        value = env.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+    return None
+
+
+def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> dict[str, str]:
+    """``key1=value1,key2=value2`` (W3C Baggage style, values percent-decoded), as the
+    OpenTelemetry specification defines ``OTEL_EXPORTER_OTLP_HEADERS``."""
+    headers: dict[str, str] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            # Never echo the item: it may hold a secret.
+            raise ConfigError(f"serve: {where}: expected key=value pairs separated by commas")
+        headers[unquote(key.strip()).lower()] = unquote(value.strip())
+    return headers
+
+
+def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
+    """The options the environment sets besides the ``SEMLOOP_*`` settings (see the module
+    docstring): the OpenTelemetry exporter variables, and the secrets' variables."""
+    values: dict[str, Any] = {}
+    endpoint = _otlp_var(env, "ENDPOINT")
+    if endpoint:
+        values["export_endpoint"] = endpoint
+    protocol = _otlp_var(env, "PROTOCOL")
+    if protocol:
+        if protocol not in _PROTOCOLS:
+            raise ConfigError(
+                f"serve: OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
+            )
+        values["export_protocol"] = protocol
+    headers = _otlp_var(env, "HEADERS")
+    if headers:
+        values["export_headers"] = parse_otlp_headers(headers)
+    compression = _otlp_var(env, "COMPRESSION")
+    if compression:
+        if compression not in ("gzip", "none"):
+            raise ConfigError(f"serve: OTEL_EXPORTER_OTLP_COMPRESSION={compression!r}: expected gzip or none")
+        values["export_compression"] = compression == "gzip"
+    timeout = _otlp_var(env, "TIMEOUT")
+    if timeout:
+        try:
+            values["export_timeout"] = float(timeout) / 1000.0  # milliseconds, per the spec
+        except ValueError:
+            raise ConfigError(
+                f"serve: OTEL_EXPORTER_OTLP_TIMEOUT={timeout!r}: expected milliseconds"
+            ) from None
+    for var, name in (
+        ("CERTIFICATE", "export_certificate"),
+        ("CLIENT_KEY", "export_client_key"),
+        ("CLIENT_CERTIFICATE", "export_client_certificate"),
+    ):
+        value = _otlp_var(env, var)
+        if value:
+            values[name] = value
+    metrics_exporter = env.get("OTEL_METRICS_EXPORTER", "").strip()
+    if metrics_exporter:
+        values["metrics_exporter"] = metrics_exporter
+        if "prometheus" in metrics_exporter:
+            host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST", "").strip() or "localhost"
+            port = env.get("OTEL_EXPORTER_PROMETHEUS_PORT", "").strip() or "9464"
+            values["prometheus"] = f"{host}:{port}"
+    # The settings' own SEMLOOP_* variables are read by otel_semloop.settings; these three
+    # are not settings (a mapping, and files to read secrets from).
+    headers_text = env.get("SEMLOOP_EXPORT_HEADERS", "").strip()
+    if headers_text:
+        values["export_headers"] = parse_otlp_headers(headers_text, "SEMLOOP_EXPORT_HEADERS")
+    for name in ("export_headers_file", "auth_token_file"):
+        text = env.get(f"SEMLOOP_{name.upper()}", "").strip()
+        if text:
+            values[name] = text
+    return values
+
+
+# -- files -----------------------------------------------------------------------------------
+
+_ENV_REF = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$\$")
+
+
+def expand_env(text: str, env: Mapping[str, str], where: str) -> str:
+    """``${env:NAME}`` / ``${NAME}`` (``${env:NAME:-default}``) replaced by the variable;
+    ``$$`` is a literal ``$``. An unset variable without a default is an error."""
+
+    def replace(match: re.Match[str]) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        name, default = match.group(1), match.group(2)
+        value = env.get(name)
+        if value is None:
+            if default is None:
+                raise ConfigError(f"serve: {where}: environment variable {name} is not set")
+            return default
+        return value
+
+    return _ENV_REF.sub(replace, text)
+
+
+def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
+    if isinstance(value, str):
+        return expand_env(value, env, where)
+    if isinstance(value, dict):
+        return {k: _expand(v, env, where) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, env, where) for v in value]
+    return value
 
 
 def parse_address(address: str, name: str = "address") -> tuple[str, int]:
@@ -127,7 +393,43 @@ def parse_address(address: str, name: str = "address") -> tuple[str, int]:
     return host, int(port_text)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def redact_url(url: str) -> str:
+    """``url`` with any password (and query string, which often carries keys) hidden."""
+    try:
+        split = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = split.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:***@{hostport}" if ":" in userinfo else f"***@{hostport}"
+    query = "***" if split.query else ""
+    return urlunsplit((split.scheme, netloc, split.path, query, ""))
+
+
+def _read_secret(path: Path, what: str) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError as error:
+        raise ConfigError(f"serve: {what}: cannot read {path}: {error.strerror}") from None
+
+
+def _read_headers_file(path: Path) -> dict[str, str]:
+    """One ``key=value`` (or ``key: value``) per line; ``#`` comments and blank lines skipped."""
+    headers: dict[str, str] = {}
+    for number, line in enumerate(_read_secret(path, "export_headers_file").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:]\s*(.*)", line)
+        if not match:
+            raise ConfigError(f"serve: export_headers_file {path}:{number}: expected key=value")
+        headers[match.group(1).lower()] = match.group(2).strip()
+    return headers
+
+
+def _read_toml(path: Path, env: Mapping[str, str]) -> dict[str, Any]:
     try:
         import tomllib  # type: ignore[import-not-found,unused-ignore]
     except ModuleNotFoundError:  # Python 3.10
@@ -145,4 +447,4 @@ def _read_toml(path: Path) -> dict[str, Any]:
     table = data.get("serve", data)
     if not isinstance(table, dict):
         raise ConfigError(f"serve: config file {path}: [serve] must be a table")
-    return {key.replace("-", "_"): value for key, value in table.items()}
+    return {key.replace("-", "_"): _expand(value, env, f"config file {path}") for key, value in table.items()}

@@ -7,11 +7,14 @@ pool's threads: a thread reads the held spans, and writes patches only once it w
 release (a thread past its budget never writes to a span that has already left).
 
 Span identity and provenance
-    Each received span is held as a :class:`Held`: the protobuf ``Span`` (patched in
-    place) plus the ``ResourceSpans`` and ``ScopeSpans`` it arrived in, so it is exported
-    with its own Resource and InstrumentationScope (and their schema URLs). Every span
-    enters the buffer once and leaves it once (a release or a late span), and is put in
-    the export queue once.
+    Each received span is held as a :class:`Held`: its own copy of the protobuf ``Span``
+    (patched in place) plus envelopes holding only the Resource and InstrumentationScope
+    it arrived with (and their schema URLs), so it is exported with them. A held span
+    keeps nothing of its request alive: a few spans waiting for their root cannot pin the
+    megabytes of the requests they came in. ``cost`` is the span's share of its request's
+    bytes (counted against ``memory_limit_bytes`` until forwarded) and ``ticket`` the
+    durable-queue record it belongs to. Every span enters the buffer once and leaves it
+    once (a release or a late span), and is put in the export queue once.
 
 Completion
     The service only sees ended spans, so each one is a :meth:`TraceBuffer.end` without a
@@ -40,15 +43,18 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from opentelemetry.proto.trace.v1 import trace_pb2
+
 from otel_semloop.conventions import step_kind
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
-from otel_semloop.model import SpanRecord, StepKind
+from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.pool import ScoringPool
 from otel_semloop.release import Outcome, SpanLinks
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
+from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["PROTO_SPANS", "Held", "Pipeline", "ProtoSpans"]
@@ -74,12 +80,29 @@ _KIND_KEYS = frozenset(
 class Held:
     """One received span and the envelope it came in (kept for its Resource and Scope)."""
 
-    __slots__ = ("resource_spans", "scope_spans", "span")
+    __slots__ = ("cost", "resource_spans", "scope_spans", "span", "ticket")
 
-    def __init__(self, span: Any, resource_spans: Any, scope_spans: Any) -> None:
+    def __init__(
+        self, span: Any, resource_spans: Any, scope_spans: Any, cost: int = 0, ticket: int = 0
+    ) -> None:
         self.span = span
         self.resource_spans = resource_spans
         self.scope_spans = scope_spans
+        self.cost = cost
+        self.ticket = ticket
+
+
+def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
+    """Copies of a ``ResourceSpans``/``ScopeSpans`` without their spans."""
+    out_rs = trace_pb2.ResourceSpans()
+    if rs.HasField("resource"):
+        out_rs.resource.CopyFrom(rs.resource)
+    out_rs.schema_url = rs.schema_url
+    out_ss = trace_pb2.ScopeSpans()
+    if ss.HasField("scope"):
+        out_ss.scope.CopyFrom(ss.scope)
+    out_ss.schema_url = ss.schema_url
+    return out_rs, out_ss
 
 
 def _remote_parent(span: Any) -> bool:
@@ -183,14 +206,19 @@ class Pipeline:
 
     # -- receive path --------------------------------------------------------------------
 
-    def accept(self, request: Any) -> Accepted:
+    def accept(self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Accepted:
         """Hold every valid span of an ``ExportTraceServiceRequest``; count the others.
-        O(spans): a few checks and a dict operation per span, no decoding."""
+        O(spans): a few checks, a copy and a dict operation per span, no decoding.
+        ``size`` (the request's bytes) is shared out as the spans' ``cost``; ``skip``
+        (a set of ``trace_id + span_id``) names spans already delivered (durable replay)."""
         result = Accepted()
         now = time.monotonic()
         end = self.buffer.end
+        total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        cost = size // total if total else 0
         for i, rs in enumerate(request.resource_spans):
             for j, ss in enumerate(rs.scope_spans):
+                env_rs, env_ss = _envelopes(rs, ss)
                 for k, span in enumerate(ss.spans):
                     reason = invalid_span_reason(span)
                     if reason is not None:
@@ -198,8 +226,12 @@ class Pipeline:
                         if not result.message:
                             result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
                         continue
-                    local_root = not span.parent_span_id or _remote_parent(span)
-                    end(span.trace_id, local_root, Held(span, rs, ss), now)
+                    if skip and span.trace_id + span.span_id in skip:
+                        continue
+                    own = trace_pb2.Span()
+                    own.CopyFrom(span)
+                    local_root = not own.parent_span_id or _remote_parent(own)
+                    end(own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket), now)
                     result.accepted += 1
         if result.rejected:
             self._telemetry.add("semloop.spans.rejected", "invalid", result.rejected)
@@ -209,6 +241,11 @@ class Pipeline:
     @property
     def held_spans(self) -> int:
         return self.buffer.held_spans
+
+    @property
+    def backlog(self) -> int:
+        """Released traces waiting for (or in) scoring."""
+        return self._pool.pending
 
     @property
     def stuck(self) -> int:
@@ -265,10 +302,41 @@ class Pipeline:
     def _deliver(self, outcome: Outcome[Held]) -> None:
         """The pool's delivery: on the loop, or handed to it from a scoring thread."""
         if threading.get_ident() == self._loop_thread:
-            self._forward(outcome.spans, outcome.patched)
+            self._delivered(outcome)
         else:
-            self._loop.call_soon_threadsafe(self._forward, outcome.spans, outcome.patched)
+            self._loop.call_soon_threadsafe(self._delivered, outcome)
+
+    def _delivered(self, outcome: Outcome[Held]) -> None:
+        evaluation = outcome.evaluation
+        if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
+            _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
+        self._forward(outcome.spans, outcome.patched)
 
     def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
         count_forwarded(self._telemetry, len(spans), patched, state)
         self._forward_spans(spans)
+
+
+def _loop_summary(trace: Trace, verdict: Verdict) -> str:
+    """One structured line (JSON) for the log: trace id, agent, signals, reason. The
+    reason is cleaned of control characters so a tool name cannot forge a log line."""
+    import json
+
+    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
+    agent = ""
+    if root is not None:
+        attributes = root.attributes
+        agent = str(attributes.get("gen_ai.agent.name") or root.name)
+    reason = str(getattr(verdict, "reason", "") or "")
+    return json.dumps(
+        {
+            "trace_id": trace.trace_id,
+            "agent": agent[:200],
+            "signals": list(verdict.fired_signals),
+            "score": round(verdict.score, 3),
+            "action": verdict.action.value,
+            "reason": reason[:500],
+            "partial": trace.partial,
+        },
+        ensure_ascii=True,
+    )
