@@ -212,7 +212,21 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "semloop.export.down",
         "gauge",
         "1",
-        "1 while the downstream is unreachable.",
+        "1 while the last export attempt failed.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.memory.accepted",
+        "gauge",
+        "By",
+        "Bytes of accepted requests held or queued.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.durable.pending",
+        "gauge",
+        "{request}",
+        "Requests in the durable queue not yet forwarded.",
         front_doors=("service",),
     ),
 )

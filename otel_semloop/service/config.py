@@ -30,6 +30,9 @@ Addresses are ``HOST:PORT`` (``[::1]:4317`` for IPv6); port 0 picks a free port 
 ``export_endpoint`` is a URL: for ``grpc``, ``http://host:port`` is plaintext and
 ``https://host:port`` TLS; for ``http/protobuf``, a URL without a path gets ``/v1/traces``
 appended (the ``OTEL_EXPORTER_OTLP_ENDPOINT`` rule), a URL with a path is used as is.
+
+Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
+``${env:...}`` in files, secrets from files); each option is a few lines.
 """
 
 from __future__ import annotations

@@ -38,6 +38,9 @@ of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queu
 time, then close. Spans still unsent at the deadline (the downstream is down) are counted
 and logged as dropped, with their number (with a durable queue they stay on disk and go
 out after the restart).
+
+Size: the service's lifecycle in one place (start, admission, signals, drain, stop, the
+thread wrapper for tests and embedding); candidates to move out: the admin endpoints.
 """
 
 from __future__ import annotations

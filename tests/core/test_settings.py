@@ -45,11 +45,25 @@ def sample(spec: Spec) -> tuple[str, Any]:
     return "127.0.0.1:9999", "127.0.0.1:9999"
 
 
+#: Settings whose valid values depend on other settings or on files (certificates that come
+#: in pairs, exporter lists): their reading is the same, their checks are tested with the
+#: service (tests/service/test_security.py, test_operations.py).
+ENTANGLED = {
+    "export_endpoint",
+    "export_certificate",
+    "export_client_key",
+    "export_client_certificate",
+    "tls_certificate",
+    "tls_key",
+    "tls_client_ca",
+    "metrics_exporter",
+}
+
 CASES = [
     pytest.param(cls, name, spec, id=f"{cls.__name__}.{name}")
     for cls in (Config, ServiceConfig, DetectorConfig)
     for name, spec in specs(cls).items()
-    if name != "export_endpoint"
+    if name not in ENTANGLED
 ]
 
 
@@ -62,7 +76,8 @@ def test_every_setting_is_read_from_its_semloop_variable(cls: type, name: str, s
     assert getattr(config, name) == value
     # An explicit option wins over the variable.
     default = next(f.default for f in dataclasses.fields(cls) if f.name == name)
-    assert getattr(build(cls, {variable: text}, **{name: default}), name) == default
+    if default is not None:  # (None as an option means "not given")
+        assert getattr(build(cls, {variable: text}, **{name: default}), name) == default
 
 
 @pytest.mark.parametrize(("cls", "name", "spec"), [c for c in CASES if c.values[2].kind in ("int", "float")])
