@@ -34,16 +34,18 @@ signal. The tick also polls the flag, so the first SIGTERM always starts the dra
 
 Shutdown (``stop``/signal): health turns not-ready, stop accepting (the gRPC server and
 uvicorn finish the requests in flight), release every held trace, score what fits in 80%
-of ``drain_timeout`` (the rest leaves unscored), send everything queued in the remaining
+of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queued in the remaining
 time, then close. Spans still unsent at the deadline (the downstream is down) are counted
 and logged as dropped, with their number (with a durable queue they stay on disk and go
 out after the restart).
+
+Size: the service's lifecycle in one place (start, admission, signals, drain, stop, the
+thread wrapper for tests and embedding); candidates to move out: the admin endpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import signal
@@ -62,7 +64,7 @@ from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
-from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
+from otel_semloop.service.pipeline import Accepted, Held, Pipeline
 from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
@@ -72,8 +74,6 @@ _SCORING_SHARE = 0.8
 #: Released traces waiting for a scorer, as a share of max_traces, past which receivers
 #: push back (scoring fell behind).
 _BACKLOG_SHARE = 0.4
-#: Requests with more spans than this are prepared (checked, copied) on a thread.
-_INLINE_SPANS = 2000
 
 
 class _Uvicorn(uvicorn.Server):
@@ -164,26 +164,23 @@ class SemloopService:
         self,
         config: ServiceConfig,
         *,
-        scorer: Any = None,
+        scorer: Scorer | None = None,
         meter_provider: metrics.MeterProvider | None = None,
     ) -> None:
         self.config = config
-        self._scorer = scorer if scorer is not None else Scorer()
-        #: A scorer given by the caller may not survive pickling: it scores on threads.
-        self._scorer_is_default = scorer is None
+        self._scorer: Scorer = scorer if scorer is not None else Scorer()
         self._own_meter_provider: Any = None
         self._prometheus_registry: Any = None
         if meter_provider is None:
             self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
             meter_provider = self._own_meter_provider
         self._telemetry = ServiceTelemetry(meter_provider, self._gauges)
-        self.health = Health(stall_after=max(10.0, config.tick * 100))
+        self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
         self._exports: ExportQueue | None = None
         self._durable: Any = None
         self._sender: Any = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._grpc_server: grpc.aio.Server | None = None
         self._http_server: _Uvicorn | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -236,13 +233,7 @@ class SemloopService:
         ticket = 0
         if self._durable is not None:
             ticket = await self._durable.append(raw if raw is not None else request.SerializeToString())
-        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        if spans > _INLINE_SPANS:
-            # Copying a large request's spans takes a while: on a thread, the loop serves on.
-            prepared = await asyncio.to_thread(prepare, request, size, ticket)
-        else:
-            prepared = prepare(request, size, ticket)
-        result = self._pipeline.hold(prepared)
+        result = self._pipeline.accept(request, size, ticket)
         if self._durable is not None:
             self._durable.track(ticket, result.accepted)
         self.accepted_bytes += (size // max(1, result.accepted + result.rejected)) * result.accepted
@@ -264,17 +255,8 @@ class SemloopService:
         cannot be bound (nothing is left running then)."""
         config = self.config
         loop = asyncio.get_running_loop()
-        self._executor = self._make_executor()
-        if isinstance(self._executor, concurrent.futures.ProcessPoolExecutor):
-            # Start the scoring processes now (imports take a while): the first traces must
-            # not spend their scoring budget waiting for a worker to boot.
-            from otel_semloop.service.pipeline import warm_up
-
-            await asyncio.gather(
-                *(loop.run_in_executor(self._executor, warm_up) for _ in range(config.scoring_processes))
-            )
         self._sender = make_sender(config)
-        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._executor)
+        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry)
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
         try:
             self._start_admin()
@@ -310,25 +292,6 @@ class SemloopService:
             self._sender.describe(),
         )
         _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
-
-    def _make_executor(self) -> concurrent.futures.Executor:
-        config = self.config
-        if config.scoring_processes and self._scorer_is_default:
-            import multiprocessing
-
-            from otel_semloop.service.pipeline import init_scoring_process
-
-            # forkserver: workers do not inherit the gRPC and asyncio state of this process.
-            method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-            return concurrent.futures.ProcessPoolExecutor(
-                max_workers=config.scoring_processes,
-                mp_context=multiprocessing.get_context(method),
-                initializer=init_scoring_process,
-                initargs=(None,),
-            )
-        return concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.scoring_threads, thread_name_prefix="semloop-scorer"
-        )
 
     def _start_admin(self) -> None:
         config = self.config
@@ -427,14 +390,14 @@ class SemloopService:
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Stop receiving, score and forward everything held within ``timeout`` (default
-        ``drain_timeout``), close. True if nothing was dropped or left unscored for lack of
+        ``shutdown_timeout_seconds``), close. True if nothing was dropped or left unscored for lack of
         time. Idempotent."""
         if self._stopped:
             return True
         self._stopped = True
         self._draining = True
         self.health.set("draining")
-        timeout = self.config.drain_timeout if timeout is None else timeout
+        timeout = self.config.shutdown_timeout_seconds if timeout is None else timeout
         started = time.monotonic()
         deadline = started + timeout
         await self._close_receivers()
@@ -505,7 +468,9 @@ class SemloopService:
         try:
             await self.start()
             await stop.wait()
-            _logger.info("otel-semloop: signal received; draining (up to %.0f s)", self.config.drain_timeout)
+            _logger.info(
+                "otel-semloop: signal received; draining (up to %.0f s)", self.config.shutdown_timeout_seconds
+            )
         finally:
             watcher.cancel()
             clean = await self.stop()
@@ -519,7 +484,7 @@ class SemloopService:
         """Proof of a turning loop for the liveness probe."""
         while True:
             self.health.beat()
-            await asyncio.sleep(min(1.0, self.config.tick * 10))
+            await asyncio.sleep(min(1.0, self.config.tick_seconds * 10))
 
     def _forward(self, spans: list[Any]) -> None:
         assert self._exports is not None
@@ -553,9 +518,6 @@ class SemloopService:
         if self._sender is not None:
             with contextlib.suppress(Exception):
                 await self._sender.close()
-        if self._executor is not None:
-            # Stuck scoring threads are daemons of the pool: do not wait for them.
-            self._executor.shutdown(wait=False, cancel_futures=True)
         if self._durable is not None:
             with contextlib.suppress(Exception):
                 await self._durable.close()
@@ -617,10 +579,10 @@ class ServiceThread:
         return self
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Drain (``timeout`` default: ``drain_timeout``) and stop the thread."""
+        """Drain (``timeout`` default: ``shutdown_timeout_seconds``) and stop the thread."""
         if not self._thread.is_alive():
             return True
-        wait = (self.service.config.drain_timeout if timeout is None else timeout) + 15
+        wait = (self.service.config.shutdown_timeout_seconds if timeout is None else timeout) + 15
         try:
             return asyncio.run_coroutine_threadsafe(self.service.stop(timeout), self._loop).result(wait)
         finally:

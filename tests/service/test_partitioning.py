@@ -43,19 +43,14 @@ def test_three_partitioned_instances_match_one_instance_on_all_traces() -> None:
     total = sum(len(s) for _, _, s in traces)
 
     with GrpcOtlpReceiver() as alone:
-        with running(alone) as service:  # scoring on threads
+        with running(alone) as service:
             for request in _requests(traces):
                 grpc_export(service.grpc_port, request_of(request))
             wait_for(lambda: len(alone.spans) >= total, 20, "all spans from one instance")
         single = alone.spans
 
     with GrpcOtlpReceiver() as shared:
-        # Scoring in a process pool here: same verdicts either way.
-        with (
-            running(shared, scoring_processes=1) as a,
-            running(shared, scoring_processes=1) as b,
-            running(shared, scoring_processes=1) as c,
-        ):
+        with running(shared) as a, running(shared) as b, running(shared) as c:
             replicas = [a, b, c]
             routed = [[t for t in traces if _partition(t[0], 3) == n] for n in range(3)]
             assert all(routed), "each replica gets some traces"
