@@ -300,7 +300,7 @@ def _serve(args: argparse.Namespace) -> int:
             **overrides,
         )
         # The judge stops waiting just before the scoring budget ends (deterministic verdict then).
-        scorer = scorer_with_judge(settings_from_args(args), budget_seconds=config.scoring_budget)
+        scorer = scorer_with_judge(settings_from_args(args), budget_seconds=config.scoring_budget_seconds)
     except ConfigError as error:
         print(f"otel-semloop: {error}", file=sys.stderr)
         return 2

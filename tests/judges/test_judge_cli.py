@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import orjson
-from judge_support import Reply, ScriptedServer
 
 from otel_semloop.otlp import iter_json_lines, records_to_traces_json
+from tests.judges.judge_support import Reply, ScriptedServer
 
 try:
     from bench.deepeval_tree import tree_to_spans

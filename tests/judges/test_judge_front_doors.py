@@ -69,13 +69,16 @@ def assert_deterministic_and_once(spans: list[Any], produced: int) -> None:
         assert "semloop.judge.score" not in attrs
 
 
-def test_the_processor_forwards_every_span_once_with_the_deterministic_verdict_when_the_judge_is_late():
+def test_the_processor_forwards_every_span_once_with_the_deterministic_verdict_when_the_judge_is_late(
+    monkeypatch,
+):
+    monkeypatch.setenv("SEMLOOP_JUDGE_ESCALATE", "always")
     scorer, backend = slow_judge()
     produced, exported = InMemorySpanExporter(), InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(produced))
     processor = SemloopSpanProcessor(
-        SimpleSpanProcessor(exported), scorer=scorer, grace_seconds=0.05, scoring_budget_seconds=BUDGET
+        SimpleSpanProcessor(exported), judge=scorer.judge, grace_seconds=0.05, scoring_budget_seconds=BUDGET
     )
     provider.add_span_processor(processor)
     started = time.monotonic()
@@ -172,11 +175,11 @@ def test_the_service_forwards_every_span_once_with_the_deterministic_verdict_whe
         http="127.0.0.1:0",
         export_endpoint=downstream.endpoint,
         export_protocol="http/protobuf",
-        grace=0.1,
-        tick=0.02,
-        scoring_budget=BUDGET,
+        grace_seconds=0.1,
+        tick_seconds=0.02,
+        scoring_budget_seconds=BUDGET,
         export_timeout=2.0,
-        drain_timeout=5.0,
+        shutdown_timeout_seconds=5.0,
     )
     service = ServiceThread(config, scorer=scorer).start()
     try:
@@ -201,3 +204,26 @@ def test_the_service_forwards_every_span_once_with_the_deterministic_verdict_whe
         scorer.judge.close()
     assert_deterministic_and_once(downstream.spans, total)
     assert len(backend.requests) == 2
+
+
+def test_the_processor_reads_its_judge_from_the_environment(monkeypatch):
+    import pytest
+
+    from otel_semloop.errors import ConfigError
+    from otel_semloop.judges import JudgedScorer
+
+    monkeypatch.setenv("SEMLOOP_JUDGE", "no-such-judge")
+    with pytest.raises(ConfigError):
+        SemloopSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()))
+    monkeypatch.setenv("SEMLOOP_JUDGE", "none")
+    processor = SemloopSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()))
+    assert not isinstance(processor._scorer, JudgedScorer)
+    processor.shutdown()
+    monkeypatch.setenv("SEMLOOP_JUDGE", "openai")
+    monkeypatch.setenv("SEMLOOP_JUDGE_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("SEMLOOP_JUDGE_ESCALATE", "0.5")
+    processor = SemloopSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), scoring_budget_seconds=2.0)
+    scorer = processor._scorer
+    assert isinstance(scorer, JudgedScorer) and scorer.judge.name == "openai"
+    assert str(scorer.escalation) == "0.5" and scorer.budget_seconds == 2.0
+    processor.shutdown()
