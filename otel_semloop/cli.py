@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from otel_semloop.errors import ConfigError
+from otel_semloop.judges.settings import add_judge_arguments, scorer_with_judge, settings_from_args
+from otel_semloop.redact import clean_control
 from otel_semloop.rescore import RescoreReport, rescore_files
 from otel_semloop.scoring import Scorer
 
@@ -57,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
         "SEMLOOP_DETECT_* variables",
     )
     rescore.add_argument("-q", "--quiet", action="store_true", help="no per-trace table")
+    add_judge_arguments(rescore)
     _add_serve(sub)
     health = sub.add_parser(
         "health",
@@ -212,6 +215,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--export-compression", choices=("gzip", "none"), help="default none")
     serve.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add_judge_arguments(serve)
 
 
 def _rescore(args: argparse.Namespace) -> int:
@@ -220,7 +224,7 @@ def _rescore(args: argparse.Namespace) -> int:
         print(f"otel-semloop: no such file: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
-        scorer = Scorer(mode=args.mode)
+        scorer = scorer_with_judge(settings_from_args(args), Scorer(mode=args.mode))
     except ConfigError as error:
         print(f"otel-semloop: {error}", file=sys.stderr)
         return 2
@@ -240,10 +244,15 @@ def _rescore(args: argparse.Namespace) -> int:
             table_stream = sys.stdout
     finally:
         gc.enable()
+        judge = getattr(scorer, "judge", None)
+        if judge is not None:
+            judge.close()
     for error in report.errors:
         print(f"otel-semloop: skipped malformed line (copied unchanged): {error}", file=sys.stderr)
     if not args.quiet:
         print_table(report, table_stream)
+    if judge is not None:  # totals: calls, calls saved, tokens, cost, latency
+        print(judge.stats.summary(judge.name, judge.model), file=table_stream)
     return 1 if report.errors else 0
 
 
@@ -290,10 +299,12 @@ def _serve(args: argparse.Namespace) -> int:
             default_health="127.0.0.1:13133",
             **overrides,
         )
+        # The judge stops waiting just before the scoring budget ends (deterministic verdict then).
+        scorer = scorer_with_judge(settings_from_args(args), budget_seconds=config.scoring_budget_seconds)
     except ConfigError as error:
         print(f"otel-semloop: {error}", file=sys.stderr)
         return 2
-    return serve(config)
+    return serve(config, scorer=scorer)
 
 
 def _health(args: argparse.Namespace) -> int:
@@ -334,7 +345,7 @@ def print_table(report: RescoreReport, stream: TextIO) -> None:
         rows.append(
             (
                 result.trace_id[:16],
-                result.root_name[:28],
+                clean_control(result.root_name)[:28],  # span names may carry terminal escapes
                 str(result.steps),
                 verdict.label.value,
                 f"{verdict.score:.2f}",

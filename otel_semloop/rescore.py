@@ -66,12 +66,17 @@ def rescore_batches(batches: Iterable[Batch], scorer: Scorer) -> RescoreReport:
         for record in batch.records:
             by_trace.setdefault(record.trace_id, []).append(record)
             report.spans += 1
+    traces = []
     for records in by_trace.values():
         trace = build_trace(records)
         if not trace.steps:
             report.skipped_traces += 1
             continue
-        verdict = scorer.score(trace)
+        traces.append(trace)
+    # A judged scorer sends every trace's request at once (its concurrency limit applies).
+    score_batch = getattr(scorer, "score_batch", None)
+    verdicts = score_batch(traces) if score_batch is not None else [scorer.score(t) for t in traces]
+    for trace, verdict in zip(traces, verdicts, strict=True):
         for span_id, patch in patches_for(trace, verdict).items():
             apply_patch_json(trace.spans[span_id].source, patch)
         root = trace.spans.get(trace.root_span_id)

@@ -116,7 +116,11 @@ class SemloopSpanProcessor(SpanProcessor):
     (``grace_seconds=...``, ``max_traces=...``, ...), overriding ``SEMLOOP_*``
     environment variables; ``config`` gives them all at once (``options`` still win).
     ``scorer`` replaces the default :class:`~otel_semloop.scoring.Scorer` (anything with
-    ``score(trace) -> Verdict``). ``on_loop(finding, action)`` is called by the live
+    ``score(trace) -> Verdict``). ``judge`` adds the semantic judge on top of it
+    (:func:`otel_semloop.judges.settings.scorer_with_judge`: ``"local"``, ``"system-one"``,
+    ``"openai"``, a ``JudgeSettings``, a ``Judge`` or a backend; default ``SEMLOOP_JUDGE*``,
+    none): the deterministic verdict is the first stage, so a judge still out when the budget
+    ends costs nothing but its answer. ``on_loop(finding, action)`` is called by the live
     guard, on the application thread, the moment a loop becomes conclusive.
     ``meter_provider`` receives the self-telemetry (default: the global one).
 
@@ -130,6 +134,7 @@ class SemloopSpanProcessor(SpanProcessor):
         *,
         config: Config | None = None,
         scorer: Scorer | None = None,
+        judge: Any = None,
         on_loop: Callable[[Any, Any], None] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         **options: Any,
@@ -141,6 +146,14 @@ class SemloopSpanProcessor(SpanProcessor):
         self.config = config
         self._downstream = downstream
         self._scorer: Scorer = scorer if scorer is not None else Scorer()
+        named = os.environ.get("SEMLOOP_JUDGE", "").strip().lower() not in ("", "none", "off")
+        if judge is not None or named:
+            # The semantic judge (otel_semloop.judges): a name, JudgeSettings, a Judge or a
+            # backend; None reads SEMLOOP_JUDGE*. It stops waiting just before the budget ends.
+            from otel_semloop.judges.settings import scorer_with_judge
+
+            budget = config.scoring_budget_seconds
+            self._scorer = scorer_with_judge(judge, self._scorer, budget_seconds=budget)
         self._active = config.enabled
         self._shutdown = False
         self._lock = threading.Lock()
@@ -282,6 +295,9 @@ class SemloopSpanProcessor(SpanProcessor):
                 worker.stop(deadline)
             if self._guard is not None:
                 self._guard.close()
+            judge = getattr(self._scorer, "judge", None)
+            if judge is not None:
+                judge.close()
         except Exception:
             self._app_error("shutdown")
         try:

@@ -539,14 +539,14 @@ class SemloopService:
                 self._own_meter_provider.shutdown(timeout_millis=5000)
 
 
-def serve(config: ServiceConfig) -> int:
+def serve(config: ServiceConfig, scorer: Any = None) -> int:
     """Run the service in this (main) thread until SIGINT/SIGTERM. Exit status: 0 after a
     clean drain, 1 if spans were dropped or left unscored at shutdown, 2 if a receiver
-    could not start."""
+    could not start. ``scorer`` as for :class:`SemloopService` (the CLI's judge)."""
     _raise_fd_limit()
 
     async def main() -> int:
-        service = SemloopService(config)
+        service = SemloopService(config, scorer=scorer)
         try:
             clean = await service.serve_until_signal()
         except OSError as error:
