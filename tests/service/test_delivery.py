@@ -52,7 +52,9 @@ class SlowDownstream:
 
 def test_a_downstream_slower_than_the_export_timeout_gets_the_first_batch_again_then_waited_for() -> None:
     with SlowDownstream(delay=0.5) as downstream:
-        with running(downstream.endpoint, export_timeout=0.2, export_batch_spans=5, grace_seconds=0.05) as service:
+        with running(
+            downstream.endpoint, export_timeout=0.2, export_batch_spans=5, grace_seconds=0.05
+        ) as service:
             traces = [agent_spans(trace_id_of(51, i), 2, loop=False) for i in range(4)]
             for spans in traces:
                 grpc_export(service.grpc_port, request_of(spans))
