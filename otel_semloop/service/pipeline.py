@@ -275,6 +275,12 @@ class Pipeline:
         """Released traces waiting for (or in) scoring."""
         return self._pool.pending
 
+    def scoring_slack(self, now: float) -> float | None:
+        """Seconds left in the budget of the oldest release still waiting for its verdict
+        (None: nothing waiting). Small slack means scoring is falling behind."""
+        deadline = self._pool.next_deadline()
+        return None if deadline is None else deadline - now
+
     @property
     def stuck(self) -> int:
         """Scoring threads abandoned past their budget and not yet returned."""

@@ -16,9 +16,9 @@ ASGI app, with no web framework.
 Admission (what makes the receivers answer 503 / UNAVAILABLE with retry information,
 before anything is acknowledged): draining; the export queue at ``export_queue_spans``;
 the bytes of accepted requests not yet forwarded past ``memory_limit_bytes`` (counted at
-acceptance, released when the downstream has them); more released traces waiting for a
-scorer than ``4 * max_traces // 10`` (scoring fell behind: push back rather than skip
-scoring); the durable queue at ``durable_queue_bytes``.
+acceptance, released when the downstream has them); the oldest trace waiting for its
+verdict has used half its scoring budget (scoring fell behind: push back rather than let
+traces go out unscored); the durable queue at ``durable_queue_bytes``.
 
 Connections: at most ``max_connections`` HTTP connections (more are closed at once); a
 client that has not sent its request headers within ``header_timeout`` is disconnected,
@@ -73,9 +73,9 @@ _logger = logging.getLogger("otel_semloop.service")
 #: Requests with more spans than this are checked and copied on a thread.
 _INLINE_SPANS = 2000
 _SCORING_SHARE = 0.8
-#: Released traces waiting for a scorer, as a share of max_traces, past which receivers
-#: push back (scoring fell behind).
-_BACKLOG_SHARE = 0.4
+#: Receivers push back once the oldest trace waiting for its verdict has used this share of
+#: its scoring budget (scoring fell behind).
+_SLACK_SHARE = 0.5
 
 
 class _Uvicorn(uvicorn.Server):
@@ -195,7 +195,6 @@ class SemloopService:
         self._draining = False
         #: Bytes of accepted requests not yet forwarded (see the module docstring).
         self.accepted_bytes = 0
-        self._backlog_limit = max(1, int(config.max_traces * _BACKLOG_SHARE))
 
     # -- Ingest (what the receivers call) ----------------------------------------------------
 
@@ -214,13 +213,20 @@ class SemloopService:
             reason, message = "export_queue_full", "otel-semloop: export queue full (downstream slow or down)"
         elif self.accepted_bytes and self.accepted_bytes + size > self.config.memory_limit_bytes:
             reason, message = "memory", "otel-semloop: memory limit reached; retry later"
-        elif self._pipeline.backlog >= self._backlog_limit:
+        elif self._scoring_behind():
             reason, message = "scoring_behind", "otel-semloop: scoring is behind; retry later"
         elif self._durable is not None and self._durable.full(size):
             reason, message = "durable_queue_full", "otel-semloop: durable queue full; retry later"
         if reason is not None:
             self.refused(reason)
             raise Refusal(reason, message, 1.0 if reason != "export_queue_full" else 5.0)
+
+    def _scoring_behind(self) -> bool:
+        """The oldest trace waiting for a verdict has used half its budget: take no more
+        work until scoring catches up (backpressure rather than unscored traces)."""
+        assert self._pipeline is not None
+        slack = self._pipeline.scoring_slack(time.monotonic())
+        return slack is not None and slack < self.config.scoring_budget_seconds * _SLACK_SHARE
 
     def refused(self, reason: str, spans: int = 0) -> None:
         self._telemetry.add("semloop.requests.refused", reason)
