@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -73,10 +74,18 @@ def test_a_kill_9_under_load_loses_nothing_acknowledged(tmp_path: Path) -> None:
                 if stop.is_set():
                     return
                 batch = traces[i : i + 2]
-                try:
-                    grpc_export(grpc_port, request_of(s for _, _, spans in batch for s in spans), timeout=5)
-                except grpc.RpcError:
-                    return  # not acknowledged: the sender would retry it elsewhere
+                while not stop.is_set():
+                    try:
+                        grpc_export(
+                            grpc_port, request_of(s for _, _, spans in batch for s in spans), timeout=5
+                        )
+                        break
+                    except grpc.RpcError as exc:
+                        if exc.code() is not grpc.StatusCode.UNAVAILABLE:
+                            return  # not acknowledged (the kill): the sender would retry elsewhere
+                        time.sleep(0.05)  # backpressure: retry, as an SDK exporter does
+                else:
+                    return
                 acked.update((t.hex(), s.span_id.hex()) for t, _, spans in batch for s in spans)
 
         sender = threading.Thread(target=send)
