@@ -26,7 +26,8 @@ def plain_remaining_counts(text: str) -> tuple[int, ...] | None:
 PIECES = [
     "12", "3", " ", "  ", "\t", "\n", ":", "=", "files", "pending", "PENDING", "Remaining", "left",
     "queued", "outstanding", "waiting", "to go", "TO\tGO", "todo", "unprocessed", "go", "to",
-    "lefт", "remaınıng", "\u212a", "\u017f", "ok", "#", "-", "/", ".", "%", "jobs", "1234567",
+    "lef\u0442", "rema\u0131n\u0131ng", "outstand\u0131ng", "\u212a", "\u017f", "out\u017ftanding",
+    "ok", "#", "-", "/", ".", "%", "jobs", "1234567",
 ]  # fmt: skip
 
 
