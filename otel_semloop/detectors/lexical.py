@@ -87,6 +87,9 @@ Cost
     (``json.dumps``) only when an ancestor has the same type and name, the only case in
     which its label can matter. Both tree walks are iterative, so arbitrarily deep traces
     do not hit Python's recursion limit. Linear in the trace's size.
+
+Size: the specification of one metric reproduced exactly; its three checks and its
+reason text belong together.
 """
 
 from __future__ import annotations
