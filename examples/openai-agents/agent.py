@@ -44,7 +44,9 @@ def search_logs(query: str) -> str:
 async def main() -> None:
     provider = TracerProvider(resource=Resource.create({"service.name": "openai-agents-example"}))
     provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(exporter())))
-    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider)
+    # exclusive_processor: the SDK's traces go to this provider only, not also to OpenAI's
+    # trace backend (drop it to keep both).
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=provider, exclusive_processor=True)
 
     async with AsyncOpenAI(max_retries=0) as client:
         agent = Agent(

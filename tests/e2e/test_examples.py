@@ -111,6 +111,8 @@ def test_zero_code_opentelemetry_instrument_flags_the_loop(receiver, fake_model)
         OTEL_TRACES_EXPORTER="otlp",
         OTEL_METRICS_EXPORTER="none",
         OTEL_LOGS_EXPORTER="none",
+        # This venv also has the openai-agents instrumentor, which the app does not use.
+        OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="openai_agents",
         OTEL_EXPORTER_OTLP_ENDPOINT=receiver.endpoint,
         OPENAI_BASE_URL=fake_model.base_url,
         OPENAI_API_KEY="test",
