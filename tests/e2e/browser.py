@@ -54,7 +54,13 @@ class Chromium:
             raise FileNotFoundError("chromium is not installed (apt-get install -y chromium)")
         self._profile = tempfile.mkdtemp(prefix="semloop-chromium-")
         self._process = subprocess.Popen(
-            [path, *FLAGS, f"--user-data-dir={self._profile}", f"--window-size={width},{height}", "about:blank"],
+            [
+                path,
+                *FLAGS,
+                f"--user-data-dir={self._profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -65,7 +71,13 @@ class Chromium:
             pages = [t for t in json.load(response) if t.get("type") == "page"]
         self._ws = connect(pages[0]["webSocketDebuggerUrl"], max_size=64 * 1024 * 1024, open_timeout=30)
         self.call("Page.enable")
-        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def _wait_for_port(self, timeout: float) -> int:
         marker = Path(self._profile) / "DevToolsActivePort"
@@ -99,14 +111,21 @@ class Chromium:
         result = self.call("Runtime.evaluate", expression="document.body ? document.body.innerText : ''")
         return str(result.get("result", {}).get("value", ""))
 
-    def click_text(self, text: str) -> bool:
-        """Click the first element whose own text is ``text``; False when there is none."""
+    def click_text(self, text: str, timeout: float = 0.0) -> bool:
+        """Click the first element whose own text is ``text``, waiting up to ``timeout``
+        seconds for one to appear; False when there is none."""
         script = (
-            "(() => { const want = %s; const all = [...document.querySelectorAll('*')];"
+            "(() => { const want = WANT; const all = [...document.querySelectorAll('*')];"
             " const el = all.find(e => e.childElementCount === 0 && e.textContent.trim() === want);"
             " if (!el) return false; el.click(); return true; })()"
-        ) % json.dumps(text)
-        return bool(self.call("Runtime.evaluate", expression=script).get("result", {}).get("value"))
+        ).replace("WANT", json.dumps(text))
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.call("Runtime.evaluate", expression=script).get("result", {}).get("value"):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.5)
 
     def wait_for_text(self, *needles: str, timeout: float = 60.0) -> str:
         """Poll the page text until it contains every needle; returns it (raises on timeout)."""

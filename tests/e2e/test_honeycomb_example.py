@@ -50,10 +50,9 @@ def blocks(tf: dict[str, Any], kind: str) -> dict[tuple[str, str], dict[str, Any
 def written_columns() -> set[str]:
     """Every attribute the write-back puts on a root span, scoring the public benchmark."""
     from bench.deepeval_tree import trace_from_bench_row
-    from tests.support.repo_data import BENCH, read_jsonl
-
     from otel_semloop.scoring import Scorer
     from otel_semloop.writeback import patches_for
+    from tests.support.repo_data import BENCH, read_jsonl
 
     columns: set[str] = set()
     for row in read_jsonl(BENCH):
