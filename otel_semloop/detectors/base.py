@@ -46,6 +46,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import ClassVar, Protocol, runtime_checkable
 
+from otel_semloop.detectors.arguments import is_shell_tool
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.normalize import (
@@ -53,7 +54,13 @@ from otel_semloop.normalize import (
     Failure,
     FailureKind,
     arg_signature,
+    argument_words,
+    best_numbers,
     canonical_args,
+    is_acknowledgement,
+    normalize_content,
+    numbers_progressed,
+    result_numbers,
     classify_failure,
     counts_fell,
     digest,
@@ -116,7 +123,12 @@ class StepFacts:
     __slots__ = (
         "action",
         "agent",
+        "arg_words",
         "args_known",
+        "content",
+        "content_epoch",
+        "content_novel",
+        "trivial",
         "call",
         "call_epoch",
         "call_novel",
@@ -152,6 +164,11 @@ class StepFacts:
         self.args_known = False
         self.signature: ArgSignature | None = None
         self.result: int | None = None
+        self.content: int | None = None
+        self.content_novel = False
+        self.content_epoch = 0
+        self.trivial = False
+        self.arg_words: frozenset[int] = frozenset()
         self.action = 0
         self.failure: Failure | None = None
         self.novel = False
@@ -225,18 +242,25 @@ class Fingerprinter:
         "_texts",
         "_unique",
         "_volatile",
+        "_shell",
+        "_contents",
+        "_content_epoch",
     )
 
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
         self._volatile: dict[str, frozenset[str]] = {}
+        self._shell: dict[str, bool] = {}
         self.reset()
 
     def reset(self) -> None:
         capacity = self._config.seen_capacity
         self._seen = _LRU(capacity)  # action fingerprints
-        self._calls = _LRU(capacity)  # call digest -> (best progress, best size, last counts)
+        # call digest -> (best progress, best size, last counts, last numbers, best numbers)
+        self._calls = _LRU(capacity)
         self._texts = _LRU(capacity)  # assistant text digests
+        self._contents = _LRU(capacity)  # result content digests (digits kept)
+        self._content_epoch = 0
         self._epoch = 0
         self._call_epoch = 0
         self._text_epoch = 0
@@ -256,6 +280,7 @@ class Fingerprinter:
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
         facts.text_epoch = self._text_epoch
+        facts.content_epoch = self._content_epoch
         return facts
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
@@ -263,11 +288,15 @@ class Fingerprinter:
         volatile = self._volatile.get(step.name)
         if volatile is None:
             volatile = self._volatile[step.name] = config.volatile_for(step.name)
+        shell = self._shell.get(step.name)
+        if shell is None:
+            shell = self._shell[step.name] = is_shell_tool(step.name)
         arguments = step.tool_arguments
         facts.args_known = arguments is not None
         if facts.args_known:
-            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile)}")
-            facts.signature = arg_signature(arguments, volatile, config.position_args)
+            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
+            facts.signature = arg_signature(arguments, volatile, config.position_args, shell=shell)
+            facts.arg_words = argument_words(arguments, volatile)
         else:
             facts.call = digest(f"{step.name}\0<no arguments>")
         raw = _result_text(step)
@@ -275,13 +304,22 @@ class Fingerprinter:
         facts.failure = failure
         if failure is not None and failure.kind is FailureKind.TRANSIENT:
             return  # neither novel nor remembered: the call did not happen
-        counts = None
+        counts = numbers = None
         if raw is not None:
             normalised = normalize_result(raw)
             facts.result = digest(normalised)
-            size = len(normalised)
+            # Size in words, not characters: an id one character longer is not more output.
+            size = len(normalised.split()) if len(normalised) < _SIZE_SPLIT_CHARS else len(normalised) // 6
             progress = progress_value(raw)
             counts = remaining_counts(raw)
+            numbers = result_numbers(raw)
+            content = normalize_content(raw)
+            facts.content = digest(content)
+            facts.trivial = is_acknowledgement(normalised)
+            content_seen, _ = self._contents.touch(facts.content)
+            if not content_seen:
+                self._content_epoch += 1
+                facts.content_novel = True
         elif failure is not None:
             facts.result = digest(f"<failure>{failure.label}")
             size, progress = 0, None
@@ -299,7 +337,9 @@ class Fingerprinter:
         # (work remaining) are compared with the previous result: each fall is progress.
         call_seen, previous = self._calls.touch(facts.call)
         facts.call_novel = not call_seen
-        best_progress, best_size, last_counts = previous if previous is not None else (None, 0, None)  # type: ignore[misc]
+        best_progress, best_size, last_counts, last_numbers, top_numbers = (
+            previous if previous is not None else (None, 0, None, None, None)  # type: ignore[misc]
+        )
         if facts.call_novel:
             self._call_epoch += 1
         else:
@@ -307,10 +347,14 @@ class Fingerprinter:
                 (progress is not None and best_progress is not None and progress > best_progress)
                 or (size > best_size > 0)
                 or counts_fell(last_counts, counts)
+                or numbers_progressed(last_numbers, top_numbers, numbers)
             )
         if progress is not None and (best_progress is None or progress > best_progress):
             best_progress = progress
-        self._calls.replace(facts.call, (best_progress, max(size, best_size), counts))
+        self._calls.replace(
+            facts.call,
+            (best_progress, max(size, best_size), counts, numbers, best_numbers(top_numbers, numbers)),
+        )
         seen, _ = self._seen.touch(facts.action)
         facts.novel = not seen or facts.progressed
         if facts.novel:
@@ -340,7 +384,12 @@ def _result_text(step: Step) -> str | None:
         return step.output_text or None
     if isinstance(result, str):
         return result
-    return canonical_args(result, ())
+    return canonical_args(result, (), rewrite=False)
+
+
+#: Results longer than this are sized by characters (about six per word) instead of being
+#: split: the bound keeps sizing O(1) extra allocations on huge outputs.
+_SIZE_SPLIT_CHARS = 65536
 
 
 class Episode:
