@@ -11,10 +11,11 @@ Masking (results, assistant text, output lines)
     addresses), generated identifiers (``<id>``: short hex such as ``e0b0``, letters and
     digits interleaved such as ``8f3k2``, whatever their prefix ``req_``/``m-``/``run-``,
     and several of them joined by ``_`` or ``-`` as one) and finally every run of digits
-    (``#``). Masked identifiers have one length, so their jitter is not "longer output". Text without a digit is returned as
-    is (every pattern needs one), which keeps the common case cheap. Masking errs toward
-    "same": a real change that is only numeric (``3 failed`` -> ``1 failed``) is invisible
-    here; explicit progress (below) and novel actions are what let such work through.
+    (``#``). Masked identifiers have one length, so their jitter is not "longer output".
+    Text without a digit is returned as is (every pattern needs one), which keeps the
+    common case cheap. Masking errs toward "same": a real change that is only numeric
+    (``3 failed`` -> ``1 failed``) is invisible here; explicit progress (below) and novel
+    actions are what let such work through.
 
 Arguments
     :func:`canonical_args` is the exact identity of a call's arguments: keys sorted, the
@@ -61,22 +62,22 @@ __all__ = [
     "Failure",
     "FailureKind",
     "arg_signature",
+    "argument_words",
+    "best_numbers",
     "canonical_args",
     "classify_failure",
     "counts_fell",
     "digest",
+    "is_acknowledgement",
     "mask",
     "near_duplicate",
     "normalize_content",
-    "is_acknowledgement",
-    "argument_words",
-    "result_numbers",
-    "numbers_progressed",
-    "best_numbers",
     "normalize_result",
     "normalize_text",
+    "numbers_progressed",
     "progress_value",
     "remaining_counts",
+    "result_numbers",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -175,12 +176,12 @@ def normalize_content(text: str) -> str:
 #: getting done, not the same answer to a question asked again.
 ACK_WORDS = frozenset(
     """ok okay success successful successfully succeeded done true yes saved written wrote
-    created updated deleted removed added applied sent accepted queued scheduled completed
-    complete finished status result message healthy running up active passed pass valid
-    exists available enabled disabled ack acknowledged noted recorded stored committed
-    pushed moved copied renamed uploaded installed started stopped the a an to has have
-    been was were is are file files item items record records row rows changes change
-    operation request task job it data value values # <id> <hex> <uuid> <ts>""".split()
+    created updated deleted removed added applied sent accepted queued scheduled
+    completed complete finished status result message healthy running up active passed
+    pass valid exists available enabled disabled ack acknowledged noted recorded stored
+    committed pushed moved copied renamed uploaded installed started stopped the a an to
+    has have been was were is are file files item items record records row rows changes
+    change operation request task job it data value values # <id> <hex> <uuid> <ts>""".split()  # noqa: SIM905
 )
 #: An acknowledgement is short: a longer result says something.
 ACK_MAX_WORDS = 8
@@ -196,9 +197,6 @@ def is_acknowledgement(normalised: str) -> bool:
     if len(words) == 1 and words[0] in ("null", "none"):
         return True
     return len(words) <= ACK_MAX_WORDS and all(word in ACK_WORDS for word in words)
-
-
-
 
 
 def normalize_result(text: str) -> str:
@@ -308,7 +306,9 @@ def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: b
                 changed = True
                 continue
             if isinstance(v, (str, Mapping, list, tuple)):
-                new = _canonical_value(v, volatile, depth + 1, shell or lowered in SHELL_ARGUMENT_NAMES, rewrite)
+                new = _canonical_value(
+                    v, volatile, depth + 1, shell or lowered in SHELL_ARGUMENT_NAMES, rewrite
+                )
                 changed = changed or new is not v
             else:
                 new = v
@@ -442,7 +442,9 @@ def argument_words(arguments: Any, volatile: Collection[str] = DEFAULT_VOLATILE_
             for match in _WORD.finditer(value[:2048]):
                 words.add(hash(match.group().casefold()))
         elif depth < _MAX_ARG_DEPTH and isinstance(value, Mapping):
-            stack.extend((v, depth + 1) for k, v in value.items() if not (isinstance(k, str) and k.lower() in volatile))
+            stack.extend(
+                (v, depth + 1) for k, v in value.items() if not (isinstance(k, str) and k.lower() in volatile)
+            )
         elif depth < _MAX_ARG_DEPTH and isinstance(value, (list, tuple)):
             stack.extend((v, depth + 1) for v in value)
     return frozenset(words)
@@ -472,7 +474,9 @@ _DONE_FIELD = re.compile(
     r"[\"']?\s*[:=]\s*(\d{1,12})\b",
     re.IGNORECASE,
 )
-_TOTAL_FIELD = re.compile(r"\b(?:total|expected|count_total|total_count)\b[\"']?\s*[:=]\s*(\d{1,12})\b", re.IGNORECASE)
+_TOTAL_FIELD = re.compile(
+    r"\b(?:total|expected|count_total|total_count)\b[\"']?\s*[:=]\s*(\d{1,12})\b", re.IGNORECASE
+)
 
 
 def _field_progress(tail: str) -> tuple[int, float] | None:

@@ -85,7 +85,10 @@ _MONTHS = {
     )
     for name in names
 }  # fmt: skip
-_MONTH = r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
 _DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
 _DATE_YMD = re.compile(r"\b(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\b")
 _DATE_NUMERIC_MDY = re.compile(r"\b(\d{1,2})([-/.])(\d{1,2})\2(\d{4})\b")

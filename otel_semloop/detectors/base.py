@@ -57,17 +57,17 @@ from otel_semloop.normalize import (
     argument_words,
     best_numbers,
     canonical_args,
-    is_acknowledgement,
-    normalize_content,
-    numbers_progressed,
-    result_numbers,
     classify_failure,
     counts_fell,
     digest,
+    is_acknowledgement,
+    normalize_content,
     normalize_result,
     normalize_text,
+    numbers_progressed,
     progress_value,
     remaining_counts,
+    result_numbers,
 )
 from otel_semloop.verdict import Finding
 
@@ -125,13 +125,12 @@ class StepFacts:
         "agent",
         "arg_words",
         "args_known",
-        "content",
-        "content_epoch",
-        "content_novel",
-        "trivial",
         "call",
         "call_epoch",
         "call_novel",
+        "content",
+        "content_epoch",
+        "content_novel",
         "cost",
         "end_ns",
         "epoch",
@@ -150,6 +149,7 @@ class StepFacts:
         "text_epoch",
         "text_novel",
         "tokens",
+        "trivial",
     )
 
     def __init__(self, step: Step, index: int) -> None:
@@ -236,15 +236,15 @@ class Fingerprinter:
         "_call_epoch",
         "_calls",
         "_config",
+        "_content_epoch",
+        "_contents",
         "_epoch",
         "_seen",
+        "_shell",
         "_text_epoch",
         "_texts",
         "_unique",
         "_volatile",
-        "_shell",
-        "_contents",
-        "_content_epoch",
     )
 
     def __init__(self, config: DetectorConfig) -> None:
