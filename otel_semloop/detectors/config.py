@@ -45,6 +45,14 @@ class DetectorConfig:
     #: results are the same: as many as identical calls need (4), since a cosmetic change
     #: is no change.
     near_duplicate_repeats: int = 4
+    #: Calls of one tool with *different* arguments that all get the same non-trivial
+    #: answer (the same text, the same empty list, the same "not found"), with no new
+    #: result anywhere between: a reworded query, toggled flags, an edited URL or date
+    #: range that changes nothing. As many as identical calls need (4): the arguments
+    #: changed, the answer did not. Acknowledgements ("ok", "saved") never count (batch
+    #: work), calls about unrelated things (no word in common) break the chain, and a
+    #: later new answer from the same tool resolves it (the search finally worked).
+    same_answer_repeats: int = 4
     #: Identical calls (same tool, same canonical arguments) with no new call in between,
     #: whatever their results: the absolute ceiling that still applies when results change
     #: or report progress. 30 polls at a typical 10-30 s interval is 5-15 minutes; a
@@ -53,6 +61,13 @@ class DetectorConfig:
     #: Tool actions in a row that each repeat an earlier (action, result) pair: LoopGuard's
     #: 12-event window. Catches rotations too long or too shuffled for the cycle tracker.
     stale_steps: int = 12
+    #: Sliding window of recent tool steps over which novelty is measured: a run rotating
+    #: through trivial commands has a little novelty now and then, which resets a count
+    #: of stale steps in a row but not a window. Twice ``stale_steps``.
+    stale_window: int = 24
+    #: Novel steps allowed in a full window that is still stale: one in six. Explicit
+    #: progress (a rising figure, growing counts) clears the window instead.
+    stale_window_novel: int = 4
     #: Seconds without a novel tool action, when spans carry times. Ten minutes is longer
     #: than any poll interval an agent should sit through silently; errs toward no loop
     #: for slow but real work (which is novel and resets the clock anyway).
@@ -130,6 +145,11 @@ class DetectorConfig:
                 isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0
             ):
                 raise ConfigError(f"DetectorConfig.{name} must be a positive number or None, got {value!r}")
+        if self.stale_window_novel < 0 or self.stale_window_novel >= self.stale_window:
+            raise ConfigError(
+                "DetectorConfig.stale_window_novel must be >= 0 and below stale_window, "
+                f"got {self.stale_window_novel!r}"
+            )
         if not 0.0 < self.report_at <= 1.0:
             raise ConfigError(f"DetectorConfig.report_at must be in (0, 1], got {self.report_at!r}")
         if self.max_evidence_spans < 0:
@@ -150,7 +170,14 @@ class DetectorConfig:
         """
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
-        for name in (*_COUNTS, *_OPTIONAL_AMOUNTS, "report_at", "max_evidence_spans", "calibration"):
+        for name in (
+            *_COUNTS,
+            *_OPTIONAL_AMOUNTS,
+            "report_at",
+            "max_evidence_spans",
+            "calibration",
+            "stale_window_novel",
+        ):
             variable = ENV_PREFIX + name.upper()
             raw = env.get(variable, "").strip()
             if raw:
@@ -178,6 +205,8 @@ _COUNTS = (
     "near_duplicate_repeats",
     "call_ceiling",
     "stale_steps",
+    "stale_window",
+    "same_answer_repeats",
     "seen_capacity",
     "repeated_error_repeats",
     "permanent_error_repeats",
@@ -213,6 +242,8 @@ def _parse_env(name: str, raw: str, variable: str) -> Any:
             return None if raw.lower() in ("none", "off") else float(raw)
         if name == "report_at":
             return float(raw)
+        if name == "stale_window_novel":
+            return int(raw)
         return int(raw)
     except ValueError:
         raise ConfigError(f"{variable}={raw!r} is not a valid value for DetectorConfig.{name}") from None
