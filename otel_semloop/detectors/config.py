@@ -104,8 +104,9 @@ class DetectorConfig:
     #: Occurrences of one normalised line or sentence inside one LLM output: Gemini CLI's
     #: 10 repeats of a chunk. Lines in code blocks, lists and tables never count.
     chant_repeats: int = 10
-    #: Shorter normalised units ("ok", "done") are never chanting: too common to mean
-    #: anything. Errs toward no loop for very short chants.
+    #: Shorter normalised units ("ok", "done") are chanting only when repeated short units
+    #: make up most of the output (see ``text.SHORT_CHANT_SHARE``): among real sentences
+    #: they are too common to mean anything.
     chant_min_chars: int = 12
 
     # --- agents (agents.py) ------------------------------------------------------------
