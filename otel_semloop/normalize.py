@@ -74,6 +74,7 @@ __all__ = [
     "normalize_content",
     "normalize_result",
     "normalize_text",
+    "normalize_words",
     "numbers_progressed",
     "progress_value",
     "remaining_counts",
@@ -208,6 +209,15 @@ def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
     return " ".join(mask(text).casefold().translate(_PUNCTUATION).split())
+
+
+def normalize_words(text: str) -> str:
+    """Like :func:`normalize_text` with numbers kept: the lines of one output that differ
+    only in a number (``Migrated table 3``, ``Migrated table 4``) are an enumeration, not
+    the same line. Identifiers, UUIDs, hex and timestamps are still masked."""
+    if _HAS_DIGIT.search(text):
+        text = _mask_ids(text)
+    return " ".join(text.casefold().translate(_PUNCTUATION).split())
 
 
 def digest(text: str) -> int:

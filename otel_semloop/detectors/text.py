@@ -15,7 +15,8 @@ Signals
         normalised unit of at least ``chant_min_chars`` characters occurs
         ``chant_repeats`` (10) times, Gemini CLI's content-loop threshold. Lines inside
         fenced or indented code blocks, list items and table rows never count: repeated
-        structure there is normal. Shorter units ("Checking.", two short sentences
+        structure there is normal. Numbers are kept (identifiers masked): lines that differ
+        only in a number are an enumeration ("Migrated table 3", "Migrated table 4"). Shorter units ("Checking.", two short sentences
         alternating) count too when the output is degenerate: a short unit repeated
         ``chant_repeats`` times, with repeated short units making up at least
         :data:`SHORT_CHANT_SHARE` of the output's units. ``no_progress``: the repeats say
@@ -38,7 +39,7 @@ from collections import Counter
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.model import Step, StepKind
-from otel_semloop.normalize import normalize_text
+from otel_semloop.normalize import normalize_words
 from otel_semloop.verdict import Finding
 
 __all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "chant_units"]
@@ -106,9 +107,9 @@ _MAY_SPLIT = re.compile(r"[.!?]\s")
 
 
 #: Share of an output's units that repeated short units must make up for short units to
-#: count as chanting: a reply that is mostly "Checking." is degenerate; a reply with a few
+#: count as chanting: a reply that is three quarters "Checking." is degenerate; a reply with a few
 #: "Done." lines among real sentences is not.
-SHORT_CHANT_SHARE = 0.5
+SHORT_CHANT_SHARE = 0.75
 
 
 def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
@@ -136,7 +137,7 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
         return counts
     short: Counter[str] = Counter()
     for unit in units:
-        normalised = normalize_text(unit)
+        normalised = normalize_words(unit)
         if not normalised:
             continue
         if len(normalised) >= min_chars:
