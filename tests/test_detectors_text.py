@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scenarios import Scenario, found
 
-from otel_semloop.detectors.text import CHANTING, MONOLOGUE, chant_units
+from otel_semloop.detectors.text import CHANTING, MONOLOGUE
 from otel_semloop.verdict import Label
 
 # --- monologue -------------------------------------------------------------------------------

@@ -16,11 +16,11 @@ Signals
         ``chant_repeats`` (10) times, Gemini CLI's content-loop threshold. Lines inside
         fenced or indented code blocks, list items and table rows never count: repeated
         structure there is normal. Numbers are kept (identifiers masked): lines that differ
-        only in a number are an enumeration ("Migrated table 3", "Migrated table 4"). Shorter units ("Checking.", two short sentences
-        alternating) count too when the output is degenerate: a short unit repeated
-        ``chant_repeats`` times, with repeated short units making up at least
-        :data:`SHORT_CHANT_SHARE` of the output's units. ``no_progress``: the repeats say
-        nothing new.
+        only in a number are an enumeration ("Migrated table 3", "Migrated table 4").
+        Shorter units ("Checking.", two short sentences alternating) count too when the
+        output is degenerate: a short unit repeated ``chant_repeats`` times, with repeated
+        short units making up at least :data:`SHORT_CHANT_SHARE` of the output's units.
+        ``no_progress``: the repeats say nothing new.
 
 Kept
     Monologue: the digest of the previous message and the run length. Chanting: nothing
