@@ -205,7 +205,22 @@ def test_a_clock_and_a_pid_that_change_are_not_progress(convention):
 
 
 def test_thirty_reads_whose_output_keeps_being_new_are_suspected_at_most(convention):
-    words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november".split()
+    words = [
+        "alpha",
+        "bravo",
+        "charlie",
+        "delta",
+        "echo",
+        "foxtrot",
+        "golf",
+        "hotel",
+        "india",
+        "juliet",
+        "kilo",
+        "lima",
+        "mike",
+        "november",
+    ]
     results = [f"[chunk] {words[i % 14]} {words[i // 14]} migrated" for i in range(32)]
     verdict = score_in(poll(results, "read_output", {"process": "migrate"}), convention)
     assert verdict.label is not Label.LOOP and found(verdict, CALL_CEILING) is not None
