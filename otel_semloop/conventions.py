@@ -138,9 +138,44 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         step.tool_arguments = _decode_json(arguments) if arguments is not None else step.input
         result = attrs.get("gen_ai.tool.call.result")
         step.tool_result = _decode_json(result) if result is not None else step.output
+        step.handoff_to = handoff_target(attrs, step.name, step.tool_arguments)
     _read_error(record, step)
     _read_usage(attrs, step)
     return step
+
+
+#: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,
+#: LangGraph swarm/supervisor, AutoGen), ``handoff_to_billing``, and the OpenInference
+#: openai-agents instrumentation's ``handoff to billing`` span.
+_HANDOFF_NAME = re.compile(
+    r"^(?:transfer_to_|handoff_to_|transfer to |handoff to |hand off to )(.+)$", re.IGNORECASE
+)
+#: Hand-off tools that name their target in an argument: Google ADK's
+#: ``transfer_to_agent(agent_name=...)``, CrewAI's "Delegate work to coworker" (``coworker``).
+_HANDOFF_TOOLS = frozenset(
+    {"transfer_to_agent", "handoff", "transfer", "delegate work to coworker", "delegate_work"}
+)
+_HANDOFF_ARGS = ("agent_name", "agent", "coworker", "target", "to", "to_agent", "assignee")
+
+
+def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str | None:
+    """The agent a tool call hands the work to, or None when it is not a hand-off.
+
+    Read from the GenAI transfer attributes (``gen_ai.transfer.target.name`` on an
+    ``execute_tool`` span, with ``gen_ai.transfer.mode``), then from hand-off tool names
+    and their target argument (see ``_HANDOFF_NAME`` / ``_HANDOFF_TOOLS``)."""
+    target = attrs.get("gen_ai.transfer.target.name") or attrs.get("gen_ai.transfer.target")
+    if isinstance(target, str) and target:
+        return target
+    match = _HANDOFF_NAME.match(name)
+    if match and match.group(1) != "agent":
+        return match.group(1).strip()
+    if name.lower() in _HANDOFF_TOOLS and isinstance(arguments, Mapping):
+        for key in _HANDOFF_ARGS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
 
 
 def _step_name(record: SpanRecord, kind: StepKind) -> str:

@@ -96,7 +96,38 @@ def _llm(convention: str, step: Step) -> dict[str, Any]:
     return attrs
 
 
+def _handoff(convention: str, step: Step) -> dict[str, Any]:
+    """A hand-off as each convention's frameworks record it: GenAI transfer attributes on
+    ``execute_tool``, the openai-agents instrumentor's ``handoff to X`` TOOL span,
+    a ``transfer_to_X`` tool (LangGraph swarm / OpenLLMetry-decorated)."""
+    target = step.handoff_to
+    if convention == "genai":
+        return {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": "transfer",
+            "gen_ai.transfer.mode": "handoff",
+            "gen_ai.transfer.target.name": target,
+        }
+    if convention == "openinference":
+        return {"openinference.span.kind": "TOOL", "input.value": step.agent or "", "output.value": target}
+    return {
+        "traceloop.span.kind": "tool",
+        "traceloop.entity.name": f"transfer_to_{target}",
+        "traceloop.entity.input": json.dumps({"args": [], "kwargs": {}}),
+        "traceloop.entity.output": json.dumps(f"Transferred to {target}"),
+    }
+
+
+def handoff(run: Scenario, target: str) -> Scenario:
+    """A hand-off of the work to ``target`` (rendered per convention by :func:`spans_in`)."""
+    run.tool("handoff", None, None)
+    run.steps[-1].handoff_to = target
+    return run
+
+
 def _tool(convention: str, step: Step) -> dict[str, Any]:
+    if step.handoff_to:
+        return _handoff(convention, step)
     args, result = step.tool_arguments, step.tool_result
     if convention == "genai":
         attrs: dict[str, Any] = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": step.name}
@@ -143,8 +174,10 @@ def _agent(convention: str, step: Step) -> dict[str, Any]:
 _RENDER = {StepKind.LLM: _llm, StepKind.TOOL: _tool, StepKind.AGENT: _agent}
 
 
-def spans_in(run: Scenario, convention: str) -> list[SpanRecord]:
-    """The run's steps as span records in ``convention``, children of one root agent span."""
+def spans_in(run: Scenario, convention: str, *, nest: bool = False) -> list[SpanRecord]:
+    """The run's steps as span records in ``convention``, children of one root agent span;
+    with ``nest``, the steps after an agent step are that agent span's children (nested
+    ``invoke_agent``) instead of its siblings."""
     assert convention in CONVENTIONS, convention
     steps = run.steps
     start = steps[0].start_ns if steps and steps[0].start_ns else 1
@@ -153,17 +186,25 @@ def spans_in(run: Scenario, convention: str) -> list[SpanRecord]:
     records = [
         SpanRecord(TRACE_ID, root_id, "", "agent run", start - 1, end + 1, _root(convention, run.goal))
     ]
+    parent = root_id
     for index, step in enumerate(steps):
         attrs = _RENDER[step.kind](convention, step)
+        span_id = f"{index + 1:016x}"
         record = SpanRecord(
             TRACE_ID,
-            f"{index + 1:016x}",
-            root_id,
+            span_id,
+            root_id if step.kind is StepKind.AGENT else parent,
             f"{step.kind.value} {step.name}",
             step.start_ns or start + index,
             step.end_ns or start + index + 1,
             attrs,
         )
+        if step.kind is StepKind.AGENT:
+            if nest:
+                parent = span_id
+                record.end_ns = end  # encloses the steps that follow it
+        elif step.handoff_to and convention == "openinference":
+            record.name = f"handoff to {step.handoff_to}"
         if step.is_error:
             record.status_code = STATUS_ERROR
             record.status_message = step.error_message
@@ -173,10 +214,10 @@ def spans_in(run: Scenario, convention: str) -> list[SpanRecord]:
     return records
 
 
-def trace_in(run: Scenario, convention: str) -> Trace:
-    return build_trace(spans_in(run, convention))
+def trace_in(run: Scenario, convention: str, *, nest: bool = False) -> Trace:
+    return build_trace(spans_in(run, convention, nest=nest))
 
 
-def score_in(run: Scenario, convention: str) -> Verdict:
+def score_in(run: Scenario, convention: str, *, nest: bool = False) -> Verdict:
     """The default verdict on the run as recorded in ``convention``."""
-    return Scorer().score(trace_in(run, convention))
+    return Scorer().score(trace_in(run, convention, nest=nest))

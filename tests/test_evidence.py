@@ -7,9 +7,10 @@ the convention layer's reading is part of what is tested.
 from __future__ import annotations
 
 import pytest
-from convention_runs import CONVENTIONS, score_in
+from convention_runs import CONVENTIONS, handoff, score_in
 from scenarios import Scenario, found
 
+from otel_semloop.detectors.agents import HANDOFF_CYCLE
 from otel_semloop.detectors.failures import RETRY_STORM
 from otel_semloop.detectors.progress import CALL_CEILING, SAME_ANSWER, STALE_WINDOW
 from otel_semloop.detectors.text import CHANTING
@@ -275,3 +276,49 @@ def test_an_edit_and_test_cycle_is_healthy(convention):
         step(run, "run_shell", {"command": "pytest -q"}, f"{12 - i} failed, {30 + i} passed")
         step(run, *TRIVIAL[i % 3])
     assert score_in(run, convention).label is Label.NO_LOOP
+
+
+# --- hand-offs in every form --------------------------------------------------------------------
+
+
+def ping_pong(rounds: int, *, new_work: bool, agents: bool, tools: bool) -> Scenario:
+    run = Scenario("refund order 1182")
+    for i in range(rounds):
+        for agent, other in (("billing", "triage"), ("triage", "billing")):
+            if tools:
+                handoff(run, agent)
+            if agents:
+                run.agent(agent)
+            if new_work:
+                step(
+                    run,
+                    "lookup_order",
+                    {"order": 1182, "view": f"{agent} {i}"},
+                    f"order 1182 {agent} view {i}",
+                )
+            run.think(f"This is a question for {other}.")
+    return run
+
+
+@pytest.mark.parametrize("form", ["handoff tools", "agent spans", "both"])
+def test_agents_handing_work_back_and_forth_with_nothing_new_are_a_loop(convention, form):
+    run = ping_pong(5, new_work=False, agents=form != "handoff tools", tools=form != "agent spans")
+    verdict = score_in(run, convention)
+    assert verdict.label is Label.LOOP and found(verdict, HANDOFF_CYCLE) is not None
+
+
+@pytest.mark.parametrize("form", ["handoff tools", "agent spans", "both"])
+def test_agents_handing_work_back_and_forth_while_working_are_healthy(convention, form):
+    run = ping_pong(5, new_work=True, agents=form != "handoff tools", tools=form != "agent spans")
+    assert score_in(run, convention).label is Label.NO_LOOP
+
+
+def test_nested_agent_invocations_cycling_with_nothing_new_are_a_loop(convention):
+    run = ping_pong(5, new_work=False, agents=True, tools=False)
+    verdict = score_in(run, convention, nest=True)
+    assert verdict.label is Label.LOOP and found(verdict, HANDOFF_CYCLE) is not None
+
+
+def test_nested_agent_invocations_doing_new_work_are_healthy(convention):
+    run = ping_pong(5, new_work=True, agents=True, tools=False)
+    assert score_in(run, convention, nest=True).label is Label.NO_LOOP

@@ -292,6 +292,8 @@ class Fingerprinter:
         if shell is None:
             shell = self._shell[step.name] = is_shell_tool(step.name)
         arguments = step.tool_arguments
+        if arguments is None and step.handoff_to:
+            arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
         facts.args_known = arguments is not None
         if facts.args_known:
             facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
