@@ -73,6 +73,7 @@ __all__ = [
     "near_duplicate",
     "normalize_content",
     "normalize_result",
+    "normalize_result_and_content",
     "normalize_text",
     "normalize_words",
     "numbers_progressed",
@@ -163,6 +164,16 @@ def _mask_ids(text: str) -> str:
     return text
 
 
+def normalize_result_and_content(text: str) -> tuple[str, str]:
+    """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
+    identifiers once for both."""
+    if not _HAS_DIGIT.search(text):
+        folded = " ".join(text.casefold().split())
+        return folded, folded
+    ids = _mask_ids(text).casefold()
+    return " ".join(_DIGITS.sub("#", ids).split()), " ".join(ids.split())
+
+
 def normalize_content(text: str) -> str:
     """A result's content as compared *across different calls*: identifiers, UUIDs, hex
     and timestamps masked, case and blanks folded, but numbers kept (two cities at 18 and
@@ -192,6 +203,8 @@ def is_acknowledgement(normalised: str) -> bool:
     """True when a normalised result (:func:`normalize_result`) is empty, ``null``/``none``
     or only acknowledges (see :data:`ACK_WORDS`); ``[]``, ``false``, ``0``, ``not found``
     and ``no results`` are answers, not acknowledgements."""
+    if len(normalised) > 16 * ACK_MAX_WORDS:
+        return False
     words = normalised.translate(_PUNCTUATION).split()
     if not words:
         return normalised.strip() not in ("[]", "{}")
@@ -489,6 +502,9 @@ _TOTAL_FIELD = re.compile(
 )
 
 
+_FIELD_HINT = re.compile(r"progress|percent|pct|completion|total|expected", re.IGNORECASE)
+
+
 def _field_progress(tail: str) -> tuple[int, float] | None:
     """(position, fraction) of the last structured progress field, or None."""
     best: tuple[int, float] | None = None
@@ -521,7 +537,7 @@ def progress_value(text: str) -> float | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
     has_percent = "%" in tail
     has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
-    has_field = ":" in tail or "=" in tail
+    has_field = (":" in tail or "=" in tail) and _FIELD_HINT.search(tail) is not None
     if not (has_percent or has_fraction or has_field) or not _HAS_DIGIT.search(tail):
         return None
     best: tuple[int, float] | None = None

@@ -70,6 +70,7 @@ _MAX_SHELL_CHARS = 2000
 _SHELL_OPERATORS = frozenset({"|", "||", "&&", ";", "&"})
 
 _NEEDS_QUOTES = re.compile(r"[\s'\"|&;]")
+_DIGIT = re.compile(r"\d")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$", re.IGNORECASE)
 
 _MONTHS = {
@@ -94,6 +95,7 @@ _DATE_YMD = re.compile(r"\b(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\b")
 _DATE_NUMERIC_MDY = re.compile(r"\b(\d{1,2})([-/.])(\d{1,2})\2(\d{4})\b")
 _DATE_MONTH_FIRST = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(\d{{4}})\b", re.IGNORECASE)
 _DATE_DAY_FIRST = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.IGNORECASE)
+_MONTH_HINT = re.compile(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s", re.IGNORECASE)
 _DATE_COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
 
 
@@ -104,7 +106,7 @@ def canonical_string(value: str, *, shell: bool = False) -> str:
         return canonical_shell(value)
     if "://" in value and _URL.match(value.strip()):
         return canonical_url(value.strip())
-    if any(c.isdigit() for c in value):
+    if _DIGIT.search(value):
         return canonical_date_text(value)
     return value
 
@@ -168,7 +170,7 @@ def canonical_date_text(text: str) -> str:
     if "-" in text or "/" in text or "." in text:
         text = _DATE_YMD.sub(ymd, text)
         text = _DATE_NUMERIC_MDY.sub(mdy, text)
-    if any(c.isalpha() for c in text):
+    if _MONTH_HINT.search(text):
         text = _DATE_MONTH_FIRST.sub(month_first, text)
         text = _DATE_DAY_FIRST.sub(day_first, text)
     return text

@@ -61,8 +61,7 @@ from otel_semloop.normalize import (
     counts_fell,
     digest,
     is_acknowledgement,
-    normalize_content,
-    normalize_result,
+    normalize_result_and_content,
     normalize_text,
     numbers_progressed,
     progress_value,
@@ -308,15 +307,14 @@ class Fingerprinter:
             return  # neither novel nor remembered: the call did not happen
         counts = numbers = None
         if raw is not None:
-            normalised = normalize_result(raw)
+            normalised, content = normalize_result_and_content(raw)
             facts.result = digest(normalised)
             # Size in words, not characters: an id one character longer is not more output.
             size = len(normalised.split()) if len(normalised) < _SIZE_SPLIT_CHARS else len(normalised) // 6
             progress = progress_value(raw)
             counts = remaining_counts(raw)
             numbers = result_numbers(raw)
-            content = normalize_content(raw)
-            facts.content = digest(content)
+            facts.content = digest(content) if content != normalised else facts.result
             facts.trivial = is_acknowledgement(normalised)
             content_seen, _ = self._contents.touch(facts.content)
             if not content_seen:
