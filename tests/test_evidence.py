@@ -322,3 +322,36 @@ def test_nested_agent_invocations_cycling_with_nothing_new_are_a_loop(convention
 def test_nested_agent_invocations_doing_new_work_are_healthy(convention):
     run = ping_pong(5, new_work=True, agents=True, tools=False)
     assert score_in(run, convention, nest=True).label is Label.NO_LOOP
+
+
+# --- a poll that ends is not a loop -------------------------------------------------------------
+
+
+def waits(polls: int, last: str | None) -> Scenario:
+    run = Scenario("train the model and report when done")
+    step(run, "start_job", {"name": "train"}, "started job-7f3a")
+    for _ in range(polls):
+        step(run, "sleep", {"seconds": 300}, "")
+        step(run, "job_status", {"job_id": "job-7f3a"}, "status: running")
+    if last is not None:
+        run.think("", calls=[("job_status", {"job_id": "job-7f3a"})])
+        if last.startswith("error"):
+            run.fail("job_status", {"job_id": "job-7f3a"}, last)
+        else:
+            run.tool("job_status", {"job_id": "job-7f3a"}, last)
+    return run
+
+
+def test_polling_the_same_status_until_the_job_finishes_is_healthy(convention):
+    assert score_in(waits(6, "status: succeeded"), convention).label is Label.NO_LOOP
+
+
+def test_polling_the_same_status_until_the_run_gives_up_is_a_loop(convention):
+    assert score_in(waits(6, None), convention).label is Label.LOOP
+
+
+def test_polling_the_same_status_until_the_tool_refuses_is_a_loop(convention):
+    assert (
+        score_in(waits(6, "error: called job_status with the same arguments 6 times"), convention).label
+        is Label.LOOP
+    )

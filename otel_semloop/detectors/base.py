@@ -139,6 +139,8 @@ class StepFacts:
         "kind",
         "name",
         "novel",
+        "poll_ended",
+        "previous_action",
         "progressed",
         "result",
         "signature",
@@ -167,6 +169,8 @@ class StepFacts:
         self.content_novel = False
         self.content_epoch = 0
         self.trivial = False
+        self.poll_ended = False
+        self.previous_action = 0
         self.arg_words: frozenset[int] = frozenset()
         self.action = 0
         self.failure: Failure | None = None
@@ -337,9 +341,25 @@ class Fingerprinter:
         # (work remaining) are compared with the previous result: each fall is progress.
         call_seen, previous = self._calls.touch(facts.call)
         facts.call_novel = not call_seen
-        best_progress, best_size, last_counts, last_numbers, top_numbers = (
-            previous if previous is not None else (None, 0, None, None, None)  # type: ignore[misc]
+        best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
+            previous if previous is not None else (None, 0, None, None, None, None, 0)  # type: ignore[misc]
         )
+        if facts.result is not None and facts.result == last_result:
+            streak += 1
+        else:
+            if (
+                streak >= 2
+                and facts.result is not None
+                and failure is None
+                and last_result is not None
+                and facts.args_known
+            ):
+                # The same call, after returning one result again and again, returns a new
+                # one: it was waiting on something outside that has now changed (a poll
+                # that ended). The repetition was not a loop.
+                facts.poll_ended = True
+                facts.previous_action = digest(f"{facts.call}\0{last_result}")
+            streak = 1 if facts.result is not None else 0
         if facts.call_novel:
             self._call_epoch += 1
         else:
@@ -353,7 +373,15 @@ class Fingerprinter:
             best_progress = progress
         self._calls.replace(
             facts.call,
-            (best_progress, max(size, best_size), counts, numbers, best_numbers(top_numbers, numbers)),
+            (
+                best_progress,
+                max(size, best_size),
+                counts,
+                numbers,
+                best_numbers(top_numbers, numbers),
+                facts.result,
+                streak,
+            ),
         )
         seen, _ = self._seen.touch(facts.action)
         facts.novel = not seen or facts.progressed

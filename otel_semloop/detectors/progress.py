@@ -132,6 +132,9 @@ class _ChainMap:
             del data[next(iter(data))]
         return chain
 
+    def get(self, key: int) -> _Chain | None:
+        return self._data.get(key)
+
     def restart(self, key: int, epoch: int, facts: StepFacts) -> _Chain:
         """A new chain for ``key`` starting at this occurrence."""
         chain = self._data[key] = _Chain(epoch, facts)
@@ -187,7 +190,25 @@ class RepeatedResultDetector(_ChainDetector):
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action or facts.result is None or not facts.args_known:
             return []
-        return self._extend(facts.action, facts.epoch, facts, self.config.repeated_result_repeats)
+        if facts.poll_ended:
+            # A poll that ended: every repetition since the last new step was the wait
+            # (the status call and what it was interleaved with, a sleep), not a loop.
+            for episode in self._stretch:
+                episode.resolved = True
+        if facts.epoch != self._stretch_epoch:
+            self._stretch = []
+            self._stretch_epoch = facts.epoch
+        found = self._extend(facts.action, facts.epoch, facts, self.config.repeated_result_repeats)
+        if found:
+            episode = self._chains.get(facts.action)
+            if episode is not None and episode.episode is not None and episode.episode not in self._stretch:
+                self._stretch.append(episode.episode)
+        return found
+
+    def reset(self) -> None:
+        super().reset()
+        self._stretch: list[Episode] = []  # episodes reported since the last novel step
+        self._stretch_epoch = -1
 
 
 class NearDuplicateDetector(IncrementalDetector):
@@ -345,7 +366,7 @@ class StaleDetector(IncrementalDetector):
         """Move the novelty window on by one tool step and track its staleness."""
         config = self.config
         window = self._window
-        if facts.progressed:
+        if facts.progressed or facts.poll_ended:
             window.clear()
             self._window_stale = 0
             self._window_episode = None
@@ -379,6 +400,11 @@ class StaleDetector(IncrementalDetector):
         if not facts.is_action:
             return []
         out: list[Finding] = []
+        if facts.poll_ended:
+            # The stale stretch was a wait that ended with a new answer to the same call.
+            for episode in (self._steps_episode, self._time_episode, self._window_episode):
+                if episode is not None:
+                    episode.resolved = True
         self._slide(facts, out)
         if facts.novel:
             self._run = 0
