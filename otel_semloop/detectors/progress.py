@@ -16,7 +16,7 @@ Signals
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
-        limit; see :func:`otel_semloop.normalize.near_duplicate`) and that return the same
+        limit; see :func:`otel_semloop.detectors.normalize.near_duplicate`) and that return the same
         normalised result without explicit progress. Reported only when the run holds at
         least two different argument sets (identical calls are the other signals' job).
         Conclusive at ``near_duplicate_repeats`` (4). ``no_progress``.
@@ -26,7 +26,7 @@ Signals
         result content anywhere in the run between them. A reworded search query, a
         toggled flag, an edited URL parameter or date range that keeps returning the same
         text, the same ``[]`` or the same "not found". Acknowledgements ("ok", "saved",
-        ``{"status": "ok"}``; :func:`otel_semloop.normalize.is_acknowledgement`) never
+        ``{"status": "ok"}``; :func:`otel_semloop.detectors.normalize.is_acknowledgement`) never
         count: batch work writing many targets gets the same "ok" each time. Consecutive
         calls must share a word in their argument values (or have none): two calls about
         unrelated things (two users, two cities) that both find nothing are a batch, not
@@ -67,8 +67,8 @@ from collections import deque
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.normalize import ArgSignature, near_duplicate
 from otel_semloop.model import Step
-from otel_semloop.normalize import ArgSignature, near_duplicate
 from otel_semloop.verdict import Finding
 
 __all__ = [
