@@ -10,6 +10,11 @@ Two modes
     ``"lexical"``: deepeval's ``AgentLoopDetectionMetric`` alone decides, as deepeval
     would (kept for comparison: the benchmark prints both columns).
 
+A trace whose LLM and tool steps all lack readable content (no messages, tool calls,
+arguments or results: content capture off, or a form the convention layer does not read)
+is not passed as healthy: when the detectors find nothing conclusive it is ``unscored``
+with the reason ``step content not readable (N steps)`` (:func:`unreadable_steps`).
+
 In both modes the deepeval-compatible lexical result is computed and kept on
 ``verdict.lexical`` (written as ``semloop.deepeval.*``), so results stay comparable with
 deepeval. Cost: linear in the trace's size for both (see ``bench/detector_speed.py``).
@@ -28,6 +33,7 @@ The scorer interface
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from otel_semloop.builder import build_trace
@@ -35,12 +41,21 @@ from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
 from otel_semloop.detectors.suite import DetectorSuite
 from otel_semloop.errors import ConfigError
-from otel_semloop.model import SpanRecord, Trace
+from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
 from otel_semloop.writeback import SpanPatch, patches_for
 
-__all__ = ["DetectorScorer", "Scorer", "ScorerMode", "StagedScorer", "score_records", "stages_of"]
+__all__ = [
+    "UNREADABLE_REASON",
+    "DetectorScorer",
+    "Scorer",
+    "ScorerMode",
+    "StagedScorer",
+    "score_records",
+    "stages_of",
+    "unreadable_steps",
+]
 
 ScorerMode = Literal["default", "lexical"]
 _MODES = ("default", "lexical")
@@ -129,12 +144,20 @@ class DetectorScorer:
             )
         suite = DetectorSuite(self.config)
         findings = suite.detect(trace)
-        return self.policy.verdict(
+        verdict = self.policy.verdict(
             findings,
             lexical=lexical,
             partial=trace.partial,
             calibration=suite.calibration if self.config.calibration else None,
         )
+        if verdict.label is Label.NO_LOOP:
+            unread = unreadable_steps(trace)
+            if unread:
+                return replace(
+                    Verdict.unscored(f"{UNREADABLE_REASON} ({unread} steps)", partial=trace.partial),
+                    lexical=lexical,
+                )
+        return verdict
 
 
 # -- a picklable entry point for process pools ----------------------------------------------
@@ -165,3 +188,30 @@ def score_records(
         scorer = _SCORERS[mode] = DetectorScorer(mode=mode)
     verdict = scorer.score(trace)
     return verdict, patches_for(trace, verdict)
+
+
+#: The unscored reason of a trace whose LLM and tool steps carry nothing the detectors can
+#: compare: content capture off, or messages in a form the convention layer does not read.
+UNREADABLE_REASON = "step content not readable"
+
+
+def unreadable_steps(trace: Trace) -> int:
+    """How many LLM and tool steps ``trace`` has when *none* of them carries content the
+    detectors can compare (messages, tool calls, arguments, results), else 0.
+
+    Such a trace cannot be told healthy: without content every tool call is new by
+    construction. It is reported unscored (:data:`UNREADABLE_REASON`), so it is counted
+    and visible rather than passing as healthy; a trace whose failures alone prove a loop
+    (a retry storm read from span status) keeps that verdict."""
+    count = 0
+    for step in trace.steps:
+        if step.kind is StepKind.LLM:
+            if step.output_text or step.tool_calls or step.input is not None:
+                return 0
+        elif step.kind is StepKind.TOOL:
+            if step.tool_arguments is not None or step.tool_result is not None or step.output_text:
+                return 0
+        else:
+            continue
+        count += 1
+    return count

@@ -107,7 +107,6 @@ __all__ = ["SemloopSpanProcessor"]
 _logger = get_logger(__name__)
 
 
-
 class SemloopSpanProcessor(SpanProcessor):
     """Holds each trace's spans, scores the trace for loops off the application's thread,
     and forwards every span once to ``downstream`` with the verdict written back.
