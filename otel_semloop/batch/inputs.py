@@ -183,6 +183,21 @@ class _Counting(io.RawIOBase):
         super().close()
 
 
+class _Read1(io.RawIOBase):
+    """A raw reader over a buffered stream's ``read1``."""
+
+    def __init__(self, fp: Any) -> None:
+        self._fp = fp
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._fp.read1(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
 def _open_raw(source: Source) -> IO[bytes]:
     if source.path == "-":
         return sys.stdin.buffer
@@ -192,7 +207,8 @@ def _open_raw(source: Source) -> IO[bytes]:
 def _decompressed(raw: io.BufferedReader, label: str) -> tuple[IO[bytes], str]:
     head = raw.peek(8)[:8]
     if head.startswith(_GZIP):
-        return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), _CHUNK), "gzip"  # type: ignore[arg-type]
+        # read1: one decompression step a read, so lines decoded before a truncation are kept
+        return io.BufferedReader(_Read1(gzip.GzipFile(fileobj=raw, mode="rb")), _CHUNK), "gzip"
     if head.startswith(_ZSTD):
         try:
             import zstandard
