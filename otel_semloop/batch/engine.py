@@ -67,6 +67,8 @@ DEFAULT_WINDOW = 16
 #: takes several times its size in memory.
 DEFAULT_MEMORY_BUDGET = 64 << 20
 _JOBS_PER_TASK = 16
+#: Traces closed before scoring moves to a process pool (smaller inputs score in-process).
+_POOL_AFTER_TRACES = 64
 _PARTITIONS = 16
 
 
@@ -144,17 +146,10 @@ class Engine:
         self._n = 0
         self._rows: list[tuple[int, TraceRow]] = []
         self._order: dict[str, int] = {}
-        workers = options.workers or (os.cpu_count() or 1)
+        self._workers = options.workers or (os.cpu_count() or 1)
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
-        if workers > 1:
-            ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                workers, mp_context=ctx, initializer=init_worker, initargs=(options.spec,)
-            )
-            self.stats.workers = workers
-        else:
-            self.stats.workers = 1
-        self._max_inflight = max(2, workers * 3)
+        self.stats.workers = 1
+        self._max_inflight = max(2, self._workers * 3)
         self._spill: _Spill | None = None
 
     # -- input -------------------------------------------------------------------------
@@ -268,10 +263,20 @@ class Engine:
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
 
+    def _start_pool(self) -> None:
+        """Processes cost a second or so to start: only for inputs with enough traces."""
+        if self._pool is None and self._workers > 1 and self.stats.traces >= _POOL_AFTER_TRACES:
+            ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                self._workers, mp_context=ctx, initializer=init_worker, initargs=(self.options.spec,)
+            )
+            self.stats.workers = self._workers
+
     def _submit(self) -> None:
         batch, self._batch = self._batch, []
         if not batch:
             return
+        self._start_pool()
         if self._pool is None:
             self._apply(score_jobs(batch, self.options.spec))
             return
@@ -283,7 +288,7 @@ class Engine:
         """Apply finished results; submit a part-filled batch when the pool has room."""
         while self._futures and (block or self._futures[0].done()):
             self._apply(self._futures.popleft().result())
-        if self._batch and (block or len(self._futures) < self.stats.workers):
+        if self._batch and (block or len(self._futures) < self._workers):
             self._submit()
             if block:
                 self._pump(True)
@@ -369,6 +374,7 @@ class Engine:
                 self._seq += 1
                 self._order[job.trace_id] = self._seq
                 self.stats.traces += 1
+            self._start_pool()
             results = score_jobs(jobs, self.options.spec) if self._pool is None else None
             if results is None:
                 assert self._pool is not None
