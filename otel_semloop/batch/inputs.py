@@ -302,7 +302,7 @@ class _Spool:
 
     def begin(self) -> tuple[IO[bytes], int]:
         if self.fp is None:
-            self.fp = tempfile.TemporaryFile(prefix="otel-semloop-spool-")
+            self.fp = tempfile.TemporaryFile(prefix="otel-semloop-spool-")  # noqa: SIM115 - closed in close()
         self.fp.seek(0, os.SEEK_END)
         return self.fp, self.fp.tell()
 

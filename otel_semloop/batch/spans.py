@@ -46,9 +46,12 @@ class ScannedSpan:
 
 
 def _hex_id(value: Any, n: int, what: str) -> str:
-    if type(value) is str and len(value) == n:
-        if c.is_lower_hex32(value) if n == 32 else c.is_lower_hex16(value):
-            return value
+    if (
+        type(value) is str
+        and len(value) == n
+        and (c.is_lower_hex32(value) if n == 32 else c.is_lower_hex16(value))
+    ):
+        return value
     if n == 32:
         return c.trace_id_hex(value)
     return c.span_id_hex(value)

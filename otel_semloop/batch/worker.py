@@ -91,18 +91,21 @@ class TraceRow:
 
 
 _SCORER: Scorer | None = None
+_SPEC: ScorerSpec | None = None
 
 
 def init_worker(spec: ScorerSpec) -> None:
-    global _SCORER
-    _SCORER = spec.build()
+    global _SCORER, _SPEC
+    _SCORER, _SPEC = spec.build(), spec
 
 
 def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list[tuple[str, Any, Any]]:
-    """``(trace_id, patches or None, row or None)`` for each job (None: not an agent trace)."""
-    global _SCORER
-    if _SCORER is None:
-        _SCORER = (spec or ScorerSpec()).build()
+    """``(trace_id, patches or None, row or None)`` for each job (None: not an agent trace).
+    In a worker the scorer comes from :func:`init_worker`; in-process from ``spec``."""
+    global _SCORER, _SPEC
+    if _SCORER is None or (spec is not None and spec != _SPEC):
+        _SPEC = spec or ScorerSpec()
+        _SCORER = _SPEC.build()
     return [score_job(job, _SCORER) for job in jobs]
 
 

@@ -28,8 +28,19 @@ def looping_tree(tool: str = "grep") -> dict[str, Any]:
             child
             for _ in range(6)
             for child in (
-                {"type": "llm", "name": "reason", "output": "I will grep for the error again.", "children": []},
-                {"type": "tool", "name": tool, "input": {"pattern": "Error"}, "output": "no matches", "children": []},
+                {
+                    "type": "llm",
+                    "name": "reason",
+                    "output": "I will grep for the error again.",
+                    "children": [],
+                },
+                {
+                    "type": "tool",
+                    "name": tool,
+                    "input": {"pattern": "Error"},
+                    "output": "no matches",
+                    "children": [],
+                },
             )
         ],
     }
@@ -42,7 +53,13 @@ def healthy_tree() -> dict[str, Any]:
         "input": "Summarise the three files",
         "output": "done",
         "children": [
-            {"type": "tool", "name": "read_file", "input": {"path": f"f{i}.py"}, "output": f"contents {i}", "children": []}
+            {
+                "type": "tool",
+                "name": "read_file",
+                "input": {"path": f"f{i}.py"},
+                "output": f"contents {i}",
+                "children": [],
+            }
             for i in range(3)
         ],
     }
@@ -95,7 +112,11 @@ def roots(path: Path) -> dict[str, Any]:
 
 
 def labels(path: Path) -> dict[str, str]:
-    return {tid: r.attributes["semloop.label"] for tid, r in roots(path).items() if "semloop.label" in r.attributes}
+    return {
+        tid: r.attributes["semloop.label"]
+        for tid, r in roots(path).items()
+        if "semloop.label" in r.attributes
+    }
 
 
 def traces_data(line: dict[str, Any]) -> TracesData:

@@ -19,7 +19,9 @@ from otel_semloop.cli import main
 from otel_semloop.otlp.codec import json_to_traces
 
 LINES = agent_lines()
-EXPECTED_SPANS = sum(len(ss["spans"]) for line in LINES for rs in line["resourceSpans"] for ss in rs["scopeSpans"])
+EXPECTED_SPANS = sum(
+    len(ss["spans"]) for line in LINES for rs in line["resourceSpans"] for ss in rs["scopeSpans"]
+)
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +103,9 @@ def test_a_directory_is_read_file_by_file_and_a_trace_across_files_is_regrouped(
     folder = tmp_path / "exports"
     (folder / "day2").mkdir(parents=True)
     write_jsonl(folder / "a.jsonl", LINES[:3])
-    (folder / "day2" / "b.jsonl.gz").write_bytes(gzip.compress(b"".join(orjson.dumps(x) + b"\n" for x in LINES[3:])))
+    (folder / "day2" / "b.jsonl.gz").write_bytes(
+        gzip.compress(b"".join(orjson.dumps(x) + b"\n" for x in LINES[3:]))
+    )
     (folder / ".hidden").write_bytes(b"not otlp")
     out = tmp_path / "out.jsonl"
     assert main(["rescore", str(folder), "-o", str(out), "-q"]) == 0
@@ -165,9 +169,12 @@ def test_a_truncated_gzip_keeps_every_readable_line_and_reports_the_truncation(t
     written = out.read_bytes().splitlines()
     assert len(written) > len(lines) // 3
     for got, line in zip(written, lines, strict=False):
-        assert {s["spanId"] for rs in orjson.loads(got)["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]} == {
-            s["spanId"] for rs in line["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]
-        }
+        assert {
+            s["spanId"]
+            for rs in orjson.loads(got)["resourceSpans"]
+            for ss in rs["scopeSpans"]
+            for s in ss["spans"]
+        } == {s["spanId"] for rs in line["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]}
 
 
 def test_a_gzip_bomb_is_streamed_not_inflated_into_memory(tmp_path):
@@ -189,7 +196,20 @@ def test_a_gzip_bomb_is_streamed_not_inflated_into_memory(tmp_path):
         "sys.exit(rc)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code, "rescore", str(bomb), "-o", str(out), "-q", "--max-line-bytes", str(8 << 20), "--workers", "1"],
+        [
+            sys.executable,
+            "-c",
+            code,
+            "rescore",
+            str(bomb),
+            "-o",
+            str(out),
+            "-q",
+            "--max-line-bytes",
+            str(8 << 20),
+            "--workers",
+            "1",
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -199,9 +219,10 @@ def test_a_gzip_bomb_is_streamed_not_inflated_into_memory(tmp_path):
     assert peak_mib < 160, f"peak RSS {peak_mib} MiB for a 160 MB line"
     assert "unit limit" in done.stderr
     assert out.stat().st_size > 160 << 20  # copied through, not lost
-    first, _big, last = (line for line in open(out, "rb"))
-    assert first.startswith(b"{") and last.startswith(b"{")
-    assert len(_big) > 160 << 20
+    with open(out, "rb") as fp:
+        first, _big, last = fp
+        assert first.startswith(b"{") and last.startswith(b"{")
+        assert len(_big) > 160 << 20
 
 
 def test_an_all_zero_trace_id_is_refused_like_the_service_does(tmp_path, capsys):

@@ -51,7 +51,22 @@ def test_identical_input_gives_identical_output_bytes_with_or_without_a_pool(tmp
     source = write_jsonl(tmp_path / "in.jsonl", many)
     single, pooled = tmp_path / "single.jsonl", tmp_path / "pooled.jsonl"
     assert main(["rescore", str(source), "-o", str(single), "-q", "--workers", "1"]) == 0
-    assert main(["rescore", str(source), "-o", str(pooled), "-q", "--workers", "2", "--summary", str(tmp_path / "s.json")]) == 0
+    assert (
+        main(
+            [
+                "rescore",
+                str(source),
+                "-o",
+                str(pooled),
+                "-q",
+                "--workers",
+                "2",
+                "--summary",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "s.json").read_text())["workers"] == 2
     assert pooled.read_bytes() == single.read_bytes()
 
@@ -96,12 +111,28 @@ def test_lines_written_by_another_tool_that_gain_nothing_are_copied_byte_for_byt
 
 def test_a_malformed_line_fails_the_run_with_its_place_but_is_copied_through(tmp_path, capsys):
     source = tmp_path / "mixed.jsonl"
-    source.write_bytes(orjson.dumps(LINES[0]) + b"\n{not json\n" + b"".join(orjson.dumps(x) + b"\n" for x in LINES[1:]))
+    source.write_bytes(
+        orjson.dumps(LINES[0]) + b"\n{not json\n" + b"".join(orjson.dumps(x) + b"\n" for x in LINES[1:])
+    )
     out = tmp_path / "out.jsonl"
     assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
     assert "mixed.jsonl:2: invalid JSON" in capsys.readouterr().err
     assert out.read_bytes().split(b"\n")[1] == b"{not json"
-    assert main(["rescore", str(source), "-o", str(out), "-q", "--skip-invalid", "--summary", str(tmp_path / "s.json")]) == 0
+    assert (
+        main(
+            [
+                "rescore",
+                str(source),
+                "-o",
+                str(out),
+                "-q",
+                "--skip-invalid",
+                "--summary",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
     assert capsys.readouterr().err == ""
     assert json.loads((tmp_path / "s.json").read_text())["malformed_units"] == 1
 
@@ -109,7 +140,8 @@ def test_a_malformed_line_fails_the_run_with_its_place_but_is_copied_through(tmp
 def test_fail_on_loop_is_a_ci_gate(tmp_path):
     looping = write_jsonl(tmp_path / "loop.jsonl", LINES)
     healthy = write_jsonl(
-        tmp_path / "ok.jsonl", [records_to_traces_json(tree_to_spans(healthy_tree(), f"h{i}")) for i in range(3)]
+        tmp_path / "ok.jsonl",
+        [records_to_traces_json(tree_to_spans(healthy_tree(), f"h{i}")) for i in range(3)],
     )
     assert main(["rescore", str(looping), "-o", str(tmp_path / "o1.jsonl"), "-q", "--fail-on-loop"]) == 1
     assert main(["rescore", str(looping), "-o", str(tmp_path / "o2.jsonl"), "-q"]) == 0
@@ -177,7 +209,23 @@ def test_a_closed_stdout_pipe_is_a_clear_output_error(tmp_path):
 def test_summary_json_table_csv_and_only_loops(tmp_path, capsys):
     source = write_jsonl(tmp_path / "a.jsonl", LINES)
     summary = tmp_path / "summary.json"
-    assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q", "--table", "csv", "--only-loops", "--summary", str(summary)]) == 0
+    assert (
+        main(
+            [
+                "rescore",
+                str(source),
+                "-o",
+                str(tmp_path / "o.jsonl"),
+                "-q",
+                "--table",
+                "csv",
+                "--only-loops",
+                "--summary",
+                str(summary),
+            ]
+        )
+        == 0
+    )
     rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
     assert len(rows) == 3 and {r["label"] for r in rows} == {"loop"}
     assert all(r["tools"] == "grep" and r["agent"] == "engineer" for r in rows)
@@ -217,4 +265,6 @@ def test_output_to_stdout_keeps_the_summary_off_it(tmp_path, stdout):
     assert b"agent traces scored" in done.stderr
     (tmp_path / "o.jsonl").write_bytes(done.stdout)
     assert sorted(labels(tmp_path / "o.jsonl").values()) == ["loop"] * 3 + ["no_loop"] * 3
-    assert len(spans_of(tmp_path / "o.jsonl")) == sum(len(x["resourceSpans"][0]["scopeSpans"][0]["spans"]) for x in LINES)
+    assert len(spans_of(tmp_path / "o.jsonl")) == sum(
+        len(x["resourceSpans"][0]["scopeSpans"][0]["spans"]) for x in LINES
+    )
