@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import os
 import stat
 import sys
@@ -129,7 +128,7 @@ class Output:
                 ) from None
             self._compressor = zstandard.ZstdCompressor().stream_writer(raw, closefd=False)
             return self._compressor  # type: ignore[no-any-return]
-        return io.BufferedWriter(raw, 1 << 20) if not isinstance(raw, io.BufferedWriter) else raw  # type: ignore[arg-type]
+        return raw  # already buffered; never wrap stdout in a writer that would close it
 
     # -- writing -------------------------------------------------------------------------
 
