@@ -1,8 +1,9 @@
 """The public semloop benchmark, end to end through OTLP files and the CLI.
 
-    python bench/semloop_bench.py [--shared ../shared] [--keep DIR]
+    python bench/semloop_bench.py [--dataset data/semloop-bench/dataset.jsonl] [--keep DIR]
 
-1. Each of the 60 traces of ``shared/semloop-bench/dataset.jsonl`` becomes real spans in the
+1. Each of the 60 traces of ``data/semloop-bench/dataset.jsonl`` (in this repository; its
+   provenance is ``data/semloop-bench/README.md``) becomes real spans in the
    OpenTelemetry GenAI conventions (``otel_semloop.deepeval_tree``), written as OTLP JSON
    lines the way the Collector's file exporter writes them: export batches of 7 spans, so
    traces straddle lines, as they do in real exports.
@@ -31,6 +32,7 @@ from pathlib import Path
 import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
+DATASET = ROOT / "data" / "semloop-bench" / "dataset.jsonl"
 sys.path.insert(0, str(ROOT))
 
 from otel_semloop.deepeval_tree import tree_to_spans  # noqa: E402
@@ -60,10 +62,18 @@ def read_root_attributes(path: Path) -> dict[str, dict]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
+    parser.add_argument("--dataset", type=Path, default=DATASET, help="the benchmark JSON lines file")
     parser.add_argument("--keep", type=Path, help="keep the input and scored files in this folder")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in (args.shared / "semloop-bench" / "dataset.jsonl").open()]
+    if not args.dataset.is_file():
+        print(
+            f"semloop_bench: {args.dataset} not found (it ships in the repository: data/README.md)",
+            file=sys.stderr,
+        )
+        return 2
+    rows = [
+        json.loads(line) for line in args.dataset.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="semloop-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)

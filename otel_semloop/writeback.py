@@ -2,9 +2,10 @@
 
 A patch is what a span gains: attributes and events. Front doors apply patches to their
 own representation (a new SDK ``ReadableSpan``, an OTLP JSON dict, a protobuf ``Span``);
-spans that gain nothing are forwarded untouched. The attribute names are the contract of
-DESIGN.md section 3: flags are booleans and labels low-cardinality, so Jaeger's exact-value
-tag search and Honeycomb's numeric filters both work.
+spans that gain nothing are forwarded untouched. The attribute names are a contract (the
+reference is README.md, "What lands on your spans"; a test keeps it complete): flags are
+booleans and labels low-cardinality, so Jaeger's exact-value tag search and Honeycomb's
+numeric filters both work.
 """
 
 from __future__ import annotations

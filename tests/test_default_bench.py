@@ -6,30 +6,20 @@ benchmark script does, minus the OTLP file and the subprocess.
 
 from __future__ import annotations
 
-import json
-import os
 from collections import Counter
-from pathlib import Path
 
 import pytest
+from repo_data import BENCH, read_jsonl
 
 from otel_semloop.deepeval_tree import trace_from_bench_row
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label
 
-SHARED = Path(os.environ.get("SEMLOOP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-DATASET = SHARED / "semloop-bench" / "dataset.jsonl"
-
-pytestmark = pytest.mark.skipif(
-    not DATASET.is_file(), reason=f"semloop benchmark not found at {DATASET} (set SEMLOOP_SHARED)"
-)
-
 
 @pytest.fixture(scope="module")
 def rows() -> list[dict]:
-    with DATASET.open() as fp:
-        return [json.loads(line) for line in fp]
+    return read_jsonl(BENCH)
 
 
 @pytest.fixture(scope="module")

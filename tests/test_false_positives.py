@@ -1,6 +1,6 @@
 """Legitimate repetition is never a loop: every scenario here must be ``no_loop``.
 
-These are the complaints users raise most about loop detectors (DESIGN.md section 6):
+These are the complaints users raise most about loop detectors (``docs/peers.md``):
 polling, pagination, batch work over many files, tailing logs, transient infra errors,
 iterative fixing, templated narration. Each test also checks that no finding became
 conclusive, so the live guard would not have interrupted the run either.

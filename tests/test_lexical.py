@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
 import random
 import string
 from difflib import SequenceMatcher
-from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from repo_data import GOLDEN, read_jsonl
 
 from otel_semloop.detectors.lexical import (
     STOP_WORDS,
@@ -23,23 +21,12 @@ from otel_semloop.detectors.lexical import (
     score_reasoning_stagnation,
 )
 
-GOLDEN = (
-    Path(os.environ.get("SEMLOOP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-    / "deepeval-golden"
-    / "golden.jsonl"
-)
 GOLDEN_COUNT = 78
-MISSING = f"deepeval golden file not found at {GOLDEN} (set SEMLOOP_SHARED to the shared directory)"
 
 
-def _golden() -> dict[str, dict[str, Any]]:
-    if not GOLDEN.exists():
-        return {}
-    lines = [json.loads(line) for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return {line["case"]: line for line in lines}
-
-
-GOLDEN_LINES = _golden()
+# Read at collection: a missing golden file is a collection error, never a silent skip.
+GOLDEN_ROWS = read_jsonl(GOLDEN)
+GOLDEN_LINES: dict[str, dict[str, Any]] = {line["case"]: line for line in GOLDEN_ROWS}
 
 
 # ----------------------------------------------------------------------------------------
@@ -48,17 +35,12 @@ GOLDEN_LINES = _golden()
 
 
 def test_golden_file_has_every_line() -> None:
-    if not GOLDEN.exists():
-        pytest.skip(MISSING)
-    lines = [line for line in GOLDEN.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert len(lines) == GOLDEN_COUNT
+    assert len(GOLDEN_ROWS) == GOLDEN_COUNT
     assert len(GOLDEN_LINES) == GOLDEN_COUNT, "case names must be unique"
 
 
-@pytest.mark.parametrize("case", sorted(GOLDEN_LINES) or ["golden-file-missing"])
+@pytest.mark.parametrize("case", sorted(GOLDEN_LINES))
 def test_golden_matches_deepeval(case: str) -> None:
-    if not GOLDEN_LINES:
-        pytest.skip(MISSING)
     line = GOLDEN_LINES[case]
     result = deepeval_score(line["trace"])
     assert result.score == line["score"]  # bit-identical, not approximately equal

@@ -1,4 +1,4 @@
-"""The boundaries peers draw (DESIGN.md section 6), each tested on both sides.
+"""The boundaries peers draw (``docs/peers.md``), each tested on both sides.
 
 Where a peer and this project disagree, the test's docstring states our verdict and why.
 The peers: OpenHands' stuck detector, Gemini CLI's loop detection service, LoopGuard's

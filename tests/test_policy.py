@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
 import pytest
+from repo_data import BENCH, read_jsonl
 from scenarios import Scenario
 
 from otel_semloop.detectors.config import DetectorConfig
@@ -15,8 +12,6 @@ from otel_semloop.policy import Policy
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Action, Finding, Label
 from otel_semloop.writeback import patches_for
-
-SHARED = Path(os.environ.get("SEMLOOP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 
 
 def finding(
@@ -151,12 +146,10 @@ def test_calibration_figures_are_recorded_only_when_asked():
     assert calibrated["action_cycle"] == 0.5 and calibrated["chanting"] == 0.0
 
 
-@pytest.mark.skipif(not (SHARED / "semloop-bench").is_dir(), reason=f"shared benchmark not found at {SHARED}")
 def test_a_loop_verdict_is_written_on_the_root_and_the_looping_step_spans():
     from otel_semloop.deepeval_tree import trace_from_bench_row
 
-    with (SHARED / "semloop-bench" / "dataset.jsonl").open() as fp:
-        row = next(json.loads(line) for line in fp if '"identical_tool_loop-00"' in line)
+    row = next(row for row in read_jsonl(BENCH) if row["trace_id"] == "identical_tool_loop-00")
     trace = trace_from_bench_row(row)
     verdict = Scorer().score(trace)
     patches = patches_for(trace, verdict)

@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-from pathlib import Path
-
-import pytest
+from repo_data import GOLDEN, read_jsonl
 
 from otel_semloop.builder import build_trace
 from otel_semloop.deepeval_tree import trace_from_tree, tree_to_spans
 from otel_semloop.detectors.lexical import deepeval_score
 from otel_semloop.model import SpanRecord, StepKind
 
-SHARED = Path(os.environ.get("SEMLOOP_SHARED", Path(__file__).resolve().parents[2] / "shared"))
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
 
@@ -110,10 +105,7 @@ def test_invented_ids_are_valid_and_times_are_ordered():
 
 
 def _golden() -> list[dict]:
-    path = SHARED / "deepeval-golden" / "golden.jsonl"
-    if not path.exists():
-        pytest.skip(f"deepeval golden file not found at {path} (set SEMLOOP_SHARED)")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return read_jsonl(GOLDEN)
 
 
 def test_every_golden_trace_scores_the_same_after_a_round_trip_through_genai_spans():

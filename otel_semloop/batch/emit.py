@@ -94,7 +94,10 @@ def export_evaluations(
     ``/v1/traces`` are appended) as protobuf. Retries 429/502/503/504 with backoff
     (honouring ``Retry-After``). Returns the number of records sent; raises
     ``RuntimeError`` when the endpoint refuses them."""
-    import httpx
+    try:
+        import httpx
+    except ImportError:
+        raise RuntimeError("--export-endpoint needs httpx (pip install 'otel-semloop[batch]')") from None
 
     base = endpoint.rstrip("/")
     chosen = _rows(rows)

@@ -1,6 +1,6 @@
 """Every threshold of the deterministic detectors, in one frozen dataclass.
 
-Each default says where it comes from (DESIGN.md section 6 lists what peers use) and
+Each default says where it comes from (``docs/peers.md`` lists what peers use) and
 which way it errs. A threshold is the count (or amount) at which a signal's severity
 reaches 1.0, i.e. becomes conclusive; severity is the count divided by it, so every
 signal warns from half its threshold. Budgets are off (``None``) by default: a budget

@@ -2,8 +2,8 @@
 the scalar parsers of OTLP JSON (hex ids, 64-bit integers as decimal strings, enums as
 integers, base64 bytes).
 
-OTLP JSON is proto3 JSON with deviations (DESIGN.md section 4, opentelemetry-proto
-``docs/specification.md``): ``traceId``/``spanId`` are hex (case-insensitive on input,
+OTLP JSON is proto3 JSON with deviations (opentelemetry-proto's ``docs/specification.md``,
+"JSON Protobuf Encoding"): ``traceId``/``spanId`` are hex (case-insensitive on input,
 lowercase on output), enums are integers, keys are lowerCamelCase, unknown keys are
 ignored. As proto3 JSON, 64-bit integers are written as decimal strings and accepted as
 strings or numbers, and ``null`` stands for the default value.

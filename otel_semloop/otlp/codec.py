@@ -3,10 +3,11 @@ and OTLP JSON (parsed into dicts and lists).
 
 ``google.protobuf.json_format`` is not used: it is slow and writes ids as base64, while
 OTLP JSON wants lowercase hex ids, integer enums and 64-bit integers as decimal strings
-(DESIGN.md section 4). Output omits default-valued scalars and empty lists as the
-Collector does; a sub-message (``resource``, ``scope``, ``status``, a ``KeyValue``'s
-``value``) is written, possibly as ``{}``, exactly when it is present in the message, so
-protobuf -> JSON -> protobuf gives back an equal message. Input ignores unknown keys,
+(the deviations are listed in :mod:`otel_semloop.otlp._common`). Output omits
+default-valued scalars and empty lists as the Collector does; a sub-message
+(``resource``, ``scope``, ``status``, a ``KeyValue``'s ``value``) is written, possibly as
+``{}``, exactly when it is present in the message, so protobuf -> JSON -> protobuf gives
+back an equal message. Input ignores unknown keys,
 treats ``null`` as the default, and raises :class:`~otel_semloop.errors.OTLPDecodeError`
 with the path of the first invalid value.
 """

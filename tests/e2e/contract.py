@@ -1,4 +1,6 @@
-"""Assertions on what a backend received, in the words of the contract (DESIGN.md section 3).
+"""Assertions on what a backend received, in the words of the contract.
+
+The contract is README.md's "What lands on your spans".
 
 The verdict lives on the root span of each scored trace: ``semloop.loop.detected`` (bool),
 ``semloop.score`` (double, deepeval polarity: loop below 0.5), ``semloop.label``
