@@ -35,6 +35,7 @@ __all__ = ["ScannedSpan", "dump_json", "scan_json", "scan_proto"]
 _ZERO_TRACE_HEX = "0" * 32
 _ZERO_TRACE = bytes(16)
 _EVENT = "gen_ai.evaluation.result"
+_REMOTE_BITS = FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE
 
 
 @dataclass(slots=True)
@@ -62,6 +63,9 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
     the path) for a structure or id that is not OTLP, and for an all-zero trace id, which
     OTLP forbids and the service refuses too."""
     out: list[ScannedSpan] = []
+    append = out.append
+    hex32, hex16 = c.is_lower_hex32, c.is_lower_hex16
+    seen: dict[str, bool] = {}
     if type(doc) is not dict:
         c.bad_type("a TracesData object", doc)
     resource_spans = _list(doc, "resourceSpans")
@@ -76,8 +80,30 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
                         c.bad_type("a scopeSpans object", ss)
                     spans = _list(ss, "spans")
                     for k, span in enumerate(spans):
+                        # the fast path: lowercase hex ids as every SDK and Collector writes them
+                        if type(span) is dict:
+                            tid = span.get("traceId")
+                            sid = span.get("spanId")
+                            parent = span.get("parentSpanId")
+                            ok_tid = seen.get(tid) if type(tid) is str else None
+                            if ok_tid is None and type(tid) is str:
+                                ok_tid = seen[tid] = bool(hex32(tid)) and tid != _ZERO_TRACE_HEX
+                            if (
+                                ok_tid
+                                and type(sid) is str
+                                and len(sid) == 16
+                                and hex16(sid)
+                                and (not parent or (type(parent) is str and len(parent) == 16 and hex16(parent)))
+                            ):
+                                if parent:
+                                    flags = span.get("flags")
+                                    root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
+                                else:
+                                    root = True
+                                append(ScannedSpan(tid, sid, root, span))
+                                continue
                         try:
-                            out.append(_scan_span(span))
+                            append(_scan_span(span))
                         except Bad as e:
                             e.path.append(f"spans[{k}]")
                             raise
