@@ -188,11 +188,13 @@ def test_a_gzip_bomb_is_streamed_not_inflated_into_memory(tmp_path):
         fp.write(b'"}\n')
         fp.write(orjson.dumps(LINES[1]) + b"\n")
     out = tmp_path / "out.jsonl"
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent (pytest).
     code = (
-        "import resource, sys\n"
+        "import re, sys\n"
         "from otel_semloop.cli import main\n"
         "rc = main(sys.argv[1:])\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024, file=sys.stderr)\n"
+        "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(int(hwm) // 1024, file=sys.stderr)\n"
         "sys.exit(rc)\n"
     )
     done = subprocess.run(
@@ -216,7 +218,7 @@ def test_a_gzip_bomb_is_streamed_not_inflated_into_memory(tmp_path):
     )
     assert done.returncode == 2, done.stderr
     peak_mib = int(done.stderr.strip().splitlines()[-1])
-    assert peak_mib < 160, f"peak RSS {peak_mib} MiB for a 160 MB line"
+    assert peak_mib < 120, f"peak RSS {peak_mib} MiB for a 160 MB line"
     assert "unit limit" in done.stderr
     assert out.stat().st_size > 160 << 20  # copied through, not lost
     with open(out, "rb") as fp:
