@@ -1,127 +1,348 @@
-"""The evaluation record: a verdict as the OTel GenAI ``gen_ai.evaluation.result`` event,
-in the forms a backend can take it.
+"""The evaluation record: one ``gen_ai.evaluation.result`` per scored trace, built once and
+delivered every way a backend can read it.
 
-OpenTelemetry now asks for new events as log records (``event_name`` set, trace and span
-ids of the evaluated span) rather than span events; backends such as Jaeger still show
-only span events. So the same attributes are written three ways, all built here so every
-front door writes the same record:
+Why two (or three) ways: the OpenTelemetry GenAI conventions define the evaluation result as
+an *event* parented to the evaluated span, and OpenTelemetry now carries new events as log
+records (``event_name`` plus the evaluated span's trace and span ids) rather than span
+events. Backends differ in what they show: Jaeger shows only span events (as span logs),
+Honeycomb shows span events as rows of the trace, log-aware backends join log records to
+the span by its ids, and Arize Phoenix lists *span annotations* among its evaluations. So
+the same record is written:
 
-* the span event on the evaluated root (:func:`otel_semloop.writeback.evaluation_event`);
-* a log record (:func:`log_record`), for ``rescore --emit evaluations`` and for a
-  ``LoggerProvider`` in the processor and the service;
-* a carrier span (:func:`carrier_span`): a child of the evaluated root, linked to it,
-  carrying the attributes and the event, for backends that take only traces and for
-  traces already stored (the spans themselves are not sent again, so nothing is
-  duplicated).
+* as a span event on the root span, always (:func:`evaluation_event`, used by the
+  write-back in :mod:`otel_semloop.writeback`);
+* as a log record, when a ``LoggerProvider`` is configured or ``SEMLOOP_EVALUATION_LOGS``
+  is ``true`` (:func:`emit_log_record` through the OTel logs API; :func:`logs_data_json` for
+  files written by ``otel-semloop rescore``);
+* as a Phoenix span annotation, opt-in (:mod:`otel_semloop.phoenix`).
 
-Ids of carrier spans are derived from the evaluated trace and span ids, so rescoring the
-same input twice gives the same records.
+Every front door (the span processor, the service, ``rescore``) builds the record with
+:func:`evaluation_record` and hands it to an :class:`EvaluationPublisher`, so the record
+has one shape wherever it lands. Attributes, per the GenAI conventions (status
+Development): ``gen_ai.evaluation.name`` (``semloop.loop``), ``gen_ai.evaluation.score.value``
+(the semloop score, 1.0 healthy, absent when the trace could not be scored),
+``gen_ai.evaluation.score.label`` (``loop``, ``suspected``, ``no_loop``, ``unscored``),
+``gen_ai.evaluation.explanation`` (the verdict's reason), ``gen_ai.response.id`` when the
+evaluated span carries one, and ``error.type`` when the evaluation itself failed (scoring ran
+past its budget, the scorers were stuck, the scorer raised).
 """
 
 from __future__ import annotations
 
-import hashlib
+import logging
+import os
+import time
 from collections.abc import Iterable, Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
-
-from otel_semloop.otlp.anyvalue import encode_attributes_pb
+from otel_semloop.model import AttributeValue, EventRecord, Trace
 from otel_semloop.verdict import Label, Verdict
-from otel_semloop.writeback import evaluation_event
+
+if TYPE_CHECKING:  # pragma: no cover
+    from opentelemetry._logs import Logger, LoggerProvider
+
+    from otel_semloop.phoenix import PhoenixAnnotator
 
 __all__ = [
+    "EVALUATION_NAME",
     "EVENT_NAME",
-    "carrier_span",
+    "EvaluationPublisher",
+    "EvaluationRecord",
+    "emit_log_record",
     "evaluation_attributes",
-    "log_record",
-    "logs_data",
-    "traces_data",
+    "evaluation_event",
+    "evaluation_record",
+    "logs_data_json",
 ]
 
+_logger = logging.getLogger(__name__)
+
+#: The event (span event name and log record ``event_name``) of the GenAI conventions.
 EVENT_NAME = "gen_ai.evaluation.result"
-SCOPE_NAME = "otel-semloop"
-#: SeverityNumber INFO: an evaluation is a result, not a warning, even when it finds a loop.
-_SEVERITY_INFO = 9
+#: ``gen_ai.evaluation.name`` of every record this package writes.
+EVALUATION_NAME = "semloop.loop"
+#: The instrumentation scope of the log records.
+SCOPE_NAME = "otel_semloop"
+#: OTLP ``SeverityNumber`` INFO: an evaluation result is information, whatever it says.
+SEVERITY_INFO = 9
+
+#: ``error.type`` for the unscored reasons that are failures of the evaluation itself (a
+#: trace with no agent steps is not a failure: it was not evaluated, and gets no record).
+_ERROR_TYPES = {
+    "scoring budget exceeded": "timeout",
+    "scoring unavailable: scorers stuck past their budget": "scorers_stuck",
+    "scoring cut short by shutdown": "shutdown",
+}
+_SCORING_FAILED = "scoring failed: "
+_NOT_EVALUATED = "no agent steps in trace"
 
 
-def evaluation_attributes(verdict: Verdict) -> dict[str, Any]:
-    """The ``gen_ai.evaluation.*`` attributes of a verdict (the span event's attributes),
-    plus ``error.type`` when the trace could not be scored."""
-    attrs = dict(evaluation_event(verdict).attributes)
-    if verdict.label is Label.UNSCORED:
-        attrs["error.type"] = "unscored"
+@dataclass(frozen=True, slots=True)
+class EvaluationRecord:
+    """One evaluation of one trace: where it belongs (the evaluated root span) and what it says."""
+
+    trace_id: str
+    span_id: str
+    time_ns: int
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return str(self.attributes.get("gen_ai.evaluation.score.label", ""))
+
+    @property
+    def score(self) -> float | None:
+        value = self.attributes.get("gen_ai.evaluation.score.value")
+        return float(value) if isinstance(value, int | float) else None
+
+    @property
+    def explanation(self) -> str:
+        return str(self.attributes.get("gen_ai.evaluation.explanation", ""))
+
+    @property
+    def error_type(self) -> str | None:
+        value = self.attributes.get("error.type")
+        return str(value) if value is not None else None
+
+
+def error_type(verdict: Verdict) -> str | None:
+    """``error.type`` of a verdict whose evaluation failed, else None."""
+    if verdict.label is not Label.UNSCORED:
+        return None
+    reason = verdict.unscored_reason or verdict.reason
+    if reason.startswith(_SCORING_FAILED):
+        return reason[len(_SCORING_FAILED) :].strip() or "_OTHER"
+    if reason == _NOT_EVALUATED:
+        return None
+    return _ERROR_TYPES.get(reason, "_OTHER")
+
+
+def evaluation_attributes(verdict: Verdict, *, response_id: str | None = None) -> dict[str, AttributeValue]:
+    """The attributes of the ``gen_ai.evaluation.result`` record for ``verdict``."""
+    attrs: dict[str, AttributeValue] = {"gen_ai.evaluation.name": EVALUATION_NAME}
+    failed = error_type(verdict)
+    if verdict.label is not Label.UNSCORED:
+        attrs["gen_ai.evaluation.score.value"] = float(verdict.score)
+    attrs["gen_ai.evaluation.score.label"] = verdict.label.value
+    attrs["gen_ai.evaluation.explanation"] = verdict.reason or verdict.label.value
+    if response_id:
+        attrs["gen_ai.response.id"] = response_id
+    if failed is not None:
+        attrs["error.type"] = failed
     return attrs
 
 
-def log_record(attributes: Mapping[str, Any], trace_id: str, span_id: str, time_ns: int = 0) -> LogRecord:
-    """One OTLP ``LogRecord`` with ``event_name`` ``gen_ai.evaluation.result`` parented to
-    the evaluated span (``trace_id``/``span_id`` as hex)."""
-    record = LogRecord(
-        time_unix_nano=time_ns,
-        observed_time_unix_nano=time_ns,
-        severity_number=_SEVERITY_INFO,  # type: ignore[arg-type]
-        severity_text="INFO",
-        event_name=EVENT_NAME,
-        trace_id=bytes.fromhex(trace_id),
-        span_id=bytes.fromhex(span_id),
+def evaluation_record(
+    trace: Trace, verdict: Verdict, *, time_ns: int | None = None
+) -> EvaluationRecord | None:
+    """The record for ``verdict`` on ``trace``'s root span; None when the trace has no root
+    span to parent it to. ``time_ns`` defaults to the root's end (its start if it never ended),
+    the moment the evaluated operation finished."""
+    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
+    if root is None:
+        return None
+    if time_ns is None:
+        time_ns = root.end_ns or root.start_ns
+    response_id = root.attributes.get("gen_ai.response.id")
+    return EvaluationRecord(
+        trace_id=trace.trace_id or root.trace_id,
+        span_id=root.span_id,
+        time_ns=int(time_ns or 0),
+        attributes=evaluation_attributes(
+            verdict, response_id=response_id if isinstance(response_id, str) else None
+        ),
     )
-    encode_attributes_pb(attributes, record.attributes)
-    return record
 
 
-def _derived_id(trace_id: str, span_id: str) -> bytes:
-    return hashlib.sha256(f"semloop-evaluation:{trace_id}:{span_id}".encode()).digest()[:8]
-
-
-def carrier_span(attributes: Mapping[str, Any], trace_id: str, span_id: str, time_ns: int = 0) -> Span:
-    """A span in the evaluated trace, child of and linked to the evaluated span, carrying
-    the evaluation attributes and the ``gen_ai.evaluation.result`` event."""
-    span = Span(
-        trace_id=bytes.fromhex(trace_id),
-        span_id=_derived_id(trace_id, span_id),
-        parent_span_id=bytes.fromhex(span_id),
-        name=f"evaluate {attributes.get('gen_ai.evaluation.name', 'semloop.loop')}",
-        kind=Span.SPAN_KIND_INTERNAL,
-        start_time_unix_nano=time_ns,
-        end_time_unix_nano=time_ns,
+def evaluation_event(verdict: Verdict, time_ns: int = 0, *, response_id: str | None = None) -> EventRecord:
+    """The record as a span event (what Jaeger and Honeycomb show)."""
+    return EventRecord(
+        name=EVENT_NAME, time_ns=time_ns, attributes=evaluation_attributes(verdict, response_id=response_id)
     )
-    encode_attributes_pb(attributes, span.attributes)
-    link = span.links.add()
-    link.trace_id = bytes.fromhex(trace_id)
-    link.span_id = bytes.fromhex(span_id)
-    event = span.events.add()
-    event.name = EVENT_NAME
-    event.time_unix_nano = time_ns
-    encode_attributes_pb(attributes, event.attributes)
-    return span
 
 
-def _resource(service_name: str) -> Any:
-    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-
-    resource = Resource()
-    encode_attributes_pb({"service.name": service_name}, resource.attributes)
-    return resource
+# -- log records ------------------------------------------------------------------------------
 
 
-def logs_data(records: Iterable[LogRecord], service_name: str = "otel-semloop") -> LogsData:
-    data = LogsData()
-    rl = data.resource_logs.add()
-    rl.resource.CopyFrom(_resource(service_name))
-    sl = rl.scope_logs.add()
-    sl.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
-    sl.log_records.extend(records)
-    return data
+def emit_log_record(record: EvaluationRecord, logger: Logger) -> None:
+    """Emit ``record`` through an OTel ``Logger`` as a log record named
+    ``gen_ai.evaluation.result``, parented to the evaluated span through its context."""
+    from opentelemetry import trace as trace_api
+    from opentelemetry._logs import LogRecord, SeverityNumber
+
+    span_context = trace_api.SpanContext(
+        trace_id=int(record.trace_id, 16),
+        span_id=int(record.span_id, 16),
+        is_remote=False,
+        trace_flags=trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED),
+    )
+    context = trace_api.set_span_in_context(trace_api.NonRecordingSpan(span_context))
+    logger.emit(
+        LogRecord(
+            timestamp=record.time_ns or None,
+            observed_timestamp=time.time_ns(),
+            context=context,
+            severity_number=SeverityNumber.INFO,
+            severity_text="INFO",
+            event_name=EVENT_NAME,
+            attributes=dict(record.attributes),
+        )
+    )
 
 
-def traces_data(spans: Iterable[Span], service_name: str = "otel-semloop") -> TracesData:
-    data = TracesData()
-    rs = data.resource_spans.add()
-    rs.resource.CopyFrom(_resource(service_name))
-    ss = rs.scope_spans.add()
-    ss.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
-    ss.spans.extend(spans)
-    return data
+def log_record_json(record: EvaluationRecord) -> dict[str, Any]:
+    """``record`` as an OTLP JSON ``LogRecord``."""
+    from otel_semloop.otlp.anyvalue import encode_attributes_json
+
+    return {
+        "timeUnixNano": str(record.time_ns),
+        "observedTimeUnixNano": str(time.time_ns()),
+        "severityNumber": SEVERITY_INFO,
+        "severityText": "INFO",
+        "eventName": EVENT_NAME,
+        "attributes": encode_attributes_json(record.attributes),
+        "flags": 1,
+        "traceId": record.trace_id,
+        "spanId": record.span_id,
+    }
+
+
+def logs_data_json(
+    records: Iterable[EvaluationRecord], *, service_name: str = "otel-semloop", version: str = ""
+) -> dict[str, Any]:
+    """One OTLP JSON ``LogsData`` holding ``records`` (a line of a Collector file-exporter
+    logs file, or the body of an OTLP/HTTP JSON ``/v1/logs`` request)."""
+    scope: dict[str, Any] = {"name": SCOPE_NAME}
+    if version:
+        scope["version"] = version
+    return {
+        "resourceLogs": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service_name}}]},
+                "scopeLogs": [{"scope": scope, "logRecords": [log_record_json(r) for r in records]}],
+            }
+        ]
+    }
+
+
+def _logs_configured(provider: Any) -> bool:
+    """Whether ``provider`` is a real ``LoggerProvider`` (not the API's no-op or its proxy
+    before one is set)."""
+    from opentelemetry._logs import NoOpLoggerProvider
+
+    try:
+        from opentelemetry._logs._internal import ProxyLoggerProvider
+    except ImportError:  # pragma: no cover - the API moved it
+        ProxyLoggerProvider = NoOpLoggerProvider
+    return not isinstance(provider, NoOpLoggerProvider | ProxyLoggerProvider)
+
+
+def _flag(name: str) -> bool | None:
+    value = os.environ.get(name, "").strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    return None
+
+
+def _version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("otel-semloop")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return ""
+
+
+# -- delivery ---------------------------------------------------------------------------------
+
+
+class EvaluationPublisher:
+    """Delivers each :class:`EvaluationRecord` beyond the span event: a log record (when
+    logs are on) and a Phoenix span annotation (when an annotator is given).
+
+    ``logs``: ``None`` (default) follows ``SEMLOOP_EVALUATION_LOGS`` (``true``/``false``), and
+    when that is unset emits exactly when a ``LoggerProvider`` is configured (``logger_provider``,
+    else the global one at the time of the first record). :meth:`publish` never raises: a
+    delivery failure is logged and counted in :attr:`errors`.
+    """
+
+    def __init__(
+        self,
+        *,
+        logs: bool | None = None,
+        logger_provider: LoggerProvider | None = None,
+        phoenix: PhoenixAnnotator | None = None,
+    ) -> None:
+        self._logs = logs if logs is not None else _flag("SEMLOOP_EVALUATION_LOGS")
+        self._provider = logger_provider
+        self._logger: Logger | None = None
+        self.phoenix = phoenix
+        self.published = 0
+        self.errors = 0
+
+    @classmethod
+    def from_env(cls, *, logger_provider: LoggerProvider | None = None) -> EvaluationPublisher:
+        """Logs per ``SEMLOOP_EVALUATION_LOGS``; Phoenix annotations when ``SEMLOOP_PHOENIX_URL``
+        is set (see :mod:`otel_semloop.phoenix`)."""
+        from otel_semloop.phoenix import PhoenixAnnotator
+
+        return cls(logger_provider=logger_provider, phoenix=PhoenixAnnotator.from_env())
+
+    def _get_logger(self) -> Logger | None:
+        if self._logger is not None:
+            return self._logger
+        from opentelemetry import _logs
+
+        provider = self._provider if self._provider is not None else _logs.get_logger_provider()
+        if self._logs is False or (self._logs is None and not _logs_configured(provider)):
+            return None
+        self._logger = provider.get_logger(SCOPE_NAME, _version())
+        return self._logger
+
+    @property
+    def logs_enabled(self) -> bool:
+        return self._get_logger() is not None
+
+    def publish(self, record: EvaluationRecord | None) -> None:
+        if record is None:
+            return
+        try:
+            logger = self._get_logger()
+            if logger is not None:
+                emit_log_record(record, logger)
+            if self.phoenix is not None:
+                self.phoenix.submit(record)
+            self.published += 1
+        except Exception:
+            self.errors += 1
+            _logger.warning("otel-semloop: could not publish an evaluation record", exc_info=True)
+
+    def publish_verdict(self, trace: Trace, verdict: Verdict) -> None:
+        """:func:`evaluation_record` then :meth:`publish`; traces without agent steps are not
+        evaluated and publish nothing."""
+        if verdict.label is Label.UNSCORED and error_type(verdict) is None:
+            return
+        try:
+            record = evaluation_record(trace, verdict)
+        except Exception:
+            self.errors += 1
+            _logger.warning("otel-semloop: could not build an evaluation record", exc_info=True)
+            return
+        self.publish(record)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        ok = True
+        if self.phoenix is not None:
+            ok = self.phoenix.flush(timeout)
+        provider = self._provider
+        if self._logger is not None and provider is not None and hasattr(provider, "force_flush"):
+            ok = bool(provider.force_flush(int(timeout * 1000))) and ok
+        return ok
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        self.flush(timeout)
+        if self.phoenix is not None:
+            self.phoenix.shutdown()

@@ -14,6 +14,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = [
+    "EVALUATION_NAME",
+    "SpanPatch",
+    "evaluation_event",
+    "patches_for",
+    "release_patches",
+    "verdict_attributes",
+]
+
+from otel_semloop.evaluation import EVALUATION_NAME, evaluation_event
 from otel_semloop.grouping import Release
 from otel_semloop.model import AttributeValue, EventRecord, Trace
 from otel_semloop.verdict import Label, Verdict
@@ -32,9 +42,6 @@ UNSCORED_BUDGET_EXCEEDED = "scoring budget exceeded"
 #: ``semloop.unscored.reason`` while every scoring thread is stuck past its budget.
 UNSCORED_SCORERS_STUCK = "scoring unavailable: scorers stuck past their budget"
 
-#: ``gen_ai.evaluation.name`` of the event this package writes.
-EVALUATION_NAME = "semloop.loop"
-
 
 def patches_for(trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
     """Per-span patches for ``verdict``: the contract attributes and a
@@ -44,9 +51,11 @@ def patches_for(trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
     if trace.root_span_id:
         root = trace.spans.get(trace.root_span_id)
         event_time = (root.end_ns or root.start_ns) if root is not None else 0
-        patches[trace.root_span_id] = SpanPatch(
-            attributes=verdict_attributes(verdict), events=[evaluation_event(verdict, event_time)]
+        response_id = root.attributes.get("gen_ai.response.id") if root is not None else None
+        event = evaluation_event(
+            verdict, event_time, response_id=response_id if isinstance(response_id, str) else None
         )
+        patches[trace.root_span_id] = SpanPatch(attributes=verdict_attributes(verdict), events=[event])
     for span_id in verdict.in_loop_span_ids:
         if span_id in trace.spans:
             patches.setdefault(span_id, SpanPatch()).attributes["semloop.in_loop"] = True
@@ -80,20 +89,6 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
     for name, value in verdict.calibration.items():
         attrs[f"semloop.calibration.{name}"] = float(value)
     return attrs
-
-
-def evaluation_event(verdict: Verdict, time_ns: int = 0) -> EventRecord:
-    """The OTel GenAI ``gen_ai.evaluation.result`` event for a verdict."""
-    return EventRecord(
-        name="gen_ai.evaluation.result",
-        time_ns=time_ns,
-        attributes={
-            "gen_ai.evaluation.name": EVALUATION_NAME,
-            "gen_ai.evaluation.score.value": float(verdict.score),
-            "gen_ai.evaluation.score.label": verdict.label.value,
-            "gen_ai.evaluation.explanation": verdict.reason or verdict.label.value,
-        },
-    )
 
 
 def release_patches(release: Release[Any], trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:

@@ -3,22 +3,34 @@ stores.
 
 Re-sending scored spans to a backend that holds the originals shows every span twice.
 Instead each scored trace becomes one ``gen_ai.evaluation.result`` log record parented to
-its root (and/or a carrier span, child of and linked to the root; see
-:mod:`otel_semloop.evaluation`), written to the output as OTLP JSON lines or
+its root (the shared record of :mod:`otel_semloop.evaluation`) and/or a carrier span, child
+of and linked to the root, for backends that take only traces; written to the output as OTLP JSON lines or
 length-prefixed protobuf, or sent to ``--export-endpoint`` by OTLP/HTTP protobuf.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 import orjson
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
 from otel_semloop.batch.worker import TraceRow
-from otel_semloop.evaluation import carrier_span, log_record, logs_data, traces_data
-from otel_semloop.otlp.anyvalue import encode_attributes_json
+from otel_semloop.evaluation import (
+    EVENT_NAME,
+    SCOPE_NAME,
+    SEVERITY_INFO,
+    EvaluationRecord,
+    log_record_json,
+    logs_data_json,
+)
+from otel_semloop.otlp.anyvalue import encode_attributes_pb
 from otel_semloop.otlp.codec import traces_to_json
 
 __all__ = ["export_evaluations", "logs_json", "records_for"]
@@ -32,31 +44,86 @@ def _rows(rows: Sequence[TraceRow]) -> list[TraceRow]:
     return [r for r in rows if r.root_span_id and r.evaluation]
 
 
+def _record(row: TraceRow) -> EvaluationRecord:
+    return EvaluationRecord(row.trace_id, row.root_span_id, row.event_ns, row.evaluation)
+
+
 def logs_json(rows: Sequence[TraceRow]) -> dict[str, Any]:
-    """One OTLP JSON ``LogsData`` holding a log record per row."""
-    records = []
-    for r in rows:
-        t = str(r.event_ns)
-        records.append(
-            {
-                "timeUnixNano": t,
-                "observedTimeUnixNano": t,
-                "severityNumber": 9,
-                "severityText": "INFO",
-                "eventName": "gen_ai.evaluation.result",
-                "attributes": encode_attributes_json(r.evaluation),
-                "traceId": r.trace_id,
-                "spanId": r.root_span_id,
-            }
-        )
-    return {
-        "resourceLogs": [
-            {
-                "resource": {"attributes": encode_attributes_json({"service.name": "otel-semloop"})},
-                "scopeLogs": [{"scope": {"name": "otel-semloop"}, "logRecords": records}],
-            }
-        ]
-    }
+    """One OTLP JSON ``LogsData`` holding a log record per row (the shared record shape of
+    :mod:`otel_semloop.evaluation`; the observed time is the record's time, so the same
+    input gives the same bytes)."""
+    doc = logs_data_json([_record(r) for r in rows])
+    for sl in doc["resourceLogs"][0]["scopeLogs"]:
+        for rec in sl["logRecords"]:
+            rec["observedTimeUnixNano"] = rec["timeUnixNano"]
+    return doc
+
+
+def log_record(row: TraceRow) -> LogRecord:
+    """The same record as an OTLP protobuf ``LogRecord``."""
+    d = log_record_json(_record(row))
+    record = LogRecord(
+        time_unix_nano=row.event_ns,
+        observed_time_unix_nano=row.event_ns,
+        severity_number=SEVERITY_INFO,  # type: ignore[arg-type]
+        severity_text="INFO",
+        event_name=EVENT_NAME,
+        trace_id=bytes.fromhex(row.trace_id),
+        span_id=bytes.fromhex(row.root_span_id),
+        flags=int(d.get("flags", 0)),
+    )
+    encode_attributes_pb(row.evaluation, record.attributes)
+    return record
+
+
+def carrier_span(row: TraceRow) -> Span:
+    """A span in the evaluated trace, child of and linked to the evaluated root, carrying the
+    evaluation attributes and the ``gen_ai.evaluation.result`` event; its id derives from
+    the root's, so the same input gives the same span."""
+    span = Span(
+        trace_id=bytes.fromhex(row.trace_id),
+        span_id=hashlib.sha256(f"semloop-evaluation:{row.trace_id}:{row.root_span_id}".encode()).digest()[:8],
+        parent_span_id=bytes.fromhex(row.root_span_id),
+        name=f"evaluate {row.evaluation.get('gen_ai.evaluation.name', 'semloop.loop')}",
+        kind=Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=row.event_ns,
+        end_time_unix_nano=row.event_ns,
+    )
+    encode_attributes_pb(row.evaluation, span.attributes)
+    link = span.links.add()
+    link.trace_id = bytes.fromhex(row.trace_id)
+    link.span_id = bytes.fromhex(row.root_span_id)
+    event = span.events.add()
+    event.name = EVENT_NAME
+    event.time_unix_nano = row.event_ns
+    encode_attributes_pb(row.evaluation, event.attributes)
+    return span
+
+
+def _resource() -> Resource:
+    resource = Resource()
+    encode_attributes_pb({"service.name": "otel-semloop"}, resource.attributes)
+    return resource
+
+
+def logs_data(rows: Iterable[TraceRow]) -> LogsData:
+    data = LogsData()
+    rl = data.resource_logs.add()
+    rl.resource.CopyFrom(_resource())
+    sl = rl.scope_logs.add()
+    sl.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
+    sl.log_records.extend(log_record(r) for r in rows)
+    return data
+
+
+def traces_data(rows: Iterable[TraceRow]) -> TracesData:
+    data = TracesData()
+    rs = data.resource_spans.add()
+    rs.resource.CopyFrom(_resource())
+    ss = rs.scope_spans.add()
+    ss.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
+    ss.spans.extend(carrier_span(r) for r in rows)
+    return data
 
 
 def records_for(rows: Sequence[TraceRow], carrier: str, fmt: str) -> Iterable[bytes]:
@@ -65,9 +132,7 @@ def records_for(rows: Sequence[TraceRow], carrier: str, fmt: str) -> Iterable[by
     for i in range(0, len(chosen), BATCH):
         chunk = chosen[i : i + BATCH]
         if carrier == "spans":
-            msg = traces_data(
-                carrier_span(r.evaluation, r.trace_id, r.root_span_id, r.event_ns) for r in chunk
-            )
+            msg = traces_data(chunk)
             if fmt == "json":
                 yield orjson.dumps(traces_to_json(msg)) + b"\n"
             else:
@@ -76,9 +141,7 @@ def records_for(rows: Sequence[TraceRow], carrier: str, fmt: str) -> Iterable[by
         elif fmt == "json":
             yield orjson.dumps(logs_json(chunk)) + b"\n"
         else:
-            data = logs_data(
-                log_record(r.evaluation, r.trace_id, r.root_span_id, r.event_ns) for r in chunk
-            ).SerializeToString()
+            data = logs_data(chunk).SerializeToString()
             yield len(data).to_bytes(4, "big") + data
 
 
@@ -109,13 +172,9 @@ def export_evaluations(
             for i in range(0, len(chosen), BATCH):
                 chunk = chosen[i : i + BATCH]
                 if kind == "logs":
-                    body = logs_data(
-                        log_record(r.evaluation, r.trace_id, r.root_span_id, r.event_ns) for r in chunk
-                    ).SerializeToString()
+                    body = logs_data(chunk).SerializeToString()
                 else:
-                    body = traces_data(
-                        carrier_span(r.evaluation, r.trace_id, r.root_span_id, r.event_ns) for r in chunk
-                    ).SerializeToString()
+                    body = traces_data(chunk).SerializeToString()
                 _post(client, url, body, headers or {}, retries)
                 sent += len(chunk)
     return sent

@@ -93,7 +93,10 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
                                 and type(sid) is str
                                 and len(sid) == 16
                                 and hex16(sid)
-                                and (not parent or (type(parent) is str and len(parent) == 16 and hex16(parent)))
+                                and (
+                                    not parent
+                                    or (type(parent) is str and len(parent) == 16 and hex16(parent))
+                                )
                             ):
                                 if parent:
                                     flags = span.get("flags")

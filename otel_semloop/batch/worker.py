@@ -22,7 +22,7 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.builder import build_trace
-from otel_semloop.evaluation import evaluation_attributes
+from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json
 from otel_semloop.scoring import Scorer
@@ -196,6 +196,7 @@ def _unscored(job: TraceJob, reason: str) -> tuple[str, Any, Any]:
 
 def _row(job: TraceJob, trace: Trace, verdict: Verdict) -> TraceRow:
     root = trace.spans.get(trace.root_span_id)
+    record = evaluation_record(trace, verdict)
     agents = [s.agent or s.name for s in trace.steps if s.kind is StepKind.AGENT]
     agent = agents[0] if agents else next((s.agent for s in trace.steps if s.agent), "") or ""
     in_loop = verdict.in_loop_span_ids
@@ -221,6 +222,6 @@ def _row(job: TraceJob, trace: Trace, verdict: Verdict) -> TraceRow:
         end_ns=max(ends) if ends else 0,
         partial=verdict.partial,
         unscored_reason=clean(verdict.unscored_reason, 300),
-        event_ns=(root.end_ns or root.start_ns) if root else 0,
-        evaluation=evaluation_attributes(verdict),
+        event_ns=record.time_ns if record else 0,
+        evaluation=dict(record.attributes) if record else evaluation_attributes(verdict),
     )
