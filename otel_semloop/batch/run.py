@@ -141,36 +141,49 @@ def _err(message: str) -> None:
 
 
 class _Progress:
-    """A progress bar on a terminal (bytes, spans/s, traces, loops); nothing when piped."""
+    """A progress bar on a terminal (bytes, spans/s, traces, loops), erased when done;
+    nothing when stderr is not a terminal."""
 
     def __init__(self, total: int, enabled: bool) -> None:
-        self.bar: Any = None
+        self.progress: Any = None
         self._last = 0.0
-        if enabled:
-            try:
-                from tqdm import tqdm
-            except ImportError:  # pragma: no cover - tqdm is a dependency
-                return
-            self.bar = tqdm(total=total or None, unit="B", unit_scale=True, file=sys.stderr, leave=False)
-            self._start = time.monotonic()
+        self._start = time.monotonic()
+        if not enabled:
+            return
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+        except ImportError:  # the batch extra brings rich
+            return
+        self.progress = Progress(
+            TextColumn("rescore"),
+            BarColumn(),
+            DownloadColumn(),
+            TextColumn("{task.fields[info]}"),
+            TimeElapsedColumn(),
+            console=Console(file=sys.stderr),
+            transient=True,
+            auto_refresh=False,
+        )
+        self.progress.start()
+        self.task = self.progress.add_task("rescore", total=total or None, info="")
 
     def update(self, read: int, stats: Any) -> None:
-        if self.bar is None:
+        if self.progress is None:
             return
         now = time.monotonic()
         if now - self._last < 0.2:
             return
         self._last = now
-        self.bar.n = read
         rate = stats.spans / max(now - self._start, 1e-9)
-        self.bar.set_postfix_str(
-            f"{rate:,.0f} spans/s, {stats.traces} traces, {stats.loops} loops", refresh=False
-        )
-        self.bar.refresh()
+        info = f"{rate:,.0f} spans/s, {stats.traces:,} traces, {stats.loops:,} loops"
+        self.progress.update(self.task, completed=read, info=info)
+        self.progress.refresh()
 
     def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -268,3 +268,32 @@ def test_output_to_stdout_keeps_the_summary_off_it(tmp_path, stdout):
     assert len(spans_of(tmp_path / "o.jsonl")) == sum(
         len(x["resourceSpans"][0]["scopeSpans"][0]["spans"]) for x in LINES
     )
+
+
+def test_a_progress_bar_is_drawn_on_a_terminal(tmp_path):
+    import pty
+
+    source = write_jsonl(tmp_path / "a.jsonl", LINES)
+    main_fd, tty_fd = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "otel_semloop", "rescore", str(source), "-o", str(tmp_path / "o.jsonl")],
+            stdout=subprocess.PIPE,
+            stderr=tty_fd,
+            check=False,
+            timeout=120,
+        )
+        os.close(tty_fd)
+        drawn = b""
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            drawn += chunk
+    finally:
+        os.close(main_fd)
+    assert done.returncode == 0
+    assert b"spans/s" in drawn and b"traces" in drawn and b"loops" in drawn
