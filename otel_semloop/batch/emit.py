@@ -180,6 +180,16 @@ def export_evaluations(
     return sent
 
 
+def _shown(url: str) -> str:
+    """``url`` without its user:password part, for messages."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
 def _post(client: Any, url: str, body: bytes, headers: dict[str, str], retries: int) -> None:
     import httpx
 
@@ -191,12 +201,12 @@ def _post(client: Any, url: str, body: bytes, headers: dict[str, str], retries: 
             )
         except httpx.TransportError as exc:
             if attempt == retries:
-                raise RuntimeError(f"cannot reach {url}: {exc}") from None
+                raise RuntimeError(f"cannot reach {_shown(url)}: {type(exc).__name__}") from None
         else:
             if response.status_code < 300:
                 return
             if response.status_code not in _RETRYABLE or attempt == retries:
-                raise RuntimeError(f"{url} answered {response.status_code}")
+                raise RuntimeError(f"{_shown(url)} answered {response.status_code}")
             after = response.headers.get("Retry-After", "")
             if after.isdigit():
                 delay = min(float(after), 30.0)

@@ -148,3 +148,31 @@ def test_export_endpoint_sends_the_log_records_by_otlp_http_and_retries_a_503(tm
         r.event_name == "gen_ai.evaluation.result" and len(r.trace_id) == 16 and len(r.span_id) == 8
         for r in records
     )
+
+
+def test_a_password_in_the_export_url_never_reaches_a_message():
+    pytest.importorskip("httpx")
+    from otel_semloop.batch.emit import export_evaluations
+    from otel_semloop.batch.worker import TraceRow
+
+    row = TraceRow(
+        "ab" * 16,
+        "cd" * 8,
+        "root",
+        "agent",
+        3,
+        "loop",
+        0.1,
+        0.2,
+        "stop",
+        ("action_cycle",),
+        "why",
+        (),
+        1,
+        2,
+        False,
+        evaluation={"gen_ai.evaluation.name": "semloop.loop"},
+    )
+    with pytest.raises(RuntimeError) as failed:
+        export_evaluations([row], "http://user:hunter2@127.0.0.1:1", "logs", retries=0)
+    assert "hunter2" not in str(failed.value) and "***@127.0.0.1:1" in str(failed.value)
