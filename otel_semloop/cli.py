@@ -2,7 +2,8 @@
 
 ``otel-semloop rescore INPUT... -o OUTPUT`` rescores exported OTLP files
 (:mod:`otel_semloop.batch`; exit status in :mod:`otel_semloop.batch.run`);
-``otel-semloop serve`` runs the collector plugin (:mod:`otel_semloop.service`).
+``otel-semloop serve`` runs the collector plugin (:mod:`otel_semloop.service`);
+``otel-semloop health`` probes its health endpoint.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from otel_semloop.errors import ConfigError
 
@@ -21,6 +23,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _rescore(args)
     if args.command == "serve":
         return _serve(args)
+    if args.command == "health":
+        return _health(args)
     parser.print_help()
     return 2
 
@@ -33,7 +37,124 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     _add_rescore(sub)
     _add_serve(sub)
+    health = sub.add_parser(
+        "health",
+        help="probe a serve health endpoint (container and systemd health checks)",
+        description="GET the URL; exit 0 if it answers 2xx, 1 otherwise (no curl needed in images).",
+    )
+    health.add_argument("url", nargs="?", default="http://127.0.0.1:13133/health/ready")
+    health.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS", help="retry until healthy or this long"
+    )
     return parser
+
+
+#: ``serve`` flags: (flag, option, type, metavar, help). Every option can also come from
+#: ``SEMLOOP_<OPTION>`` or the config file; see ``otel_semloop/service/config.py``.
+_SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
+    (
+        "--grpc",
+        "grpc",
+        str,
+        "HOST:PORT",
+        "OTLP/gRPC listen address ('off' to disable); default 127.0.0.1:4317",
+    ),
+    (
+        "--http",
+        "http",
+        str,
+        "HOST:PORT",
+        "OTLP/HTTP listen address ('off' to disable); default 127.0.0.1:4318",
+    ),
+    (
+        "--export-endpoint",
+        "export_endpoint",
+        str,
+        "URL",
+        "downstream OTLP endpoint (required; or OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT)",
+    ),
+    (
+        "--export-headers-file",
+        "export_headers_file",
+        str,
+        "FILE",
+        "file of KEY=VALUE lines sent as headers / gRPC metadata (API keys stay out of the process list)",
+    ),
+    ("--export-timeout", "export_timeout", float, "SECONDS", "one export attempt (default 10)"),
+    ("--export-certificate", "export_certificate", str, "PEM", "CA file for the downstream's certificate"),
+    ("--export-client-key", "export_client_key", str, "PEM", "client key for mTLS with the downstream"),
+    ("--export-client-certificate", "export_client_certificate", str, "PEM", "client certificate (mTLS)"),
+    (
+        "--health",
+        "health",
+        str,
+        "HOST:PORT",
+        "health endpoint: GET /health/live, /health/ready (default 127.0.0.1:13133; 'off' to disable)",
+    ),
+    (
+        "--prometheus",
+        "prometheus",
+        str,
+        "HOST:PORT",
+        "Prometheus scrape endpoint for self-metrics (GET /metrics)",
+    ),
+    (
+        "--metrics-exporter",
+        "metrics_exporter",
+        str,
+        "LIST",
+        "self-metrics exporters: otlp,prometheus,console,none (default: OTEL_METRICS_EXPORTER, else none)",
+    ),
+    ("--tls-certificate", "tls_certificate", str, "PEM", "receivers' TLS certificate (with --tls-key)"),
+    ("--tls-key", "tls_key", str, "PEM", "receivers' TLS key"),
+    ("--tls-client-ca", "tls_client_ca", str, "PEM", "require client certificates signed by this CA"),
+    (
+        "--auth-token-file",
+        "auth_token_file",
+        str,
+        "FILE",
+        "require 'Authorization: Bearer <token>' on both receivers (or SEMLOOP_AUTH_TOKEN)",
+    ),
+    (
+        "--durable-queue",
+        "durable_queue",
+        str,
+        "FILE",
+        "SQLite file: acknowledged spans survive a crash and are delivered after restart",
+    ),
+    ("--max-request-bytes", "max_request_bytes", int, "BYTES", "largest request body (default 32 MiB)"),
+    (
+        "--max-decompressed-bytes",
+        "max_decompressed_bytes",
+        int,
+        "BYTES",
+        "after decompression (default 64 MiB)",
+    ),
+    (
+        "--memory-limit-bytes",
+        "memory_limit_bytes",
+        int,
+        "BYTES",
+        "accepted bytes not yet forwarded before 503 / UNAVAILABLE (default 512 MiB)",
+    ),
+    ("--max-connections", "max_connections", int, "N", "open HTTP connections (default 512)"),
+    (
+        "--idle",
+        "idle",
+        float,
+        "SECONDS",
+        "release a trace without a root after this long without spans (default 120)",
+    ),
+    (
+        "--grace",
+        "grace",
+        float,
+        "SECONDS",
+        "wait after a trace's last span once its root arrived (default 2)",
+    ),
+    ("--scoring-budget", "scoring_budget", float, "SECONDS", "default 5"),
+    ("--drain-timeout", "drain_timeout", float, "SECONDS", "default 30"),
+)
 
 
 def _add_rescore(sub: argparse._SubParsersAction) -> None:
@@ -54,43 +175,24 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         "serve",
         help="run the collector plugin: OTLP in, loop verdicts written onto the spans, OTLP out",
         description="Receive OTLP traces (gRPC and HTTP), score every finished agent trace for loops, "
-        "write the verdict onto its spans and forward every span once to --export-endpoint. "
-        "Runs until SIGINT/SIGTERM, then drains. Flags override the --config file.",
-    )
-    serve.add_argument("--config", metavar="FILE", help="TOML file with the options below (a [serve] table)")
-    serve.add_argument(
-        "--grpc",
-        metavar="HOST:PORT",
-        help="OTLP/gRPC listen address ('off' to disable); default 127.0.0.1:4317",
+        "write the verdict onto its spans and forward every span once to the export endpoint. "
+        "Runs until SIGINT/SIGTERM, then drains. Precedence: defaults < environment "
+        "(OTEL_EXPORTER_OTLP_*, OTEL_METRICS_EXPORTER, SEMLOOP_*) < --config file < flags.",
     )
     serve.add_argument(
-        "--http",
-        metavar="HOST:PORT",
-        help="OTLP/HTTP listen address ('off' to disable); default 127.0.0.1:4318",
+        "--config", metavar="FILE", help="TOML file with the options (a [serve] table; ${env:NAME} expanded)"
     )
-    serve.add_argument("--export-endpoint", metavar="URL", help="downstream OTLP endpoint (required)")
+    for flag, dest, kind, metavar, text in _SERVE_FLAGS:
+        serve.add_argument(flag, dest=dest, type=kind, metavar=metavar, help=text)
     serve.add_argument("--export-protocol", choices=("grpc", "http/protobuf"), help="default grpc")
     serve.add_argument(
         "--export-header",
         action="append",
         metavar="KEY=VALUE",
-        help="header / gRPC metadata for the downstream (repeatable)",
+        help="header / gRPC metadata for the downstream (repeatable). Visible in the process list: "
+        "put secrets in OTEL_EXPORTER_OTLP_HEADERS or --export-headers-file instead",
     )
     serve.add_argument("--export-compression", choices=("gzip", "none"), help="default none")
-    serve.add_argument(
-        "--idle",
-        type=float,
-        metavar="SECONDS",
-        help="release a trace without a root after this long without spans (default 120)",
-    )
-    serve.add_argument(
-        "--grace",
-        type=float,
-        metavar="SECONDS",
-        help="wait after a trace's last span once its root arrived (default 2)",
-    )
-    serve.add_argument("--scoring-budget", type=float, metavar="SECONDS", help="default 5")
-    serve.add_argument("--drain-timeout", type=float, metavar="SECONDS", help="default 30")
     serve.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
 
 
@@ -98,7 +200,6 @@ def _rescore(args: argparse.Namespace) -> int:
     from otel_semloop.batch.run import run
 
     return run(args)
-
 
 def _serve(args: argparse.Namespace) -> int:
     import logging
@@ -111,35 +212,60 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Library request logs (one line per export, per probe) are noise at INFO.
+    for name in ("httpx", "httpcore", "uvicorn", "uvicorn.error", "grpc"):
+        logging.getLogger(name).setLevel(max(logging.WARNING, logging.getLogger().level))
     headers = None
     if args.export_header:
+        logging.getLogger("otel_semloop.service").warning(
+            "otel-semloop: --export-header values are visible in the process list; prefer "
+            "OTEL_EXPORTER_OTLP_HEADERS or --export-headers-file for secrets"
+        )
         headers = {}
         for item in args.export_header:
             key, sep, value = item.partition("=")
             if not sep or not key.strip():
-                print(f"otel-semloop: --export-header {item!r}: expected KEY=VALUE", file=sys.stderr)
+                print("otel-semloop: --export-header: expected KEY=VALUE", file=sys.stderr)
                 return 2
-            headers[key.strip()] = value.strip()
+            headers[key.strip().lower()] = value.strip()
     compression = None if args.export_compression is None else args.export_compression == "gzip"
+    overrides: dict[str, Any] = {dest: getattr(args, dest) for _, dest, _, _, _ in _SERVE_FLAGS}
+    for name in ("grpc", "http", "health", "prometheus"):
+        if overrides[name] == "off":
+            overrides[name] = ""
     try:
         config = ServiceConfig.load(
             args.config,
-            grpc=None if args.grpc is None else ("" if args.grpc == "off" else args.grpc),
-            http=None if args.http is None else ("" if args.http == "off" else args.http),
-            export_endpoint=args.export_endpoint,
             export_protocol=args.export_protocol,
             export_headers=headers,
             export_compression=compression,
-            idle=args.idle,
-            grace=args.grace,
-            scoring_budget=args.scoring_budget,
-            drain_timeout=args.drain_timeout,
+            default_health="127.0.0.1:13133",
+            **overrides,
         )
     except ConfigError as error:
         print(f"otel-semloop: {error}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     return serve(config)
+
+
+def _health(args: argparse.Namespace) -> int:
+    import time
+    import urllib.error
+    import urllib.request
+
+    deadline = time.monotonic() + args.wait
+    while True:
+        try:
+            with urllib.request.urlopen(args.url, timeout=3) as response:
+                if 200 <= response.status < 300:
+                    return 0
+        except (urllib.error.URLError, OSError):
+            pass
+        if time.monotonic() >= deadline:
+            print(f"otel-semloop: {args.url} is not healthy", file=sys.stderr)
+            return 1
+        time.sleep(0.5)
 
 
 def _version() -> str:

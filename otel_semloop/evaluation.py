@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from otel_semloop.model import AttributeValue, EventRecord, Trace
+from otel_semloop.redact import safe_text
 from otel_semloop.verdict import Label, Verdict
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +113,7 @@ def error_type(verdict: Verdict) -> str | None:
         return None
     reason = verdict.unscored_reason or verdict.reason
     if reason.startswith(_SCORING_FAILED):
-        return reason[len(_SCORING_FAILED) :].strip() or "_OTHER"
+        return safe_text(reason[len(_SCORING_FAILED) :].strip(), 200) or "_OTHER"
     if reason == _NOT_EVALUATED:
         return None
     return _ERROR_TYPES.get(reason, "_OTHER")
@@ -125,7 +126,8 @@ def evaluation_attributes(verdict: Verdict, *, response_id: str | None = None) -
     if verdict.label is not Label.UNSCORED:
         attrs["gen_ai.evaluation.score.value"] = float(verdict.score)
     attrs["gen_ai.evaluation.score.label"] = verdict.label.value
-    attrs["gen_ai.evaluation.explanation"] = verdict.reason or verdict.label.value
+    # Reasons quote trace text (tool names, error types): secrets redacted, controls escaped.
+    attrs["gen_ai.evaluation.explanation"] = safe_text(verdict.reason or verdict.label.value)
     if response_id:
         attrs["gen_ai.response.id"] = response_id
     if failed is not None:

@@ -46,6 +46,7 @@ from otel_semloop.config import GuardMode
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.errors import LoopDetected
 from otel_semloop.model import StepKind
+from otel_semloop.redact import safe_text
 from otel_semloop.sdk import span_to_record
 from otel_semloop.verdict import Action
 
@@ -196,7 +197,8 @@ class LoopGuard:
             return state
 
     def _notify(self, decision: Any) -> None:
-        _logger.warning("otel-semloop live guard: %s", decision.describe())
+        # The description quotes tool names: one log line, secrets redacted, controls escaped.
+        _logger.warning("otel-semloop live guard: %s", safe_text(decision.describe()))
         callback = self.on_loop
         if callback is None:
             return

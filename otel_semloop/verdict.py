@@ -102,6 +102,8 @@ class Verdict:
     unscored_reason: str = ""
     calibration: Mapping[str, float] = field(default_factory=dict)
     threshold: float = 0.5
+    #: Extra root-span attributes a scorer adds (the judge's ``semloop.judge.*``).
+    attributes: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def loop_detected(self) -> bool:

@@ -26,6 +26,7 @@ __all__ = [
 from otel_semloop.evaluation import EVALUATION_NAME, evaluation_event
 from otel_semloop.grouping import Release
 from otel_semloop.model import AttributeValue, EventRecord, Trace
+from otel_semloop.redact import safe_text
 from otel_semloop.verdict import Label, Verdict
 
 
@@ -71,10 +72,11 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
         "semloop.action": verdict.action.value,
         "semloop.partial": verdict.partial,
     }
+    # Reasons quote trace text (tool names, error types): secrets redacted, controls escaped.
     if verdict.reason:
-        attrs["semloop.reason"] = verdict.reason
+        attrs["semloop.reason"] = safe_text(verdict.reason)
     if verdict.label is Label.UNSCORED:
-        attrs["semloop.unscored.reason"] = verdict.unscored_reason or verdict.reason
+        attrs["semloop.unscored.reason"] = safe_text(verdict.unscored_reason or verdict.reason)
     signals = verdict.fired_signals
     if signals:
         attrs["semloop.signals"] = list(signals)
@@ -88,6 +90,7 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
             attrs[f"semloop.deepeval.{name}"] = float(value)
     for name, value in verdict.calibration.items():
         attrs[f"semloop.calibration.{name}"] = float(value)
+    attrs.update(verdict.attributes)
     return attrs
 
 

@@ -22,7 +22,6 @@ import httpx
 import pytest
 from agent_spans import search_agent
 from e2e.otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver, OtlpReceiver, ReceivedSpan
-from google.rpc import status_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -210,8 +209,9 @@ def test_a_malformed_http_body_gets_400_with_a_message(grpc_downstream: GrpcOtlp
             url, content=b"not a protobuf", headers={"Content-Type": "application/x-protobuf"}
         )
         assert response.status_code == 400
-        status = status_pb2.Status.FromString(response.content)
-        assert status.code == 3 and "protobuf ExportTraceServiceRequest" in status.message
+        # Readable text, never binary protobuf, for a protobuf request's error.
+        assert response.headers["content-type"].startswith("text/plain")
+        assert "protobuf ExportTraceServiceRequest" in response.text
 
         response = httpx.post(url, content=b"{not json", headers={"Content-Type": "application/json"})
         assert response.status_code == 400 and "not JSON" in response.json()["message"]
@@ -438,8 +438,8 @@ def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retrya
                 headers={"Content-Type": "application/x-protobuf"},
             )
             assert response.status_code == 503
-            assert response.headers["retry-after"] == "1"
-            assert "export queue full" in status_pb2.Status.FromString(response.content).message
+            assert int(response.headers["retry-after"]) >= 1
+            assert "export queue full" in response.text
         assert service.stats()["export.dropped.shutdown"] == 2  # counted, never silent
     finally:
         downstream.stop()

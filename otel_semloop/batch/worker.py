@@ -13,7 +13,6 @@ per-span patches plus one summary row out.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,24 +24,17 @@ from otel_semloop.builder import build_trace
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json
+from otel_semloop.redact import clean_control, redact
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch, evaluation_event, patches_for, verdict_attributes
 
 __all__ = ["ScorerSpec", "TraceJob", "TraceRow", "score_jobs"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-
-
 def clean(text: str, limit: int = 300) -> str:
-    """Text safe for an attribute and a terminal: control characters escaped, bounded."""
-    try:
-        from otel_semloop.redact import redact  # type: ignore[attr-defined]
-
-        text = redact(text)
-    except ImportError:
-        pass
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Text safe for an attribute, a log line and a terminal: secrets redacted with the
+    judge's patterns, control characters escaped, bounded."""
+    text = clean_control(redact(text))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

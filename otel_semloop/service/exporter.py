@@ -14,13 +14,24 @@ Delivery
     that timed out after the downstream took it may arrive twice (OTLP is at-least-once
     across retries); nothing else is ever sent twice.
 
+    Delivery semantics, stated honestly: every accepted span enters this queue exactly
+    once; a request the downstream answers is never sent again; a request that times out
+    (the downstream slower than ``export_timeout``) or whose connection breaks mid-way is
+    resent, so such a downstream may receive it twice (at least once). Resent spans carry
+    the same trace and span ids, so the next hop can de-duplicate them.
+
 Outage
     While the downstream is down, spans wait in the queue. :attr:`ExportQueue.full` turns
     true at ``export_queue_spans``: the receivers then answer 503 / UNAVAILABLE, which the
     sender (an SDK exporter, a Collector's ``sending_queue``) retries, so the data waits
-    upstream instead of being lost. Traces the buffer still releases go on queueing up to a
-    hard cap of ``export_queue_spans + max_spans`` (the most the buffer can hold), past
-    which the oldest queued spans are dropped, counted and logged. Nothing here raises.
+    upstream instead of being lost. Traces the buffer still releases are always queued
+    (never dropped: the receivers' admission, in spans and bytes, bounds what can be
+    held). Nothing here raises.
+
+Settlement
+    ``settle(spans)`` is called once for every span that leaves the queue for good (sent,
+    rejected by the downstream, or dropped after its retries): the service releases the
+    bytes it counted at acceptance and the durable queue forgets the span.
 """
 
 from __future__ import annotations
@@ -39,7 +50,7 @@ from urllib.parse import urlsplit
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop._selftelemetry import SelfTelemetry
-from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.config import ServiceConfig, redact_url
 from otel_semloop.service.pipeline import Held
 
 __all__ = ["ExportQueue", "SendResult"]
@@ -97,13 +108,19 @@ class ExportQueue:
     ``sender`` is a :class:`GrpcSender` or :class:`HttpSender`. Loop-thread only.
     """
 
-    def __init__(self, config: ServiceConfig, sender: Any, telemetry: SelfTelemetry) -> None:
+    def __init__(
+        self,
+        config: ServiceConfig,
+        sender: Any,
+        telemetry: SelfTelemetry,
+        settle: Any = None,
+    ) -> None:
         self._config = config
         self._sender = sender
         self._telemetry = telemetry
+        self._settle = settle
         self._queue: collections.deque[Held] = collections.deque()
         self._in_flight = 0
-        self._hard_cap = config.export_queue_spans + config.max_spans
         self._ready = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -124,20 +141,8 @@ class ExportQueue:
         return self.pending >= self._config.export_queue_spans
 
     def put(self, spans: list[Held]) -> None:
-        """Queue spans for export; drops (and counts) the oldest past the hard cap."""
+        """Queue spans for export (never drops: admission bounds the queue)."""
         self._queue.extend(spans)
-        overflow = len(self._queue) - self._hard_cap
-        if overflow > 0:
-            for _ in range(overflow):
-                self._queue.popleft()
-            self._telemetry.add("semloop.export.dropped", "queue_full", overflow)
-            self._log(
-                "queue_full",
-                "export queue full (%d spans, downstream %s): dropped the %d oldest spans",
-                self._hard_cap,
-                self._sender.describe(),
-                overflow,
-            )
         if self._queue:
             self._idle.clear()
             self._ready.set()
@@ -165,6 +170,16 @@ class ExportQueue:
                 self._log("export_bug", "export failed unexpectedly: %r", exc)
             finally:
                 self._in_flight = 0
+            if self._settle is not None and not self._halted:
+                try:
+                    recorded = self._settle(batch)
+                    if recorded is not None:
+                        await recorded  # durable: on disk before the next batch goes
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # pragma: no cover - accounting must not stop sending
+                    self._telemetry.add("semloop.errors", "settle")
+                    self._log("settle", "settling a batch failed: %r", exc)
 
     async def drain(self, deadline: float) -> int:
         """Send what is queued until ``deadline``; returns the spans left unsent (counted
@@ -200,6 +215,7 @@ class ExportQueue:
                     )
                 return
             self.down = True
+            self._telemetry.add("semloop.export.failures", "retryable" if result.retryable else "permanent")
             now = time.monotonic()
             if result.retryable and self._closing_deadline is not None and now >= self._closing_deadline:
                 # Shutdown ran out of time: stop sending; the caller counts what is left.
@@ -287,10 +303,17 @@ class HttpSender:
         headers = {"Content-Type": "application/x-protobuf", **dict(config.export_headers)}
         if self._gzip:
             headers["Content-Encoding"] = "gzip"
-        self._client = httpx.AsyncClient(timeout=config.export_timeout, headers=headers)
+        verify: Any = True
+        if config.export_certificate or config.export_client_certificate:
+            import ssl
+
+            verify = ssl.create_default_context(cafile=config.export_certificate)
+            if config.export_client_certificate:
+                verify.load_cert_chain(config.export_client_certificate, config.export_client_key)
+        self._client = httpx.AsyncClient(timeout=config.export_timeout, headers=headers, verify=verify)
 
     def describe(self) -> str:
-        return f"http/protobuf {self._url}"
+        return f"http/protobuf {redact_url(self._url)}"
 
     async def send(self, body: bytes) -> SendResult:
         if self._gzip:
@@ -334,7 +357,7 @@ class GrpcSender:
         target = f"{split.hostname}:{port}"
         if ":" in (split.hostname or ""):
             target = f"[{split.hostname}]:{port}"
-        self._target = f"{split.scheme}://{target}"
+        self._target = redact_url(f"{split.scheme}://{target}")
         # gRPC's own reconnect backoff grows to 120 s: a downstream that came back would
         # go unnoticed that long. Keep it within the retry backoff.
         options = [
@@ -343,8 +366,13 @@ class GrpcSender:
             ("grpc.max_reconnect_backoff_ms", max(1, int(config.retry_max_backoff * 1000))),
             ("grpc.max_send_message_length", -1),
         ]
-        if split.scheme == "https":
-            self._channel = grpc.aio.secure_channel(target, grpc.ssl_channel_credentials(), options=options)
+        if split.scheme == "https" or config.export_certificate:
+            credentials = grpc.ssl_channel_credentials(
+                root_certificates=_read(config.export_certificate),
+                private_key=_read(config.export_client_key),
+                certificate_chain=_read(config.export_client_certificate),
+            )
+            self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         else:
             self._channel = grpc.aio.insecure_channel(target, options=options)
         self._export = self._channel.unary_unary(
@@ -406,6 +434,13 @@ def _retry_info(exc: Any) -> float | None:
                 detail.Unpack(info)
                 return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
     return None
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as fp:
+        return fp.read()
 
 
 def make_sender(config: ServiceConfig) -> HttpSender | GrpcSender:

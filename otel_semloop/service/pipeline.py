@@ -8,11 +8,14 @@ patches; the loop applies them (:func:`~otel_semloop.otlp.apply_patch_proto`). A
 past its budget therefore never writes to a span that has already left.
 
 Span identity and provenance
-    Each received span is held as a :class:`Held`: the protobuf ``Span`` (patched in
-    place) plus the ``ResourceSpans`` and ``ScopeSpans`` it arrived in, so it is exported
-    with its own Resource and InstrumentationScope (and their schema URLs). Every span
-    enters the buffer once and leaves it once (a release or a late span), and is put in
-    the export queue once.
+    Each received span is held as a :class:`Held`: its own copy of the protobuf ``Span``
+    (patched in place) plus envelopes holding only the Resource and InstrumentationScope
+    it arrived with (and their schema URLs), so it is exported with them. A held span
+    keeps nothing of its request alive: a few spans waiting for their root cannot pin the
+    megabytes of the requests they came in. ``cost`` is the span's share of its request's
+    bytes (counted against ``memory_limit_bytes`` until forwarded) and ``ticket`` the
+    durable-queue record it belongs to. Every span enters the buffer once and leaves it
+    once (a release or a late span), and is put in the export queue once.
 
 Completion
     The service only sees ended spans, so each one is a :meth:`TraceBuffer.end` without a
@@ -40,6 +43,8 @@ import logging
 import time
 from collections.abc import Callable
 from typing import Any
+
+from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.builder import build_trace
@@ -69,12 +74,29 @@ _LATE_PATCH = SpanPatch(attributes={"semloop.late": True})
 class Held:
     """One received span and the envelope it came in (kept for its Resource and Scope)."""
 
-    __slots__ = ("resource_spans", "scope_spans", "span")
+    __slots__ = ("cost", "resource_spans", "scope_spans", "span", "ticket")
 
-    def __init__(self, span: Any, resource_spans: Any, scope_spans: Any) -> None:
+    def __init__(
+        self, span: Any, resource_spans: Any, scope_spans: Any, cost: int = 0, ticket: int = 0
+    ) -> None:
         self.span = span
         self.resource_spans = resource_spans
         self.scope_spans = scope_spans
+        self.cost = cost
+        self.ticket = ticket
+
+
+def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
+    """Copies of a ``ResourceSpans``/``ScopeSpans`` without their spans."""
+    out_rs = trace_pb2.ResourceSpans()
+    if rs.HasField("resource"):
+        out_rs.resource.CopyFrom(rs.resource)
+    out_rs.schema_url = rs.schema_url
+    out_ss = trace_pb2.ScopeSpans()
+    if ss.HasField("scope"):
+        out_ss.scope.CopyFrom(ss.scope)
+    out_ss.schema_url = ss.schema_url
+    return out_rs, out_ss
 
 
 @dataclasses.dataclass(slots=True)
@@ -140,14 +162,19 @@ class Pipeline:
 
     # -- receive path --------------------------------------------------------------------
 
-    def accept(self, request: Any) -> Accepted:
+    def accept(self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Accepted:
         """Hold every valid span of an ``ExportTraceServiceRequest``; count the others.
-        O(spans): a few checks and a dict operation per span, no decoding."""
+        O(spans): a few checks, a copy and a dict operation per span, no decoding.
+        ``size`` (the request's bytes) is shared out as the spans' ``cost``; ``skip``
+        (a set of ``trace_id + span_id``) names spans already delivered (durable replay)."""
         result = Accepted()
         now = time.monotonic()
         end = self.buffer.end
+        total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        cost = size // total if total else 0
         for i, rs in enumerate(request.resource_spans):
             for j, ss in enumerate(rs.scope_spans):
+                env_rs, env_ss = _envelopes(rs, ss)
                 for k, span in enumerate(ss.spans):
                     reason = invalid_span_reason(span)
                     if reason is not None:
@@ -155,11 +182,15 @@ class Pipeline:
                         if not result.message:
                             result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
                         continue
-                    flags = span.flags
-                    local_root = not span.parent_span_id or bool(
+                    if skip and span.trace_id + span.span_id in skip:
+                        continue
+                    own = trace_pb2.Span()
+                    own.CopyFrom(span)
+                    flags = own.flags
+                    local_root = not own.parent_span_id or bool(
                         flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE
                     )
-                    end(span.trace_id, local_root, Held(span, rs, ss), now)
+                    end(own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket), now)
                     result.accepted += 1
         if result.rejected:
             self._telemetry.add("semloop.spans.rejected", "invalid", result.rejected)
@@ -169,6 +200,11 @@ class Pipeline:
     @property
     def held_spans(self) -> int:
         return self.buffer.held_spans
+
+    @property
+    def backlog(self) -> int:
+        """Released traces waiting for (or in) scoring."""
+        return len(self._tasks)
 
     @property
     def stuck(self) -> int:
@@ -247,7 +283,9 @@ class Pipeline:
             self._finish_unscored(release, f"scoring failed: {type(exc).__name__}", "error")
             return
         telemetry.scoring_duration.record(time.perf_counter() - started)
-        label, patches = result
+        label, patches, summary = result
+        if label == "loop" and self._config.log_loops:
+            _logger.info("otel-semloop: loop %s", summary)
         patched = 0
         try:
             for held, patch in patches:
@@ -307,14 +345,14 @@ class Pipeline:
 # -- scoring (runs on a scoring thread; reads spans, never writes them) ----------------
 
 
-def _score_release(release: Release[Held], scorer: Any) -> tuple[str, list[tuple[Held, SpanPatch]]]:
-    """Records, trace, verdict, patches: ``(label, [(held, patch)])``. A trace without
-    agent steps gets no patches (forwarded untouched, label ``none``)."""
+def _score_release(release: Release[Held], scorer: Any) -> tuple[str, list[tuple[Held, SpanPatch]], str]:
+    """Records, trace, verdict, patches: ``(label, [(held, patch)], log summary)``. A trace
+    without agent steps gets no patches (forwarded untouched, label ``none``)."""
     held_by_span = {id(held.span): held for held in release.spans}
     records = [record_from_proto_span(held.span) for held in release.spans]
     trace = build_trace(records, partial=release.partial)
     if not trace.steps:
-        return "none", []
+        return "none", [], ""
     verdict = scorer.score(trace)
     patches = release_patches(release, trace, verdict)
     out = []
@@ -322,7 +360,32 @@ def _score_release(release: Release[Held], scorer: Any) -> tuple[str, list[tuple
         record = trace.spans.get(span_id)
         if record is not None:
             out.append((held_by_span[id(record.source)], patch))
-    return verdict.label.value, out
+    return verdict.label.value, out, _loop_summary(trace, verdict)
+
+
+def _loop_summary(trace: Trace, verdict: Verdict) -> str:
+    """One structured line (JSON) for the log: trace id, agent, signals, reason. The
+    reason is cleaned of control characters so a tool name cannot forge a log line."""
+    import json
+
+    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
+    agent = ""
+    if root is not None:
+        attributes = root.attributes
+        agent = str(attributes.get("gen_ai.agent.name") or root.name)
+    reason = str(getattr(verdict, "reason", "") or "")
+    return json.dumps(
+        {
+            "trace_id": trace.trace_id,
+            "agent": agent[:200],
+            "signals": list(verdict.fired_signals),
+            "score": round(verdict.score, 3),
+            "action": verdict.action.value,
+            "reason": reason[:500],
+            "partial": trace.partial,
+        },
+        ensure_ascii=True,
+    )
 
 
 def _root_of(spans: list[Held]) -> Held | None:

@@ -10,14 +10,21 @@ What a sender gets back
       not protobuf or JSON, broken gzip, every span invalid). The message says what and
       where, e.g. ``resourceSpans[0].scopeSpans[0].spans[3].traceId: ...``. Not
       retryable: the sender must not send it again.
-    * HTTP 503 with ``Retry-After`` / gRPC UNAVAILABLE: the export queue is full (the
-      downstream is down); retryable, the sender keeps the data.
-    * HTTP 404 (other paths), 405 (not POST), 413 (body over ``max_request_bytes``, also
-      after decompression), 415 (content type other than ``application/x-protobuf`` /
-      ``application/json``, or an encoding other than gzip/identity).
+    * HTTP 503 with ``Retry-After`` / gRPC UNAVAILABLE with a ``RetryInfo``: the service
+      is at a limit (export queue or memory full, durable queue full, draining);
+      retryable, the sender keeps the data.
+    * HTTP 413 / gRPC RESOURCE_EXHAUSTED (without RetryInfo: not retryable): the body is
+      over ``max_request_bytes`` as received, or over ``max_decompressed_bytes`` once
+      inflated (inflation stops at the limit: a gzip bomb costs at most that much).
+    * HTTP 401 / gRPC UNAUTHENTICATED: ``auth_token`` is set and the request does not
+      carry ``Authorization: Bearer <token>``.
+    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly), 415 (content
+      type other than ``application/x-protobuf`` / ``application/json``, or an encoding
+      other than gzip/identity).
 
-    Error bodies are a ``google.rpc.Status`` (protobuf, or its JSON for JSON requests), as
-    the OTLP/HTTP specification asks.
+    HTTP error bodies are readable: ``{"code": ..., "message": ...}`` (a
+    ``google.rpc.Status`` in JSON) for JSON requests, the message as ``text/plain``
+    otherwise, never binary protobuf that a person reading a log cannot decode.
 
 JSON requests
     Decoded with :func:`~otel_semloop.otlp.json_to_traces` (OTLP JSON: hex ids, ints as
@@ -28,26 +35,38 @@ JSON requests
 
 from __future__ import annotations
 
+import asyncio
+import hmac
+import logging
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import grpc
 import orjson
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
 from otel_semloop.service.pipeline import Accepted
 
-__all__ = ["BadRequest", "GrpcTraceService", "decode_http_body", "http_app"]
+__all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_handler", "http_app"]
+
+_logger = logging.getLogger("otel_semloop.service")
 
 _Request = trace_service_pb2.ExportTraceServiceRequest
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
 # google.rpc.Code values
 _INVALID_ARGUMENT = 3
+_RESOURCE_EXHAUSTED = 8
+_UNAUTHENTICATED = 16
 _UNAVAILABLE = 14
+_NOT_FOUND = 5
+_DEADLINE_EXCEEDED = 4
+#: Protobuf bodies up to this size are decoded on the loop (a C parse of microseconds).
+_INLINE_DECODE_BYTES = 256 * 1024
+_HTTP_TO_CODE = {400: _INVALID_ARGUMENT, 413: _RESOURCE_EXHAUSTED, 415: _INVALID_ARGUMENT}
 
 
 class BadRequest(Exception):
@@ -59,15 +78,39 @@ class BadRequest(Exception):
         self.message = message
 
 
+class Refusal(Exception):
+    """A retryable refusal (503 / UNAVAILABLE with retry information): the service is at
+    a limit. ``reason`` is the metric attribute, ``retry_after`` the hint in seconds."""
+
+    def __init__(self, reason: str, message: str, retry_after: float = 1.0) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.retry_after = retry_after
+
+
 class Ingest(Protocol):
     """What the receivers call (implemented by :class:`~otel_semloop.service.SemloopService`):
-    ``full`` means refuse retryably (503 / UNAVAILABLE); ``accept`` holds a request's valid
-    spans and says how many were rejected and why."""
+    ``admit(size)`` raises :class:`Refusal` when a request of ``size`` bytes must be refused
+    retryably; ``accept`` holds a request's valid spans (``size``: its body's bytes, counted
+    against the memory limit until they are forwarded) and says how many were rejected and
+    why; it may also raise :class:`Refusal` (e.g. the durable queue is full)."""
 
-    @property
-    def full(self) -> bool: ...
+    def admit(self, size: int) -> None: ...
 
-    def accept(self, request: Any) -> Accepted: ...
+    async def accept(self, request: Any, size: int, raw: bytes | None = None) -> Accepted: ...
+
+    def refused(self, reason: str, spans: int = 0) -> None: ...
+
+
+def check_bearer(expected: str, header: str | None) -> bool:
+    """Whether ``header`` is ``Bearer <expected>`` (constant-time comparison)."""
+    if not expected:
+        return True
+    if not header:
+        return False
+    scheme, _, token = header.strip().partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected.encode())
 
 
 # -- decoding ------------------------------------------------------------------------------
@@ -81,7 +124,7 @@ def _gunzip(body: bytes, limit: int) -> bytes:
     except zlib.error as exc:
         raise BadRequest(400, f"body is not valid gzip: {exc}") from None
     if len(out) > limit or inflater.unconsumed_tail:
-        raise BadRequest(413, f"decompressed body exceeds {limit} bytes")
+        raise BadRequest(413, f"decompressed body exceeds max_decompressed_bytes={limit}")
     if not inflater.eof:
         raise BadRequest(400, "body is not valid gzip: truncated stream")
     return out
@@ -165,43 +208,78 @@ def _total_spans(request: _Request) -> int:
 
 # -- gRPC ------------------------------------------------------------------------------------
 
+_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
-class GrpcTraceService(trace_service_pb2_grpc.TraceServiceServicer):
-    """``TraceService/Export`` on a ``grpc.aio`` server."""
 
-    def __init__(self, ingest: Ingest) -> None:
-        self._ingest = ingest
+def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
+    """``grpc-status-details-bin`` carrying a ``RetryInfo``: how a gRPC server tells an OTLP
+    exporter when to retry (the OTLP exporters honour it)."""
+    from google.protobuf import duration_pb2
+    from google.rpc import error_details_pb2, status_pb2
 
-    async def Export(
-        self, request: _Request, context: grpc.aio.ServicerContext
-    ) -> trace_service_pb2.ExportTraceServiceResponse:
-        ingest = self._ingest
-        if ingest.full:
+    info = error_details_pb2.RetryInfo(
+        retry_delay=duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
+    )
+    status = status_pb2.Status(code=code, message=message)
+    status.details.add().Pack(info)
+    return (("grpc-status-details-bin", status.SerializeToString()),)
+
+
+def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int) -> grpc.GenericRpcHandler:
+    """``TraceService/Export`` taking the raw request bytes, so that a body that is not a
+    protobuf ``ExportTraceServiceRequest`` gets INVALID_ARGUMENT with the reason (grpcio's
+    own deserialiser would answer UNKNOWN and log a traceback per request)."""
+
+    async def export(body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        if auth_token:
+            header = dict(context.invocation_metadata() or ()).get("authorization")
+            if not check_bearer(auth_token, header if isinstance(header, str) else None):
+                ingest.refused("unauthenticated")
+                await context.abort(
+                    grpc.StatusCode.UNAUTHENTICATED, "otel-semloop: missing or wrong bearer token"
+                )
+        if len(body) > max_decompressed_bytes:  # grpcio checks the limit too; be explicit
+            ingest.refused("too_large")
             await context.abort(
-                grpc.StatusCode.UNAVAILABLE, "otel-semloop: export queue full (downstream down); retry later"
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"otel-semloop: request of {len(body)} bytes exceeds "
+                f"max_decompressed_bytes={max_decompressed_bytes}",
             )
-        result = ingest.accept(request)
+        try:
+            ingest.admit(len(body))
+        except Refusal as refusal:
+            context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
+        request = _Request()
+        try:
+            request.ParseFromString(body)
+        except Exception as exc:
+            ingest.refused("malformed")
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"otel-semloop: body is not a protobuf ExportTraceServiceRequest: {exc}",
+            )
+        try:
+            result = await ingest.accept(request, len(body), body)
+        except Refusal as refusal:
+            context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
+            await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
         response = trace_service_pb2.ExportTraceServiceResponse()
         if result.rejected:
             if not result.accepted:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, result.message)
             response.partial_success.rejected_spans = result.rejected
             response.partial_success.error_message = result.message
-        return response
+        return response.SerializeToString()
+
+    method = grpc.unary_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
+    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 
 # -- HTTP (ASGI) -----------------------------------------------------------------------------
 
 _Receive = Callable[[], Awaitable[dict[str, Any]]]
 _Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-def _status_body(code: int, message: str, json: bool) -> bytes:
-    if json:
-        return orjson.dumps({"code": code, "message": message})
-    from google.rpc import status_pb2
-
-    return status_pb2.Status(code=code, message=message).SerializeToString()
 
 
 async def _respond(
@@ -215,7 +293,12 @@ async def _respond(
 
 
 def http_app(
-    ingest: Ingest, max_request_bytes: int
+    ingest: Ingest,
+    *,
+    max_request_bytes: int,
+    max_decompressed_bytes: int,
+    auth_token: str = "",
+    body_timeout: float = 30.0,
 ) -> Callable[[dict[str, Any], _Receive, _Send], Awaitable[None]]:
     """The ASGI app serving ``POST /v1/traces``."""
 
@@ -230,13 +313,26 @@ def http_app(
         async def error(
             status: int, code: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
         ) -> None:
-            await _respond(send, status, _status_body(code, message, json), reply_type, extra)
+            if json:
+                body, kind = orjson.dumps({"code": code, "message": message}), _JSON
+            else:
+                body, kind = message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
+            await _respond(send, status, body, kind, extra)
 
         if scope["path"] != "/v1/traces":
-            await error(404, 5, f"no such path {scope['path']!r}: OTLP traces go to POST /v1/traces")
+            await error(404, _NOT_FOUND, f"no such path {scope['path']!r}: OTLP traces go to POST /v1/traces")
             return
         if scope["method"] != "POST":
             await error(405, _INVALID_ARGUMENT, "use POST", [(b"allow", b"POST")])
+            return
+        if auth_token and not check_bearer(auth_token, headers.get("authorization")):
+            ingest.refused("unauthenticated")
+            await error(
+                401,
+                _UNAUTHENTICATED,
+                "missing or wrong bearer token",
+                [(b"www-authenticate", b'Bearer realm="otel-semloop"')],
+            )
             return
         if content_type not in (_PROTOBUF, _JSON):
             await error(
@@ -245,50 +341,82 @@ def http_app(
                 f"unsupported Content-Type {content_type!r}: use {_PROTOBUF} or {_JSON}",
             )
             return
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity", "gzip"):
+            await error(
+                415, _INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}: use gzip or none"
+            )
+            return
         length = headers.get("content-length", "")
         if length.isdigit() and int(length) > max_request_bytes:
-            await error(413, _INVALID_ARGUMENT, f"body exceeds {max_request_bytes} bytes")
+            ingest.refused("too_large")
+            await error(
+                413,
+                _RESOURCE_EXHAUSTED,
+                f"body of {length} bytes exceeds max_request_bytes={max_request_bytes}",
+            )
+            return
+        try:
+            ingest.admit(int(length) if length.isdigit() else 0)
+        except Refusal as refusal:
+            await _refuse(error, refusal)
             return
         chunks: list[bytes] = []
         size = 0
         while True:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), body_timeout)
+            except asyncio.TimeoutError:
+                ingest.refused("slow_body")
+                await error(
+                    408,
+                    _DEADLINE_EXCEEDED,
+                    f"no body data for {body_timeout:g} s",
+                    [(b"connection", b"close")],
+                )
+                return
             if message["type"] == "http.disconnect":
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > max_request_bytes:
-                await error(413, _INVALID_ARGUMENT, f"body exceeds {max_request_bytes} bytes")
+                ingest.refused("too_large")
+                await error(
+                    413,
+                    _RESOURCE_EXHAUSTED,
+                    f"body exceeds max_request_bytes={max_request_bytes}",
+                    [(b"connection", b"close")],
+                )
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        if ingest.full:
-            await error(
-                503,
-                _UNAVAILABLE,
-                "otel-semloop: export queue full (downstream down); retry later",
-                [(b"retry-after", b"1")],
-            )
-            return
-        encoding = headers.get("content-encoding", "").strip().lower()
+        body = b"".join(chunks)
+        del chunks
         try:
-            request, rejected, first = decode_http_body(
-                b"".join(chunks), content_type, encoding, max_request_bytes
-            )
+            if len(body) > _INLINE_DECODE_BYTES or json:
+                # Large or JSON bodies are decoded on a thread: the loop keeps serving.
+                request, rejected, first = await asyncio.to_thread(
+                    decode_http_body, body, content_type, encoding, max_decompressed_bytes
+                )
+            else:
+                request, rejected, first = decode_http_body(
+                    body, content_type, encoding, max_decompressed_bytes
+                )
         except BadRequest as exc:
-            await error(exc.status, _INVALID_ARGUMENT, exc.message)
+            ingest.refused("too_large" if exc.status == 413 else "malformed")
+            await error(exc.status, _HTTP_TO_CODE.get(exc.status, _INVALID_ARGUMENT), exc.message)
             return
-        result = ingest.accept(request)
+        try:
+            result = await ingest.accept(request, len(body))
+        except Refusal as refusal:
+            await _refuse(error, refusal)
+            return
         rejected += result.rejected
         first = first or result.message
         if rejected and not result.accepted:
             await error(400, _INVALID_ARGUMENT, first)
             return
-        response = trace_service_pb2.ExportTraceServiceResponse()
-        if rejected:
-            response.partial_success.rejected_spans = rejected
-            response.partial_success.error_message = first
         if json:
             body = (
                 orjson.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": first}})
@@ -296,7 +424,16 @@ def http_app(
                 else b"{}"
             )
         else:
+            response = trace_service_pb2.ExportTraceServiceResponse()
+            if rejected:
+                response.partial_success.rejected_spans = rejected
+                response.partial_success.error_message = first
             body = response.SerializeToString()
         await _respond(send, 200, body, reply_type)
 
     return app
+
+
+async def _refuse(error: Callable[..., Awaitable[None]], refusal: Refusal) -> None:
+    seconds = str(max(1, round(refusal.retry_after))).encode()
+    await error(503, _UNAVAILABLE, refusal.message, [(b"retry-after", seconds)])

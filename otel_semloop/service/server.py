@@ -8,16 +8,36 @@ has its own main loop).
 Why one loop: ``grpc.aio`` and uvicorn both run on asyncio, so the gRPC receiver, the
 HTTP receiver, the buffer's tick and the exporter share one thread and the
 :class:`~otel_semloop.grouping.TraceBuffer` is used without a lock, as it requires.
-Only scoring (CPU-bound, and bounded by a budget) runs on ``scoring_threads`` threads.
-uvicorn is the HTTP server: a maintained ASGI server (HTTP/1.1 keep-alive, flow control,
-graceful shutdown) that runs on the same loop; the OTLP endpoint is one small ASGI app,
-with no web framework.
+Scoring (CPU-bound, bounded by a budget) runs off the loop; large JSON bodies are decoded
+off it too. uvicorn is the HTTP server: a maintained ASGI server (HTTP/1.1 keep-alive,
+flow control, graceful shutdown) that runs on the same loop; the OTLP endpoint is one small
+ASGI app, with no web framework.
 
-Shutdown (``stop``/signal): stop accepting (the gRPC server and uvicorn finish the
-requests in flight), release every held trace, score what fits in 80% of
-``drain_timeout`` (the rest leaves unscored), send everything queued in the remaining
-time, then close. Spans still unsent at the deadline (the downstream is down) are
-counted and logged as dropped, with their number.
+Admission (what makes the receivers answer 503 / UNAVAILABLE with retry information,
+before anything is acknowledged): draining; the export queue at ``export_queue_spans``;
+the bytes of accepted requests not yet forwarded past ``memory_limit_bytes`` (counted at
+acceptance, released when the downstream has them); more released traces waiting for a
+scorer than ``4 * max_traces // 10`` (scoring fell behind: push back rather than skip
+scoring); the durable queue at ``durable_queue_bytes``.
+
+Connections: at most ``max_connections`` HTTP connections (more are closed at once); a
+client that has not sent its request headers within ``header_timeout`` is disconnected,
+one whose body stalls for ``body_timeout`` gets 408; idle keep-alive connections close
+after ``keepalive_timeout``. gRPC: ``header_timeout`` bounds the TLS/HTTP2 handshake and
+``max_concurrent_streams`` the requests per connection. The file-descriptor soft limit is
+raised to the hard one at start so that the exporter can always open its sockets.
+
+Signals: SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and
+wake the loop; they do not depend on asyncio's wakeup pipe, which a burst of traffic can
+fill ("Exception ignored when trying to write to the signal wakeup fd"), losing the
+signal. The tick also polls the flag, so the first SIGTERM always starts the drain.
+
+Shutdown (``stop``/signal): health turns not-ready, stop accepting (the gRPC server and
+uvicorn finish the requests in flight), release every held trace, score what fits in 80%
+of ``drain_timeout`` (the rest leaves unscored), send everything queued in the remaining
+time, then close. Spans still unsent at the deadline (the downstream is down) are counted
+and logged as dropped, with their number (with a durable queue they stay on disk and go
+out after the restart).
 """
 
 from __future__ import annotations
@@ -36,19 +56,22 @@ from typing import Any
 import grpc
 import uvicorn
 from opentelemetry import metrics
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
-from otel_semloop.service.pipeline import Accepted, Pipeline
-from otel_semloop.service.receiver import GrpcTraceService, http_app
+from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
+from otel_semloop.service.pipeline import Accepted, Held, Pipeline
+from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
 
 _logger = logging.getLogger("otel_semloop.service")
 _SCORING_SHARE = 0.8
+#: Released traces waiting for a scorer, as a share of max_traces, past which receivers
+#: push back (scoring fell behind).
+_BACKLOG_SHARE = 0.4
 
 
 class _Uvicorn(uvicorn.Server):
@@ -60,12 +83,80 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
+def _guarded_protocol(max_connections: int, header_timeout: float, on_refuse: Any) -> type:
+    """uvicorn's h11 protocol with a connection cap and a request-header deadline (a
+    slow client cannot hold a connection, and so a file descriptor, forever)."""
+
+    class Guarded(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if len(self.connections) >= max_connections:
+                self.transport = transport
+                on_refuse("connections")
+                transport.abort()
+                return
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(header_timeout, self._header_deadline)
+
+        def _header_deadline(self) -> None:
+            self._header_timer = None
+            # No complete request head in time (or an idle keep-alive): close.
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and self.transport is not None and not self.transport.is_closing():
+                on_refuse("slow_headers")
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._header_timer is not None and self.cycle is not None and not self.cycle.response_complete:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._header_timer is None and not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+    return Guarded
+
+
+def _raise_fd_limit() -> None:
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if hard == resource.RLIM_INFINITY or soft < hard:
+            resource.setrlimit(
+                resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard)
+            )
+    except (ImportError, ValueError, OSError):  # pragma: no cover - not Unix, or not allowed
+        pass
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as fp:
+        return fp.read()
+
+
 class SemloopService:
     """The OTLP in / score / OTLP out service. Use on one event loop: ``await start()``,
     then ``await stop()``. ``scorer`` replaces the default
     :class:`~otel_semloop.scoring.Scorer` (anything with ``score(trace) -> Verdict``,
-    called on a scoring thread). ``meter_provider`` receives the counters (default: the
-    global one); :meth:`stats` gives the same numbers as a dict."""
+    called on a scoring thread). ``meter_provider`` receives the counters (default: one
+    built from ``metrics_exporter``, else the global one); :meth:`stats` gives the same
+    numbers as a dict."""
 
     def __init__(
         self,
@@ -76,9 +167,17 @@ class SemloopService:
     ) -> None:
         self.config = config
         self._scorer = scorer if scorer is not None else Scorer()
-        self._telemetry = SelfTelemetry(meter_provider, self._gauges)
+        self._own_meter_provider: Any = None
+        self._prometheus_registry: Any = None
+        if meter_provider is None:
+            self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
+            meter_provider = self._own_meter_provider
+        self._telemetry = ServiceTelemetry(meter_provider, self._gauges)
+        self.health = Health(stall_after=max(10.0, config.tick * 100))
+        self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
         self._exports: ExportQueue | None = None
+        self._durable: Any = None
         self._sender: Any = None
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._grpc_server: grpc.aio.Server | None = None
@@ -87,7 +186,13 @@ class SemloopService:
         self._http_task: asyncio.Task[Any] | None = None
         self.grpc_port: int | None = None
         self.http_port: int | None = None
+        self.health_port: int | None = None
+        self.prometheus_port: int | None = None
         self._stopped = False
+        self._draining = False
+        #: Bytes of accepted requests not yet forwarded (see the module docstring).
+        self.accepted_bytes = 0
+        self._backlog_limit = max(1, int(config.max_traces * _BACKLOG_SHARE))
 
     # -- Ingest (what the receivers call) ----------------------------------------------------
 
@@ -96,11 +201,51 @@ class SemloopService:
         """True while receivers must refuse retryably (export queue at its watermark)."""
         return self._exports is not None and self._exports.full
 
-    def accept(self, request: Any) -> Accepted:
+    def admit(self, size: int) -> None:
+        """Raise :class:`Refusal` if a request of ``size`` bytes must wait (see the module
+        docstring); nothing is held yet."""
+        reason = None
+        if self._draining or self._pipeline is None:
+            reason, message = "draining", "otel-semloop: shutting down; send to another replica or retry"
+        elif self.full:
+            reason, message = "export_queue_full", "otel-semloop: export queue full (downstream slow or down)"
+        elif self.accepted_bytes and self.accepted_bytes + size > self.config.memory_limit_bytes:
+            reason, message = "memory", "otel-semloop: memory limit reached; retry later"
+        elif self._pipeline.backlog >= self._backlog_limit:
+            reason, message = "scoring_behind", "otel-semloop: scoring is behind; retry later"
+        elif self._durable is not None and self._durable.full(size):
+            reason, message = "durable_queue_full", "otel-semloop: durable queue full; retry later"
+        if reason is not None:
+            self.refused(reason)
+            raise Refusal(reason, message, 1.0 if reason != "export_queue_full" else 5.0)
+
+    def refused(self, reason: str, spans: int = 0) -> None:
+        self._telemetry.add("semloop.requests.refused", reason)
+        if spans:
+            self._telemetry.add("semloop.spans.refused", reason, spans)
+
+    async def accept(self, request: Any, size: int, raw: bytes | None = None) -> Accepted:
+        """Hold a decoded request's spans (after :meth:`admit`). With a durable queue the
+        request is on disk before this returns (and so before the sender's ack)."""
         assert self._pipeline is not None
-        result = self._pipeline.accept(request)
+        self.admit(size)
+        ticket = 0
+        if self._durable is not None:
+            ticket = await self._durable.append(raw if raw is not None else request.SerializeToString())
+        result = self._pipeline.accept(request, size, ticket)
+        if self._durable is not None:
+            self._durable.track(ticket, result.accepted)
+        self.accepted_bytes += (size // max(1, result.accepted + result.rejected)) * result.accepted
         self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
         return result
+
+    def _settle(self, batch: list[Held]) -> Any:
+        """Spans that left for good: release their bytes and their durable records (the
+        returned future, if any, is done once that is on disk)."""
+        self.accepted_bytes = max(0, self.accepted_bytes - sum(h.cost for h in batch))
+        if self._durable is not None:
+            return self._durable.settle(batch)
+        return None
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -114,60 +259,136 @@ class SemloopService:
         )
         self._sender = make_sender(config)
         self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._executor)
-        self._exports = ExportQueue(config, self._sender, self._telemetry)
+        self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
         try:
+            self._start_admin()
+            if config.durable_queue:
+                from otel_semloop.service.durable import DurableQueue
+
+                self._durable = DurableQueue(config.durable_queue, config.durable_queue_bytes)
+                replayed = self._durable.replay(self._pipeline)
+                for size in replayed.values():
+                    self.accepted_bytes += size
+                if replayed:
+                    _logger.info(
+                        "otel-semloop: durable queue %s: %d unfinished requests replayed",
+                        config.durable_queue,
+                        len(replayed),
+                    )
             if config.grpc:
-                host, port = parse_address(config.grpc, "grpc")
-                server = grpc.aio.server(
-                    options=[
-                        ("grpc.max_receive_message_length", config.max_request_bytes),
-                        ("grpc.so_reuseport", 0),
-                    ]
-                )
-                trace_service_pb2_grpc.add_TraceServiceServicer_to_server(GrpcTraceService(self), server)
-                bound = server.add_insecure_port(f"[{host}]:{port}" if ":" in host else f"{host}:{port}")
-                if not bound:
-                    raise OSError(f"cannot bind the gRPC receiver to {config.grpc}")
-                await server.start()
-                self._grpc_server = server
-                self.grpc_port = bound
+                await self._start_grpc()
             if config.http:
-                host, port = parse_address(config.http, "http")
-                sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                try:
-                    sock.bind((host, port))
-                except OSError:
-                    sock.close()
-                    raise
-                self.http_port = sock.getsockname()[1]
-                uv_config = uvicorn.Config(
-                    http_app(self, config.max_request_bytes),
-                    lifespan="off",
-                    log_level="warning",
-                    access_log=False,
-                    timeout_graceful_shutdown=5,
-                )
-                self._http_server = _Uvicorn(uv_config)
-                task = loop.create_task(self._http_server.serve(sockets=[sock]))
-                self._http_task = task
-                while not self._http_server.started:
-                    if task.done():
-                        task.result()  # raises what uvicorn raised
-                        raise OSError(f"the HTTP receiver on {config.http} stopped at startup")
-                    await asyncio.sleep(0.005)
+                await self._start_http(loop)
         except BaseException:
             await self._close_receivers()
             await self._close_rest()
             raise
         self._tasks.append(loop.create_task(self._pipeline.run()))
         self._tasks.append(loop.create_task(self._exports.run()))
+        self._tasks.append(loop.create_task(self._heartbeat()))
+        self.health.set("ready")
         _logger.info(
             "otel-semloop: serving OTLP on grpc %s, http %s; exporting to %s",
             f"{config.grpc} (port {self.grpc_port})" if config.grpc else "-",
             f"{config.http} (port {self.http_port})" if config.http else "-",
             self._sender.describe(),
         )
+        _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
+
+    def _start_admin(self) -> None:
+        config = self.config
+        if config.health and config.prometheus and config.health == config.prometheus:
+            server = AdminServer(config.health, "health", self.health, self._prometheus_registry).start()
+            self._admin.append(server)
+            self.health_port = self.prometheus_port = server.port
+            return
+        if config.health:
+            server = AdminServer(config.health, "health", self.health).start()
+            self._admin.append(server)
+            self.health_port = server.port
+        if config.prometheus and self._prometheus_registry is not None:
+            server = AdminServer(config.prometheus, "prometheus", None, self._prometheus_registry).start()
+            self._admin.append(server)
+            self.prometheus_port = server.port
+
+    async def _start_grpc(self) -> None:
+        config = self.config
+        assert config.grpc
+        host, port = parse_address(config.grpc, "grpc")
+        server = grpc.aio.server(
+            handlers=[
+                grpc_handler(
+                    self, auth_token=config.auth_token, max_decompressed_bytes=config.max_decompressed_bytes
+                )
+            ],
+            options=[
+                ("grpc.max_receive_message_length", config.max_decompressed_bytes),
+                ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+                ("grpc.server_handshake_timeout_ms", int(config.header_timeout * 1000)),
+                ("grpc.max_connection_idle_ms", int(max(config.keepalive_timeout, 1) * 1000 * 10)),
+                ("grpc.so_reuseport", 0),
+            ],
+        )
+        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        if config.tls_certificate:
+            credentials = grpc.ssl_server_credentials(
+                [(_read(config.tls_key), _read(config.tls_certificate))],
+                root_certificates=_read(config.tls_client_ca),
+                require_client_auth=bool(config.tls_client_ca),
+            )
+            bound = server.add_secure_port(address, credentials)
+        else:
+            bound = server.add_insecure_port(address)
+        if not bound:
+            raise OSError(f"cannot bind the gRPC receiver to {config.grpc}")
+        await server.start()
+        self._grpc_server = server
+        self.grpc_port = bound
+
+    async def _start_http(self, loop: asyncio.AbstractEventLoop) -> None:
+        import ssl
+
+        config = self.config
+        assert config.http
+        host, port = parse_address(config.http, "http")
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            sock.close()
+            raise
+        self.http_port = sock.getsockname()[1]
+        tls: dict[str, Any] = {}
+        if config.tls_certificate:
+            tls = {"ssl_certfile": config.tls_certificate, "ssl_keyfile": config.tls_key}
+            if config.tls_client_ca:
+                tls.update(ssl_ca_certs=config.tls_client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
+        app = http_app(
+            self,
+            max_request_bytes=config.max_request_bytes,
+            max_decompressed_bytes=config.max_decompressed_bytes,
+            auth_token=config.auth_token,
+            body_timeout=config.body_timeout,
+        )
+        uv_config = uvicorn.Config(
+            app,
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=max(1, int(config.keepalive_timeout)),
+            http=_guarded_protocol(config.max_connections, config.header_timeout, self.refused),
+            **tls,
+        )
+        self._http_server = _Uvicorn(uv_config)
+        task = loop.create_task(self._http_server.serve(sockets=[sock]))
+        self._http_task = task
+        while not self._http_server.started:
+            if task.done():
+                task.result()  # raises what uvicorn raised
+                raise OSError(f"the HTTP receiver on {config.http} stopped at startup")
+            await asyncio.sleep(0.005)
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Stop receiving, score and forward everything held within ``timeout`` (default
@@ -176,6 +397,8 @@ class SemloopService:
         if self._stopped:
             return True
         self._stopped = True
+        self._draining = True
+        self.health.set("draining")
         timeout = self.config.drain_timeout if timeout is None else timeout
         started = time.monotonic()
         deadline = started + timeout
@@ -187,13 +410,22 @@ class SemloopService:
             left = await self._exports.drain(deadline)
             if left:
                 clean = False
-                self._telemetry.add("semloop.export.dropped", "shutdown", left)
-                _logger.error(
-                    "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; dropped",
-                    left,
-                    self._sender.describe(),
-                    timeout,
-                )
+                if self._durable is None:
+                    self._telemetry.add("semloop.export.dropped", "shutdown", left)
+                    _logger.error(
+                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; dropped",
+                        left,
+                        self._sender.describe(),
+                        timeout,
+                    )
+                else:
+                    _logger.warning(
+                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; they stay in "
+                        "the durable queue and go out after the restart",
+                        left,
+                        self._sender.describe(),
+                        timeout,
+                    )
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -201,12 +433,13 @@ class SemloopService:
                 await task
         self._tasks.clear()
         await self._close_rest()
+        self.health.set("stopped")
         return clean
 
     def stats(self) -> dict[str, int]:
         """Counters and gauges as a flat dict without the ``semloop.`` prefix, e.g.
         ``traces.loop``, ``spans.forwarded.patched``, ``export.retries.retryable``,
-        ``export.dropped.queue_full``, ``export.pending``."""
+        ``requests.refused.memory``, ``export.pending``."""
         snapshot = self._telemetry.snapshot()
         if self._pipeline is not None:
             for key, value in self._pipeline.buffer.counts.items():
@@ -217,19 +450,41 @@ class SemloopService:
         """Run until SIGINT or SIGTERM, then :meth:`stop`. Main thread only."""
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        await self.start()
+        received = threading.Event()
+
+        def on_signal(signum: int, frame: Any) -> None:
+            if received.is_set():
+                _logger.warning("otel-semloop: signal %d again; already draining", signum)
+            received.set()
+            # Wakes a loop blocked in select(); if the loop's self-pipe is full the loop is
+            # awake anyway and the watcher below sees the flag.
+            loop.call_soon_threadsafe(stop.set)
+
+        async def watch() -> None:
+            while not received.is_set():
+                await asyncio.sleep(0.1)
+            stop.set()
+
+        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+        watcher = loop.create_task(watch())
         try:
+            await self.start()
             await stop.wait()
             _logger.info("otel-semloop: signal received; draining (up to %.0f s)", self.config.drain_timeout)
         finally:
+            watcher.cancel()
             clean = await self.stop()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                loop.remove_signal_handler(sig)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         return clean
 
     # -- internals -------------------------------------------------------------------------
+
+    async def _heartbeat(self) -> None:
+        """Proof of a turning loop for the liveness probe."""
+        while True:
+            self.health.beat()
+            await asyncio.sleep(min(1.0, self.config.tick * 10))
 
     def _forward(self, spans: list[Any]) -> None:
         assert self._exports is not None
@@ -243,6 +498,8 @@ class SemloopService:
             "semloop.export.pending": exports.pending if exports is not None else 0,
             "semloop.export.down": int(exports.down) if exports is not None else 0,
             "semloop.scorers.stuck": pipeline.stuck if pipeline is not None else 0,
+            "semloop.memory.accepted": self.accepted_bytes,
+            "semloop.durable.pending": self._durable.pending if self._durable is not None else 0,
         }
 
     async def _close_receivers(self) -> None:
@@ -264,12 +521,23 @@ class SemloopService:
         if self._executor is not None:
             # Stuck scoring threads are daemons of the pool: do not wait for them.
             self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._durable is not None:
+            with contextlib.suppress(Exception):
+                await self._durable.close()
+        for server in self._admin:
+            with contextlib.suppress(Exception):
+                server.close()
+        self._admin.clear()
+        if self._own_meter_provider is not None:
+            with contextlib.suppress(Exception):
+                self._own_meter_provider.shutdown(timeout_millis=5000)
 
 
 def serve(config: ServiceConfig) -> int:
     """Run the service in this (main) thread until SIGINT/SIGTERM. Exit status: 0 after a
     clean drain, 1 if spans were dropped or left unscored at shutdown, 2 if a receiver
     could not start."""
+    _raise_fd_limit()
 
     async def main() -> int:
         service = SemloopService(config)

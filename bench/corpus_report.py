@@ -1,0 +1,365 @@
+"""How the detectors do on the independent evaluation corpus (``bench/corpus/``).
+
+    python bench/corpus_report.py [--source synthetic|recording|all] [--variants N]
+                                  [--situation ID ...] [--json OUT]
+
+Reads the committed OTLP JSON lines (synthetic situations in three conventions, and the
+recordings of real agent frameworks) with the package's own file reader, builds each
+trace, and scores it three ways side by side:
+
+* ``default``: ``Scorer()`` (the deterministic detectors and the policy);
+* ``lexical``: ``Scorer(mode="lexical")`` (deepeval's AgentLoopDetectionMetric alone);
+* ``exact``: the baseline rule below: "same tool, same arguments, same result three times".
+
+How ``suspected`` counts: the default scorer has three labels. The report shows both
+readings: ``loop`` (only ``loop`` is a positive, which is what ``semloop.loop.detected``
+means) and ``loop|susp`` (``suspected`` is a positive too). ``unscored`` (no agent steps
+read from the trace) is a negative in both, and counted per convention, because a trace
+the reader cannot read must not pass silently.
+
+Figures: accuracy (verdicts right), FPR (healthy traces flagged / healthy traces),
+recall (loops flagged / loops); per situation, per convention, per framework; and per
+signal (default scorer, conclusive findings) precision and recall.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from otel_semloop.builder import build_trace  # noqa: E402
+from otel_semloop.model import SpanRecord, StepKind, Trace  # noqa: E402
+from otel_semloop.otlp import iter_json_lines  # noqa: E402
+from otel_semloop.scoring import Scorer  # noqa: E402
+from otel_semloop.verdict import Label  # noqa: E402
+
+CORPUS = ROOT / "bench" / "corpus"
+COLUMNS = ("default", "default_susp", "lexical", "exact")
+HEADERS = {
+    "default": "default(loop)",
+    "default_susp": "default(loop|susp)",
+    "lexical": "lexical",
+    "exact": "exact-repeat",
+}
+
+
+def exact_repeat_rule(trace: Trace, times: int = 3) -> bool:
+    """The 20-line baseline: some tool step whose (tool, arguments, result) triple occurs
+    ``times`` times in the trace, compared as canonical JSON / raw text, nothing masked.
+    An error counts as its message."""
+    seen: Counter[tuple[str, str, str]] = Counter()
+    for step in trace.steps:
+        if step.kind is not StepKind.TOOL:
+            continue
+        args = _canon(step.tool_arguments if step.tool_arguments is not None else step.input)
+        result = step.error_message if step.is_error else _canon(step.tool_result)
+        key = (step.name, args, result)
+        seen[key] += 1
+        if seen[key] >= times:
+            return True
+    return False
+
+
+def _canon(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+# --- loading -----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    trace_id: str
+    situation: str
+    label: str
+    convention: str
+    source: str
+    framework: str = ""
+    variant: int = 0
+    predictions: dict[str, bool] = field(default_factory=dict)
+    default_label: str = ""
+    signals: tuple[str, ...] = ()
+
+    @property
+    def loop(self) -> bool:
+        return self.label == "loop"
+
+
+def label_files(source: str) -> list[Path]:
+    files = []
+    if source in ("synthetic", "all"):
+        files += sorted((CORPUS / "data").glob("*.labels.jsonl"))
+    if source in ("recording", "all"):
+        files += sorted((CORPUS / "recordings").glob("**/labels.jsonl"))
+    return files
+
+
+def data_files_for(labels_path: Path) -> list[Path]:
+    """The OTLP files a labels file describes: the files beside it (``synthetic.*`` for
+    the synthetic labels, every ``*.otlp.jsonl[.gz]`` in a recording folder)."""
+    folder = labels_path.parent
+    if labels_path.name == "synthetic.labels.jsonl":
+        return sorted(folder.glob("synthetic.*.otlp.jsonl*"))
+    return sorted(p for p in folder.glob("*.otlp.jsonl*"))
+
+
+def load_rows(
+    source: str, variants: int | None, situations: set[str] | None, conventions: set[str] | None
+) -> tuple[list[Row], dict[str, list[SpanRecord]]]:
+    rows: dict[str, Row] = {}
+    data: list[Path] = []
+    for path in label_files(source):
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            d = json.loads(line)
+            if variants is not None and d.get("variant", 0) >= variants:
+                continue
+            if situations and d["situation"] not in situations:
+                continue
+            if conventions and d["convention"] not in conventions:
+                continue
+            rows[d["trace_id"]] = Row(
+                d["trace_id"],
+                d["situation"],
+                d["label"],
+                d["convention"],
+                d.get("source", ""),
+                d.get("framework", ""),
+                d.get("variant", 0),
+            )
+        data += data_files_for(path)
+    spans: dict[str, list[SpanRecord]] = defaultdict(list)
+    for path in data:
+        for batch in iter_json_lines(path):
+            if batch.error is not None:
+                raise batch.error
+            for record in batch.records:
+                if record.trace_id in rows:
+                    spans[record.trace_id].append(record)
+    missing = [t for t in rows if t not in spans]
+    if missing:
+        raise SystemExit(
+            f"{len(missing)} labelled traces have no spans in the data files (first: {missing[0]})"
+        )
+    return list(rows.values()), spans
+
+
+# --- scoring -----------------------------------------------------------------------------
+
+
+def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> None:
+    default, lexical = Scorer(), Scorer(mode="lexical")
+    for row in rows:
+        trace = build_trace(spans[row.trace_id])
+        d = default.score(trace)
+        row.default_label = d.label.value
+        row.predictions["default"] = d.label is Label.LOOP
+        row.predictions["default_susp"] = d.label in (Label.LOOP, Label.SUSPECTED)
+        row.predictions["lexical"] = lexical.score(trace).label is Label.LOOP
+        row.predictions["exact"] = bool(trace.steps) and exact_repeat_rule(trace)
+        row.signals = tuple(dict.fromkeys(f.signal for f in d.findings if f.conclusive))
+
+
+# --- figures -----------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    n: int = 0
+    loops: int = 0
+    right: Counter = field(default_factory=Counter)
+    fp: Counter = field(default_factory=Counter)
+    tp: Counter = field(default_factory=Counter)
+    unscored: int = 0
+
+    def add(self, row: Row) -> None:
+        self.n += 1
+        self.loops += row.loop
+        self.unscored += row.default_label == Label.UNSCORED.value
+        for col, flagged in row.predictions.items():
+            self.right[col] += flagged == row.loop
+            self.fp[col] += flagged and not row.loop
+            self.tp[col] += flagged and row.loop
+
+    @property
+    def healthy(self) -> int:
+        return self.n - self.loops
+
+    def acc(self, col: str) -> float:
+        return self.right[col] / self.n if self.n else 0.0
+
+    def fpr(self, col: str) -> float:
+        return self.fp[col] / self.healthy if self.healthy else 0.0
+
+    def recall(self, col: str) -> float:
+        return self.tp[col] / self.loops if self.loops else 0.0
+
+
+def tally_by(rows: Iterable[Row], key) -> dict[str, Tally]:
+    out: dict[str, Tally] = defaultdict(Tally)
+    for row in rows:
+        out[key(row)].add(row)
+    return dict(sorted(out.items()))
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:5.1f}%"
+
+
+def print_group_table(title: str, groups: dict[str, Tally], width: int = 16) -> None:
+    print(f"\n## {title}\n")
+    head = f"{'':{width}} {'n':>5} {'loops':>5} {'unscored':>8}"
+    for col in COLUMNS:
+        head += f" | {HEADERS[col]:^26}"
+    print(head)
+    sub = f"{'':{width}} {'':>5} {'':>5} {'':>8}" + (" | " + f"{'acc':>8} {'FPR':>8} {'recall':>8}") * len(
+        COLUMNS
+    )
+    print(sub)
+    print("-" * len(sub))
+    for name, t in groups.items():
+        line = f"{name:{width}} {t.n:>5} {t.loops:>5} {t.unscored:>8}"
+        for col in COLUMNS:
+            line += f" | {_pct(t.acc(col)):>8} {_pct(t.fpr(col)):>8} {_pct(t.recall(col)):>8}"
+        print(line)
+
+
+def print_situation_table(rows: list[Row]) -> None:
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for row in rows:
+        groups[row.situation].append(row)
+    print("\n## Per situation (share of verdicts right; signals: default scorer, most frequent first)\n")
+    head = (
+        f"{'situation':34} {'label':7} {'n':>4}"
+        + "".join(f" {HEADERS[c]:>18}" for c in COLUMNS)
+        + "  signals"
+    )
+    print(head)
+    print("-" * len(head))
+    for name in sorted(groups, key=lambda s: (groups[s][0].label, s)):
+        rs = groups[name]
+        t = Tally()
+        for r in rs:
+            t.add(r)
+        sig = Counter(s for r in rs for s in r.signals)
+        sig_text = ", ".join(f"{s}:{c}" for s, c in sig.most_common(3))
+        cells = "".join(f" {t.right[c]:>11}/{t.n:<3}  " for c in COLUMNS)
+        print(f"{name:34} {rs[0].label:7} {t.n:>4}{cells} {sig_text}")
+
+
+def signal_stats(rows: list[Row]) -> dict[str, dict[str, float]]:
+    loops = sum(r.loop for r in rows)
+    fired: Counter[str] = Counter()
+    hits: Counter[str] = Counter()
+    for r in rows:
+        for s in r.signals:
+            fired[s] += 1
+            hits[s] += r.loop
+    return {
+        s: {"fired": fired[s], "precision": hits[s] / fired[s], "recall": hits[s] / loops if loops else 0.0}
+        for s in sorted(fired)
+    }
+
+
+def print_signal_table(rows: list[Row]) -> None:
+    print("\n## Per signal (default scorer, conclusive findings): precision / recall\n")
+    convs = sorted({r.convention for r in rows})
+    per = {c: signal_stats([r for r in rows if r.convention == c]) for c in convs}
+    overall = signal_stats(rows)
+    head = f"{'signal':22} {'fired':>6} {'prec':>7} {'recall':>7}" + "".join(
+        f" | {c[:14]:^23}" for c in convs
+    )
+    print(head)
+    print("-" * len(head))
+    for s, st in overall.items():
+        line = f"{s:22} {st['fired']:>6} {_pct(st['precision']):>7} {_pct(st['recall']):>7}"
+        for c in convs:
+            cs = per[c].get(s)
+            prec, rec = (_pct(cs["precision"]), _pct(cs["recall"])) if cs else ("-", "-")
+            line += f" | {prec:>11} {rec:>11}"
+        print(line)
+
+
+def summary(rows: list[Row]) -> dict:
+    t = Tally()
+    for r in rows:
+        t.add(r)
+    return {
+        "traces": t.n,
+        "loops": t.loops,
+        "healthy": t.healthy,
+        "unscored": t.unscored,
+        "situations": len({r.situation for r in rows}),
+        **{col: {"accuracy": t.acc(col), "fpr": t.fpr(col), "recall": t.recall(col)} for col in COLUMNS},
+    }
+
+
+def report(rows: list[Row]) -> dict:
+    s = summary(rows)
+    print(
+        f"# Corpus report: {s['traces']} traces ({s['loops']} loop, {s['healthy']} healthy) "
+        f"over {s['situations']} situations; {s['unscored']} unscored by the default scorer"
+    )
+    print_group_table("Overall", {"all": tally_by(rows, lambda r: "all")["all"]})
+    print_group_table("Per convention", tally_by(rows, lambda r: r.convention))
+    recorded = [r for r in rows if r.source == "recording"]
+    if recorded:
+        print_group_table("Per framework (recordings)", tally_by(recorded, lambda r: r.framework), width=30)
+    print_situation_table(rows)
+    print_signal_table(rows)
+    s["per_convention"] = {
+        c: {col: {"accuracy": t.acc(col), "fpr": t.fpr(col), "recall": t.recall(col)} for col in COLUMNS}
+        | {"n": t.n, "unscored": t.unscored}
+        for c, t in tally_by(rows, lambda r: r.convention).items()
+    }
+    s["signals"] = signal_stats(rows)
+    return s
+
+
+def run(
+    source: str = "all",
+    variants: int | None = None,
+    situations: set[str] | None = None,
+    conventions: set[str] | None = None,
+) -> tuple[list[Row], dict]:
+    rows, spans = load_rows(source, variants, situations, conventions)
+    score_rows(rows, spans)
+    return rows, report(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--source", choices=("synthetic", "recording", "all"), default="all")
+    parser.add_argument("--variants", type=int, help="only the first N variants of each situation")
+    parser.add_argument("--situation", action="append", help="only this situation (repeatable)")
+    parser.add_argument("--convention", action="append", help="only this convention (repeatable)")
+    parser.add_argument("--json", type=Path, help="also write the summary figures as JSON")
+    args = parser.parse_args(argv)
+    _, figures = run(
+        args.source,
+        args.variants,
+        set(args.situation) if args.situation else None,
+        set(args.convention) if args.convention else None,
+    )
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

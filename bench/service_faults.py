@@ -1,0 +1,217 @@
+"""Faults against the real ``otel-semloop serve`` on loopback, each scenario in a fresh
+service process with a real OTLP/gRPC downstream in another process:
+
+* ``large``: one 18 MB request of 600,000 one-span traces;
+* ``burst-sigterm``: 8 senders burst traffic, then SIGTERM at once: the first signal
+  must start the drain (no lost signal), everything acknowledged must be forwarded;
+* ``slow-clients``: 3,000 connections that never finish their request headers, while a
+  normal sender keeps sending: the service keeps forwarding, the slow ones are closed;
+* ``slow-downstream``: a downstream slower (3 s a request) than ``export_timeout`` (1 s).
+
+Printed for each: spans acknowledged / forwarded / lost / duplicated, peak RSS, exit
+status, notes. Lost must be 0. Duplicated is 0 except for a downstream slower than the
+export timeout, where a request that timed out is sent again (at least once, same ids: the
+next hop can de-duplicate; see ``otel_semloop/service/exporter.py``).
+
+    python bench/service_faults.py                 # all scenarios
+    python bench/service_faults.py large slow-downstream
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import Any
+
+from service_support import EXPORT, Downstream, Serve, run_senders
+
+MIB = 1 << 20
+
+
+def _grpc_call(port: int, body: bytes, timeout: float = 120) -> bool:
+    import grpc
+
+    with grpc.insecure_channel(
+        f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)]
+    ) as channel:
+        call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        try:
+            call(body, timeout=timeout)
+            return True
+        except grpc.RpcError as exc:
+            print(f"    refused: {exc.code().name}: {exc.details()}")
+            return False
+
+
+def _report(
+    name: str, acked: int, got: dict[str, Any], serve: Serve, code: int, notes: str = ""
+) -> dict[str, Any]:
+    lost = max(0, acked - got["unique"])
+    row = {
+        "scenario": name,
+        "acked": acked,
+        "forwarded": got["unique"],
+        "lost": lost,
+        "duplicated": got["duplicated"],
+        "peak_rss_mb": serve.peak_rss() / MIB,
+        "exit": code,
+        "notes": notes,
+    }
+    print(
+        f"{name:<16} acked {acked:>8}  forwarded {got['unique']:>8}  lost {lost:>6}  "
+        f"duplicated {got['duplicated']:>6}  peak RSS {row['peak_rss_mb']:>6.0f} MB  exit {code}  {notes}",
+        flush=True,
+    )
+    return row
+
+
+def large() -> dict[str, Any]:
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    ss = request.resource_spans.add().scope_spans.add()
+    for i in range(600_000):
+        ss.spans.append(
+            trace_pb2.Span(
+                trace_id=(i + 1).to_bytes(16, "big"),
+                span_id=(i + 1).to_bytes(8, "big"),
+                name="GET /item",
+                start_time_unix_nano=1_767_225_600_000_000_000,
+                end_time_unix_nano=1_767_225_600_001_000_000,
+            )
+        )
+    body = request.SerializeToString()
+    downstream = Downstream()
+    serve = Serve(
+        ["--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint, "--grace", "0.2"]
+    )
+    acked = 600_000 if _grpc_call(serve.grpc_port, body) else 0
+    deadline = time.monotonic() + 120
+    while downstream.snapshot()["unique"] < acked and time.monotonic() < deadline:
+        time.sleep(0.5)
+    code = serve.stop()
+    return _report(
+        "large", acked, downstream.stop(), serve, code, f"one request of {len(body) / MIB:.1f} MiB"
+    )
+
+
+def burst_sigterm() -> dict[str, Any]:
+    downstream = Downstream()
+    serve = Serve(
+        ["--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint, "--grace", "2"]
+    )
+    sent = run_senders(serve.grpc_port, senders=8, duration=4.0, traces_per_request=16, rounds=2)
+    started = time.monotonic()
+    serve.process.send_signal(signal.SIGTERM)  # once, right after the burst
+    try:
+        code = serve.process.wait(60)
+    except Exception:
+        code = -1
+    took = time.monotonic() - started
+    serve.stop()
+    lost_signal = "Exception ignored when trying to write to the signal wakeup fd" in serve.log
+    notes = f"exited {took:.1f} s after one SIGTERM" + ("; SIGNAL LOST" if lost_signal else "")
+    return _report("burst-sigterm", sent["acked"], downstream.stop(), serve, code, notes)
+
+
+def slow_clients() -> dict[str, Any]:
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 16384), hard))
+    downstream = Downstream()
+    serve = Serve(
+        ["--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--export-endpoint", downstream.endpoint],
+        env={"SEMLOOP_HEADER_TIMEOUT": "5"},
+    )
+    http_port = 0
+    for line in serve.lines:
+        if "http 127.0.0.1:0 (port " in line:
+            http_port = int(line.split("http 127.0.0.1:0 (port ")[1].split(")")[0])
+    sockets: list[socket.socket] = []
+    stop = threading.Event()
+
+    def attack() -> None:
+        while not stop.is_set() and len(sockets) < 3000:
+            try:
+                sock = socket.create_connection(("127.0.0.1", http_port), timeout=2)
+                sock.sendall(b"POST /v1/traces HTTP/1.1\r\nHost: x\r\n")
+                sockets.append(sock)
+            except OSError:
+                time.sleep(0.01)
+
+    attacker = threading.Thread(target=attack)
+    attacker.start()
+    log_before = len(serve.log)
+    sent = run_senders(serve.grpc_port, senders=2, duration=10.0, traces_per_request=8, rounds=2)
+    stop.set()
+    attacker.join()
+    open_left = 0
+    for sock in sockets:
+        sock.setblocking(False)
+        try:
+            if sock.recv(1) != b"":
+                open_left += 1
+        except BlockingIOError:
+            open_left += 1
+        except OSError:
+            pass
+        sock.close()
+    log_bytes = len(serve.log) - log_before
+    code = serve.stop()
+    notes = f"{len(sockets)} slow connections, {open_left} still open after 10 s; {log_bytes} bytes logged"
+    return _report("slow-clients", sent["acked"], downstream.stop(), serve, code, notes)
+
+
+def slow_downstream() -> dict[str, Any]:
+    downstream = Downstream(delay=3.0)
+    serve = Serve(
+        [
+            "--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint,
+            "--grace", "0.2", "--export-timeout", "1", "--drain-timeout", "60",
+        ],
+        env={"SEMLOOP_RETRY_MAX_BACKOFF": "1", "SEMLOOP_EXPORT_QUEUE_SPANS": "2000"},
+    )  # fmt: skip
+    sent = run_senders(serve.grpc_port, senders=2, duration=8.0, traces_per_request=4, rounds=2)
+    code = serve.stop()
+    time.sleep(4)  # requests the downstream is still processing
+    got = downstream.stop()
+    notes = "export_timeout 1 s < downstream 3 s: timed-out requests are resent (at least once, same ids)"
+    return _report("slow-downstream", sent["acked"], got, serve, code, notes)
+
+
+SCENARIOS = {
+    "large": large,
+    "burst-sigterm": burst_sigterm,
+    "slow-clients": slow_clients,
+    "slow-downstream": slow_downstream,
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "scenarios", nargs="*", metavar="SCENARIO", help=", ".join(SCENARIOS) + " (default: all)"
+    )
+    args = parser.parse_args()
+    names = args.scenarios or list(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario(s): {', '.join(unknown)}")
+    rows = [SCENARIOS[name]() for name in names]
+    bad = [
+        r["scenario"] for r in rows if r["lost"] or (r["duplicated"] and r["scenario"] != "slow-downstream")
+    ]
+    if bad:
+        print(f"FAILED: {', '.join(bad)} lost or duplicated spans")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,358 @@
+"""What the service benchmarks share: a counting OTLP/gRPC downstream in its own process,
+sender processes that push agent traces over OTLP/gRPC as fast as they are acknowledged,
+the pass-through floor service, and the service under test as a real ``otel-semloop
+serve`` process with its RSS sampled.
+
+Everything runs on loopback in separate processes, so the service is measured with the
+CPU it would have in production (the senders and the downstream do not share its GIL).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+_PORTS = re.compile(r"grpc \S+ \(port (\d+)\), http \S+ \(port (\d+)\)")
+
+
+# -- the downstream: counts spans, ids and verdict labels --------------------------------------
+
+
+def _downstream_main(port_queue: Any, stop: Any, results: Any, delay: float) -> None:
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    lock = threading.Lock()
+    seen: dict[bytes, int] = {}
+    labels: dict[str, int] = {}
+    empty = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+
+    def export(body: bytes, context: Any) -> bytes:
+        request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
+        keys = []
+        roots = []
+        for rs in request.resource_spans:
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    keys.append(span.trace_id + span.span_id)
+                    if not span.parent_span_id:
+                        label = "-"
+                        for kv in span.attributes:
+                            if kv.key == "semloop.label":
+                                label = kv.value.string_value
+                                break
+                        roots.append(label)
+        if delay:
+            time.sleep(delay)
+        with lock:
+            for key in keys:
+                seen[key] = seen.get(key, 0) + 1
+            for label in roots:
+                labels[label] = labels.get(label, 0) + 1
+        return empty
+
+    handler = grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.trace.v1.TraceService",
+        {"Export": grpc.unary_unary_rpc_method_handler(export)},
+    )
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=8),
+        handlers=[handler],
+        options=[("grpc.max_receive_message_length", 256 << 20)],
+    )
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    port_queue.put(port)
+    while True:
+        command = stop.get()
+        with lock:
+            copies = list(seen.values())
+            results.put(
+                {
+                    "unique": len(copies),
+                    "received": sum(copies),
+                    "duplicated": sum(c - 1 for c in copies),
+                    "keys": list(seen) if command == "keys" else None,
+                    "labels": dict(labels),
+                }
+            )
+        if command == "stop":
+            server.stop(0)
+            return
+
+
+class Downstream:
+    """A real OTLP/gRPC receiver in its own process. ``delay``: seconds per request (a slow
+    backend)."""
+
+    def __init__(self, delay: float = 0.0) -> None:
+        context = mp.get_context("spawn")
+        ports, self._commands, self._results = context.Queue(), context.Queue(), context.Queue()
+        self._process = context.Process(
+            target=_downstream_main, args=(ports, self._commands, self._results, delay), daemon=True
+        )
+        self._process.start()
+        self.port = ports.get(timeout=30)
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+
+    def snapshot(self, keys: bool = False) -> dict[str, Any]:
+        self._commands.put("keys" if keys else "count")
+        return self._results.get(timeout=60)
+
+    def stop(self) -> dict[str, Any]:
+        self._commands.put("stop")
+        result = self._results.get(timeout=60)
+        self._process.join(10)
+        return result
+
+
+# -- senders -------------------------------------------------------------------------------------
+
+
+def _sender_main(
+    port: int, seed: int, traces_per_request: int, rounds: int, stop_at: float, out: Any, keep_ids: bool
+) -> None:
+    import random
+
+    import grpc
+
+    from tests.service.traffic import agent_spans, request_of
+
+    rng = random.Random(seed)
+    templates = []
+    for k in range(16):  # requests whose trace ids are patched in place for each send
+        trace_ids = [rng.randbytes(16) for _ in range(traces_per_request)]
+        spans = []
+        for i, tid in enumerate(trace_ids):
+            spans.extend(agent_spans(tid, rounds, loop=(k + i) % 2 == 0))
+        body = request_of(spans).SerializeToString()
+        offsets = [[m.start() for m in re.finditer(re.escape(tid), body)] for tid in trace_ids]
+        templates.append((bytearray(body), offsets, len(spans)))
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)])
+    call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+    acked = refused = errors = 0
+    ids: list[bytes] = []
+    n = 0
+    while time.time() < stop_at:
+        body, offsets, count = templates[n % len(templates)]
+        n += 1
+        new_ids = [rng.randbytes(16) for _ in offsets]
+        for positions, tid in zip(offsets, new_ids, strict=True):
+            for at in positions:
+                body[at : at + 16] = tid
+        while time.time() < stop_at:
+            try:
+                call(bytes(body), timeout=30)
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                    refused += 1
+                    time.sleep(0.05)  # backpressure: the data waits here, as in an SDK exporter
+                    continue
+                errors += 1
+                break
+            acked += count
+            if keep_ids:
+                ids.extend(new_ids)
+            break
+    channel.close()
+    out.put({"acked": acked, "refused": refused, "errors": errors, "trace_ids": ids if keep_ids else None})
+
+
+def run_senders(
+    port: int,
+    senders: int,
+    duration: float,
+    traces_per_request: int = 8,
+    rounds: int = 4,
+    keep_ids: bool = False,
+) -> dict[str, Any]:
+    """``senders`` processes sending for ``duration`` seconds; totals of what was acked."""
+    context = mp.get_context("spawn")
+    out = context.Queue()
+    stop_at = time.time() + duration
+    processes = [
+        context.Process(
+            target=_sender_main, args=(port, 1000 + i, traces_per_request, rounds, stop_at, out, keep_ids)
+        )
+        for i in range(senders)
+    ]
+    for process in processes:
+        process.start()
+    results = [out.get(timeout=duration + 120) for _ in processes]
+    for process in processes:
+        process.join(10)
+    total: dict[str, Any] = {"acked": 0, "refused": 0, "errors": 0, "trace_ids": []}
+    for result in results:
+        for key in ("acked", "refused", "errors"):
+            total[key] += result[key]
+        if result["trace_ids"]:
+            total["trace_ids"].extend(result["trace_ids"])
+    return total
+
+
+# -- the pass-through floor ----------------------------------------------------------------------
+
+
+def _floor_main(port_queue: Any, downstream_port: int) -> None:
+    import asyncio
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    async def main() -> None:
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{downstream_port}")
+        forward = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        empty = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+
+        async def export(body: bytes, context: Any) -> bytes:
+            request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)  # decode
+            await forward(request.SerializeToString(), timeout=30)  # and forward
+            return empty
+
+        handler = grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.trace.v1.TraceService",
+            {"Export": grpc.unary_unary_rpc_method_handler(export)},
+        )
+        server = grpc.aio.server(handlers=[handler])
+        port = server.add_insecure_port("127.0.0.1:0")
+        await server.start()
+        port_queue.put(port)
+        await server.wait_for_termination()
+
+    asyncio.run(main())
+
+
+class Floor:
+    """A pass-through OTLP service that only decodes and forwards (no grouping, no
+    scoring): the cost floor of any OTLP-in/OTLP-out Python service here."""
+
+    def __init__(self, downstream_port: int) -> None:
+        context = mp.get_context("spawn")
+        ports = context.Queue()
+        self.process = context.Process(target=_floor_main, args=(ports, downstream_port), daemon=True)
+        self.process.start()
+        self.grpc_port = ports.get(timeout=30)
+        self.pid = self.process.pid
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(10)
+
+
+# -- the service under test --------------------------------------------------------------------
+
+
+@dataclass
+class Serve:
+    """``otel-semloop serve`` as a subprocess with its stderr collected and RSS sampled."""
+
+    args: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+    rss: list[tuple[float, int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **self.env}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "otel_semloop", "serve", "--health", "off", *self.args],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
+        self.pid = self.process.pid
+        self._listening = threading.Event()
+        self.grpc_port = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        self._sampling = True
+        threading.Thread(target=self._sample, daemon=True).start()
+        if not self._listening.wait(60):
+            raise RuntimeError("serve did not start:\n" + "".join(self.lines))
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+            match = _PORTS.search(line)
+            if match and not self.grpc_port:
+                self.grpc_port = int(match.group(1))
+                self._listening.set()
+
+    def _sample(self) -> None:
+        import psutil
+
+        proc = psutil.Process(self.pid)
+        started = time.monotonic()
+        while self._sampling:
+            try:
+                rss = proc.memory_info().rss
+                for child in proc.children(recursive=True):
+                    rss += child.memory_info().rss
+            except psutil.Error:
+                return
+            self.rss.append((time.monotonic() - started, rss))
+            time.sleep(0.25)
+
+    def cpu_seconds(self) -> float:
+        import psutil
+
+        try:
+            proc = psutil.Process(self.pid)
+            times = proc.cpu_times()
+            total = times.user + times.system
+            for child in proc.children(recursive=True):
+                t = child.cpu_times()
+                total += t.user + t.system
+            return total
+        except psutil.Error:
+            return 0.0
+
+    def peak_rss(self) -> int:
+        return max((r for _, r in self.rss), default=0)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
+        self._sampling = False
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            return -9
+
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
+
+
+def cpu_of(pid: int) -> float:
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+        return times.user + times.system
+    except psutil.Error:
+        return 0.0
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2

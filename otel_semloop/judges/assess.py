@@ -1,0 +1,225 @@
+"""Read a judge's answers into sub-scores, findings and attributes.
+
+Answers become deepeval-shaped sub-scores (semloop's reading, so the benchmark's oracle
+column is reproduced):
+
+* reasoning stagnation: per pair question, P(stagnant) is ``1 - P(yes)`` for
+  ``progress`` and ``P(yes)`` for ``revisit``. The worst pair decides: from
+  ``severe`` (0.85) the sub-score is 0.0, from ``mild`` (0.60) 0.5, else 1.0.
+* tool repetition: a ``tool_repeat`` answer with P(same action) >= 0.5 counts the tool's
+  calls as repeats: 0.5 from ``repetition_threshold`` calls, 0.0 from twice that. The
+  lower of this and deepeval's exact-match sub-score is kept.
+* call-graph cycles: deepeval's, unchanged (exact and free).
+
+Undecided band (``undecided`` = 0.4-0.6): when nothing cleared the bar and the closest
+answer sits in the band, or every pair answer is missing, the judge has not decided, and
+the deterministic evidence decides instead (deepeval's lexical stagnation, and the
+detectors' verdict, which always stands). A tool answer in the band is ignored.
+
+The judged score combines the three with deepeval's weights (0.40/0.35/0.25, loop below
+0.5). It becomes findings for the policy: ``judge_loop`` (conclusive, no progress: the
+judge saw steps that got nowhere) when the judged score is below the threshold, else a
+``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired alone.
+The scorer adds them to the detectors' findings, so the policy decides, and the more
+severe of judged and deterministic evidence wins: a judge adds detections but can never
+hide one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from otel_semloop.detectors.lexical import WEIGHTS
+from otel_semloop.judges.base import Answer
+from otel_semloop.judges.questions import QuestionSet, parse_question_id
+from otel_semloop.verdict import Finding, LexicalResult
+
+__all__ = ["AssessConfig", "Assessment", "assess"]
+
+
+@dataclass(frozen=True, slots=True)
+class AssessConfig:
+    severe: float = 0.85
+    mild: float = 0.60
+    undecided: tuple[float, float] = (0.40, 0.60)
+    repetition_threshold: int = 3
+    threshold: float = 0.5
+    #: Stagnant pairs quoted in the reason.
+    quoted: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class PairVerdict:
+    kind: str
+    i: int
+    j: int
+    stagnation: float
+
+    def describe(self) -> str:
+        if self.kind == "progress":
+            return f"step {self.j} made no progress over step {self.i} (p={self.stagnation:.2f})"
+        return f"step {self.j} revisits step {self.i} (p={self.stagnation:.2f})"
+
+
+@dataclass(frozen=True, slots=True)
+class Assessment:
+    """What the answers say about one trace."""
+
+    breakdown: Mapping[str, float]
+    score: float
+    undecided: bool
+    findings: tuple[Finding, ...]
+    reason: str
+    missing: int
+    stagnation_level: float | None = None
+    stagnant_pairs: tuple[PairVerdict, ...] = field(default=())
+
+    @property
+    def loop(self) -> bool:
+        return self.score < 0.5
+
+
+def _combine(breakdown: Mapping[str, float]) -> float:
+    weights = total = 0.0
+    for name, weight in WEIGHTS:
+        weights += weight
+        total += breakdown[name] * weight
+    return total / weights
+
+
+def assess(
+    question_set: QuestionSet,
+    answers: Mapping[str, Answer],
+    lexical: LexicalResult,
+    config: AssessConfig | None = None,
+) -> Assessment:
+    """Sub-scores, findings and a reason from ``answers`` (see the module doc)."""
+    config = config or AssessConfig()
+    low, high = config.undecided
+    pairs: list[PairVerdict] = []
+    asked_pairs = 0
+    missing = 0
+    for qid in question_set.questions:
+        if qid == "stagnation":
+            continue
+        if qid not in answers:
+            missing += 1
+    for qid in question_set.questions:
+        parsed = parse_question_id(qid)
+        if parsed is None:
+            continue
+        asked_pairs += 1
+        answer = answers.get(qid)
+        if answer is None or answer.type != "noul":
+            continue
+        kind, i, j = parsed
+        p_yes = float(answer.value)
+        pairs.append(PairVerdict(kind, i, j, 1.0 - p_yes if kind == "progress" else p_yes))
+
+    lexical_stagnation = float(lexical.breakdown.get("reasoning_stagnation", 1.0))
+    stagnation = 1.0
+    undecided = False
+    stagnant: list[PairVerdict] = []
+    reasons: list[str] = []
+    if pairs:
+        worst = max(pairs, key=lambda p: p.stagnation)
+        if worst.stagnation >= config.severe:
+            stagnation = 0.0
+        elif worst.stagnation >= config.mild:
+            stagnation = 0.5
+        stagnant = sorted((p for p in pairs if p.stagnation >= config.mild), key=lambda p: -p.stagnation)
+        undecided = stagnation == 1.0 and low <= worst.stagnation <= high
+    elif asked_pairs:
+        undecided = True  # asked, but no usable answer came back
+    if undecided:
+        stagnation = min(stagnation, lexical_stagnation)
+        reasons.append("the judge was undecided on progress, so the deterministic evidence decided")
+    if stagnant:
+        reasons.append("; ".join(p.describe() for p in stagnant[: config.quoted]))
+
+    judged_repetition = 1.0
+    repeated_tool = ""
+    for qid in question_set.questions:
+        name = question_set.tool_name(qid)
+        answer = answers.get(qid)
+        if name is None or answer is None or answer.type != "noul":
+            continue
+        p_same = float(answer.value)
+        if p_same < 0.5 or low <= p_same < high:
+            continue
+        count = question_set.tool_counts.get(name, 0)
+        value = (
+            0.0
+            if count >= 2 * config.repetition_threshold
+            else (0.5 if count >= config.repetition_threshold else 1.0)
+        )
+        if value < judged_repetition:
+            judged_repetition, repeated_tool = (
+                value,
+                f"tool {name!r} called {count} times as one action (p={p_same:.2f})",
+            )
+    if repeated_tool:
+        reasons.append(repeated_tool)
+    breakdown = {
+        "tool_repetition": min(judged_repetition, float(lexical.breakdown.get("tool_repetition", 1.0))),
+        "reasoning_stagnation": stagnation,
+        "call_graph_cycles": float(lexical.breakdown.get("call_graph_cycles", 1.0)),
+    }
+    score = _combine(breakdown)
+
+    span_ids: list[str] = []
+    by_index = question_set.step_by_index
+    for pair in stagnant:
+        for index in (pair.i, pair.j):
+            judged = by_index.get(index)
+            if judged is not None:
+                span_ids.extend(s for s in judged.span_ids if s not in span_ids)
+    first = min((p.i for p in stagnant), default=None)
+    last = max((p.j for p in stagnant), default=None)
+    description = "; ".join(reasons) or "no stagnation judged"
+    findings: list[Finding] = []
+    if score < config.threshold:
+        findings.append(
+            Finding(
+                "judge_loop",
+                severity=round((1.0 - score) / (1.0 - config.threshold), 4),
+                description=f"the judge found no progress: {description}",
+                span_ids=tuple(span_ids),
+                started_step=first,
+                detected_step=last,
+                no_progress=True,
+            )
+        )
+    else:
+        # One judged sub-signal alone is a warning, as in deepeval: it cannot fail a trace.
+        if stagnation < 1.0 and not undecided:
+            findings.append(
+                Finding(
+                    "judge_stagnation",
+                    severity=0.75 if stagnation == 0.0 else 0.5,
+                    description=f"the judge saw steps that got nowhere: {description}",
+                    span_ids=tuple(span_ids),
+                    started_step=first,
+                    detected_step=last,
+                )
+            )
+        if judged_repetition < 1.0:
+            findings.append(
+                Finding(
+                    "judge_tool_repeat",
+                    severity=0.75 if judged_repetition == 0.0 else 0.5,
+                    description=f"the judge saw one action repeated: {repeated_tool}",
+                )
+            )
+    level = answers.get("stagnation")
+    return Assessment(
+        breakdown=breakdown,
+        score=score,
+        undecided=undecided,
+        findings=tuple(findings),
+        reason=description,
+        missing=missing,
+        stagnation_level=float(level.value) if level is not None and level.type == "score" else None,
+        stagnant_pairs=tuple(stagnant),
+    )

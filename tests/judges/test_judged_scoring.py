@@ -1,0 +1,234 @@
+"""How answers count: the undecided band, the more severe verdict wins, escalation, the cache,
+and the scripted and local backends."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import pytest
+from judge_support import healthy_run, paraphrased_loop
+
+from otel_semloop.judges import Escalation, Judge, JudgedScorer, build_question_set
+from otel_semloop.judges.backends.local import LocalBackend, same_action
+from otel_semloop.judges.backends.scripted import ScriptedBackend
+from otel_semloop.judges.base import JudgeRequest
+from otel_semloop.judges.cache import AnswerCache
+from otel_semloop.judges.escalation import is_undecided
+from otel_semloop.model import Step, StepKind, Trace
+from otel_semloop.scoring import Scorer
+from otel_semloop.verdict import Label
+from otel_semloop.writeback import verdict_attributes
+
+STUCK = {"progress": 0.05, "revisit": 0.9, "tool_repeat": 0.9, "stagnation": 3}
+FINE = {"progress": 0.95, "revisit": 0.05, "tool_repeat": 0.05, "stagnation": 0}
+
+
+def scorer(script, escalate="always", **kwargs) -> JudgedScorer:
+    return JudgedScorer(Judge(ScriptedBackend(script), **kwargs), escalate=escalate)
+
+
+def reworded_loop() -> Trace:
+    """A loop no fingerprint sees: each step searches with different words, finds nothing new."""
+    steps = []
+    for i, (plan, query) in enumerate(
+        [
+            ("Look for the checkout code by searching the repository for it.", "checkout"),
+            ("Maybe the handler is named differently; search for the order route instead.", "order route"),
+            ("Try the guest path; search for the guest session middleware.", "guest session"),
+            ("Search the repository for the code that builds the checkout response.", "checkout response"),
+        ]
+    ):
+        steps.append(Step(StepKind.LLM, "chat", output=plan, output_text=plan, span_id=f"l{i}"))
+        steps.append(
+            Step(
+                StepKind.TOOL,
+                "grep",
+                tool_arguments={"pattern": query},
+                tool_result=f"{i} hits in docs",
+                span_id=f"t{i}",
+            )
+        )
+    return Trace.from_steps(steps, trace_id="9" * 32, goal="fix checkout")
+
+
+def test_a_judge_adds_a_loop_the_detectors_cannot_see():
+    trace = reworded_loop()
+    assert Scorer().score(trace).label is Label.NO_LOOP
+    verdict = scorer(STUCK).score(trace)
+    assert verdict.label is Label.LOOP and "judge_loop" in verdict.fired_signals
+    assert verdict.in_loop_span_ids >= {"l0", "l1", "t0", "t1"}
+    assert "the judge found no progress" in verdict.reason
+
+
+def test_a_judge_never_hides_a_detected_loop():
+    trace = paraphrased_loop()
+    deterministic = Scorer().score(trace)
+    verdict = scorer(FINE).score(trace)
+    assert verdict.label is deterministic.label is Label.LOOP
+    assert verdict.score == deterministic.score
+    assert verdict_attributes(verdict)["semloop.judge.score"] < 1.0  # lexical tool repetition stays
+
+
+def test_one_judged_signal_alone_is_a_warning_not_a_loop():
+    trace = reworded_loop()
+    verdict = scorer({"progress": 0.05, "revisit": 0.05, "tool_repeat": 0.05}).score(trace)
+    assert verdict.label is Label.NO_LOOP
+    assert "judge_stagnation" in verdict.fired_signals
+
+
+@pytest.mark.parametrize(
+    ("p_progress", "undecided"), [(0.45, True), (0.55, True), (0.65, False), (0.35, False)]
+)
+def test_answers_in_the_undecided_band_fall_back_to_deterministic_evidence(p_progress, undecided):
+    trace = reworded_loop()
+    verdict = scorer({"progress": p_progress, "revisit": 0.1}).score(trace)
+    attrs = verdict_attributes(verdict)
+    assert attrs["semloop.judge.undecided"] is undecided
+    if undecided:  # the lexical stagnation of this trace is 1.0: nothing judged
+        assert attrs["semloop.judge.reasoning_stagnation"] == 1.0
+
+
+def template_run() -> Trace:
+    """Five files read, each described in the same sentence: lexical stagnation fires."""
+    steps = []
+    for i, name in enumerate(["orders.py", "session.py", "cart.py", "totals.py", "webhook.py"]):
+        text = (
+            f"Now checking {name} for the deprecated call, reading through its imports and every function "
+            "it exports one by one, then carefully noting whether anything in this particular file needs "
+            "migrating before moving on to the next file waiting in the list."
+        )
+        steps.append(Step(StepKind.LLM, "chat", output=text, output_text=text, span_id=f"l{i}"))
+        steps.append(
+            Step(StepKind.TOOL, "read_file", tool_arguments={"path": name}, tool_result="ok", span_id=f"t{i}")
+        )
+    return Trace.from_steps(steps, trace_id="6" * 32, goal="migrate the deprecated call")
+
+
+def test_escalation_sends_only_undecided_traces_and_counts_the_calls_saved():
+    loop, healthy, clean, template = paraphrased_loop(), healthy_run(), reworded_loop(), template_run()
+    assert [is_undecided(Scorer().score(t)) for t in (loop, healthy, clean, template)] == [
+        False,
+        False,
+        False,
+        True,
+    ]
+    judged = scorer(FINE, escalate="undecided")
+    verdicts = [judged.score(t) for t in (loop, healthy, clean, template)]
+    statuses = [verdict_attributes(v)["semloop.judge.status"] for v in verdicts]
+    assert statuses == ["skipped", "skipped", "skipped", "judged"]
+    assert judged.judge.stats.saved_by_escalation == 3 and len(judged.judge.backend.requests) == 1
+    assert verdicts[3].label is Label.NO_LOOP
+    always = scorer(STUCK, escalate="always")
+    assert [verdict_attributes(always.score(t))["semloop.judge.status"] for t in (loop, healthy, clean)] == [
+        "judged"
+    ] * 3
+    never = scorer(STUCK, escalate="never")
+    assert verdict_attributes(never.score(clean))["semloop.judge.status"] == "skipped"
+
+
+def test_a_sample_rate_picks_the_same_traces_every_time():
+    rate = Escalation.parse("0.5")
+    verdict = Scorer().score(reworded_loop())
+    picks = [rate.should_judge(f"{i:032x}", verdict) for i in range(400)]
+    assert picks == [rate.should_judge(f"{i:032x}", verdict) for i in range(400)]
+    assert 150 < sum(picks) < 250
+    with pytest.raises(ValueError):
+        Escalation.parse("sometimes")
+
+
+def test_rescoring_the_same_trace_is_answered_from_the_cache(tmp_path):
+    path = tmp_path / "answers.sqlite3"
+    first = JudgedScorer(Judge(ScriptedBackend(STUCK), cache=AnswerCache(path)), escalate="always")
+    a = verdict_attributes(first.score(reworded_loop()))
+    first.judge.close()
+    again = JudgedScorer(Judge(ScriptedBackend(STUCK), cache=AnswerCache(path)), escalate="always")
+    b = verdict_attributes(again.score(reworded_loop()))
+    assert again.judge.backend.requests == [] and again.judge.stats.cache_hits == 1
+    assert b["semloop.judge.status"] == "cached" and b["semloop.judge.cost_usd"] == 0.0
+    assert {k: v for k, v in a.items() if k not in ("semloop.judge.status", "semloop.judge.latency_ms")} == {
+        k: v for k, v in b.items() if k not in ("semloop.judge.status", "semloop.judge.latency_ms")
+    }
+    again.judge.close()
+
+
+def test_staged_scoring_yields_the_deterministic_verdict_first_marked_as_waiting_for_the_judge():
+    stages = list(scorer(STUCK).score_stages(reworded_loop()))
+    assert len(stages) == 2
+    first, last = (verdict_attributes(v) for v in stages)
+    assert first["semloop.judge.error"] == "timeout" and first["semloop.label"] == "no_loop"
+    assert last["semloop.judge.status"] == "judged" and "semloop.judge.error" not in last
+    assert last["semloop.label"] == "loop"
+
+
+def test_a_slow_judge_past_the_budget_leaves_the_deterministic_verdict():
+    judged = JudgedScorer(Judge(ScriptedBackend(STUCK, delay=2.0)), escalate="always", budget_seconds=0.3)
+    verdict = judged.score(reworded_loop())
+    attrs = verdict_attributes(verdict)
+    assert attrs["semloop.judge.error"] == "timeout" and verdict.label is Label.NO_LOOP
+
+
+# -- the local backend, with a stand-in embedder (the real model: test_local_model.py) ----------
+
+
+class HashEmbedder:
+    """Bag-of-words vectors: texts sharing words are similar. Deterministic, no model."""
+
+    def encode(self, texts, normalize_embeddings=True, show_progress_bar=False):
+        out = []
+        for text in texts:
+            vector = [0.0] * 64
+            for word in text.lower().split():
+                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            out.append([v / norm for v in vector])
+        return out
+
+
+def local_scorer() -> JudgedScorer:
+    return JudgedScorer(Judge(LocalBackend(HashEmbedder())), escalate="always")
+
+
+def test_cosmetic_argument_changes_are_the_same_action_and_new_targets_are_not():
+    grep = {"tool": "grep", "result": "no matches"}
+    assert same_action(
+        {**grep, "arguments": '{"pattern": "x", "path": "."}'},
+        {**grep, "arguments": '{"pattern": "x", "path": "./", "case_sensitive": false}'},
+    )
+    assert not same_action(
+        {**grep, "arguments": '{"path": "orders_controller.py"}'},
+        {**grep, "arguments": '{"path": "guest_session.py"}'},
+    )
+    assert not same_action({**grep, "arguments": "{}"}, {"tool": "read_file", "arguments": "{}"})
+
+
+def test_the_local_judge_reads_a_repeated_search_as_stuck_and_real_work_as_progress():
+    judged = local_scorer()
+    loop = verdict_attributes(judged.score(paraphrased_loop()))
+    fine = verdict_attributes(judged.score(healthy_run()))
+    judged.judge.close()
+    assert loop["semloop.judge.reasoning_stagnation"] == 0.0 and loop["semloop.judge.tool_repetition"] == 0.5
+    assert fine["semloop.judge.reasoning_stagnation"] == 1.0 and fine["semloop.judge.score"] == 1.0
+    assert fine["semloop.label"] == "no_loop" and fine["semloop.judge.backend"] == "local"
+
+
+def test_the_local_judge_compares_only_what_differs_under_a_shared_preamble():
+    preamble = "Having reviewed everything so far and weighing every option carefully, my next step is:"
+    ends = ["open the invoice module", "the middleware runs too late", "add a guard in the session code"]
+    steps = [
+        Step(StepKind.LLM, "chat", output=f"{preamble} {end}", output_text=f"{preamble} {end}")
+        for end in ends
+    ]
+    attrs = verdict_attributes(local_scorer().score(Trace.from_steps(steps, trace_id="8" * 32)))
+    assert attrs["semloop.judge.reasoning_stagnation"] == 1.0
+    same = [
+        Step(StepKind.LLM, "chat", output=f"{preamble} {ends[0]}", output_text=f"{preamble} {ends[0]}")
+    ] * 3
+    attrs = verdict_attributes(local_scorer().score(Trace.from_steps(same, trace_id="7" * 32)))
+    assert attrs["semloop.judge.reasoning_stagnation"] == 0.0
+
+
+def test_the_local_judge_answers_every_question_it_is_asked():
+    qs = build_question_set(paraphrased_loop())
+    answers = LocalBackend(HashEmbedder()).answer(JudgeRequest(qs.state, qs.questions))
+    assert set(answers) == set(qs.questions)

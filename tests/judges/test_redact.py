@@ -1,0 +1,81 @@
+"""Redaction and control-character cleaning: what may leave the process or reach a log line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from otel_semloop.redact import Redactor, clean_control, redact, redact_value, safe_text
+
+
+@pytest.mark.parametrize(
+    ("text", "secret", "kind"),
+    [
+        (
+            "openai said: Incorrect API key provided: sk-proj-AbCdEf0123456789xyzXYZ",
+            "AbCdEf0123456789xyzXYZ",
+            "api_key",
+        ),
+        ("AuthenticationError(sk-ant-api03-abcdefghijklmnopqrstuv)", "abcdefghijklmnopqrstuv", "api_key"),
+        ("Authorization: Bearer eyJhbGciOi.payload-part.sig_part", "eyJhbGciOi.payload-part", "bearer"),
+        ("GET https://admin:s3cr3t-pass@db.internal:5432/orders", "s3cr3t-pass", "url_password"),
+        ("notify ops-team@example.com when done", "ops-team@example.com", "email"),
+        ('{"password": "correct horse battery"}', "correct", "credential"),
+        ("export API_KEY=abcd1234efgh5678", "abcd1234efgh5678", "credential"),
+        ("aws AKIAIOSFODNN7EXAMPLE used", "AKIAIOSFODNN7EXAMPLE", "api_key"),
+        ("token ghp_" + "a1" * 18 + " leaked", "a1" * 18, "api_key"),
+    ],
+)
+def test_each_kind_of_secret_is_replaced_by_its_marker(text, secret, kind):
+    out = redact(text)
+    assert secret not in out
+    assert f"[REDACTED:{kind}]" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "max_tokens=512 and input_tokens: 1200",
+        "token usage exceeded the budget",
+        "read_file orders_controller.py -> 120 lines",
+        "ran the billing suite: 1 failed",
+    ],
+)
+def test_ordinary_trace_text_is_left_alone(text):
+    assert redact(text) == text
+
+
+def test_labels_stay_readable_around_a_hidden_secret():
+    assert redact("password=hunter22 next") == "password=[REDACTED:credential] next"
+    assert redact("postgres://app:pw12@db/x") == "postgres://app:[REDACTED:url_password]@db/x"
+
+
+def test_patterns_are_extensible():
+    redactor = Redactor()
+    redactor.add("ticket", r"TCK-(?P<secret>\d{6})")
+    assert redactor.redact("see TCK-123456") == "see TCK-[REDACTED:ticket]"
+    assert redact("see TCK-123456") == "see TCK-123456"  # the default redactor is unchanged
+
+
+def test_values_are_redacted_all_the_way_down():
+    value = {"args": ["x", {"sk-live-0123456789abcdefABCDEF": "mail a@b.io"}], "n": 3}
+    assert redact_value(value) == {"args": ["x", {"[REDACTED:api_key]": "mail [REDACTED:email]"}], "n": 3}
+
+
+def test_newlines_and_escape_sequences_cannot_forge_lines_or_drive_a_terminal():
+    assert clean_control("grep\nWARNING loop detected: none") == "grep\\nWARNING loop detected: none"
+    assert clean_control("\x1b[2J\x1b[31mred") == "\\x1b[2J\\x1b[31mred"
+    assert clean_control("a\u202eb\x00c\x7f") == "a\\u202eb\\x00c\\x7f"
+    assert safe_text("x" * 50, limit=10) == "x" * 9 + "…"
+
+
+@given(
+    st.text(), st.sampled_from(["sk-proj-Zz9Yy8Xx7Ww6Vv5Uu4Tt3", "someone.else@corp.example.org"]), st.text()
+)
+def test_a_secret_anywhere_in_any_text_never_survives_and_no_control_character_does(before, secret, after):
+    out = safe_text(f"{before} {secret} {after}")
+    assert secret not in out
+    assert re.search("[\x00-\x1f\x7f-\x9f]", out) is None
