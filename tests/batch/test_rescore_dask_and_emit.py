@@ -9,9 +9,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import orjson
 import pytest
 from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
-from rescore_data import agent_lines, roots, write_jsonl
 
 from otel_semloop.cli import main
+from tests.batch.rescore_data import agent_lines, roots, write_jsonl
 
 LINES = agent_lines(n_traces=12, per_line=9)
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import copy
 import json
 
-from rescore_data import agent_lines, labels, spans_of, write_jsonl
-
 from otel_semloop.cli import main
+from tests.batch.rescore_data import agent_lines, labels, spans_of, write_jsonl
 
 
 def _rootless_first(lines: list[dict]) -> list[dict]:

@@ -13,10 +13,10 @@ import zipfile
 
 import orjson
 import pytest
-from rescore_data import agent_lines, compress, labels, proto_bytes, spans_of, write_jsonl
 
 from otel_semloop.cli import main
 from otel_semloop.otlp.codec import json_to_traces
+from tests.batch.rescore_data import agent_lines, compress, labels, proto_bytes, spans_of, write_jsonl
 
 LINES = agent_lines()
 EXPECTED_SPANS = sum(

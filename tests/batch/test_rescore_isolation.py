@@ -9,11 +9,11 @@ import math
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from rescore_data import agent_lines, roots, spans_of, write_jsonl
 
 from otel_semloop.batch.engine import Engine, EngineOptions
 from otel_semloop.batch.inputs import ReadState, Source, _Spool, iter_units
 from otel_semloop.cli import main
+from tests.batch.rescore_data import agent_lines, roots, spans_of, write_jsonl
 
 LINES = agent_lines()
 

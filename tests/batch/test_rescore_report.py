@@ -10,10 +10,10 @@ import zlib
 from pathlib import Path
 
 import pytest
-from rescore_data import agent_lines, write_jsonl
 
 from otel_semloop.batch.report import COLORS
 from otel_semloop.cli import main
+from tests.batch.rescore_data import agent_lines, write_jsonl
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # As root, on a closed network: no sandbox, and no background connections to refuse.
