@@ -5,7 +5,7 @@
 
 1. Each of the 60 traces of ``data/semloop-bench/dataset.jsonl`` (in this repository; its
    provenance is ``data/semloop-bench/README.md``) becomes real spans in the
-   OpenTelemetry GenAI conventions (``otel_semloop.deepeval_tree``), written as OTLP JSON
+   OpenTelemetry GenAI conventions (``bench.deepeval_tree``), written as OTLP JSON
    lines the way the Collector's file exporter writes them: export batches of 7 spans, so
    traces straddle lines, as they do in real exports.
 2. ``otel-semloop rescore`` scores the file in a subprocess, exactly as a user would run it.
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATASET = ROOT / "data" / "semloop-bench" / "dataset.jsonl"
 sys.path.insert(0, str(ROOT))
 
-from otel_semloop.deepeval_tree import tree_to_spans  # noqa: E402
+from bench.deepeval_tree import tree_to_spans  # noqa: E402
 from otel_semloop.otlp import iter_json_lines, records_to_traces_json  # noqa: E402
 
 SPANS_PER_LINE = 7

@@ -89,7 +89,16 @@ def large() -> dict[str, Any]:
     body = request.SerializeToString()
     downstream = Downstream()
     serve = Serve(
-        ["--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint, "--grace", "0.2"]
+        [
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--export-endpoint",
+            downstream.endpoint,
+            "--grace-seconds",
+            "0.2",
+        ]
     )
     acked = 600_000 if _grpc_call(serve.grpc_port, body) else 0
     deadline = time.monotonic() + 120
@@ -104,7 +113,16 @@ def large() -> dict[str, Any]:
 def burst_sigterm() -> dict[str, Any]:
     downstream = Downstream()
     serve = Serve(
-        ["--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint, "--grace", "2"]
+        [
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "off",
+            "--export-endpoint",
+            downstream.endpoint,
+            "--grace-seconds",
+            "2",
+        ]
     )
     sent = run_senders(serve.grpc_port, senders=8, duration=4.0, traces_per_request=16, rounds=2)
     started = time.monotonic()
@@ -172,7 +190,7 @@ def slow_downstream() -> dict[str, Any]:
     serve = Serve(
         [
             "--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint,
-            "--grace", "0.2", "--export-timeout", "1", "--drain-timeout", "60",
+            "--grace-seconds", "0.2", "--export-timeout", "1", "--shutdown-timeout-seconds", "60",
         ],
         env={"SEMLOOP_RETRY_MAX_BACKOFF": "1", "SEMLOOP_EXPORT_QUEUE_SPANS": "2000"},
     )  # fmt: skip

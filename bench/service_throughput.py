@@ -50,7 +50,7 @@ def one_round(args: argparse.Namespace) -> dict[str, float]:
     serve = Serve(
         [
             "--grpc", "127.0.0.1:0", "--http", "off", "--export-endpoint", downstream.endpoint,
-            "--grace", str(args.grace), *args.serve_args,
+            "--grace-seconds", str(args.grace), *args.serve_args,
         ]
     )  # fmt: skip
     cpu0 = serve.cpu_seconds()

@@ -1,67 +1,8 @@
-"""Zero-code setup: ``opentelemetry-instrument`` with semloop in the export pipeline.
+"""Old home of the zero-code configurator, kept so an environment whose installed metadata
+still names ``otel_semloop.autoconfig:SemloopConfigurator`` (an install made before the
+processor moved into ``otel_semloop.processor``) keeps working. New code: import
+:mod:`otel_semloop.processor.autoconfig`."""
 
-The SDK's configurator (``opentelemetry.sdk._configuration``, what ``opentelemetry-instrument``
-runs through the ``opentelemetry_configurator`` entry point) builds one
-``BatchSpanProcessor(exporter)`` per exporter named in ``OTEL_TRACES_EXPORTER``, and takes
-an ``export_span_processor`` factory to build something else instead. Distros are meant to
-subclass ``_OTelSDKConfigurator`` for this (its docstring says so). This configurator
-wraps each exporter as ``SemloopSpanProcessor(BatchSpanProcessor(exporter))``; every
-other part of the SDK setup (resource, sampler, exporters, metrics, logs) is unchanged,
-and semloop reads its options from ``SEMLOOP_*`` variables.
+from otel_semloop.processor.autoconfig import SemloopConfigurator
 
-With the package installed (it registers the entry point ``semloop``)::
-
-    OTEL_PYTHON_CONFIGURATOR=semloop SEMLOOP_LIVE_GUARD=warn \\
-        opentelemetry-instrument --traces_exporter otlp python agent.py
-
-``OTEL_PYTHON_CONFIGURATOR=semloop`` matters when another configurator is installed too
-(``opentelemetry-distro`` registers one): ``opentelemetry-instrument`` loads only one.
-``SEMLOOP_ENABLED=false`` falls back to the plain ``BatchSpanProcessor``.
-
-Without ``opentelemetry-instrument``, the three-line setup is::
-
-    provider = TracerProvider()
-    provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
-    trace.set_tracer_provider(provider)
-"""
-
-from __future__ import annotations
-
-import inspect
-import logging
-from typing import Any
-
-from opentelemetry.sdk._configuration import _initialize_components, _OTelSDKConfigurator
-from opentelemetry.sdk.trace import SpanProcessor
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
-
-from otel_semloop.config import Config
-
-__all__ = ["SemloopConfigurator", "semloop_export_processor"]
-
-_logger = logging.getLogger(__name__)
-
-
-def semloop_export_processor(exporter: SpanExporter, *args: Any, **kwargs: Any) -> SpanProcessor:
-    """The SDK's ``export_span_processor`` factory: ``BatchSpanProcessor(exporter, ...)``
-    wrapped in a ``SemloopSpanProcessor`` configured from ``SEMLOOP_*``."""
-    batch = BatchSpanProcessor(exporter, *args, **kwargs)
-    if not Config.from_env().enabled:
-        return batch
-    from otel_semloop.processor import SemloopSpanProcessor
-
-    return SemloopSpanProcessor(batch)
-
-
-class SemloopConfigurator(_OTelSDKConfigurator):
-    """The SDK configurator, with semloop wrapping every span exporter's batch processor."""
-
-    def _configure(self, **kwargs: Any) -> None:
-        if "export_span_processor" in inspect.signature(_initialize_components).parameters:
-            kwargs.setdefault("export_span_processor", semloop_export_processor)
-        else:  # pragma: no cover - SDKs before export_span_processor existed
-            _logger.warning(
-                "otel-semloop: this opentelemetry-sdk cannot wrap its exporters; add "
-                "SemloopSpanProcessor to the TracerProvider by hand"
-            )
-        super()._configure(**kwargs)
+__all__ = ["SemloopConfigurator"]

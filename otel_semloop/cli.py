@@ -139,21 +139,27 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
     ),
     ("--max-connections", "max_connections", int, "N", "open HTTP connections (default 512)"),
     (
-        "--idle",
-        "idle",
+        "--idle-seconds",
+        "idle_seconds",
         float,
         "SECONDS",
         "release a trace without a root after this long without spans (default 120)",
     ),
     (
-        "--grace",
-        "grace",
+        "--grace-seconds",
+        "grace_seconds",
         float,
         "SECONDS",
         "wait after a trace's last span once its root arrived (default 2)",
     ),
-    ("--scoring-budget", "scoring_budget", float, "SECONDS", "default 5"),
-    ("--drain-timeout", "drain_timeout", float, "SECONDS", "default 30"),
+    ("--scoring-budget-seconds", "scoring_budget_seconds", float, "SECONDS", "default 5"),
+    (
+        "--shutdown-timeout-seconds",
+        "shutdown_timeout_seconds",
+        float,
+        "SECONDS",
+        "SIGTERM: score and forward what is held within this (default 30)",
+    ),
 )
 
 
@@ -184,6 +190,10 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     )
     for flag, dest, kind, metavar, text in _SERVE_FLAGS:
         serve.add_argument(flag, dest=dest, type=kind, metavar=metavar, help=text)
+    # Former spellings (the span processor's names now): still accepted, with a warning.
+    for old in ("idle", "grace", "scoring-budget", "drain-timeout"):
+        dest = "old_" + old.replace("-", "_")
+        serve.add_argument(f"--{old}", type=float, dest=dest, help=argparse.SUPPRESS)
     serve.add_argument("--export-protocol", choices=("grpc", "http/protobuf"), help="default grpc")
     serve.add_argument(
         "--export-header",
@@ -231,6 +241,7 @@ def _serve(args: argparse.Namespace) -> int:
             headers[key.strip().lower()] = value.strip()
     compression = None if args.export_compression is None else args.export_compression == "gzip"
     overrides: dict[str, Any] = {dest: getattr(args, dest) for _, dest, _, _, _ in _SERVE_FLAGS}
+    overrides.update({k.removeprefix("old_"): v for k, v in vars(args).items() if k.startswith("old_")})
     for name in ("grpc", "http", "health", "prometheus"):
         if overrides[name] == "off":
             overrides[name] = ""

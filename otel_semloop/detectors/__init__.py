@@ -7,20 +7,19 @@
   stretches), :mod:`.failures` (repeated and permanent errors, transient retries, retry
   storms), :mod:`.text` (monologue, chanting), :mod:`.agents` (hand-off cycles),
   :mod:`.budgets` (off by default). :mod:`.base` holds what they share, :mod:`.config`
-  every threshold, :mod:`.suite` the default set, :mod:`.live` the live guard's monitor.
+  every threshold, :mod:`.suite` the default set, :mod:`.normalize` the argument, text and
+  failure normalisation they read steps through. Detectors never import the policy: the
+  live guard's monitor (detectors + policy, span by span) is ``otel_semloop.processor.live``.
 """
 
 from otel_semloop.detectors.base import Detector, IncrementalDetector
 from otel_semloop.detectors.config import DetectorConfig
-from otel_semloop.detectors.live import Decision, LiveMonitor
 from otel_semloop.detectors.suite import DetectorSuite, default_detectors
 
 __all__ = [
-    "Decision",
     "Detector",
     "DetectorConfig",
     "DetectorSuite",
     "IncrementalDetector",
-    "LiveMonitor",
     "default_detectors",
 ]

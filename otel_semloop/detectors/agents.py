@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from otel_semloop.detectors.base import IncrementalDetector, StepFacts
 from otel_semloop.detectors.cycles import TailCycles
+from otel_semloop.detectors.normalize import digest
 from otel_semloop.model import Step, StepKind
-from otel_semloop.normalize import digest
 from otel_semloop.verdict import Finding
 
 __all__ = ["HANDOFF_CYCLE", "HandoffCycleDetector"]

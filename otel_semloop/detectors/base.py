@@ -37,6 +37,9 @@ Episodes
     level (warning at ``report_at``, conclusive at 1.0, then at 2, 4, 8... times the
     threshold) and keeps up to ``max_evidence_spans`` span ids. At the end of a trace each
     episode that reached a warning yields one finding, at its peak.
+
+Size: the protocols and the per-step facts every detector reads; split, one contract
+would be spread over several files.
 """
 
 from __future__ import annotations
@@ -47,8 +50,7 @@ from collections.abc import Iterable
 from typing import ClassVar, Protocol, runtime_checkable
 
 from otel_semloop.detectors.config import DetectorConfig
-from otel_semloop.model import Step, StepKind, Trace
-from otel_semloop.normalize import (
+from otel_semloop.detectors.normalize import (
     ArgSignature,
     Failure,
     FailureKind,
@@ -62,6 +64,7 @@ from otel_semloop.normalize import (
     progress_value,
     remaining_counts,
 )
+from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
 __all__ = [

@@ -3,7 +3,7 @@
 A step failed when its span says so (status ERROR, ``error.type``, an ``exception``
 event) or, for a tool, when its result text starts with ``error``/``exception``/
 ``traceback``/``fatal``. Each failure gets a kind and a class label from
-:func:`otel_semloop.normalize.classify_failure`.
+:func:`otel_semloop.detectors.normalize.classify_failure`.
 
 Signals
     ``permanent_error``
@@ -39,8 +39,8 @@ Cost
 from __future__ import annotations
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.normalize import FailureKind
 from otel_semloop.model import Step, StepKind
-from otel_semloop.normalize import FailureKind
 from otel_semloop.verdict import Finding
 
 __all__ = [

@@ -83,6 +83,9 @@ Cost
     ``ratio()`` is skipped whenever cheap upper bounds prove it cannot change the
     result (see :func:`score_reasoning_stagnation`). Both tree walks are iterative, so
     arbitrarily deep traces do not hit Python's recursion limit.
+
+Size: the specification of one metric reproduced exactly; its three checks and its
+reason text belong together.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ Signals
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
-        limit; see :func:`otel_semloop.normalize.near_duplicate`) and that return the same
+        limit; see :func:`otel_semloop.detectors.normalize.near_duplicate`) and that return the same
         normalised result without explicit progress. Reported only when the run holds at
         least two different argument sets (identical calls are the other signals' job).
         Conclusive at ``near_duplicate_repeats`` (4). ``no_progress``.
@@ -46,8 +46,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.normalize import ArgSignature, near_duplicate
 from otel_semloop.model import Step
-from otel_semloop.normalize import ArgSignature, near_duplicate
 from otel_semloop.verdict import Finding
 
 __all__ = [

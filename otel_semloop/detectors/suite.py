@@ -3,7 +3,7 @@
 :class:`DetectorSuite` computes each step's facts once (digests, failure class, novelty)
 and hands them to every detector, so the cost of a step is one normalisation plus each
 detector's O(1) or O(max_period) update. It is what the CLI, the collector service and
-:class:`~otel_semloop.detectors.live.LiveMonitor` run. Not thread-safe: one suite per
+:class:`~otel_semloop.processor.live.LiveMonitor` run. Not thread-safe: one suite per
 trace, fed by one thread at a time.
 """
 

@@ -33,8 +33,8 @@ import re
 from collections import Counter
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.normalize import normalize_text
 from otel_semloop.model import Step, StepKind
-from otel_semloop.normalize import normalize_text
 from otel_semloop.verdict import Finding
 
 __all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "chant_units"]

@@ -10,6 +10,9 @@ default-valued scalars and empty lists as the Collector does; a sub-message
 back an equal message. Input ignores unknown keys,
 treats ``null`` as the default, and raises :class:`~otel_semloop.errors.OTLPDecodeError`
 with the path of the first invalid value.
+
+Size: both directions of one hand-written codec, field by field, kept together so each
+field's encoding and decoding are read side by side.
 """
 
 from __future__ import annotations

@@ -10,7 +10,11 @@ precedence first):
    (``OTEL_EXPORTER_OTLP_TRACES_*`` over the generic ones: endpoint, headers, protocol,
    compression, timeout in milliseconds, certificate, client key and certificate),
    ``OTEL_METRICS_EXPORTER`` / ``OTEL_EXPORTER_PROMETHEUS_HOST|PORT`` for self-metrics, then
-   ``SEMLOOP_<OPTION>`` for every option below (``SEMLOOP_GRPC``, ``SEMLOOP_AUTH_TOKEN``...);
+   ``SEMLOOP_<OPTION>`` for every option below (``SEMLOOP_GRPC``, ``SEMLOOP_AUTH_TOKEN``...),
+   read by :mod:`otel_semloop.settings` like the span processor's: the settings both share
+   (``grace_seconds``, ``scoring_budget_seconds``, ``shutdown_timeout_seconds``...) have
+   the same names and variables, and the former names (``grace``, ``idle``, ``max_age``,
+   ``scoring_budget``, ``tick``, ``drain_timeout``) still work with a ``DeprecationWarning``;
 3. a TOML file (``--config FILE``: the option names at the top level or under ``[serve]``),
    where ``${env:NAME}`` (or ``${NAME}``) is replaced by that variable, so a file can name a
    secret without holding it;
@@ -26,15 +30,16 @@ Addresses are ``HOST:PORT`` (``[::1]:4317`` for IPv6); port 0 picks a free port 
 ``export_endpoint`` is a URL: for ``grpc``, ``http://host:port`` is plaintext and
 ``https://host:port`` TLS; for ``http/protobuf``, a URL without a path gets ``/v1/traces``
 appended (the ``OTEL_EXPORTER_OTLP_ENDPOINT`` rule), a URL with a path is used as is.
+
+Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
+``${env:...}`` in files, secrets from files); each option is a few lines.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import os
 import re
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +47,7 @@ from typing import Any, Literal
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from otel_semloop.errors import ConfigError
+from otel_semloop.settings import BufferingSettings, load, setting, setting_default, validate
 
 __all__ = ["ExportProtocol", "ServiceConfig", "parse_address", "redact_url"]
 
@@ -51,106 +57,97 @@ _METRICS_EXPORTERS = ("otlp", "prometheus", "console", "none")
 _MIB = 1024 * 1024
 
 
+
 @dataclass(frozen=True, slots=True)
-class ServiceConfig:
+class ServiceConfig(BufferingSettings):
     """Everything ``otel-semloop serve`` needs. Times are seconds, sizes are spans unless
-    named ``*_bytes``. At least one of ``grpc``/``http`` must be set."""
+    named ``*_bytes``. At least one of ``grpc``/``http`` must be set. The grouping, scoring
+    and shutdown settings are the span processor's
+    (:class:`~otel_semloop.settings.BufferingSettings`), with collector defaults below."""
 
     #: OTLP/gRPC listen address; None: no gRPC receiver. Loopback by default: exposing
     #: the receiver beyond the host is a deliberate choice (``0.0.0.0:4317``).
-    grpc: str | None = "127.0.0.1:4317"
+    grpc: str | None = setting("127.0.0.1:4317", kind="str", optional=True)
     #: OTLP/HTTP listen address (``POST /v1/traces``); None: no HTTP receiver.
-    http: str | None = "127.0.0.1:4318"
+    http: str | None = setting("127.0.0.1:4318", kind="str", optional=True)
     #: Where scored spans go (required).
-    export_endpoint: str = dataclasses.field(default="", repr=False)
-    export_protocol: ExportProtocol = "grpc"
+    export_endpoint: str = setting("", kind="str", secret=True)
+    export_protocol: ExportProtocol = setting("grpc", kind="choice", choices=_PROTOCOLS)
     #: Extra request headers / gRPC metadata for the downstream (API keys of a backend).
     #: Secret: never printed.
     export_headers: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
     #: gzip the export requests.
-    export_compression: bool = False
+    export_compression: bool = setting(False, kind="bool")
     #: One export attempt may take this long.
-    export_timeout: float = 10.0
+    export_timeout: float = setting(10.0, kind="float", above=0)
     #: PEM file of the CA(s) that sign the downstream's certificate (default: system roots).
-    export_certificate: str | None = None
+    export_certificate: str | None = setting(None, kind="str", optional=True)
     #: PEM client key and certificate for mutual TLS with the downstream.
-    export_client_key: str | None = None
-    export_client_certificate: str | None = None
+    export_client_key: str | None = setting(None, kind="str", optional=True)
+    export_client_certificate: str | None = setting(None, kind="str", optional=True)
     #: Spans per export request.
-    export_batch_spans: int = 1024
+    export_batch_spans: int = setting(1024, kind="int", minimum=1)
     #: Spans waiting for the downstream (its outage). Past it the receivers answer
     #: 503 / UNAVAILABLE (retryable: the sender keeps the data).
-    export_queue_spans: int = 100_000
+    export_queue_spans: int = setting(100_000, kind="int", minimum=1)
     #: First retry delay, doubled per attempt up to ``retry_max_backoff`` (a
     #: ``Retry-After`` or gRPC ``RetryInfo`` from the downstream wins).
-    retry_initial_backoff: float = 0.5
-    retry_max_backoff: float = 30.0
+    retry_initial_backoff: float = setting(0.5, kind="float", above=0)
+    retry_max_backoff: float = setting(30.0, kind="float", above=0)
     #: A batch failing with retryable errors for this long is dropped (counted, logged):
     #: the OTel Collector's ``retry_on_failure.max_elapsed_time``. 0: retry forever.
-    retry_max_elapsed: float = 300.0
-    #: A trace whose root arrived is released this long after its last span (stragglers
-    #: from other services or export batches join it meanwhile).
-    grace: float = 2.0
-    #: A trace without a root is released (scored as partial) after this long without spans.
-    idle: float = 120.0
-    #: Any trace is released this long after its first span.
-    max_age: float = 1800.0
-    max_traces: int = 10_000
-    max_spans_per_trace: int = 10_000
-    max_spans: int = 200_000
-    #: Released trace ids remembered to recognise late spans.
-    recent_traces: int = 16_384
-    #: From release to verdict, queueing included; past it the trace leaves unscored.
-    scoring_budget: float = 5.0
-    scoring_threads: int = 2
+    retry_max_elapsed: float = setting(300.0, kind="float", minimum=0)
+    #: Shared with the span processor, with defaults for a collector: export batches of
+    #: one trace arrive seconds apart, and a collector holds more traces.
+    grace_seconds: float = setting_default(BufferingSettings, "grace_seconds", 2.0)
+    max_spans: int = setting_default(BufferingSettings, "max_spans", 200_000)
+    scoring_threads: int = setting_default(BufferingSettings, "scoring_threads", 2)
+    tick_seconds: float = setting_default(BufferingSettings, "tick_seconds", 0.05)
     #: Largest accepted request body as received (compressed or not): 413 /
     #: RESOURCE_EXHAUSTED past it.
-    max_request_bytes: int = 32 * _MIB
+    max_request_bytes: int = setting(32 * _MIB, kind="int", minimum=1)
     #: Largest request body after decompression; inflation stops there (a gzip bomb costs
     #: at most this much memory): 413 / RESOURCE_EXHAUSTED.
-    max_decompressed_bytes: int = 64 * _MIB
+    max_decompressed_bytes: int = setting(64 * _MIB, kind="int", minimum=1)
     #: Bytes of accepted requests held or queued (counted at acceptance, released when
     #: forwarded). Past it the receivers answer 503 / UNAVAILABLE with retry information.
-    memory_limit_bytes: int = 512 * _MIB
+    memory_limit_bytes: int = setting(512 * _MIB, kind="int", minimum=1)
     #: Open HTTP connections; more are closed at once (the gRPC server is limited by
     #: ``max_concurrent_streams`` per connection).
-    max_connections: int = 512
-    max_concurrent_streams: int = 64
+    max_connections: int = setting(512, kind="int", minimum=1)
+    max_concurrent_streams: int = setting(64, kind="int", minimum=1)
     #: A client must send its request headers (HTTP) / finish the TLS and HTTP/2 handshake
     #: (gRPC) within this, and each chunk of a body within ``body_timeout``.
-    header_timeout: float = 10.0
-    body_timeout: float = 30.0
+    header_timeout: float = setting(10.0, kind="float", above=0)
+    body_timeout: float = setting(30.0, kind="float", above=0)
     #: Idle keep-alive connections are closed after this.
-    keepalive_timeout: float = 30.0
+    keepalive_timeout: float = setting(30.0, kind="float", above=0)
     #: Receiver TLS: PEM server certificate and key (both or neither). With
     #: ``tls_client_ca``, clients must present a certificate signed by it.
-    tls_certificate: str | None = None
-    tls_key: str | None = None
-    tls_client_ca: str | None = None
+    tls_certificate: str | None = setting(None, kind="str", optional=True)
+    tls_key: str | None = setting(None, kind="str", optional=True)
+    tls_client_ca: str | None = setting(None, kind="str", optional=True)
     #: Bearer token both receivers require (``Authorization: Bearer <token>``; gRPC
     #: metadata ``authorization``). Empty: no authentication. Secret: never printed.
-    auth_token: str = dataclasses.field(default="", repr=False)
+    auth_token: str = setting("", kind="str", secret=True)
     #: Health endpoint (``GET /health/live``, ``/health/ready``, ``/health``); None: off.
-    health: str | None = None
+    health: str | None = setting(None, kind="str", optional=True)
     #: Prometheus scrape endpoint for the self-metrics (``GET /metrics``); None: off.
-    prometheus: str | None = None
+    prometheus: str | None = setting(None, kind="str", optional=True)
     #: Self-metrics exporters, comma-separated: ``otlp`` (``OTEL_EXPORTER_OTLP_METRICS_*``),
     #: ``prometheus`` (served on ``prometheus``), ``console``, ``none``.
-    metrics_exporter: str = "none"
+    metrics_exporter: str = setting("none", kind="str")
     #: SQLite file of the durable queue; None: spans are held in memory only (SIGTERM
     #: drains them; a crash loses them). With it, a request is on disk before it is
     #: acknowledged and is delivered after a restart.
-    durable_queue: str | None = None
+    durable_queue: str | None = setting(None, kind="str", optional=True)
     #: Size bound of the durable queue's unfinished requests; past it 503 / UNAVAILABLE.
-    durable_queue_bytes: int = 1024 * _MIB
+    durable_queue_bytes: int = setting(1024 * _MIB, kind="int", minimum=1)
     #: One INFO line per trace found looping.
-    log_loops: bool = True
-    #: SIGINT/SIGTERM: time to score and forward everything held.
-    drain_timeout: float = 30.0
-    #: How often the buffer's deadlines are checked.
-    tick: float = 0.05
+    log_loops: bool = setting(True, kind="bool")
 
     def __post_init__(self) -> None:
+        validate(self, "serve: ")
         if not self.grpc and not self.http:
             raise ConfigError("serve: at least one of grpc and http must be set")
         for name in ("grpc", "http", "health", "prometheus"):
@@ -169,47 +166,6 @@ class ServiceConfig:
                 f"serve: export_endpoint={redact_url(self.export_endpoint)!r}: "
                 "expected http(s)://host:port[/path]"
             )
-        for name in (
-            "export_timeout",
-            "retry_initial_backoff",
-            "retry_max_backoff",
-            "grace",
-            "idle",
-            "max_age",
-            "scoring_budget",
-            "drain_timeout",
-            "tick",
-            "retry_max_elapsed",
-            "header_timeout",
-            "body_timeout",
-            "keepalive_timeout",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"serve: {name}={value!r}: expected a finite number of seconds")
-            if value < 0 or (value == 0 and name not in ("grace", "retry_max_elapsed")):
-                raise ConfigError(f"serve: {name}={value!r}: must be positive")
-        for name in (
-            "export_batch_spans",
-            "export_queue_spans",
-            "max_traces",
-            "max_spans_per_trace",
-            "max_spans",
-            "scoring_threads",
-            "max_request_bytes",
-            "max_decompressed_bytes",
-            "memory_limit_bytes",
-            "max_connections",
-            "max_concurrent_streams",
-            "durable_queue_bytes",
-        ):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"serve: {name}={value!r}: expected an integer >= 1")
-        if isinstance(self.recent_traces, bool) or not isinstance(self.recent_traces, int):
-            raise ConfigError(f"serve: recent_traces={self.recent_traces!r}: expected an integer >= 0")
-        if self.recent_traces < 0:
-            raise ConfigError(f"serve: recent_traces={self.recent_traces!r}: expected an integer >= 0")
         if bool(self.tls_certificate) != bool(self.tls_key):
             raise ConfigError("serve: tls_certificate and tls_key go together")
         if self.tls_client_ca and not self.tls_certificate:
@@ -290,37 +246,27 @@ class ServiceConfig:
         ``export_headers_file`` / ``auth_token_file`` (anywhere) name files to read those
         secrets from. Raises :class:`ConfigError` for an unknown key or a bad value."""
         env = os.environ if environ is None else environ
-        values: dict[str, Any] = from_environment(env)
+        outside = from_environment(env)  # OTEL_* and the secrets' SEMLOOP_* variables
+        layers: list[tuple[str, dict[str, Any]]] = []
         if path is not None:
-            hints = typing.get_type_hints(cls)
-            for key, value in _read_toml(Path(path), env).items():
-                kind = hints.get(key)
-                if isinstance(value, str) and kind is not None and kind is not str:
-                    value = _env_value(key, value, kind)  # "${env:N}" in a number field
-                values[key] = value
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        headers_file = values.pop("export_headers_file", None)
+            layers.append((f"{path}: ", _read_toml(Path(path), env)))
+        layers.append(("", {k: v for k, v in overrides.items() if v is not None}))
+        headers_file = token_file = None
+        for layer in (outside, *(values for _, values in layers)):
+            headers_file = layer.pop("export_headers_file", None) or headers_file
+            token_file = layer.pop("auth_token_file", None) or token_file
+        health_set = any("health" in values for _, values in layers) or "SEMLOOP_HEALTH" in env
+        if default_health and not health_set:
+            outside.setdefault("health", default_health)
+        config = load(
+            cls, prefix="SEMLOOP_", environ=env, under_env=[("", outside)], layers=layers, label="serve: "
+        )
+        secrets: dict[str, Any] = {}
         if headers_file:
-            values["export_headers"] = {
-                **dict(values.get("export_headers") or {}),
-                **_read_headers_file(Path(headers_file)),
-            }
-        if default_health and "health" not in values:
-            values["health"] = default_health
-        for name in ("health", "prometheus", "grpc", "http", "durable_queue"):
-            if values.get(name) == "":
-                values[name] = None
-        token_file = values.pop("auth_token_file", None)
+            secrets["export_headers"] = {**config.export_headers, **_read_headers_file(Path(headers_file))}
         if token_file:
-            values["auth_token"] = _read_secret(Path(token_file), "auth_token_file")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ConfigError(f"serve: unknown option(s): {', '.join(unknown)}")
-        try:
-            return cls(**values)
-        except TypeError as error:  # pragma: no cover - guarded by the key check above
-            raise ConfigError(f"serve: {error}") from None
+            secrets["auth_token"] = _read_secret(Path(token_file), "auth_token_file")
+        return dataclasses.replace(config, **secrets) if secrets else config
 
 
 # -- the environment -------------------------------------------------------------------------
@@ -350,39 +296,9 @@ def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> 
     return headers
 
 
-def _env_value(name: str, text: str, kind: Any) -> Any:
-    where = f"SEMLOOP_{name.upper()}"
-    origin = typing.get_origin(kind)
-    args = [a for a in typing.get_args(kind) if a is not type(None)]
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)) and args:
-        if text.lower() in ("", "none", "off"):
-            return None
-        kind = args[0]
-        origin = typing.get_origin(kind)
-    if kind is bool:
-        lowered = text.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-        raise ConfigError(f"serve: {where}={text!r}: expected true or false")
-    if kind is int:
-        try:
-            return int(text.replace("_", ""))
-        except ValueError:
-            raise ConfigError(f"serve: {where}={text!r}: expected an integer") from None
-    if kind is float:
-        try:
-            return float(text)
-        except ValueError:
-            raise ConfigError(f"serve: {where}={text!r}: expected a number") from None
-    if origin is Mapping or kind is Mapping:
-        return parse_otlp_headers(text, where)
-    return text
-
-
 def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
-    """The options the environment sets (see the module docstring)."""
+    """The options the environment sets besides the ``SEMLOOP_*`` settings (see the module
+    docstring): the OpenTelemetry exporter variables, and the secrets' variables."""
     values: dict[str, Any] = {}
     endpoint = _otlp_var(env, "ENDPOINT")
     if endpoint:
@@ -425,12 +341,15 @@ def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
             host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST", "").strip() or "localhost"
             port = env.get("OTEL_EXPORTER_PROMETHEUS_PORT", "").strip() or "9464"
             values["prometheus"] = f"{host}:{port}"
-    hints = typing.get_type_hints(ServiceConfig)
-    extra = {"export_headers_file": str, "auth_token_file": str}
-    for name, kind in [*hints.items(), *extra.items()]:
-        text = env.get(f"SEMLOOP_{name.upper()}")
-        if text is not None:
-            values[name] = _env_value(name, text.strip(), kind)
+    # The settings' own SEMLOOP_* variables are read by otel_semloop.settings; these three
+    # are not settings (a mapping, and files to read secrets from).
+    headers_text = env.get("SEMLOOP_EXPORT_HEADERS", "").strip()
+    if headers_text:
+        values["export_headers"] = parse_otlp_headers(headers_text, "SEMLOOP_EXPORT_HEADERS")
+    for name in ("export_headers_file", "auth_token_file"):
+        text = env.get(f"SEMLOOP_{name.upper()}", "").strip()
+        if text:
+            values[name] = text
     return values
 
 

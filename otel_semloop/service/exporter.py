@@ -32,6 +32,9 @@ Settlement
     ``settle(spans)`` is called once for every span that leaves the queue for good (sent,
     rejected by the downstream, or dropped after its retries): the service releases the
     bytes it counted at acceptance and the durable queue forgets the span.
+
+Size: the export queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching
+and the retry rules, so they are read together here.
 """
 
 from __future__ import annotations
@@ -49,9 +52,9 @@ from urllib.parse import urlsplit
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.service.config import ServiceConfig, redact_url
 from otel_semloop.service.pipeline import Held
+from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = ["ExportQueue", "SendResult"]
 

@@ -21,7 +21,8 @@ Metrics
     http/protobuf after ``OTEL_EXPORTER_OTLP_METRICS_PROTOCOL``; interval
     ``OTEL_METRIC_EXPORT_INTERVAL``), ``prometheus`` (a private registry scraped on the
     ``prometheus`` address), ``console``. The instruments themselves are the package's
-    self-telemetry list plus :data:`SERVICE_COUNTERS` and :data:`SERVICE_GAUGES`.
+    self-telemetry list (:data:`otel_semloop.telemetry.INSTRUMENTS`), the service's own
+    instruments included.
 """
 
 from __future__ import annotations
@@ -30,20 +31,17 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
 from opentelemetry import metrics
-from opentelemetry.metrics import CallbackOptions, Observation
 
-from otel_semloop._selftelemetry import SelfTelemetry
 from otel_semloop.service.config import ServiceConfig, parse_address
+from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = [
-    "SERVICE_COUNTERS",
-    "SERVICE_GAUGES",
     "AdminServer",
     "Health",
     "ServiceTelemetry",
@@ -52,61 +50,14 @@ __all__ = [
 
 _logger = logging.getLogger("otel_semloop.service")
 
-#: Counters the service adds to the package's list: name -> (unit, attribute, description).
-SERVICE_COUNTERS: dict[str, tuple[str, str, str]] = {
-    "semloop.spans.received": ("{span}", "semloop.outcome", "Spans accepted from senders."),
-    "semloop.spans.refused": (
-        "{span}",
-        "semloop.refusal.reason",
-        "Spans refused before acknowledgement (backpressure, limits, auth), by reason.",
-    ),
-    "semloop.spans.rejected": ("{span}", "semloop.rejection.reason", "Invalid spans rejected in a request."),
-    "semloop.requests.refused": (
-        "{request}",
-        "semloop.refusal.reason",
-        "Requests refused (too large, bad, unauthenticated, backpressure), by reason.",
-    ),
-    "semloop.export.spans": ("{span}", "semloop.export.outcome", "Spans the downstream accepted."),
-    "semloop.export.retries": ("{retry}", "semloop.retry.kind", "Export attempts retried."),
-    "semloop.export.failures": ("{request}", "semloop.failure.kind", "Export attempts that failed."),
-    "semloop.export.dropped": (
-        "{span}",
-        "semloop.drop.reason",
-        "Spans dropped before reaching the downstream (should stay 0).",
-    ),
-}
-#: Gauges the service adds: name -> (unit, description).
-SERVICE_GAUGES: dict[str, tuple[str, str]] = {
-    "semloop.export.pending": ("{span}", "Spans queued for the downstream (queue depth)."),
-    "semloop.export.down": ("1", "1 while the last export attempt failed."),
-    "semloop.memory.accepted": ("By", "Bytes of accepted requests held or queued."),
-    "semloop.durable.pending": ("{request}", "Requests in the durable queue not yet forwarded."),
-}
-
-
 class ServiceTelemetry(SelfTelemetry):
-    """The package's self-telemetry plus the service's own instruments."""
+    """The service's self-telemetry: the instruments :data:`~otel_semloop.telemetry.INSTRUMENTS`
+    declares for the service (the shared ones and the service's own)."""
 
     def __init__(
         self, meter_provider: metrics.MeterProvider | None, gauges: Callable[[], dict[str, Any]]
     ) -> None:
-        super().__init__(meter_provider, gauges)
-        provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
-        meter = provider.get_meter("otel_semloop.service")
-        for name, (unit, key, description) in SERVICE_COUNTERS.items():
-            meter.create_observable_counter(
-                name, callbacks=[self._counter_callback(name, key)], unit=unit, description=description
-            )
-        for name, (unit, description) in SERVICE_GAUGES.items():
-            meter.create_observable_gauge(
-                name, callbacks=[self._service_gauge(name)], unit=unit, description=description
-            )
-
-    def _service_gauge(self, name: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
-        def callback(options: CallbackOptions) -> Iterable[Observation]:
-            return [Observation(self._gauges().get(name, 0))]
-
-        return callback
+        super().__init__(meter_provider, gauges, "service")
 
 
 def build_meter_provider(config: ServiceConfig) -> tuple[Any, Any]:

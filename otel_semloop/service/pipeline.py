@@ -2,10 +2,9 @@
 -> scoring off the receive path under a time budget -> write-back -> the export queue.
 
 Everything here runs on the service's one asyncio loop (the gRPC and HTTP receivers, the
-tick, the scoring tasks' bookkeeping), so the buffer needs no lock. Only
-:func:`_score_release` runs on a scoring thread: it reads the held spans and returns
-patches; the loop applies them (:func:`~otel_semloop.otlp.apply_patch_proto`). A thread
-past its budget therefore never writes to a span that has already left.
+tick, the pool's bookkeeping), so the buffer needs no lock. Only scoring runs on the
+pool's threads: a thread reads the held spans, and writes patches only once it won its
+release (a thread past its budget never writes to a span that has already left).
 
 Span identity and provenance
     Each received span is held as a :class:`Held`: its own copy of the protobuf ``Span``
@@ -25,50 +24,57 @@ Completion
     scored as partial and say why (``semloop.release.reason``). Spans of a released trace
     are forwarded at once with ``semloop.late=true``.
 
-Budget
-    Each release gets ``scoring_budget`` seconds from release to verdict, queueing for a
-    thread included; past it the trace is forwarded unscored (``semloop.label=unscored``,
-    ``semloop.unscored.reason="scoring budget exceeded"``). A thread cannot be killed: an
-    abandoned one is counted as stuck until it returns, and while every scoring thread is
-    stuck traces are forwarded unscored at once. A scorer that raises yields an unscored
-    trace. Non-agent traces are forwarded untouched.
+Scoring
+    Releases go to the :class:`~otel_semloop.pool.ScoringPool` shared with the span
+    processor (its budget, stuck-thread cap, staged verdicts and drain rules are the
+    pool's; see :mod:`otel_semloop.pool`). Spans are read there through
+    :data:`PROTO_SPANS`; a scoring thread that wins its release applies the patches in
+    place (nobody else holds those spans any more) and hands the outcome back to the
+    loop, which puts it in the export queue. Non-agent traces are recognised from a few
+    attribute keys on the loop, without decoding, and forwarded untouched.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
-import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from otel_semloop._selftelemetry import SelfTelemetry
-from otel_semloop.builder import build_trace
-from otel_semloop.grouping import BufferLimits, Release, ReleaseReason, TraceBuffer
-from otel_semloop.model import Trace
+from otel_semloop.conventions import step_kind
+from otel_semloop.grouping import ReleaseReason, TraceBuffer
+from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
+from otel_semloop.pool import ScoringPool
+from otel_semloop.release import Outcome, SpanLinks
+from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig
+from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
 from otel_semloop.verdict import Verdict
-from otel_semloop.writeback import (
-    UNSCORED_BUDGET_EXCEEDED,
-    UNSCORED_SCORERS_STUCK,
-    SpanPatch,
-    release_patches,
-)
+from otel_semloop.writeback import SpanPatch
 
-__all__ = ["Held", "Pipeline"]
+__all__ = ["PROTO_SPANS", "Held", "Pipeline", "ProtoSpans"]
 
-_logger = logging.getLogger("otel_semloop.service")
+_logger = get_logger("otel_semloop.service")
 
-_SHUTDOWN_REASON = "scoring cut short by shutdown"
 _FLAGS_HAS_IS_REMOTE = 0x100
 _FLAGS_IS_REMOTE = 0x200
 _ZERO_TRACE_ID = bytes(16)
 _LATE_PATCH = SpanPatch(attributes={"semloop.late": True})
+#: The attributes :func:`~otel_semloop.conventions.step_kind` reads to classify a span.
+_KIND_KEYS = frozenset(
+    {
+        "confident.span.type",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "gen_ai.operation.name",
+        "llm.request.type",
+    }
+)
 
 
 class Held:
@@ -97,6 +103,48 @@ def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
         out_ss.scope.CopyFrom(ss.scope)
     out_ss.schema_url = ss.schema_url
     return out_rs, out_ss
+
+
+def _remote_parent(span: Any) -> bool:
+    flags = span.flags
+    return bool(flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE)
+
+
+class ProtoSpans:
+    """The :class:`~otel_semloop.release.SpanAdapter` for received protobuf spans
+    (:class:`Held`): records are decoded from the protobuf, patches are applied in place."""
+
+    __slots__ = ()
+
+    def record(self, held: Held) -> SpanRecord:
+        record = record_from_proto_span(held.span)
+        record.source = held
+        return record
+
+    def patched(self, held: Held, patch: SpanPatch) -> Held:
+        apply_patch_proto(held.span, patch)
+        return held
+
+    def links(self, held: Held) -> SpanLinks:
+        span = held.span
+        return SpanLinks(
+            span_id=span.span_id,
+            parent_id=span.parent_span_id or None,
+            parent_is_remote=_remote_parent(span),
+            start_ns=span.start_time_unix_nano,
+        )
+
+    def may_have_steps(self, spans: Sequence[Held]) -> bool:
+        """Reads only the few attribute keys that classify a span (no decoding)."""
+        for held in spans:
+            kinds = {kv.key: kv.value.string_value for kv in held.span.attributes if kv.key in _KIND_KEYS}
+            if kinds and step_kind(kinds, top_level=True) is not StepKind.OTHER:
+                return True
+        return False
+
+
+#: The adapter instance the service uses.
+PROTO_SPANS = ProtoSpans()
 
 
 @dataclasses.dataclass(slots=True)
@@ -129,36 +177,32 @@ class Pipeline:
     """Groups, scores and hands spans to ``forward`` (the export queue's ``put``).
 
     Call :meth:`accept` from the receivers, run :meth:`run` as a task, and
-    :meth:`drain` once at shutdown. Loop-thread only (see the module docstring).
+    :meth:`drain` once at shutdown. Loop-thread only (see the module docstring); build it
+    on the loop it will run on.
     """
 
     def __init__(
         self,
         config: ServiceConfig,
         forward: Callable[[list[Held]], None],
-        scorer: Any,
+        scorer: Scorer,
         telemetry: SelfTelemetry,
-        executor: concurrent.futures.Executor,
     ) -> None:
         self._config = config
         self._forward_spans = forward
-        self._scorer = scorer
         self._telemetry = telemetry
-        self._executor = executor
-        self.buffer: TraceBuffer[Held] = TraceBuffer(
-            BufferLimits(
-                grace=config.grace,
-                idle=config.idle,
-                max_age=config.max_age,
-                max_traces=config.max_traces,
-                max_spans_per_trace=config.max_spans_per_trace,
-                max_spans=config.max_spans,
-                recent=config.recent_traces,
-            )
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.buffer: TraceBuffer[Held] = TraceBuffer(config.buffer_limits())
+        self._pool: ScoringPool[Held] = ScoringPool(
+            scorer,
+            PROTO_SPANS,
+            self._deliver,
+            telemetry,
+            threads=config.scoring_threads,
+            max_stuck=config.max_stuck_scorers,
+            budget=config.scoring_budget_seconds,
         )
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._stuck = 0
-        self._deadline_cap: float | None = None
 
     # -- receive path --------------------------------------------------------------------
 
@@ -186,10 +230,7 @@ class Pipeline:
                         continue
                     own = trace_pb2.Span()
                     own.CopyFrom(span)
-                    flags = own.flags
-                    local_root = not own.parent_span_id or bool(
-                        flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE
-                    )
+                    local_root = not own.parent_span_id or _remote_parent(own)
                     end(own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket), now)
                     result.accepted += 1
         if result.rejected:
@@ -204,163 +245,76 @@ class Pipeline:
     @property
     def backlog(self) -> int:
         """Released traces waiting for (or in) scoring."""
-        return len(self._tasks)
+        return self._pool.pending
 
     @property
     def stuck(self) -> int:
         """Scoring threads abandoned past their budget and not yet returned."""
-        return self._stuck
+        return self._pool.stuck
 
-    # -- the tick and the scoring tasks --------------------------------------------------
+    # -- the tick and the drain ------------------------------------------------------------
 
     async def run(self) -> None:
-        """Release what is due every ``tick`` until cancelled."""
+        """Release what is due, and settle releases past their budget, every ``tick``
+        (sooner when a budget ends first) until cancelled."""
+        tick = self._config.tick_seconds
         while True:
-            await asyncio.sleep(self._config.tick)
+            deadline = self._pool.next_deadline()
+            delay = tick if deadline is None else min(tick, max(0.0, deadline - time.monotonic()) + 0.001)
+            await asyncio.sleep(delay)
             try:
-                self.buffer.expire(time.monotonic())
+                now = time.monotonic()
+                self.buffer.expire(now)
                 self._dispatch()
+                self._pool.expire(now)
             except Exception:
                 self._telemetry.add("semloop.errors", "pipeline")
-                _logger.exception("otel-semloop: error releasing traces (counted in semloop.errors)")
+                _logger.exception(
+                    "otel-semloop: error releasing traces (counted in semloop.errors)",
+                    extra={"semloop_limit": "pipeline"},
+                )
 
     async def drain(self, deadline: float) -> bool:
         """Release everything held, score what fits before ``deadline`` (the rest leaves
         unscored) and hand every span to the export queue. True if scoring finished in time."""
-        self._deadline_cap = deadline
         self.buffer.release_all(ReleaseReason.SHUTDOWN)
         self._dispatch()
-        if not self._tasks:
-            return True
-        _done, pending = await asyncio.wait(set(self._tasks), timeout=max(0.0, deadline - time.monotonic()))
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-        return not pending
+        pool = self._pool
+        last = pool.cap_deadlines(deadline)
+        while not pool.settled_through(last) and time.monotonic() < deadline:
+            await asyncio.sleep(min(0.01, max(0.0, deadline - time.monotonic())))
+        clean = pool.settled_through(last)
+        pool.expire(max(deadline, time.monotonic()))
+        pool.take_back_all()
+        pool.stop()
+        await asyncio.sleep(0)  # run the deliveries scoring threads handed to the loop
+        return clean
 
     def _dispatch(self) -> None:
         releases, late = self.buffer.take()
         if late:
             for held in late:
                 apply_patch_proto(held.span, _LATE_PATCH)
-            self._forward(late, "late")
+            self._forward(late, 0, "late")
         for release in releases:
-            telemetry = self._telemetry
-            telemetry.add("semloop.releases", release.reason.value)
-            if release.reason.early:
-                telemetry.add("semloop.releases.early", release.reason.value)
-            task = asyncio.get_running_loop().create_task(self._score(release))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._pool.submit(release)
 
-    async def _score(self, release: Release[Held]) -> None:
-        telemetry = self._telemetry
-        if self._stuck >= self._config.scoring_threads:
-            self._finish_unscored(release, UNSCORED_SCORERS_STUCK, "stuck")
-            return
-        deadline = time.monotonic() + self._config.scoring_budget
-        if self._deadline_cap is not None:
-            deadline = min(deadline, self._deadline_cap)
-        started = time.perf_counter()
-        future = asyncio.get_running_loop().run_in_executor(
-            self._executor, _score_release, release, self._scorer
-        )
-        try:
-            result = await asyncio.wait_for(asyncio.shield(future), max(0.0, deadline - time.monotonic()))
-        except asyncio.TimeoutError:
-            self._abandon(future)
-            self._finish_unscored(release, UNSCORED_BUDGET_EXCEEDED, "budget")
-            return
-        except asyncio.CancelledError:
-            # drain() ran out of time: the spans still leave, exactly once.
-            self._abandon(future)
-            self._finish_unscored(release, _SHUTDOWN_REASON, "shutdown")
-            raise
-        except Exception as exc:
-            telemetry.add("semloop.errors", "scorer")
-            _warn_limited("scorer", "scorer failed: %r", exc)
-            self._finish_unscored(release, f"scoring failed: {type(exc).__name__}", "error")
-            return
-        telemetry.scoring_duration.record(time.perf_counter() - started)
-        label, patches, summary = result
-        if label == "loop" and self._config.log_loops:
-            _logger.info("otel-semloop: loop %s", summary)
-        patched = 0
-        try:
-            for held, patch in patches:
-                apply_patch_proto(held.span, patch)
-                patched += 1
-        except Exception as exc:  # pragma: no cover - a codec bug; the spans still leave
-            telemetry.add("semloop.errors", "writeback")
-            _warn_limited("writeback", "write-back failed: %r", exc)
-        telemetry.add("semloop.traces", label)
-        self._forward(release.spans, "patched" if patched else "original", patched)
+    def _deliver(self, outcome: Outcome[Held]) -> None:
+        """The pool's delivery: on the loop, or handed to it from a scoring thread."""
+        if threading.get_ident() == self._loop_thread:
+            self._delivered(outcome)
+        else:
+            self._loop.call_soon_threadsafe(self._delivered, outcome)
 
-    def _abandon(self, future: asyncio.Future[Any]) -> None:
-        if future.done():
-            return
-        self._stuck += 1
+    def _delivered(self, outcome: Outcome[Held]) -> None:
+        evaluation = outcome.evaluation
+        if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
+            _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
+        self._forward(outcome.spans, outcome.patched)
 
-        def returned(_: asyncio.Future[Any]) -> None:
-            self._stuck -= 1
-
-        future.add_done_callback(returned)
-
-    def _finish_unscored(self, release: Release[Held], reason: str, key: str) -> None:
-        self._telemetry.add("semloop.unscored", key)
-        self._telemetry.add("semloop.traces", "unscored")
-        patched = 0
-        try:
-            root = _root_of(release.spans)
-            if root is not None:
-                record = record_from_proto_span(root.span)
-                trace = Trace(
-                    trace_id=record.trace_id,
-                    steps=[],
-                    spans={record.span_id: record},
-                    root_span_id=record.span_id,
-                    partial=release.partial,
-                )
-                verdict = Verdict.unscored(reason, partial=release.partial)
-                for _, patch in release_patches(release, trace, verdict).items():
-                    apply_patch_proto(root.span, patch)
-                    patched = 1
-        except Exception as exc:  # pragma: no cover - marking failed: the originals still leave
-            self._telemetry.add("semloop.errors", "writeback")
-            _warn_limited("writeback", "write-back failed: %r", exc)
-        self._forward(release.spans, "patched" if patched else "original", patched)
-
-    def _forward(self, spans: list[Held], state: str, patched: int = 0) -> None:
-        telemetry = self._telemetry
-        if patched:
-            telemetry.add("semloop.spans.forwarded", "patched", patched)
-        if len(spans) > patched:
-            telemetry.add(
-                "semloop.spans.forwarded", state if state != "patched" else "original", len(spans) - patched
-            )
+    def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
+        count_forwarded(self._telemetry, len(spans), patched, state)
         self._forward_spans(spans)
-
-
-# -- scoring (runs on a scoring thread; reads spans, never writes them) ----------------
-
-
-def _score_release(release: Release[Held], scorer: Any) -> tuple[str, list[tuple[Held, SpanPatch]], str]:
-    """Records, trace, verdict, patches: ``(label, [(held, patch)], log summary)``. A trace
-    without agent steps gets no patches (forwarded untouched, label ``none``)."""
-    held_by_span = {id(held.span): held for held in release.spans}
-    records = [record_from_proto_span(held.span) for held in release.spans]
-    trace = build_trace(records, partial=release.partial)
-    if not trace.steps:
-        return "none", [], ""
-    verdict = scorer.score(trace)
-    patches = release_patches(release, trace, verdict)
-    out = []
-    for span_id, patch in patches.items():
-        record = trace.spans.get(span_id)
-        if record is not None:
-            out.append((held_by_span[id(record.source)], patch))
-    return verdict.label.value, out, _loop_summary(trace, verdict)
 
 
 def _loop_summary(trace: Trace, verdict: Verdict) -> str:
@@ -386,39 +340,3 @@ def _loop_summary(trace: Trace, verdict: Verdict) -> str:
         },
         ensure_ascii=True,
     )
-
-
-def _root_of(spans: list[Held]) -> Held | None:
-    """The span the verdict of an unscored release goes on: the earliest without a parent,
-    else the earliest whose parent is not among ``spans``."""
-    best: Held | None = None
-    for held in spans:
-        span = held.span
-        if not span.parent_span_id and (
-            best is None or span.start_time_unix_nano < best.span.start_time_unix_nano
-        ):
-            best = held
-    if best is not None:
-        return best
-    ids = {held.span.span_id for held in spans}
-    for held in spans:
-        span = held.span
-        if span.parent_span_id not in ids and (
-            best is None or span.start_time_unix_nano < best.span.start_time_unix_nano
-        ):
-            best = held
-    return best
-
-
-_LOG_INTERVAL_SECONDS = 60.0
-_last_logged: dict[str, float] = {}
-
-
-def _warn_limited(key: str, message: str, *args: Any) -> None:
-    """At most one warning per kind a minute (every occurrence is counted anyway)."""
-    now = time.monotonic()
-    last = _last_logged.get(key)
-    if last is not None and now - last < _LOG_INTERVAL_SECONDS:
-        return
-    _last_logged[key] = now
-    _logger.warning("otel-semloop: " + message + " (counted; next report in 60 s)", *args)

@@ -31,6 +31,9 @@ JSON requests
     strings). If it fails, the request is decoded span by span so that one bad span
     costs only itself: envelopes (resource, scope) that are themselves invalid reject
     their spans.
+
+Size: the two receivers (OTLP/gRPC and OTLP/HTTP) share admission, decoding and error
+answers, so they are read together here.
 """
 
 from __future__ import annotations

@@ -34,16 +34,18 @@ signal. The tick also polls the flag, so the first SIGTERM always starts the dra
 
 Shutdown (``stop``/signal): health turns not-ready, stop accepting (the gRPC server and
 uvicorn finish the requests in flight), release every held trace, score what fits in 80%
-of ``drain_timeout`` (the rest leaves unscored), send everything queued in the remaining
+of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queued in the remaining
 time, then close. Spans still unsent at the deadline (the downstream is down) are counted
 and logged as dropped, with their number (with a durable queue they stay on disk and go
 out after the restart).
+
+Size: the service's lifecycle in one place (start, admission, signals, drain, stop, the
+thread wrapper for tests and embedding); candidates to move out: the admin endpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import logging
 import signal
@@ -162,24 +164,23 @@ class SemloopService:
         self,
         config: ServiceConfig,
         *,
-        scorer: Any = None,
+        scorer: Scorer | None = None,
         meter_provider: metrics.MeterProvider | None = None,
     ) -> None:
         self.config = config
-        self._scorer = scorer if scorer is not None else Scorer()
+        self._scorer: Scorer = scorer if scorer is not None else Scorer()
         self._own_meter_provider: Any = None
         self._prometheus_registry: Any = None
         if meter_provider is None:
             self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
             meter_provider = self._own_meter_provider
         self._telemetry = ServiceTelemetry(meter_provider, self._gauges)
-        self.health = Health(stall_after=max(10.0, config.tick * 100))
+        self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
         self._exports: ExportQueue | None = None
         self._durable: Any = None
         self._sender: Any = None
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
         self._grpc_server: grpc.aio.Server | None = None
         self._http_server: _Uvicorn | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -254,11 +255,8 @@ class SemloopService:
         cannot be bound (nothing is left running then)."""
         config = self.config
         loop = asyncio.get_running_loop()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=config.scoring_threads, thread_name_prefix="semloop-scorer"
-        )
         self._sender = make_sender(config)
-        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._executor)
+        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry)
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
         try:
             self._start_admin()
@@ -392,14 +390,14 @@ class SemloopService:
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Stop receiving, score and forward everything held within ``timeout`` (default
-        ``drain_timeout``), close. True if nothing was dropped or left unscored for lack of
+        ``shutdown_timeout_seconds``), close. True if nothing was dropped or left unscored for lack of
         time. Idempotent."""
         if self._stopped:
             return True
         self._stopped = True
         self._draining = True
         self.health.set("draining")
-        timeout = self.config.drain_timeout if timeout is None else timeout
+        timeout = self.config.shutdown_timeout_seconds if timeout is None else timeout
         started = time.monotonic()
         deadline = started + timeout
         await self._close_receivers()
@@ -470,7 +468,9 @@ class SemloopService:
         try:
             await self.start()
             await stop.wait()
-            _logger.info("otel-semloop: signal received; draining (up to %.0f s)", self.config.drain_timeout)
+            _logger.info(
+                "otel-semloop: signal received; draining (up to %.0f s)", self.config.shutdown_timeout_seconds
+            )
         finally:
             watcher.cancel()
             clean = await self.stop()
@@ -484,7 +484,7 @@ class SemloopService:
         """Proof of a turning loop for the liveness probe."""
         while True:
             self.health.beat()
-            await asyncio.sleep(min(1.0, self.config.tick * 10))
+            await asyncio.sleep(min(1.0, self.config.tick_seconds * 10))
 
     def _forward(self, spans: list[Any]) -> None:
         assert self._exports is not None
@@ -518,9 +518,6 @@ class SemloopService:
         if self._sender is not None:
             with contextlib.suppress(Exception):
                 await self._sender.close()
-        if self._executor is not None:
-            # Stuck scoring threads are daemons of the pool: do not wait for them.
-            self._executor.shutdown(wait=False, cancel_futures=True)
         if self._durable is not None:
             with contextlib.suppress(Exception):
                 await self._durable.close()
@@ -582,10 +579,10 @@ class ServiceThread:
         return self
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Drain (``timeout`` default: ``drain_timeout``) and stop the thread."""
+        """Drain (``timeout`` default: ``shutdown_timeout_seconds``) and stop the thread."""
         if not self._thread.is_alive():
             return True
-        wait = (self.service.config.drain_timeout if timeout is None else timeout) + 15
+        wait = (self.service.config.shutdown_timeout_seconds if timeout is None else timeout) + 15
         try:
             return asyncio.run_coroutine_threadsafe(self.service.stop(timeout), self._loop).result(wait)
         finally:

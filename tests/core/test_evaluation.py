@@ -180,7 +180,7 @@ class FakePhoenix(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def fake_phoenix():
-    from e2e.http_thread import ServerThread
+    from tests.e2e.http_thread import ServerThread
 
     FakePhoenix.known, FakePhoenix.posts = set(), []
     server = ServerThread("127.0.0.1", FakePhoenix)

@@ -1,4 +1,4 @@
-"""pytest fixtures for the end-to-end tests (loaded with ``pytest_plugins = ("e2e.fixtures",)``).
+"""pytest fixtures for the end-to-end tests (registered by ``tests/e2e/conftest.py``).
 
 The pipeline under test is the one a user builds::
 

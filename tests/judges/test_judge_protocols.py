@@ -7,14 +7,6 @@ import json
 import time
 
 import pytest
-from judge_support import (
-    Reply,
-    ScriptedServer,
-    healthy_run,
-    injected_loop,
-    paraphrased_loop,
-    system_one_answers,
-)
 
 from otel_semloop.judges import Judge, JudgedScorer, build_question_set
 from otel_semloop.judges.backends.openai import SYSTEM_PROMPT, OpenAIBackend
@@ -24,6 +16,14 @@ from otel_semloop.judges.questions import DATA_NOTICE
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label
 from otel_semloop.writeback import verdict_attributes
+from tests.judges.judge_support import (
+    Reply,
+    ScriptedServer,
+    healthy_run,
+    injected_loop,
+    paraphrased_loop,
+    system_one_answers,
+)
 
 KEY = "sk-test-0123456789abcdefghijklmnop"
 FAST_RETRY = RetryPolicy(retries=2, backoff=0.01, max_backoff=0.02)

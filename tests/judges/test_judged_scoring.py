@@ -7,7 +7,6 @@ import hashlib
 import math
 
 import pytest
-from judge_support import healthy_run, paraphrased_loop
 
 from otel_semloop.judges import Escalation, Judge, JudgedScorer, build_question_set
 from otel_semloop.judges.backends.local import LocalBackend, same_action
@@ -19,6 +18,7 @@ from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label
 from otel_semloop.writeback import verdict_attributes
+from tests.judges.judge_support import healthy_run, paraphrased_loop
 
 STUCK = {"progress": 0.05, "revisit": 0.9, "tool_repeat": 0.9, "stagnation": 3}
 FINE = {"progress": 0.95, "revisit": 0.05, "tool_repeat": 0.05, "stagnation": 0}

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from judge_support import healthy_run, paraphrased_loop
-
 from otel_semloop.judges.questions import DATA_NOTICE, QuestionConfig, build_question_set
 from otel_semloop.model import Step, StepKind, Trace
+from tests.judges.judge_support import healthy_run, paraphrased_loop
 
 
 def long_trace(n: int, text: str = "thinking about the next file to open") -> Trace:

@@ -34,12 +34,12 @@ def config_for(downstream: OtlpReceiver | str, **overrides: Any) -> ServiceConfi
         "http": "127.0.0.1:0",
         "export_endpoint": endpoint,
         "export_protocol": "grpc" if grpc_downstream else "http/protobuf",
-        "grace": 0.1,
-        "tick": 0.02,
+        "grace_seconds": 0.1,
+        "tick_seconds": 0.02,
         "retry_initial_backoff": 0.05,
         "retry_max_backoff": 0.2,
         "export_timeout": 2.0,
-        "drain_timeout": 5.0,
+        "shutdown_timeout_seconds": 5.0,
         **overrides,
     }
     return ServiceConfig(**options)

@@ -26,7 +26,7 @@ def _dead_endpoint() -> str:
 def _serve(queue: Path, endpoint: str) -> ServeProcess:
     process = ServeProcess(
         "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--health", "off",
-        "--export-endpoint", endpoint, "--durable-queue", str(queue), "--grace", "0.2",
+        "--export-endpoint", endpoint, "--durable-queue", str(queue), "--grace-seconds", "0.2",
         env={"SEMLOOP_RETRY_INITIAL_BACKOFF": "0.05", "SEMLOOP_RETRY_MAX_BACKOFF": "0.2",
              "SEMLOOP_EXPORT_BATCH_SPANS": "64"},
     )  # fmt: skip

@@ -40,7 +40,7 @@ def served() -> Iterator[tuple[ServeProcess, GrpcOtlpReceiver]]:
     with GrpcOtlpReceiver() as downstream:
         process = ServeProcess(
             "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--health", "off",
-            "--export-endpoint", downstream.endpoint, "--grace", "0.1",
+            "--export-endpoint", downstream.endpoint, "--grace-seconds", "0.1",
             "--max-request-bytes", str(MAX_REQUEST), "--max-decompressed-bytes", str(MAX_INFLATED),
             "--max-connections", "8",
             env={"SEMLOOP_HEADER_TIMEOUT": "1.0", "SEMLOOP_BODY_TIMEOUT": "1.0"},

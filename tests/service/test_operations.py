@@ -28,7 +28,7 @@ from tests.service.traffic import agent_spans, mixed_traces, request_of, trace_i
 
 def test_health_is_ready_while_serving_then_not_ready_while_draining_then_gone() -> None:
     down = GrpcOtlpReceiver()  # never started: the drain waits for it until its deadline
-    service = ServiceThread(config_for(down, health="127.0.0.1:0", drain_timeout=1.5)).start()
+    service = ServiceThread(config_for(down, health="127.0.0.1:0", shutdown_timeout_seconds=1.5)).start()
     url = f"http://127.0.0.1:{service.service.health_port}"
     try:
         ready = httpx.get(f"{url}/health/ready")
@@ -157,13 +157,13 @@ def test_the_otel_exporter_otlp_variables_configure_the_next_hop_and_secrets_sta
             "OTEL_EXPORTER_OTLP_HEADERS": "x-api-key=s3cr3t-k3y%21,x-team=loops",
             "OTEL_EXPORTER_OTLP_COMPRESSION": "gzip",
             "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT": "4000",
-            "SEMLOOP_GRACE": "0.1",
+            "SEMLOOP_GRACE_SECONDS": "0.1",
             "SEMLOOP_HEALTH": "off",
             "SEMLOOP_AUTH_TOKEN": "t0k3n-value",
         }
         config = ServiceConfig.load(environ=env)
         assert config.export_protocol == "http/protobuf" and config.export_compression is True
-        assert config.export_timeout == 4.0 and config.grace == 0.1 and config.health is None
+        assert config.export_timeout == 4.0 and config.grace_seconds == 0.1 and config.health is None
         assert dict(config.export_headers) == {"x-api-key": "s3cr3t-k3y!", "x-team": "loops"}
         for text in (repr(config), config.describe()):
             assert "hunter2" not in text and "s3cr3t" not in text and "t0k3n" not in text
@@ -199,15 +199,15 @@ def test_a_config_file_expands_env_references_and_flags_win(tmp_path: Path) -> N
     path = tmp_path / "serve.toml"
     path.write_text(
         '[serve]\nexport_endpoint = "${env:BACKEND}"\nexport_headers = { "x-key" = "${env:KEY}" }\n'
-        'grace = 7.0\nidle = "${IDLE:-33}"\n'
+        'grace_seconds = 7.0\nidle_seconds = "${IDLE:-33}"\n'
     )
-    environ = {"BACKEND": "http://127.0.0.1:9999", "KEY": "from-env", "SEMLOOP_GRACE": "1.0"}
-    config = ServiceConfig.load(path, environ=environ, idle=None, drain_timeout=3.0)
+    environ = {"BACKEND": "http://127.0.0.1:9999", "KEY": "from-env", "SEMLOOP_GRACE_SECONDS": "1.0"}
+    config = ServiceConfig.load(path, environ=environ, idle_seconds=None, shutdown_timeout_seconds=3.0)
     assert config.export_endpoint == "http://127.0.0.1:9999"
     assert dict(config.export_headers) == {"x-key": "from-env"}
-    assert config.grace == 7.0  # the file beats the environment
-    assert config.drain_timeout == 3.0  # flags beat the file
-    assert config.idle == 33.0
+    assert config.grace_seconds == 7.0  # the file beats the environment
+    assert config.shutdown_timeout_seconds == 3.0  # flags beat the file
+    assert config.idle_seconds == 33.0
     with pytest.raises(ConfigError, match="KEY is not set"):
         ServiceConfig.load(path, environ={"BACKEND": "http://x:1"})
 

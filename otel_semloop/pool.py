@@ -1,0 +1,363 @@
+"""The scoring pool: released traces scored on background threads under a time budget.
+
+Both buffering front doors use this one pool: the span processor's worker thread calls
+it directly, the collector service calls it from its event loop and awaits its drain.
+The caller that owns the pool (one thread: the worker, or the event loop) submits
+releases and calls :meth:`ScoringPool.expire` on its tick; every release is then
+*delivered* exactly once, as an :class:`~otel_semloop.release.Outcome`, through the
+``deliver`` callback the front door gives, from whichever thread settles it.
+
+Rules (each has an exact test in ``tests/core/test_pool.py``)
+    * Budget: a release has ``budget`` seconds from :meth:`submit` to its verdict,
+      queueing for a thread included. Past it, :meth:`expire` delivers it at once: with
+      the latest verdict of a staged scorer (``semloop.budget_exceeded=true``) when there
+      is one, else unscored (``semloop.unscored.reason="scoring budget exceeded"``).
+    * Stuck threads: a Python thread cannot be killed. A thread whose release outlived
+      its budget is *stuck*; it is replaced while fewer than ``max_stuck`` are stuck.
+      While every thread is stuck and the cap is reached, a submitted release is
+      delivered unscored at once ("scorers stuck"), never queued behind them. A stuck
+      thread that returns has its late verdict discarded (counted) and rejoins, or
+      retires when the pool is full again.
+    * A scorer that raises: delivered unscored ("scoring failed: <error type>").
+    * No agent steps: delivered untouched (label ``none``); small releases are checked
+      with the adapter's cheap :meth:`~otel_semloop.release.SpanAdapter.may_have_steps`
+      on the caller's thread and never reach a scoring thread.
+    * Drain: :meth:`cap_deadlines` shortens every pending budget to a flush or shutdown
+      deadline; :meth:`expire` at that deadline delivers what is still scoring (as budget
+      exceeded). :meth:`settled_through` tells a flush when everything it covered left.
+
+Exactly once: a release moves PENDING -> RUNNING (a thread claimed it) -> DONE (claimed
+by whoever settles it: the scoring thread with a verdict, or the owner past the budget).
+Claims are made under one lock, so exactly one thread delivers each release. A scoring
+thread only reads the spans until it wins the claim (:func:`~otel_semloop.release.evaluate`);
+patches are applied after, so a thread abandoned past its budget never changes a span
+that already left.
+
+Threads deliver their own results: the owner is not woken per release (only when a
+flush waits: :attr:`ScoringPool.waiting`), which keeps thread switches, and GIL hand-offs
+on an application's thread, to a few per tick.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+import time
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from otel_semloop.grouping import Release
+from otel_semloop.release import Evaluation, Outcome, SpanAdapter, evaluate, unscored, written_back, yield_gil
+from otel_semloop.scoring import Scorer
+from otel_semloop.telemetry import SelfTelemetry, get_logger
+from otel_semloop.writeback import UNSCORED_BUDGET_EXCEEDED, UNSCORED_SCORERS_STUCK
+
+__all__ = ["ScoringPool"]
+
+S = TypeVar("S")
+
+_logger = get_logger(__name__)
+
+#: Releases up to this size are checked for agent steps on the owner's thread before
+#: queueing (cheap); bigger ones go to a scoring thread, where the check is the build.
+PREFILTER_SPANS = 1000
+
+_PENDING, _RUNNING, _DONE = 0, 1, 2
+
+
+class _Lane:
+    __slots__ = ("stuck",)
+
+    def __init__(self) -> None:
+        self.stuck = False
+
+
+class _Job(Generic[S]):
+    __slots__ = ("best", "deadline", "finished", "lane", "release", "seq", "state")
+
+    def __init__(self, seq: int, release: Release[S], deadline: float) -> None:
+        self.seq = seq
+        self.release = release
+        self.deadline = deadline
+        self.state = _PENDING
+        self.finished = False
+        self.lane: _Lane | None = None
+        #: The latest verdict of a staged scorer, set by the scoring thread.
+        self.best: Evaluation | None = None
+
+
+class ScoringPool(Generic[S]):
+    """Scoring threads, their budget and their accounting (see the module docstring).
+
+    ``submit``, ``expire``, ``cap_deadlines``, ``settled_through``, ``take_back_all`` and
+    ``deliver_unscored`` are called by the owner only (one thread at a time); ``deliver``
+    is called from the owner or from a scoring thread, once per release.
+    """
+
+    def __init__(
+        self,
+        scorer: Scorer,
+        adapter: SpanAdapter[S],
+        deliver: Callable[[Outcome[S]], None],
+        telemetry: SelfTelemetry,
+        *,
+        threads: int,
+        max_stuck: int,
+        budget: float,
+        notify: Callable[[], None] | None = None,
+        thread_name: str = "semloop-scorer",
+    ) -> None:
+        self._scorer = scorer
+        self._adapter = adapter
+        self._deliver = deliver
+        self._telemetry = telemetry
+        self._threads = threads
+        self._max_stuck = max_stuck
+        self._budget = budget
+        self._notify = notify
+        self._thread_name = thread_name
+        self._queue: queue.SimpleQueue[_Job[S] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._alive = 0
+        self._stuck = 0
+        self._spawned = 0
+        self._seq = 0
+        self._outstanding: collections.deque[_Job[S]] = collections.deque()
+        #: Set by the owner while a flush waits: scoring threads then call ``notify``
+        #: after each delivery.
+        self.waiting = False
+
+    # -- state -----------------------------------------------------------------------------
+
+    @property
+    def stuck(self) -> int:
+        """Threads abandoned past their budget and not yet returned."""
+        return self._stuck
+
+    @property
+    def pending(self) -> int:
+        """Releases submitted and not yet delivered."""
+        return sum(1 for job in self._outstanding if not job.finished)
+
+    def next_deadline(self) -> float | None:
+        """The earliest budget deadline pending (budgets are equal; a flush shortens them
+        all), or None."""
+        self._compact()
+        return self._outstanding[0].deadline if self._outstanding else None
+
+    def settled_through(self, seq: int) -> bool:
+        """Whether every release submitted up to number ``seq`` was delivered."""
+        return all(job.finished for job in self._outstanding if job.seq <= seq)
+
+    # -- the owner's calls -----------------------------------------------------------------
+
+    def submit(self, release: Release[S], now: float | None = None) -> int:
+        """Queue ``release`` for scoring (or deliver it at once: no agent steps, or every
+        thread stuck). Returns its number, for :meth:`settled_through`."""
+        now = time.monotonic() if now is None else now
+        self._seq += 1
+        job = _Job(self._seq, release, now + self._budget)
+        telemetry = self._telemetry
+        telemetry.add("semloop.releases", release.reason.value)
+        if release.reason.early:
+            telemetry.add("semloop.releases.early", release.reason.value)
+        if len(release.spans) <= PREFILTER_SPANS and not self._adapter.may_have_steps(release.spans):
+            # Plain HTTP/DB traces (most traces of most services) gain nothing: forward
+            # them now instead of converting and building them on a scoring thread.
+            job.state = _DONE
+            self._settle(job, Outcome(list(release.spans), "none"))
+            return job.seq
+        if not self._ensure_threads():
+            # Every scoring thread is stuck: do not queue behind them.
+            job.state = _DONE
+            self._settle(job, self._unscored(job, UNSCORED_SCORERS_STUCK, "stuck"))
+            return job.seq
+        self._outstanding.append(job)
+        self._queue.put(job)
+        return job.seq
+
+    def expire(self, now: float | None = None) -> None:
+        """Deliver every release whose deadline passed (staged verdict or unscored)."""
+        now = time.monotonic() if now is None else now
+        outstanding = self._outstanding
+        while outstanding:
+            job = outstanding[0]
+            if job.finished:
+                outstanding.popleft()
+                continue
+            if job.deadline > now:
+                break
+            outstanding.popleft()
+            self._take_back(job, replace=True)
+        if len(outstanding) > 64:
+            self._compact(everywhere=True)
+
+    def cap_deadlines(self, deadline: float) -> int:
+        """Shorten every pending budget to end by ``deadline`` (a flush or shutdown).
+        Returns the number of the last release submitted so far."""
+        for job in self._outstanding:
+            if job.deadline > deadline:
+                job.deadline = deadline
+        return self._seq
+
+    def take_back_all(self) -> None:
+        """Deliver everything still pending now, without a verdict (the end of a drain)."""
+        while self._outstanding:
+            self._take_back(self._outstanding.popleft(), replace=False)
+
+    def deliver_unscored(self, release: Release[S], reason: str, key: str) -> None:
+        """Deliver ``release`` unscored without queueing it (the owner cannot score)."""
+        self._seq += 1
+        job = _Job(self._seq, release, 0.0)
+        job.state = _DONE
+        self._settle(job, self._unscored(job, reason, key))
+
+    def stop(self) -> None:
+        """Let the scoring threads exit (stuck ones exit when they return)."""
+        with self._lock:
+            alive = self._alive
+        for _ in range(alive):
+            self._queue.put(None)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _compact(self, everywhere: bool = False) -> None:
+        outstanding = self._outstanding
+        while outstanding and outstanding[0].finished:
+            outstanding.popleft()
+        if everywhere:
+            # Threads finish out of order only with several of them: compact now and then.
+            self._outstanding = collections.deque(job for job in outstanding if not job.finished)
+
+    def _ensure_threads(self) -> bool:
+        """Top the pool up; True when at least one healthy thread exists."""
+        with self._lock:
+            while self._alive - self._stuck < self._threads and self._alive < self._threads + self._max_stuck:
+                self._spawned += 1
+                self._alive += 1
+                threading.Thread(
+                    target=self._run, name=f"{self._thread_name}-{self._spawned}", daemon=True
+                ).start()
+            return self._alive - self._stuck > 0
+
+    def _take_back(self, job: _Job[S], *, replace: bool) -> None:
+        """The owner settles a job past its deadline, unless a thread already did."""
+        with self._lock:
+            previous = job.state
+            if previous == _DONE:
+                return
+            job.state = _DONE
+            if previous == _RUNNING and job.lane is not None and not job.lane.stuck:
+                job.lane.stuck = True
+                self._stuck += 1
+        self._settle(job, self._unscored(job, UNSCORED_BUDGET_EXCEEDED, "budget"))
+        if previous == _RUNNING and replace:
+            self._ensure_threads()  # replace the stuck thread while the cap allows
+
+    def _settle(self, job: _Job[S], outcome: Outcome[S]) -> None:
+        self._telemetry.add("semloop.traces", outcome.label)
+        try:
+            self._deliver(outcome)
+        finally:
+            job.finished = True
+
+    def _unscored(self, job: _Job[S], reason: str, key: str) -> Outcome[S]:
+        """A job's outcome without a fresh verdict: its best staged verdict when the
+        budget ran out, else unscored. Never raises: if even marking fails, the original
+        spans still go out."""
+        telemetry = self._telemetry
+        best = job.best
+        if best is not None and key == "budget":
+            try:
+                outcome = written_back(job.release, self._adapter, best, {"semloop.budget_exceeded": True})
+            except Exception as exc:
+                self._error("writeback", exc)
+            else:
+                telemetry.add("semloop.unscored", "budget_staged")
+                return outcome
+        telemetry.add("semloop.unscored", key)
+        try:
+            return unscored(job.release, self._adapter, reason)
+        except Exception as exc:
+            self._error("writeback", exc)
+            return Outcome(list(job.release.spans), "unscored")
+
+    def _error(self, where: str, exc: BaseException) -> None:
+        self._telemetry.add("semloop.errors", where)
+        _logger.warning(
+            "otel-semloop: %s failed: %r (counted in semloop.errors)",
+            where,
+            exc,
+            extra={"semloop_limit": where},
+        )
+
+    def _run(self) -> None:
+        lane = _Lane()
+        lock = self._lock
+        telemetry = self._telemetry
+        try:
+            while True:
+                job = self._queue.get()
+                if job is None:
+                    return
+                with lock:
+                    if job.state != _PENDING:
+                        continue  # already delivered by the owner
+                    job.state = _RUNNING
+                    job.lane = lane
+                started = time.perf_counter()
+                evaluation: Evaluation | None = None
+                failure: Exception | None = None
+
+                def keep(stage: Evaluation, job: _Job[S] = job) -> None:
+                    job.best = stage
+
+                try:
+                    evaluation = evaluate(job.release, self._adapter, self._scorer, keep)
+                except Exception as exc:
+                    failure = exc
+                duration = time.perf_counter() - started
+                with lock:
+                    mine = job.state == _RUNNING
+                    if mine:
+                        job.state = _DONE
+                    retire = False
+                    if lane.stuck:
+                        lane.stuck = False
+                        self._stuck -= 1
+                        retire = self._alive - self._stuck > self._threads
+                telemetry.scoring_duration.record(duration)
+                if mine:
+                    yield_gil()
+                    self._settle(job, self._outcome(job, evaluation, failure))
+                else:
+                    telemetry.add("semloop.scoring.discarded", "late")
+                del job, evaluation, keep
+                if self.waiting and self._notify is not None:
+                    self._notify()
+                if retire:
+                    return
+        finally:
+            with lock:
+                self._alive -= 1
+                if lane.stuck:
+                    self._stuck -= 1
+
+    def _outcome(self, job: _Job[S], evaluation: Evaluation | None, failure: Exception | None) -> Outcome[S]:
+        if failure is not None:
+            self._telemetry.add("semloop.errors", "scorer")
+            _logger.warning(
+                "otel-semloop: scorer failed: %r (counted in semloop.errors)",
+                failure,
+                extra={"semloop_limit": "scorer"},
+            )
+            return self._unscored(job, f"scoring failed: {type(failure).__name__}", "error")
+        if evaluation is None:
+            # Not an agent trace (plain HTTP, DB...): it gains nothing, forward it untouched.
+            return Outcome(list(job.release.spans), "none")
+        try:
+            return written_back(job.release, self._adapter, evaluation)
+        except Exception as exc:
+            self._error("writeback", exc)
+            return self._unscored(job, f"write-back failed: {type(exc).__name__}", "error")

@@ -1,0 +1,96 @@
+"""Configuration of :class:`~otel_semloop.processor.SemloopSpanProcessor`.
+
+Every knob has a constructor argument and a ``SEMLOOP_*`` environment variable, like the
+SDK's ``OTEL_BSP_*`` knobs. Precedence: constructor argument, then environment variable,
+then the default below. A bad value raises :class:`~otel_semloop.errors.ConfigError`
+naming the argument or the variable, at construction time (never later, inside a hook).
+
+=====================================  ==================================  =========
+argument                               environment variable                default
+=====================================  ==================================  =========
+``enabled``                            ``SEMLOOP_ENABLED``                 true
+``grace_seconds``                      ``SEMLOOP_GRACE_SECONDS``           0.5
+``idle_seconds``                       ``SEMLOOP_IDLE_SECONDS``            120
+``max_age_seconds``                    ``SEMLOOP_MAX_AGE_SECONDS``         1800
+``max_traces``                         ``SEMLOOP_MAX_TRACES``              10000
+``max_spans_per_trace``                ``SEMLOOP_MAX_SPANS_PER_TRACE``     10000
+``max_spans``                          ``SEMLOOP_MAX_SPANS``               100000
+``recent_traces``                      ``SEMLOOP_RECENT_TRACES``           16384
+``scoring_budget_seconds``             ``SEMLOOP_SCORING_BUDGET_SECONDS``  5
+``scoring_threads``                    ``SEMLOOP_SCORING_THREADS``         1
+``max_stuck_scorers``                  ``SEMLOOP_MAX_STUCK_SCORERS``       2
+``tick_seconds``                       ``SEMLOOP_TICK_SECONDS``            0.1
+``shutdown_timeout_seconds``           ``SEMLOOP_SHUTDOWN_TIMEOUT_SECONDS``  30
+``live_guard``                         ``SEMLOOP_LIVE_GUARD``              off
+=====================================  ==================================  =========
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from otel_semloop.settings import BufferingSettings, load, setting, validate
+
+
+class GuardMode(str, enum.Enum):
+    """What the live guard does when a loop becomes conclusive.
+
+    ``off``: nothing runs on the application thread beyond the processor's bookkeeping.
+    ``warn``: the incremental detectors run as each LLM/tool span ends; ``on_loop`` is
+    called and a warning logged, the agent is never stopped.
+    ``stop``: as warn, and :meth:`~otel_semloop.processor.guard.LoopGuard.check` raises
+    :class:`~otel_semloop.errors.LoopDetected` in the agent's thread once the policy says stop.
+    """
+
+    OFF = "off"
+    WARN = "warn"
+    STOP = "stop"
+
+
+@dataclass(frozen=True, slots=True)
+class Config(BufferingSettings):
+    """Every option of the span processor; build it with :meth:`from_env`.
+
+    Bounds err toward releasing spans early (scored as partial, marked and counted)
+    rather than holding memory or the application: a span is never dropped. The
+    grouping, scoring and shutdown settings are shared with the service
+    (:class:`~otel_semloop.settings.BufferingSettings`: same names, same ``SEMLOOP_*``
+    variables); read and checked by :mod:`otel_semloop.settings`.
+    """
+
+    #: Off turns the processor into a pass-through to the downstream processor.
+    enabled: bool = setting(True, kind="bool")
+    #: Live guard mode (see :class:`GuardMode`).
+    live_guard: GuardMode = setting(GuardMode.OFF, kind="choice", choices=GuardMode)
+
+    def __post_init__(self) -> None:
+        validate(self)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **options: Any) -> Config:
+        """Defaults, overridden by ``SEMLOOP_*`` variables in ``environ`` (default
+        ``os.environ``), overridden by ``options`` (argument names as above).
+
+        Raises :class:`ConfigError` for a bad value and :class:`TypeError` for an
+        unknown option name.
+        """
+        return load(
+            cls,
+            prefix=ENV_PREFIX,
+            environ=environ,
+            layers=[("", options)],
+            unknown=TypeError,
+            former_names=False,
+        )
+
+    def replace(self, **options: Any) -> Config:
+        """A copy with ``options`` changed (validated like the constructor)."""
+        return dataclasses.replace(self, **options)
+
+
+#: Prefix of the processor's (and the service's) environment variables.
+ENV_PREFIX = "SEMLOOP_"

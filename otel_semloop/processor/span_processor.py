@@ -1,0 +1,342 @@
+"""``SemloopSpanProcessor``: score agent traces in-process and write the verdict onto the spans.
+
+Wrap the application's export pipeline::
+
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from otel_semloop import SemloopSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
+
+Every span reaches the downstream processor exactly once: the spans of a scored trace
+after its verdict (the root span and the looping steps as new ``ReadableSpan`` copies
+carrying ``semloop.*`` attributes and a ``gen_ai.evaluation.result`` event, every other
+span as the original object), so a backend never sees a span twice. Do not also add the
+downstream processor to the provider.
+
+Threads and costs
+    ``on_start``/``on_end`` run on the application's thread. They forward ``on_start`` to
+    the downstream processor and do O(1) bookkeeping under one lock (a few dict
+    operations, about 1 us per span: see :mod:`otel_semloop.grouping`); they never
+    convert, score, export or wake anything, and never raise. One daemon *worker* thread
+    wakes every ``tick_seconds`` (wake-ups are batched, the application never signals
+    it), releases finished traces, hands them to the scoring threads, and forwards spans
+    to ``downstream.on_end``. So the downstream's own ``on_end`` cost moves off the
+    application thread too. Unsampled spans (``trace_flags.sampled`` false) skip all of
+    this and go straight to the downstream processor.
+
+    Background threads share the GIL with the application. They work in slices and offer
+    the GIL between them (``time.sleep(0)``), so an application thread returning from
+    I/O waits at most one slice rather than the interpreter's 5 ms switch interval; on
+    ``bench/processor_overhead.py`` the application thread's CPU and its wall time
+    outside I/O both stay within a few percent of ``BatchSpanProcessor`` alone. A
+    detector that runs long in one call (a slice the processor cannot cut) still delays
+    the application by up to that call's length, or 5 ms, whichever is shorter.
+
+    Bursts: a flush or a big trace hands many spans to the downstream at once; the
+    forwarder paces itself so a ``BatchSpanProcessor``'s queue does not overflow (see
+    ``_Forwarder``).
+
+Completion, bounds, late spans
+    See :mod:`otel_semloop.grouping`: a trace is released ``grace_seconds`` after its
+    local root ended with no span open; ``idle_seconds`` and ``max_age_seconds`` release
+    traces that never finish; ``max_traces``/``max_spans`` release the oldest trace on
+    overflow and ``max_spans_per_trace`` releases a big trace in chunks. An early release
+    is scored as partial (``semloop.partial=true``, ``semloop.release.reason``) and
+    counted. A span that ends after its trace was released is forwarded as a copy with
+    ``semloop.late=true``.
+
+Scoring budget
+    Scoring (SDK span to record, :func:`~otel_semloop.builder.build_trace`, the
+    :class:`~otel_semloop.scoring.Scorer`, write-back copies) runs on ``scoring_threads``
+    separate threads. Each trace gets ``scoring_budget_seconds`` from its release to its
+    verdict, queueing included; past it the worker forwards the trace at once, with the
+    best verdict known so far if the scorer offers staged verdicts (``score_stages``,
+    below) and ``semloop.budget_exceeded=true``, else unscored
+    (``semloop.label=unscored``, ``semloop.unscored.reason="scoring budget exceeded"``).
+    A Python thread cannot be killed: a scoring thread past its budget is abandoned and
+    replaced, up to ``max_stuck_scorers`` abandoned threads alive at once; beyond that,
+    traces are forwarded unscored ("scorers stuck") until a stuck thread returns, when it
+    rejoins. A scorer that raises yields an unscored trace ("scoring failed: ...").
+    Either way spans are held at most ``grace + budget`` (plus a tick) after their trace
+    completes, and the application is never involved.
+
+    Staged scoring: if the scorer has ``score_stages(trace) -> Iterator[Verdict]``
+    (cheap deterministic verdict first, then refined ones, e.g. after a remote judge),
+    the latest verdict yielded before the budget runs out is the one written back.
+
+Live guard
+    ``live_guard="warn"|"stop"`` (or ``SEMLOOP_LIVE_GUARD``) runs the incremental
+    detectors on the application thread as each LLM or tool span ends: see
+    :mod:`otel_semloop.processor.guard` for its cost and :attr:`SemloopSpanProcessor.guard`.
+
+force_flush / shutdown
+    ``force_flush(timeout_millis)`` releases every held trace (as partial if unfinished),
+    scores what fits in about 80% of the timeout, forwards everything, then flushes the
+    downstream with the rest of the timeout; it returns False if the timeout ran out.
+    ``shutdown()`` does the same within ``shutdown_timeout_seconds``, stops the threads
+    and shuts the downstream processor down. Spans ending after shutdown pass through.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry import metrics
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otel_semloop.grouping import ReleaseReason, TraceBuffer
+from otel_semloop.processor.config import Config, GuardMode
+from otel_semloop.processor.worker import Worker
+from otel_semloop.scoring import Scorer
+from otel_semloop.telemetry import SelfTelemetry, get_logger
+
+__all__ = ["SemloopSpanProcessor"]
+
+_logger = get_logger(__name__)
+
+
+
+class SemloopSpanProcessor(SpanProcessor):
+    """Holds each trace's spans, scores the trace for loops off the application's thread,
+    and forwards every span once to ``downstream`` with the verdict written back.
+
+    ``downstream`` is the processor that exports (typically
+    ``BatchSpanProcessor(OTLPSpanExporter())``); it must not also be registered with the
+    provider. ``options`` are the :class:`~otel_semloop.processor.config.Config` fields
+    (``grace_seconds=...``, ``max_traces=...``, ...), overriding ``SEMLOOP_*``
+    environment variables; ``config`` gives them all at once (``options`` still win).
+    ``scorer`` replaces the default :class:`~otel_semloop.scoring.Scorer` (anything with
+    ``score(trace) -> Verdict``). ``on_loop(finding, action)`` is called by the live
+    guard, on the application thread, the moment a loop becomes conclusive.
+    ``meter_provider`` receives the self-telemetry (default: the global one).
+
+    Raises :class:`~otel_semloop.errors.ConfigError` for a bad option; after
+    construction no method raises.
+    """
+
+    def __init__(
+        self,
+        downstream: SpanProcessor,
+        *,
+        config: Config | None = None,
+        scorer: Scorer | None = None,
+        on_loop: Callable[[Any, Any], None] | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        **options: Any,
+    ) -> None:
+        if config is None:
+            config = Config.from_env(**options)
+        elif options:
+            config = Config.from_env(environ={}, **{**_fields_of(config), **options})
+        self.config = config
+        self._downstream = downstream
+        self._scorer: Scorer = scorer if scorer is not None else Scorer()
+        self._active = config.enabled
+        self._shutdown = False
+        self._lock = threading.Lock()
+        self._buffer: TraceBuffer[ReadableSpan] = TraceBuffer(config.buffer_limits())
+        # Bound methods looked up once: the hooks are the hot path.
+        self._buffer_start = self._buffer.start
+        self._buffer_end = self._buffer.end
+        self._downstream_on_start = downstream.on_start
+        self._downstream_on_end = downstream.on_end
+        self._app_errors: dict[str, int] = {}
+        self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)), "processor")
+        self._guard: Any = None
+        if config.live_guard is not GuardMode.OFF and self._active:
+            from otel_semloop.processor.guard import LoopGuard
+
+            telemetry = self._telemetry
+            self._guard = LoopGuard(
+                config.live_guard,
+                on_loop=on_loop,
+                max_traces=config.max_traces,
+                on_error=lambda where: telemetry.add("semloop.errors", where),
+            )
+        elif on_loop is not None:
+            _logger.warning("otel-semloop: on_loop is only called when live_guard is warn or stop")
+        self._worker = Worker(self) if self._active else None
+        if self._worker is not None:
+            self._worker.start()
+            if hasattr(os, "register_at_fork"):
+                ref = weakref.WeakMethod(self._at_fork_reinit)
+                os.register_at_fork(after_in_child=lambda: (m := ref()) is not None and m())
+
+    # -- public ------------------------------------------------------------------------
+
+    @property
+    def guard(self) -> Any:
+        """The :class:`~otel_semloop.processor.guard.LoopGuard` when ``live_guard`` is warn or stop,
+        else None. Agent code calls ``processor.guard.check()`` between steps."""
+        return self._guard
+
+    def stats(self) -> dict[str, int]:
+        """Counters and gauges as a flat dict (the same numbers as the metrics), e.g.
+        ``traces.loop``, ``releases.early.idle``, ``errors.downstream``, ``spans.held``."""
+        snapshot = self._telemetry.snapshot()
+        with self._lock:
+            errors = dict(self._app_errors)
+            counts = dict(self._buffer.counts)
+        for where, count in errors.items():
+            key = f"semloop.errors.{where}"
+            snapshot[key] = snapshot.get(key, 0) + count
+        snapshot["semloop.spans.late"] = counts.get("late", 0)
+        snapshot["semloop.buffer.grace_cut"] = counts.get("grace_cut", 0)
+        snapshot["semloop.buffer.segments"] = counts.get("segments", 0)
+        if self._guard is not None:
+            for key, value in self._guard.stats().items():
+                snapshot[f"semloop.guard.{key}"] = value
+        return {key.removeprefix("semloop."): value for key, value in snapshot.items()}
+
+    # -- SpanProcessor hooks (application threads) -------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        try:
+            self._downstream_on_start(span, parent_context)
+        except Exception:
+            self._app_error("downstream")
+        if not self._active or self._shutdown:
+            return
+        try:
+            context = span.context
+            if context.trace_flags.sampled:
+                parent = span.parent
+                local_root = parent is None or parent.is_remote
+                now = time.monotonic()
+                with self._lock:
+                    self._buffer_start(context.trace_id, local_root, now)
+        except Exception:
+            self._app_error("on_start")
+
+    def _on_ending(self, span: Span) -> None:
+        try:
+            on_ending = getattr(self._downstream, "_on_ending", None)
+            if on_ending is not None:
+                on_ending(span)
+        except Exception:
+            self._app_error("downstream")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        handed = False
+        try:
+            context = span.context
+            if not self._active or self._shutdown or not context.trace_flags.sampled:
+                handed = True
+                self._passthrough(span)
+                return
+            parent = span.parent
+            local_root = parent is None or parent.is_remote
+            now = time.monotonic()
+            with self._lock:
+                self._buffer_end(context.trace_id, local_root, span, now)
+                handed = True
+        except Exception:
+            self._app_error("on_end")
+            if not handed:
+                self._passthrough(span)  # never lose a span to our own bug
+            return
+        guard = self._guard
+        if guard is not None:
+            try:
+                guard.observe_span(span)
+            except Exception:
+                self._app_error("guard")
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Score and forward everything held, then flush the downstream processor.
+        Returns False if ``timeout_millis`` ran out first."""
+        try:
+            deadline = time.monotonic() + max(0, timeout_millis) / 1000
+            ok = True
+            worker = self._worker
+            if worker is not None and not self._shutdown and threading.current_thread() is not worker.thread:
+                ok = worker.drain(ReleaseReason.FLUSH, deadline)
+            remaining = max(0, int((deadline - time.monotonic()) * 1000))
+            return self._downstream.force_flush(remaining) is not False and ok
+        except Exception:
+            self._app_error("force_flush")
+            return False
+
+    def shutdown(self) -> None:
+        """Score and forward everything held (within ``shutdown_timeout_seconds``), stop
+        the threads, then shut the downstream processor down. Idempotent."""
+        with self._lock:
+            if self._shutdown:
+                return
+            self._shutdown = True
+        try:
+            worker = self._worker
+            if worker is not None:
+                deadline = time.monotonic() + self.config.shutdown_timeout_seconds
+                worker.drain(ReleaseReason.SHUTDOWN, deadline)
+                worker.stop(deadline)
+            if self._guard is not None:
+                self._guard.close()
+        except Exception:
+            self._app_error("shutdown")
+        try:
+            self._downstream.shutdown()
+        except Exception:
+            self._app_error("downstream")
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _passthrough(self, span: ReadableSpan) -> None:
+        try:
+            self._downstream_on_end(span)
+        except Exception:
+            self._app_error("downstream")
+
+    def _app_error(self, where: str) -> None:
+        """Count an error on an application thread; log it once per place."""
+        try:
+            with self._lock:
+                count = self._app_errors.get(where, 0) + 1
+                self._app_errors[where] = count
+            if count == 1:
+                _logger.exception("otel-semloop: error in %s (counted, further ones not logged)", where)
+        except Exception:  # pragma: no cover - never let accounting raise into user code
+            pass
+
+    def _at_fork_reinit(self) -> None:
+        """In a forked child: the parent owns and exports what it held, so forget it and
+        start fresh threads (threads do not survive fork)."""
+        self._lock = threading.Lock()
+        self._buffer.clear()
+        self._telemetry.at_fork_reinit()
+        if self._guard is not None:
+            self._guard.at_fork_reinit()
+        if self._worker is not None and not self._shutdown:
+            self._worker = Worker(self)
+            self._worker.start()
+
+
+def _gauges_of(ref: weakref.ref[SemloopSpanProcessor]) -> Callable[[], dict[str, int]]:
+    # A weak reference: the global meter provider keeps instrument callbacks forever and
+    # must not keep a discarded processor (and the spans it holds) alive.
+    def gauges() -> dict[str, int]:
+        processor = ref()
+        if processor is None:
+            return {}
+        worker = processor._worker
+        return {
+            "semloop.spans.held": processor._buffer.held_spans,
+            "semloop.traces.held": processor._buffer.held_traces,
+            "semloop.scorers.stuck": worker.stuck_count if worker is not None else 0,
+        }
+
+    return gauges
+
+
+def _fields_of(config: Config) -> dict[str, Any]:
+    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}

@@ -1,0 +1,289 @@
+"""The span processor's background thread: release, score (through the pool), forward.
+
+:class:`Worker` wakes every ``tick_seconds`` (or sooner, for a flush or a budget ending),
+releases finished traces from the processor's :class:`~otel_semloop.grouping.TraceBuffer`,
+hands them to the :class:`~otel_semloop.pool.ScoringPool` and forwards late spans.
+:class:`_Forwarder` hands spans to the downstream processor, pacing bursts. The
+application's threads never run any of this (see :mod:`otel_semloop.processor.span_processor`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import weakref
+from typing import TYPE_CHECKING
+
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+
+from otel_semloop.grouping import ReleaseReason
+from otel_semloop.pool import ScoringPool
+from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
+from otel_semloop.release import SLICE, Outcome, yield_gil
+from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
+from otel_semloop.writeback import UNSCORED_SCORERS_STUCK
+
+if TYPE_CHECKING:
+    from otel_semloop.processor.span_processor import SemloopSpanProcessor
+
+__all__ = ["Worker"]
+
+_logger = get_logger(__name__)
+
+#: Share of a flush timeout given to scoring; the rest is left for the downstream flush.
+_FLUSH_SCORING_SHARE = 0.8
+#: How long one backpressure flush of the downstream may block a background thread.
+_CATCH_UP_TIMEOUT_MILLIS = 5000
+
+
+class _Forwarder:
+    """Hands spans to the downstream ``on_end``; one failure never stops the rest.
+
+    Backpressure: the application hands spans to a ``BatchSpanProcessor`` at its own
+    pace, but a flush, a big trace or a burst of completions hands them over all at once,
+    and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``, 2048 by default).
+    So after every half queue of spans forwarded in under a second, the forwarder calls
+    ``downstream.force_flush`` (blocking this background thread, never the application)
+    to let the exporter catch up. At an ordinary pace it never triggers. The queue size is
+    read from a ``BatchSpanProcessor`` downstream when it exposes it, else from the
+    environment variable.
+    """
+
+    def __init__(self, downstream: SpanProcessor, telemetry: SelfTelemetry) -> None:
+        self._on_end = downstream.on_end
+        self._force_flush = downstream.force_flush
+        self._telemetry = telemetry
+        self._burst = max(1, _queue_size_of(downstream) // 2)
+        self._count = 0
+        self._window = time.monotonic()
+
+    def __call__(self, spans: list[ReadableSpan], patched: int = 0, state: str = "original") -> None:
+        on_end = self._on_end
+        errors = 0
+        first: Exception | None = None
+        for span in spans:
+            try:
+                on_end(span)
+            except Exception as exc:
+                errors += 1
+                first = first or exc
+            # Unlocked: a lost increment from a concurrent forwarder only delays a catch-up.
+            self._count += 1
+            if self._count >= self._burst:
+                self._catch_up()
+            elif self._count % SLICE == 0:
+                yield_gil()
+        telemetry = self._telemetry
+        if errors:
+            telemetry.add("semloop.errors", "downstream", errors)
+            _logger.warning(
+                "otel-semloop: downstream on_end failed for %d span(s): %r (counted in semloop.errors)",
+                errors,
+                first,
+                extra={"semloop_limit": "downstream"},
+            )
+        count_forwarded(telemetry, len(spans), patched, state)
+
+    def _catch_up(self) -> None:
+        now = time.monotonic()
+        fast = now - self._window < 1.0
+        self._count = 0
+        self._window = now
+        if fast:
+            try:
+                self._force_flush(_CATCH_UP_TIMEOUT_MILLIS)
+            except Exception as exc:
+                self._telemetry.add("semloop.errors", "downstream")
+                _logger.warning(
+                    "otel-semloop: downstream force_flush failed: %r (counted in semloop.errors)",
+                    exc,
+                    extra={"semloop_limit": "downstream"},
+                )
+            self._telemetry.add("semloop.forward.catch_up", "flush")
+
+
+def _queue_size_of(downstream: SpanProcessor) -> int:
+    # The SDK keeps a BatchSpanProcessor's queue size private; peek, best effort.
+    size = getattr(getattr(downstream, "_batch_processor", None), "_max_queue_size", None)
+    if isinstance(size, int) and size > 0:
+        return size
+    try:
+        return int(os.environ.get("OTEL_BSP_MAX_QUEUE_SIZE", "2048"))
+    except ValueError:
+        return 2048
+
+
+class _FlushRequest:
+    __slots__ = ("deadline", "done", "drained", "reason", "seq")
+
+    def __init__(self, reason: ReleaseReason, deadline: float) -> None:
+        self.reason = reason
+        self.deadline = deadline
+        self.done = threading.Event()
+        self.drained = False
+        self.seq = -1
+
+
+class Worker:
+    """The processor's background thread: it releases traces from the buffer, hands them
+    to the :class:`~otel_semloop.pool.ScoringPool`, enforces budgets through it and
+    forwards late spans. Only :meth:`drain` and :meth:`stop` are called from other
+    threads (flush, shutdown)."""
+
+    def __init__(self, processor: SemloopSpanProcessor) -> None:
+        config = processor.config
+        self._processor = weakref.ref(processor)
+        self._lock = processor._lock
+        self._buffer = processor._buffer
+        self._telemetry = processor._telemetry
+        self._guard = processor._guard
+        self._tick = config.tick_seconds
+        self._wake = threading.Event()
+        self._forward = _Forwarder(processor._downstream, processor._telemetry)
+        self._pool: ScoringPool[ReadableSpan] = ScoringPool(
+            processor._scorer,
+            SDK_SPANS,
+            self._deliver,
+            processor._telemetry,
+            threads=config.scoring_threads,
+            max_stuck=config.max_stuck_scorers,
+            budget=config.scoring_budget_seconds,
+            notify=self._wake.set,
+        )
+        self._flushes: list[_FlushRequest] = []
+        self._stopping = False
+        self.thread = threading.Thread(target=self._run, name="semloop-worker", daemon=True)
+
+    @property
+    def stuck_count(self) -> int:
+        return self._pool.stuck
+
+    def start(self) -> None:
+        self.thread.start()
+
+    # -- called from other threads -------------------------------------------------------
+
+    def drain(self, reason: ReleaseReason, deadline: float) -> bool:
+        """Ask the worker to release, score and forward everything held; wait until done
+        or ``deadline``. Scoring gets :data:`_FLUSH_SCORING_SHARE` of the time, the rest
+        is left for the downstream flush."""
+        now = time.monotonic()
+        request = _FlushRequest(reason, now + max(0.0, deadline - now) * _FLUSH_SCORING_SHARE)
+        with self._lock:
+            self._flushes.append(request)
+        self._pool.waiting = True
+        self._wake.set()
+        if not self.thread.is_alive():
+            # Never started or gone (it should not die): drain from the caller's thread,
+            # unscored, rather than hold spans forever.
+            self._drain_inline(reason)
+            return True
+        return request.done.wait(max(0.0, deadline - time.monotonic()))
+
+    def _drain_inline(self, reason: ReleaseReason) -> None:
+        with self._lock:
+            self._buffer.release_all(reason)
+            releases, late = self._buffer.take()
+            self._flushes.clear()
+        for release in releases:
+            self._pool.deliver_unscored(release, UNSCORED_SCORERS_STUCK, "stuck")
+        if late:
+            self._forward_late(late)
+
+    def stop(self, deadline: float) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self.thread.is_alive() and threading.current_thread() is not self.thread:
+            self.thread.join(max(0.0, deadline - time.monotonic()))
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            self._wake.wait(self._timeout())
+            self._wake.clear()
+            if self._processor() is None:
+                # Garbage-collected without shutdown: forward what is held and exit.
+                self._stopping = True
+                with self._lock:
+                    self._buffer.release_all(ReleaseReason.SHUTDOWN)
+            try:
+                self._cycle()
+            except Exception:
+                self._error("worker")
+            if self._stopping:
+                try:
+                    self._cycle()
+                    # Whatever is still being scored after drain's deadline leaves unscored.
+                    self._pool.take_back_all()
+                except Exception:
+                    self._error("worker")
+                self._pool.stop()
+                return
+
+    def _timeout(self) -> float:
+        timeout = self._tick
+        if self._flushes:
+            timeout = min(timeout, 0.01)
+        deadline = self._pool.next_deadline()
+        if deadline is not None:
+            timeout = min(timeout, max(0.0, deadline - time.monotonic()) + 0.001)
+        return timeout
+
+    def _cycle(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._buffer.expire(now)
+            new_flushes = [f for f in self._flushes if not f.drained]
+            if new_flushes:
+                self._buffer.release_all(new_flushes[0].reason)
+            releases, late = self._buffer.take()
+        pool = self._pool
+        for release in releases:
+            if release.final and self._guard is not None:
+                self._guard.forget(release.trace_key)
+            pool.submit(release, now)
+        for request in new_flushes:
+            request.drained = True
+            request.seq = pool.cap_deadlines(request.deadline)
+        if late:
+            self._forward_late(late)
+        pool.expire(time.monotonic())
+        if self._flushes:
+            self._finish_flushes()
+
+    def _deliver(self, outcome: Outcome[ReadableSpan]) -> None:
+        self._forward(outcome.spans, outcome.patched)
+
+    def _finish_flushes(self) -> None:
+        pool = self._pool
+        with self._lock:
+            keep = []
+            for request in self._flushes:
+                if request.drained and pool.settled_through(request.seq):
+                    request.done.set()
+                else:
+                    keep.append(request)
+            self._flushes = keep
+            pool.waiting = bool(keep)
+
+    def _forward_late(self, spans: list[ReadableSpan]) -> None:
+        marked = []
+        for span in spans:
+            try:
+                marked.append(with_attributes(span, {"semloop.late": True}))
+            except Exception as exc:
+                self._error("writeback", exc)
+                marked.append(span)
+        self._forward(marked, 0, "late")
+
+    def _error(self, where: str, exc: BaseException | None = None) -> None:
+        self._telemetry.add("semloop.errors", where)
+        _logger.warning(
+            "otel-semloop: error in %s: %r (counted in semloop.errors)",
+            where,
+            exc,
+            exc_info=exc is None,
+            extra={"semloop_limit": where},
+        )

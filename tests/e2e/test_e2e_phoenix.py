@@ -1,0 +1,375 @@
+"""End to end against a real OTLP backend: Arize Phoenix, run locally from PyPI.
+
+Run it (in a virtualenv of its own: Phoenix pulls in a lot)::
+
+    pip install -e '.[test,phoenix]'
+    python -m pytest -p no:phoenix -m phoenix_e2e tests/e2e/test_e2e_phoenix.py
+
+Skipped, with the reason shown, when ``arize-phoenix`` is not installed (the default
+suite's case). Checking for it costs nothing: the test process never imports Phoenix
+(``import phoenix`` alone takes seconds); the server runs as a subprocess.
+
+The marker is ``phoenix_e2e``, not ``phoenix``: ``arize-phoenix-client`` (a dependency of
+``arize-phoenix``) registers a pytest plugin named ``phoenix`` that owns
+``@pytest.mark.phoenix`` and records every test so marked as a Phoenix experiment run,
+posting it to a Phoenix server. ``-p no:phoenix`` turns that plugin off, which also saves
+about 8 s of imports at collection.
+
+What happens, once per module (about 10 s in all here; Phoenix's startup, ~7 s, dominates):
+
+1. ``phoenix serve`` starts on loopback with free ports, a tmp working dir (SQLite) and
+   its telemetry and outbound features off (see :mod:`e2e.phoenix_server`).
+2. A ``TracerProvider`` whose resource names a unique Phoenix project
+   (``openinference.project.name``) exports through
+   ``SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter(<phoenix>/v1/traces)))``
+   (OTLP/HTTP protobuf); an ``InMemorySpanExporter`` on the same provider records what
+   the application produced, and a thin wrapper around the OTLP exporter records what
+   went over the wire.
+3. Two hand-written agent runs with OpenInference attributes: a looping one (the same
+   ``search_logs({"query": "timeout"})`` call, same result, 8 times) and a healthy one
+   (different calls, different results, a final answer). Then ``force_flush`` and
+   ``shutdown``.
+4. The tests read back what Phoenix stored through its REST API
+   (``GET /v1/projects/{project}/spans``), polling while ingestion catches up.
+
+Phoenix keeps the first copy of a span id and silently drops later ones (``ON CONFLICT
+DO NOTHING``), so "stored once" alone cannot catch a duplicate; the wire record can, and
+a verdict found on a stored root proves the verdict copy was the first one sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import pytest
+
+try:
+    PHOENIX_VERSION = metadata.version("arize-phoenix")
+except metadata.PackageNotFoundError:
+    pytest.skip(
+        "arize-phoenix is not installed; to run: pip install -e '.[test,phoenix]' && "
+        "python -m pytest -p no:phoenix -m phoenix_e2e tests/e2e/test_e2e_phoenix.py",
+        allow_module_level=True,
+    )
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import (
+    BatchSpanProcessor,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import Tracer
+
+from otel_semloop import SemloopSpanProcessor
+from tests.e2e.fixtures import hex_span_id, hex_trace_id
+from tests.e2e.phoenix_server import PhoenixServer
+
+pytestmark = pytest.mark.phoenix_e2e
+
+LOOP_ROUNDS = 8
+LOOP_TOOL = "search_logs"
+LOOP_ARGS = {"query": "timeout"}
+LOOP_RESULT = "no matches for 'timeout' in the last hour"
+#: Long enough (20+ meaningful words) for deepeval's reasoning-stagnation check to compare.
+LOOP_THOUGHT = (
+    "Checkout requests are still timing out and I have not found the cause yet. I will search "
+    "the service logs for timeout errors once more to find which upstream dependency is slow, "
+    "then summarise the root cause and recommend a concrete remediation for the on-call team."
+)
+THRESHOLD = 0.5
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+#: Bounded waits: Phoenix's startup (about 7 s here), then its async ingestion.
+STARTUP_TIMEOUT = 90.0
+INGEST_TIMEOUT = 30.0
+
+
+# -- what the test process sends ----------------------------------------------------------
+
+
+class WireRecorder(SpanExporter):
+    """Wraps the OTLP exporter and counts every span id it is asked to send."""
+
+    def __init__(self, inner: SpanExporter) -> None:
+        self.inner = inner
+        self.sent: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._lock:
+            self.sent.update(hex_span_id(s) for s in spans)
+        return self.inner.export(spans)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+@dataclass
+class Emitted:
+    """Both runs, as produced, as sent, and as Phoenix stored them."""
+
+    project: str
+    loop_trace_id: str
+    healthy_trace_id: str
+    produced: list[ReadableSpan]
+    sent: Counter[str]
+    stored: list[dict[str, Any]]
+    flushed: bool
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def stored_in(self, trace_id: str) -> list[dict[str, Any]]:
+        return [s for s in self.stored if s["context"]["trace_id"] == trace_id]
+
+    def root_of(self, trace_id: str) -> dict[str, Any]:
+        roots = [s for s in self.stored_in(trace_id) if not s.get("parent_id")]
+        assert len(roots) == 1, f"expected one stored root for trace {trace_id}, got {len(roots)}"
+        return roots[0]
+
+
+# -- the agent runs (OpenInference attributes, written by hand) ----------------------------
+
+
+def llm_step(tracer: Tracer, text: str, call: tuple[str, dict[str, Any]] | None = None) -> None:
+    """An LLM span whose assistant message says ``text`` and may request one tool call."""
+    with tracer.start_as_current_span("ChatCompletion") as span:
+        span.set_attribute("openinference.span.kind", "LLM")
+        span.set_attribute("llm.model_name", "fake-gpt")
+        span.set_attribute("llm.output_messages.0.message.role", "assistant")
+        span.set_attribute("llm.output_messages.0.message.content", text)
+        if call is not None:
+            name, args = call
+            prefix = "llm.output_messages.0.message.tool_calls.0.tool_call.function"
+            span.set_attribute(f"{prefix}.name", name)
+            span.set_attribute(f"{prefix}.arguments", json.dumps(args))
+
+
+def tool_step(tracer: Tracer, name: str, args: dict[str, Any], result: str) -> None:
+    """A TOOL span: its name, JSON arguments and result."""
+    with tracer.start_as_current_span(name) as span:
+        span.set_attribute("openinference.span.kind", "TOOL")
+        span.set_attribute("tool.name", name)
+        span.set_attribute("input.value", json.dumps(args))
+        span.set_attribute("input.mime_type", "application/json")
+        span.set_attribute("output.value", result)
+
+
+def run_looping_agent(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("oncall-triage") as root:
+        root.set_attribute("openinference.span.kind", "AGENT")
+        root.set_attribute("input.value", "Why are checkout requests timing out since 09:00?")
+        for _ in range(LOOP_ROUNDS):
+            llm_step(tracer, LOOP_THOUGHT, (LOOP_TOOL, LOOP_ARGS))
+            tool_step(tracer, LOOP_TOOL, LOOP_ARGS, LOOP_RESULT)
+        return f"{root.get_span_context().trace_id:032x}"
+
+
+HEALTHY_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
+    (
+        "I'll check the checkout error logs first.",
+        "search_logs",
+        {"query": "checkout 5xx"},
+        "412 errors: pool",
+    ),
+    (
+        "Errors mention the pool; let me look at latency.",
+        "get_metrics",
+        {"service": "checkout", "metric": "p99_latency"},
+        "checkout p99_latency: 40ms until 09:00, 30000ms after (connection wait)",
+    ),
+    (
+        "Connection waits: the pool may be too small. Reading the config.",
+        "read_config",
+        {"path": "checkout/db.yaml"},
+        "checkout/db.yaml: max_connections: 10, acquire_timeout: 30s",
+    ),
+]
+HEALTHY_ANSWER = "Root cause: the checkout DB pool (max_connections: 10) is exhausted since 09:00."
+
+
+def run_healthy_agent(tracer: Tracer) -> str:
+    with tracer.start_as_current_span("oncall-triage") as root:
+        root.set_attribute("openinference.span.kind", "AGENT")
+        root.set_attribute("input.value", "Why are checkout requests failing since 09:00?")
+        for thought, name, args, result in HEALTHY_STEPS:
+            llm_step(tracer, thought, (name, args))
+            tool_step(tracer, name, args, result)
+        llm_step(tracer, HEALTHY_ANSWER)
+        root.set_attribute("output.value", HEALTHY_ANSWER)
+        return f"{root.get_span_context().trace_id:032x}"
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PhoenixServer]:
+    with PhoenixServer(tmp_path_factory.mktemp("phoenix"), startup_timeout=STARTUP_TIMEOUT) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def emitted(phoenix: PhoenixServer) -> Emitted:
+    with pytest.MonkeyPatch.context() as env:
+        for name in [n for n in os.environ if n.startswith(("SEMLOOP_", "OTEL_"))]:
+            env.delenv(name)  # the defaults and the options below, whatever the shell says
+        for name in ("NO_PROXY", "no_proxy"):  # the exporter must reach loopback directly
+            env.setenv(name, ",".join(filter(None, (os.environ.get(name), "127.0.0.1", "localhost"))))
+        return emit_and_read_back(phoenix)
+
+
+def emit_and_read_back(phoenix: PhoenixServer) -> Emitted:
+    project = f"semloop-e2e-{uuid.uuid4().hex[:12]}"
+    seconds: dict[str, float] = {"phoenix_startup": phoenix.startup_seconds or 0.0}
+    produced = InMemorySpanExporter()
+    wire = WireRecorder(OTLPSpanExporter(endpoint=phoenix.otlp_http_endpoint, timeout=10))
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "e2e-agent", "openinference.project.name": project}),
+        shutdown_on_exit=False,
+    )
+    provider.add_span_processor(SimpleSpanProcessor(produced))
+    provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(wire), grace_seconds=0.1))
+    tracer = provider.get_tracer("e2e.phoenix")
+
+    started = time.monotonic()
+    try:
+        loop_trace_id = run_looping_agent(tracer)
+        healthy_trace_id = run_healthy_agent(tracer)
+        flushed = provider.force_flush(timeout_millis=20_000)
+    finally:
+        provider.shutdown()
+    seconds["emit_flush_shutdown"] = time.monotonic() - started
+
+    spans = list(produced.get_finished_spans())
+    started = time.monotonic()
+    # A stored span never changes (Phoenix ignores later copies), so once every id is
+    # there, what is stored is final.
+    stored = phoenix.wait_for_spans(project, {hex_span_id(s) for s in spans}, timeout=INGEST_TIMEOUT)
+    seconds["ingest_wait"] = time.monotonic() - started
+    return Emitted(
+        project=project,
+        loop_trace_id=loop_trace_id,
+        healthy_trace_id=healthy_trace_id,
+        produced=spans,
+        sent=Counter(wire.sent),
+        stored=stored,
+        flushed=flushed,
+        seconds=seconds,
+    )
+
+
+# -- the checks ----------------------------------------------------------------------------
+
+
+def _why(root: dict[str, Any]) -> str:
+    attrs = root.get("attributes") or {}
+    found = ", ".join(f"{k}={v!r}" for k, v in sorted(attrs.items()) if k.startswith("semloop."))
+    return found or f"no semloop.* attributes on the stored root {root['context']['span_id']}"
+
+
+def test_every_emitted_span_is_sent_and_stored_exactly_once(emitted: Emitted) -> None:
+    assert emitted.flushed, "force_flush timed out"
+    produced = Counter(hex_span_id(s) for s in emitted.produced)
+    assert len(produced) == (1 + 2 * LOOP_ROUNDS) + (1 + 2 * len(HEALTHY_STEPS) + 1)
+    assert {hex_trace_id(s) for s in emitted.produced} == {emitted.loop_trace_id, emitted.healthy_trace_id}
+
+    sent_twice = {k: n for k, n in emitted.sent.items() if n > 1}
+    assert not sent_twice, f"spans exported more than once: {sent_twice}"
+    assert set(emitted.sent) == set(produced), "exported span ids differ from produced ones"
+
+    stored = Counter(s["context"]["span_id"] for s in emitted.stored)
+    stored_twice = {k: n for k, n in stored.items() if n > 1}
+    assert not stored_twice, f"spans stored more than once: {stored_twice}"
+    missing = set(produced) - set(stored)
+    assert not missing, f"{len(missing)} of {len(produced)} spans never stored in Phoenix: {sorted(missing)}"
+    unexpected = set(stored) - set(produced)
+    assert not unexpected, f"Phoenix stored spans the app never produced: {sorted(unexpected)}"
+
+
+def test_stored_spans_keep_their_structure_and_attributes(emitted: Emitted) -> None:
+    """Ids, parents, names and OpenInference attributes arrive as produced (Phoenix moves
+    ``openinference.span.kind`` into its ``span_kind`` field)."""
+    by_id = {s["context"]["span_id"]: s for s in emitted.stored}
+    for span in emitted.produced:
+        got = by_id[hex_span_id(span)]
+        parent = f"{span.parent.span_id:016x}" if span.parent is not None else None
+        assert (got["context"]["trace_id"], got.get("parent_id"), got["name"]) == (
+            hex_trace_id(span),
+            parent,
+            span.name,
+        )
+        original = dict(span.attributes or {})
+        assert got["span_kind"] == original.pop("openinference.span.kind")
+        stored = got.get("attributes") or {}
+        assert {k: stored.get(k) for k in original} == original, f"attributes of {span.name} changed"
+
+
+def test_looping_run_root_says_loop(emitted: Emitted) -> None:
+    root = emitted.root_of(emitted.loop_trace_id)
+    attrs = root["attributes"]
+    assert root["span_kind"] == "AGENT"
+    assert attrs.get("semloop.loop.detected") is True, _why(root)
+    assert attrs.get("semloop.label") == "loop", _why(root)
+    score = attrs.get("semloop.score")
+    assert isinstance(score, float) and 0.0 <= score < THRESHOLD, _why(root)
+    # The same call, result and reasoning 8 times: deepeval's metric flags it too.
+    deepeval = attrs.get("semloop.deepeval.score")
+    assert isinstance(deepeval, float) and 0.0 <= deepeval < THRESHOLD, _why(root)
+
+
+def test_looping_run_root_has_the_evaluation_event(emitted: Emitted) -> None:
+    root = emitted.root_of(emitted.loop_trace_id)
+    events = [e for e in root.get("events") or [] if e["name"] == EVALUATION_EVENT]
+    assert len(events) == 1, f"expected one {EVALUATION_EVENT} event, got {root.get('events')}"
+    event = events[0]["attributes"]
+    assert event.get("gen_ai.evaluation.name"), event
+    assert event.get("gen_ai.evaluation.score.label") == "loop", event
+    assert event.get("gen_ai.evaluation.score.value") == root["attributes"]["semloop.score"], event
+    assert (
+        isinstance(event.get("gen_ai.evaluation.explanation"), str) and event["gen_ai.evaluation.explanation"]
+    )
+
+
+def test_looping_steps_are_marked_in_loop(emitted: Emitted) -> None:
+    spans = emitted.stored_in(emitted.loop_trace_id)
+    marked = [s for s in spans if (s.get("attributes") or {}).get("semloop.in_loop") is True]
+    assert marked, "no span of the looping run carries semloop.in_loop=true"
+    assert all(s.get("parent_id") for s in marked), "semloop.in_loop belongs on steps, not the root"
+    tools = [s for s in marked if s["span_kind"] == "TOOL"]
+    assert len(tools) >= LOOP_ROUNDS // 2, f"only {len(tools)} of {LOOP_ROUNDS} repeated tool calls marked"
+
+
+def test_healthy_run_root_says_no_loop(emitted: Emitted) -> None:
+    root = emitted.root_of(emitted.healthy_trace_id)
+    attrs = root["attributes"]
+    assert attrs.get("semloop.loop.detected") is False, _why(root)
+    assert attrs.get("semloop.label") == "no_loop", _why(root)
+    score = attrs.get("semloop.score")
+    assert isinstance(score, float) and THRESHOLD <= score <= 1.0, _why(root)
+    assert not any(
+        (s.get("attributes") or {}).get("semloop.in_loop")
+        for s in emitted.stored_in(emitted.healthy_trace_id)
+    ), "a healthy run's step is marked in_loop"
+
+
+def test_only_roots_carry_the_verdict(emitted: Emitted) -> None:
+    for span in emitted.stored:
+        if span.get("parent_id"):
+            keys = {
+                k for k in span.get("attributes") or {} if k.startswith("semloop.") and k != "semloop.in_loop"
+            }
+            assert not keys, f"verdict keys on non-root span {span['name']}: {sorted(keys)}"

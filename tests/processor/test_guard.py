@@ -1,0 +1,144 @@
+"""The live guard: a looping agent is stopped, in its own thread, at the step the policy
+names; warn mode only warns; healthy agents are never interrupted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import otel_semloop.processor.guard as guard_module
+from otel_semloop.conventions import read_step, step_kind
+from otel_semloop.errors import LoopDetected
+from otel_semloop.model import StepKind
+from otel_semloop.processor.live import LiveMonitor
+from otel_semloop.processor.sdk import span_to_record
+from otel_semloop.verdict import Action
+from tests.support.processor_support import Pipeline, healthy, looping, pipeline, wait_for
+
+
+def offline_stop(line: Pipeline) -> tuple[int, Any]:
+    """Replay the LLM and tool spans the app ended through a fresh LiveMonitor: the index
+    of the step where the policy first says stop, and its decision."""
+    monitor = LiveMonitor()
+    index = 0
+    for span in line.produced_spans():
+        kind = step_kind(span.attributes)
+        if kind not in (StepKind.LLM, StepKind.TOOL):
+            continue
+        decision = monitor.observe(read_step(span_to_record(span), kind))
+        if decision is not None and decision.action is Action.STOP:
+            return index, decision
+        index += 1
+    raise AssertionError("the policy never said stop")
+
+
+def test_stop_mode_stops_a_looping_agent_right_after_the_step_the_policy_names() -> None:
+    with pipeline(live_guard="stop") as line:
+        guard = line.processor.guard
+        with pytest.raises(LoopDetected) as raised:
+            looping(line, iterations=20, before_step=guard.check)
+        step, decision = offline_stop(line)
+        # Steps alternate chat, search: the stop came with a search, and the agent was
+        # stopped before its next step, not later.
+        completed = len([s for s in line.produced_spans() if s.name == "execute_tool search"])
+        assert step == 2 * completed - 1
+        assert raised.value.finding == decision.finding
+        assert raised.value.action is Action.STOP
+        assert completed < 20
+        assert guard.stats()["stops_raised"] == 1
+
+
+def test_the_agent_can_stop_itself_between_any_two_steps() -> None:
+    with pipeline(live_guard="stop") as line:
+        calls: list[int] = []
+
+        def check() -> None:
+            calls.append(1)
+            line.processor.guard.check()
+
+        with pytest.raises(LoopDetected):
+            looping(line, iterations=20, before_step=check)
+        # check() is a dict lookup until the decision exists; it raised on the first call after.
+        assert len(calls) == len([s for s in line.produced_spans() if s.name == "execute_tool search"]) + 1
+
+
+def test_on_loop_gets_the_finding_and_action_the_moment_the_step_ends() -> None:
+    seen: list[tuple[Any, Any, int]] = []
+    lines: list[Pipeline] = []
+
+    def on_loop(finding: Any, action: Any) -> None:
+        # Runs inside span.end() of the concluding step: count the spans ended so far.
+        seen.append((finding, action, len(lines[0].produced_spans())))
+
+    with pipeline(live_guard="stop", on_loop=on_loop) as line:
+        lines.append(line)
+        with pytest.raises(LoopDetected):
+            looping(line, iterations=20, before_step=line.processor.guard.check)
+        step, decision = offline_stop(line)
+        finding, action, ended = seen[-1]
+        assert (finding, action) == (decision.finding, Action.STOP)
+        # Every span ended so far is an LLM or tool step: the callback came with step `step`.
+        assert ended == step + 1
+
+
+def test_warn_mode_calls_on_loop_and_never_stops_the_agent() -> None:
+    seen: list[Any] = []
+    with pipeline(live_guard="warn", on_loop=lambda finding, action: seen.append(action)) as line:
+        assert looping(line, iterations=10, before_step=lambda: line.processor.guard.check()) == 10
+        assert Action.STOP in seen
+        root = next(s for s in line.wait_exported(21) if s.parent is None)
+        assert root.attributes["semloop.label"] == "loop"  # the offline verdict still lands
+
+
+def test_a_healthy_agent_is_never_stopped() -> None:
+    seen: list[Any] = []
+    with pipeline(live_guard="stop", on_loop=lambda finding, action: seen.append(action)) as line:
+        assert healthy(line, iterations=8, before_step=lambda: line.processor.guard.check()) == 8
+        assert Action.STOP not in seen
+
+
+def test_an_on_loop_callback_that_raises_is_swallowed_and_counted() -> None:
+    def broken(finding: Any, action: Any) -> None:
+        raise RuntimeError("callback bug")
+
+    with pipeline(live_guard="warn", on_loop=broken) as line:
+        assert looping(line, iterations=10) == 10
+        stats = line.processor.stats()
+        assert stats["guard.callback_errors"] >= 1
+        assert stats["errors.on_loop"] == stats["guard.callback_errors"]
+
+
+def test_the_guard_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SEMLOOP_LIVE_GUARD", raising=False)
+    with pipeline() as line:
+        assert line.processor.guard is None
+        assert looping(line, iterations=10) == 10
+
+
+def test_the_guard_is_turned_on_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEMLOOP_LIVE_GUARD", "stop")
+    with pipeline() as line:
+        assert line.processor.guard is not None
+        with pytest.raises(LoopDetected):
+            looping(line, iterations=20, before_step=guard_module.check)
+
+
+def test_check_outside_any_trace_does_nothing() -> None:
+    with pipeline(live_guard="stop") as line:
+        line.processor.guard.check()
+        guard_module.check()
+
+
+def test_a_loop_in_one_trace_does_not_stop_another() -> None:
+    with pipeline(live_guard="stop") as line:
+        with pytest.raises(LoopDetected):
+            looping(line, iterations=20, before_step=line.processor.guard.check)
+        assert healthy(line, iterations=4, before_step=line.processor.guard.check) == 4
+
+
+def test_the_guard_forgets_a_trace_once_it_is_released() -> None:
+    with pipeline(live_guard="warn") as line:
+        looping(line, iterations=6)
+        assert line.processor.guard.stats()["traces"] == 1
+        assert wait_for(lambda: line.processor.guard.stats()["traces"] == 0)

@@ -1,0 +1,85 @@
+"""``otel-semloop serve`` as a process: it listens where told, and SIGTERM drains what it
+holds (scored and forwarded) before it exits 0."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from tests.e2e.otlp_receiver import GrpcOtlpReceiver
+from tests.support.agent_spans import search_agent
+
+_PORTS = re.compile(r"grpc 127\.0\.0\.1:0 \(port (\d+)\), http 127\.0\.0\.1:0 \(port (\d+)\)")
+
+
+def _serve(*args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "otel_semloop", "serve", *args],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+
+
+def test_sigterm_drains_a_held_trace_with_its_verdict_then_exits_0(tmp_path: Path) -> None:
+    config = tmp_path / "serve.toml"
+    # The file sets the grace; the flags set the rest (flags would win on a clash).
+    config.write_text("[serve]\ngrace_seconds = 60.0\nscoring_budget_seconds = 5.0\n")
+    with GrpcOtlpReceiver() as downstream:
+        process = _serve(
+            "--config",
+            str(config),
+            "--grpc",
+            "127.0.0.1:0",
+            "--http",
+            "127.0.0.1:0",
+            "--export-endpoint",
+            downstream.endpoint,
+            "--shutdown-timeout-seconds",
+            "10",
+        )
+        try:
+            assert process.stderr is not None
+            ports = None
+            deadline = time.monotonic() + 20
+            while ports is None and time.monotonic() < deadline:
+                line = process.stderr.readline()
+                assert line, "serve exited before listening"
+                ports = _PORTS.search(line)
+            assert ports is not None
+            provider = TracerProvider()
+            exporter = OTLPSpanExporter(endpoint=f"http://127.0.0.1:{ports.group(2)}/v1/traces", timeout=5)
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            tracer = provider.get_tracer("cli-test")
+            search_agent(tracer, ["no results"] * 6, name="a", ask_model=False)
+            provider.shutdown()
+            time.sleep(0.3)
+            assert not downstream.spans  # held: the grace is 60 s
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=15) == 0
+            spans = downstream.wait_until(lambda got: len(got) >= 7, timeout=5)
+            assert len(spans) == 7
+            (root,) = [s for s in spans if s.is_root]
+            assert root.attributes["semloop.label"] == "loop"
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+
+
+def test_serve_without_a_downstream_is_a_usage_error() -> None:
+    process = _serve("--grpc", "127.0.0.1:0")
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 2
+    assert "export_endpoint is required" in err
