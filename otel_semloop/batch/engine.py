@@ -23,6 +23,10 @@ Determinism
     Verdicts depend only on each trace's spans, patches are applied where each span
     stands, and summary rows are sorted by the order traces were closed: the same input
     gives the same output bytes, with or without a pool.
+
+Size: the engine is one state machine (held units, open/stalled/scoring traces, the
+pool's in-flight tasks, the spill) whose parts share its bookkeeping; split apart, every
+piece would need the others' private state.
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ buffered reader), and no line or message is held past ``max_unit_bytes``: a long
 chunk by chunk and later copied through unscored, so nothing is lost and nothing
 unbounded is held. A truncated compressed stream ends the input after the last complete
 line, reported as a :class:`InputProblem`.
+
+Size: discovery, decompression, format detection and the bounded line/message readers
+are one pipeline over one stream; each stage is small and they hand each other the same
+reader state.
 """
 
 from __future__ import annotations

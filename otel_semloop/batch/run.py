@@ -127,13 +127,13 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
 
 
 def scorer_spec(args: argparse.Namespace) -> ScorerSpec:
-    """The scorer every worker builds (raises ConfigError for bad SEMLOOP_DETECT_*)."""
+    """The scorer every worker builds (raises ConfigError for bad SEMLOOP_DETECT_*). Options
+    that choose another scorer (a judge) set ``factory``/``options`` on the spec here."""
     from otel_semloop.detectors.config import DetectorConfig
-    from otel_semloop.scoring import Scorer
 
-    config = DetectorConfig.from_env()
-    Scorer(mode=args.mode, config=config)  # validate here, once
-    return ScorerSpec(mode=args.mode, config=config)
+    spec = ScorerSpec(mode=args.mode, config=DetectorConfig.from_env())
+    spec.build()  # validate here, once, before any worker starts
+    return spec
 
 
 def _err(message: str) -> None:

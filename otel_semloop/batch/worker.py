@@ -25,7 +25,7 @@ from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json
 from otel_semloop.redact import clean_control, redact
-from otel_semloop.scoring import Scorer
+from otel_semloop.scoring import DetectorScorer, Scorer
 from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch, evaluation_event, patches_for, verdict_attributes
 
@@ -40,13 +40,22 @@ def clean(text: str, limit: int = 300) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ScorerSpec:
-    """How to build the scorer in each worker (picklable)."""
+    """How to build the scorer in each worker process (picklable: it crosses to the pool).
+
+    ``factory``, when set, is a picklable top-level callable taking the spec and returning
+    any :class:`~otel_semloop.scoring.Scorer` (a judge-backed one, say); by default the
+    deterministic :class:`~otel_semloop.scoring.DetectorScorer`. ``options`` carries what
+    such a factory needs (hashable pairs, so specs compare)."""
 
     mode: str = "default"
     config: Any = None
+    factory: Any = None
+    options: tuple[tuple[str, Any], ...] = ()
 
     def build(self) -> Scorer:
-        return Scorer(mode=self.mode, config=self.config)  # type: ignore[arg-type]
+        if self.factory is not None:
+            return self.factory(self)  # type: ignore[no-any-return]
+        return DetectorScorer(mode=self.mode, config=self.config)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from otel_semloop.deepeval_tree import tree_to_spans
+from bench.deepeval_tree import tree_to_spans
 from otel_semloop.otlp import iter_json_lines, iter_proto_messages, records_to_traces_json
 from otel_semloop.otlp.codec import json_to_traces
 

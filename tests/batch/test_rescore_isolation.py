@@ -62,16 +62,16 @@ def test_message_parts_that_are_a_number_cost_only_their_trace(tmp_path):
 
 
 def test_a_scorer_that_raises_leaves_the_trace_unscored_with_the_reason(tmp_path, monkeypatch):
-    from otel_semloop.scoring import Scorer
+    from otel_semloop.scoring import DetectorScorer
 
-    real = Scorer.score
+    real = DetectorScorer.score
 
     def flaky(self, trace):
         if any(s.name == "grep" for s in trace.steps):
             raise ValueError("detector bug")
         return real(self, trace)
 
-    monkeypatch.setattr(Scorer, "score", flaky)
+    monkeypatch.setattr(DetectorScorer, "score", flaky)
     source = write_jsonl(tmp_path / "in.jsonl", LINES)
     out = tmp_path / "out.jsonl"
     assert main(["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]) == 0

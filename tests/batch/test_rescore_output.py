@@ -14,8 +14,8 @@ import sys
 import orjson
 import pytest
 
+from bench.deepeval_tree import tree_to_spans
 from otel_semloop.cli import main
-from otel_semloop.deepeval_tree import tree_to_spans
 from otel_semloop.otlp import records_to_traces_json
 from tests.batch.rescore_data import EXAMPLE, agent_lines, healthy_tree, labels, roots, spans_of, write_jsonl
 
