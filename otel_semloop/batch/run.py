@@ -279,6 +279,11 @@ def run(args: argparse.Namespace) -> int:
             output.abort()
         _err("interrupted; no output written")
         return 130
+    except Exception as exc:  # a bug: still leave nothing partial behind, and say so
+        if output is not None:
+            output.abort()
+        _err(f"internal error ({type(exc).__name__}: {clean(str(exc), 300)}); no output written")
+        raise
     finally:
         progress.close()
         state.spool.close()
