@@ -165,6 +165,7 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
 
 def _add_rescore(sub: argparse._SubParsersAction) -> None:
     from otel_semloop.batch.run import add_arguments
+    from otel_semloop.judges.settings import add_judge_arguments
 
     rescore = sub.add_parser(
         "rescore",
@@ -174,9 +175,12 @@ def _add_rescore(sub: argparse._SubParsersAction) -> None:
         "0 ok, 1 a loop was found (--fail-on-loop), 2 usage or input problems, 3 output not written.",
     )
     add_arguments(rescore)
+    add_judge_arguments(rescore)
 
 
 def _add_serve(sub: argparse._SubParsersAction) -> None:
+    from otel_semloop.judges.settings import add_judge_arguments
+
     serve = sub.add_parser(
         "serve",
         help="run the collector plugin: OTLP in, loop verdicts written onto the spans, OTLP out",
@@ -204,6 +208,7 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     )
     serve.add_argument("--export-compression", choices=("gzip", "none"), help="default none")
     serve.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    add_judge_arguments(serve)
 
 
 def _rescore(args: argparse.Namespace) -> int:
@@ -211,10 +216,12 @@ def _rescore(args: argparse.Namespace) -> int:
 
     return run(args)
 
+
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
     try:
+        from otel_semloop.judges.settings import scorer_with_judge, settings_from_args
         from otel_semloop.service import ServiceConfig, serve
     except ImportError as error:
         print(
@@ -254,10 +261,12 @@ def _serve(args: argparse.Namespace) -> int:
             default_health="127.0.0.1:13133",
             **overrides,
         )
+        # The judge stops waiting just before the scoring budget ends (deterministic verdict then).
+        scorer = scorer_with_judge(settings_from_args(args), budget_seconds=config.scoring_budget_seconds)
     except ConfigError as error:
         print(f"otel-semloop: {error}", file=sys.stderr)
         return 2
-    return serve(config)
+    return serve(config, scorer=scorer)
 
 
 def _health(args: argparse.Namespace) -> int:

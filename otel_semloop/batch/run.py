@@ -129,11 +129,40 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
 def scorer_spec(args: argparse.Namespace) -> ScorerSpec:
     """The scorer every worker builds (raises ConfigError for bad SEMLOOP_DETECT_*). Options
     that choose another scorer (a judge) set ``factory``/``options`` on the spec here."""
+    from otel_semloop.batch.worker import init_worker
     from otel_semloop.detectors.config import DetectorConfig
+    from otel_semloop.judges.settings import settings_from_args
 
     spec = ScorerSpec(mode=args.mode, config=DetectorConfig.from_env())
-    spec.build()  # validate here, once, before any worker starts
+    judge = settings_from_args(args)
+    if not judge.enabled:
+        spec.build()  # validate here, once, before any worker starts
+        return spec
+    # A judge holds a connection pool, an answer cache and its totals: it runs in this process
+    # (one request per trace, many in flight), so the scorer is built once, here, and reused.
+    args.workers = 1
+    spec = ScorerSpec(mode=args.mode, config=spec.config, factory=_judged_scorer, options=(("judge", judge),))
+    init_worker(spec)
     return spec
+
+
+def _judged_scorer(spec: ScorerSpec) -> Any:
+    from otel_semloop.judges.settings import scorer_with_judge
+    from otel_semloop.scoring import DetectorScorer
+
+    base = DetectorScorer(mode=spec.mode, config=spec.config)  # type: ignore[arg-type]
+    return scorer_with_judge(dict(spec.options)["judge"], base)
+
+
+def _close_judge(stream: TextIO) -> None:
+    """Print the judge's totals (calls, calls saved, tokens, cost, latency) and close it."""
+    from otel_semloop.batch import worker
+
+    judge = getattr(worker._SCORER, "judge", None)
+    if judge is None:
+        return
+    print(judge.stats.summary(judge.name, judge.model), file=stream)
+    judge.close()
 
 
 def _err(message: str) -> None:
@@ -287,7 +316,9 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
         state.spool.close()
-    return _finish(args, sources, state, stats, output, time.monotonic() - started)
+    code = _finish(args, sources, state, stats, output, time.monotonic() - started)
+    _close_judge(sys.stderr if args.output == "-" else sys.stdout)
+    return code
 
 
 def _discard(*_: Any) -> None:
