@@ -47,7 +47,6 @@ import collections
 import contextlib
 import email.utils
 import gzip
-import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -57,13 +56,12 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.service.config import ServiceConfig, redact_url
 from otel_semloop.service.pipeline import Held
-from otel_semloop.telemetry import SelfTelemetry
+from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
 
-_logger = logging.getLogger("otel_semloop.service")
+_logger = get_logger("otel_semloop.service")
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
-_LOG_INTERVAL_SECONDS = 30.0
 #: A timed-out export attempt doubles the timeout, up to this many times export_timeout.
 _TIMEOUT_GROWTH = 8
 
@@ -134,7 +132,6 @@ class ExportQueue:
         self._idle.set()
         self._closing_deadline: float | None = None
         self._halted = False
-        self._last_log: dict[str, float] = {}
         #: True while the last attempt failed (the downstream is down).
         self.down = False
 
@@ -263,12 +260,12 @@ class ExportQueue:
             await asyncio.sleep(delay)
 
     def _log(self, key: str, message: str, *args: Any) -> None:
-        now = time.monotonic()
-        last = self._last_log.get(key)
-        if last is not None and now - last < _LOG_INTERVAL_SECONDS:
-            return
-        self._last_log[key] = now
-        _logger.warning("otel-semloop: " + message + " (counted; next report of this kind in 30 s)", *args)
+        """One line per kind a minute (the package's one limiter); every event is counted."""
+        _logger.warning(
+            "otel-semloop: " + message + " (counted; further reports of this kind limited to one a minute)",
+            *args,
+            extra={"semloop_limit": f"export.{key}"},
+        )
 
 
 # -- senders: one attempt each, never raise for a downstream failure -----------------------

@@ -46,6 +46,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.conventions import step_kind
+from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
@@ -229,8 +230,10 @@ class Pipeline:
         forward: Callable[[list[Held]], None],
         scorer: Scorer,
         telemetry: SelfTelemetry,
+        evaluations: EvaluationPublisher | None = None,
     ) -> None:
         self._config = config
+        self._evaluations = evaluations
         self._forward_spans = forward
         self._telemetry = telemetry
         self._loop = asyncio.get_running_loop()
@@ -345,6 +348,8 @@ class Pipeline:
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
         self._forward(outcome.spans, outcome.patched)
+        if evaluation is not None and self._evaluations is not None:
+            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)
 
     def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
         count_forwarded(self._telemetry, len(spans), patched, state)

@@ -60,6 +60,7 @@ import uvicorn
 from opentelemetry import metrics
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
@@ -180,6 +181,7 @@ class SemloopService:
         self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
+        self._evaluations: EvaluationPublisher | None = None
         self._exports: ExportQueue | None = None
         self._durable: Any = None
         self._sender: Any = None
@@ -271,7 +273,13 @@ class SemloopService:
         config = self.config
         loop = asyncio.get_running_loop()
         self._sender = make_sender(config)
-        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry)
+        self._evaluations = EvaluationPublisher.for_exporter(
+            config.export_endpoint,
+            config.export_protocol,
+            config.export_headers,
+            config.export_timeout,
+        )
+        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._evaluations)
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
         try:
             self._start_admin()
@@ -540,6 +548,9 @@ class SemloopService:
             with contextlib.suppress(Exception):
                 server.close()
         self._admin.clear()
+        if self._evaluations is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.get_running_loop().run_in_executor(None, self._evaluations.shutdown, 10.0)
         if self._own_meter_provider is not None:
             with contextlib.suppress(Exception):
                 self._own_meter_provider.shutdown(timeout_millis=5000)

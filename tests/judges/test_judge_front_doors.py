@@ -11,6 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -77,8 +79,13 @@ def test_the_processor_forwards_every_span_once_with_the_deterministic_verdict_w
     produced, exported = InMemorySpanExporter(), InMemorySpanExporter()
     provider = TracerProvider(shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(produced))
+    reader = InMemoryMetricReader()
     processor = SemloopSpanProcessor(
-        SimpleSpanProcessor(exported), judge=scorer.judge, grace_seconds=0.05, scoring_budget_seconds=BUDGET
+        SimpleSpanProcessor(exported),
+        judge=scorer.judge,
+        grace_seconds=0.05,
+        scoring_budget_seconds=BUDGET,
+        meter_provider=MeterProvider(metric_readers=[reader]),
     )
     provider.add_span_processor(processor)
     started = time.monotonic()
@@ -102,6 +109,15 @@ def test_the_processor_forwards_every_span_once_with_the_deterministic_verdict_w
     ]
     assert_deterministic_and_once(spans, total)
     assert len(backend.requests) == 2  # one request per agent trace, none for the HTTP trace
+    judged = {
+        dict(point.attributes)["semloop.judge.status"]: point.value
+        for rm in reader.get_metrics_data().resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+        if metric.name == "semloop.judge.traces"
+        for point in metric.data.data_points
+    }
+    assert judged == {"error": 2}  # self-metrics count the judge's outcome per trace
     scorer.judge.close()
 
 
