@@ -357,3 +357,31 @@ def test_every_release_is_delivered_exactly_once_when_verdicts_race_the_budget(
     delivered = Counter(o.spans[0].trace_id for o in h.delivered)
     assert sorted(delivered) == sorted(r.spans[0].trace_id for r in releases)
     assert set(delivered.values()) == {1}
+
+
+def test_a_release_queued_behind_a_stuck_thread_is_scored_by_its_replacement(
+    harnesses: list[Harness],
+) -> None:
+    class FirstHangs:
+        def __init__(self) -> None:
+            self.gate = threading.Event()
+            self.calls = 0
+
+        def score(self, trace: Trace) -> Verdict:
+            self.calls += 1
+            if self.calls == 1:
+                self.gate.wait(WAIT * 3)
+            return LOOP
+
+    scorer = FirstHangs()
+    h = make(harnesses, scorer, threads=1, max_stuck=1)
+    h.pool.submit(agent_release(1), now=0.0)
+    for _ in range(1000):
+        if scorer.calls:
+            break
+        threading.Event().wait(0.01)
+    h.pool.submit(agent_release(2), now=1.0)  # queued behind the hanging one
+    h.pool.expire(5.0)  # the first is stuck: its replacement takes the queued release at once
+    outcomes = h.wait_delivered(2)
+    assert [o.label for o in outcomes] == ["unscored", "loop"]
+    scorer.gate.set()

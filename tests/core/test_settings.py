@@ -57,6 +57,8 @@ ENTANGLED = {
     "tls_key",
     "tls_client_ca",
     "metrics_exporter",
+    "stale_window",  # must stay above stale_window_novel (checked in tests/detectors)
+    "stale_window_novel",
 }
 
 CASES = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors.suite import DetectorSuite
@@ -120,7 +120,7 @@ def _steps(draw) -> list[Step]:
     return steps
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])  # a loaded CI machine
 @given(_steps())
 def test_any_sequence_of_steps_is_observed_without_error_and_live_agrees_with_offline(steps):
     monitor = LiveMonitor()
