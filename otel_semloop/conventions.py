@@ -24,6 +24,10 @@ Where the messages are
     emitted as log records are read the same way once :func:`attach_log_records` has put
     them on their span. OpenLLMetry's decorator envelopes (``{"args": [...], "kwargs":
     {...}}`` inputs, JSON-encoded outputs) are unwrapped (:func:`unwrap_envelope`).
+
+Size: one reader per convention and per place a convention puts messages (attributes,
+indexed attributes, span events, log records, hand-off forms); they share the message
+flattening, so splitting them would spread one definition of "what was said" over files.
 """
 
 from __future__ import annotations
