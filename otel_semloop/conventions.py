@@ -60,6 +60,7 @@ _CONFIDENT_KINDS = {
 }
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
+_INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 
 
 def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> StepKind:
@@ -106,13 +107,13 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if kind is StepKind.LLM:
         # Message lists first: OpenInference's input.value/output.value on an LLM span is
         # the whole request/response body, not what was said.
-        indexed = _indexed_messages(attrs)
-        step.input = _first_present(attrs, "gen_ai.input.messages") or _first_indexed(
-            indexed, "llm.input_messages", "gen_ai.prompt"
-        )
-        step.output = _first_present(attrs, "gen_ai.output.messages") or _first_indexed(
-            indexed, "llm.output_messages", "gen_ai.completion"
-        )
+        # Indexed messages are collected only when a message list attribute is missing.
+        step.input = attrs.get("gen_ai.input.messages")
+        step.output = attrs.get("gen_ai.output.messages")
+        if not step.input or not step.output:
+            indexed = _indexed_messages(attrs)
+            step.input = step.input or _first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+            step.output = step.output or _first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
     if step.input is None:
         step.input = _first_present(attrs, *_INPUT_KEYS)
     if step.output is None:
@@ -387,7 +388,7 @@ def _indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]
     dicts per prefix, in index order."""
     found: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in attrs.items():
-        if not (key.startswith("gen_ai.") or key.startswith("llm.")):
+        if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
             continue
         match = _INDEXED.match(key)
         if match is None:

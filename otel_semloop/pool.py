@@ -45,7 +45,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from otel_semloop.grouping import Release
 from otel_semloop.release import Evaluation, Outcome, SpanAdapter, evaluate, unscored, written_back, yield_gil
@@ -257,10 +257,27 @@ class ScoringPool(Generic[S]):
 
     def _settle(self, job: _Job[S], outcome: Outcome[S]) -> None:
         self._telemetry.add("semloop.traces", outcome.label)
+        if outcome.evaluation is not None:
+            self._count_judge(outcome.evaluation.verdict.attributes)
         try:
             self._deliver(outcome)
         finally:
             job.finished = True
+
+    def _count_judge(self, attrs: Any) -> None:
+        """The judge's totals (:mod:`otel_semloop.judges`), from the attributes it wrote."""
+        status = attrs.get("semloop.judge.status")
+        if status is None:
+            return
+        telemetry = self._telemetry
+        telemetry.add("semloop.judge.traces", str(status))
+        backend = str(attrs.get("semloop.judge.backend", ""))
+        tokens = int(attrs.get("semloop.judge.input_tokens", 0) or 0)
+        if tokens:
+            telemetry.add("semloop.judge.input_tokens", backend, tokens)
+        cost = round(float(attrs.get("semloop.judge.cost_usd", 0.0) or 0.0) * 1e6)
+        if cost:
+            telemetry.add("semloop.judge.cost", backend, cost)
 
     def _unscored(self, job: _Job[S], reason: str, key: str) -> Outcome[S]:
         """A job's outcome without a fresh verdict: its best staged verdict when the

@@ -32,17 +32,19 @@ The scorer interface
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from otel_semloop.builder import build_trace
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
 from otel_semloop.detectors.suite import DetectorSuite
 from otel_semloop.errors import ConfigError
-from otel_semloop.model import StepKind, Trace
+from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
+from otel_semloop.writeback import SpanPatch, patches_for
 
 __all__ = [
     "UNREADABLE_REASON",
@@ -50,6 +52,7 @@ __all__ = [
     "Scorer",
     "ScorerMode",
     "StagedScorer",
+    "score_records",
     "stages_of",
     "unreadable_steps",
 ]
@@ -155,6 +158,36 @@ class DetectorScorer:
                     lexical=lexical,
                 )
         return verdict
+
+
+# -- a picklable entry point for process pools ----------------------------------------------
+
+_SCORERS: dict[ScorerMode, DetectorScorer] = {}
+
+
+def score_records(
+    records: Sequence[SpanRecord], *, partial: bool = False, mode: ScorerMode = "default"
+) -> tuple[Verdict, dict[str, SpanPatch]] | None:
+    """Score the span records of one trace: the verdict and the per-span patches
+    (:func:`~otel_semloop.writeback.patches_for`), or None when the trace has no agent
+    steps (nothing to write).
+
+    A top-level function of picklable arguments and results, for process pools (batch
+    rescoring, the collector service): send records without ``source`` (the worker never
+    reads it, and pickling the original span costs more than scoring it), apply the
+    patches in the parent. Each worker process builds one default :class:`DetectorScorer` per
+    mode on first use (thresholds from that process's ``SEMLOOP_DETECT_*`` variables)
+    and keeps it. Cost: the trace build and scoring, linear in the trace's size (see
+    ``bench/detector_speed.py``).
+    """
+    trace = build_trace(records, partial=partial)
+    if not trace.steps:
+        return None
+    scorer = _SCORERS.get(mode)
+    if scorer is None:
+        scorer = _SCORERS[mode] = DetectorScorer(mode=mode)
+    verdict = scorer.score(trace)
+    return verdict, patches_for(trace, verdict)
 
 
 #: The unscored reason of a trace whose LLM and tool steps carry nothing the detectors can

@@ -89,6 +89,28 @@ class Instrument:
 INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("semloop.traces", "counter", "{trace}", "Traces released, by verdict label.", "semloop.label"),
     Instrument(
+        "semloop.judge.traces",
+        "counter",
+        "{trace}",
+        "Traces released with a judge configured, by judge status (judged, cached, skipped, "
+        "no_questions, error): skipped and cached ones are the calls saved.",
+        "semloop.judge.status",
+    ),
+    Instrument(
+        "semloop.judge.input_tokens",
+        "counter",
+        "{token}",
+        "Input tokens the judge billed, by backend.",
+        "semloop.judge.backend",
+    ),
+    Instrument(
+        "semloop.judge.cost",
+        "counter",
+        "{microdollar}",
+        "What the judge cost, in millionths of a US dollar, by backend.",
+        "semloop.judge.backend",
+    ),
+    Instrument(
         "semloop.releases",
         "counter",
         "{release}",

@@ -569,6 +569,10 @@ _REMAINING_COUNT = re.compile(
 )
 
 
+_REMAINING_HINTS = ("pending", "remaining", "left", "queued", "outstanding", "waiting", "todo", "unprocessed")
+_TO_GO = re.compile(r"to\s+go")
+
+
 def remaining_counts(text: str) -> tuple[int, ...] | None:
     """Counts of work remaining in the tail of ``text`` ("12 pending", "3 files left",
     "remaining: 40"), or None when there are none or too many to be a status line.
@@ -583,6 +587,12 @@ def remaining_counts(text: str) -> tuple[int, ...] | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
     if not _HAS_DIGIT.search(tail):
         return None
+    if tail.isascii():
+        # Every match holds one of the words; substring tests in C rule most results out
+        # (ASCII only: under IGNORECASE a few non-ASCII letters match ASCII ones).
+        lowered = tail.lower()
+        if not any(word in lowered for word in _REMAINING_HINTS) and not _TO_GO.search(lowered):
+            return None
     counts = tuple(int(m.group(1) or m.group(2)) for m in _REMAINING_COUNT.finditer(tail))
     if not counts or len(counts) > MAX_COUNTS:
         return None

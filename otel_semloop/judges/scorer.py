@@ -46,7 +46,8 @@ from otel_semloop.verdict import Action, Label, Verdict
 __all__ = ["JudgedScorer"]
 
 _LABEL_RANK = {Label.UNSCORED: 0, Label.NO_LOOP: 1, Label.SUSPECTED: 2, Label.LOOP: 3}
-#: Seconds kept back from a budget so the judged verdict is ready before the front door's cut.
+#: Kept back from a front door's budget so the verdict is ready before its cut: a quarter of
+#: the budget, at least this many seconds and at most one.
 BUDGET_MARGIN = 0.05
 
 
@@ -82,6 +83,7 @@ class JudgedScorer:
         return stages[-1]
 
     def score_stages(self, trace: Trace, deadline: float | None = None) -> Iterator[Verdict]:
+        deadline = deadline if deadline is not None else self._deadline()  # the budget runs from now
         deterministic = self.base.score(trace)
         prepared = self._prepare(trace, deterministic)
         if isinstance(prepared, Verdict):
@@ -89,7 +91,6 @@ class JudgedScorer:
             return
         question_set, request = prepared
         yield self._with_attributes(deterministic, self._pending_attributes())
-        deadline = deadline if deadline is not None else self._deadline()
         future = self.judge.submit(request, deadline)
         yield self._finish(deterministic, question_set, future, deadline)
 
@@ -110,8 +111,11 @@ class JudgedScorer:
     # -- steps ---------------------------------------------------------------------------
 
     def _deadline(self) -> float:
-        budget = self.judge.timeout if self.budget_seconds is None else self.budget_seconds
-        return time.monotonic() + max(0.001, budget - BUDGET_MARGIN)
+        if self.budget_seconds is None:
+            return time.monotonic() + self.judge.timeout
+        budget = self.budget_seconds
+        margin = min(1.0, max(BUDGET_MARGIN, 0.25 * budget))
+        return time.monotonic() + max(0.001, min(self.judge.timeout, budget - margin))
 
     def _identity(self) -> dict[str, Any]:
         return {"semloop.judge.backend": self.judge.name, "semloop.judge.model": self.judge.model}

@@ -195,3 +195,57 @@ def scorer_with_judge(
         return make_judged_scorer(judge, base, budget_seconds=budget_seconds)
     settings = JudgeSettings.from_env(environ)
     return make_judged_scorer(settings, base, backend=judge, budget_seconds=budget_seconds)
+
+
+def add_judge_arguments(parser: Any) -> None:
+    """The judge flags every command shares (``rescore``, ``serve``); each defaults to its
+    ``SEMLOOP_JUDGE*`` variable. Keys are read from the environment only."""
+    group = parser.add_argument_group("semantic judge (nothing is sent unless --judge names one)")
+    group.add_argument(
+        "--judge",
+        choices=BACKENDS,
+        help="ask a decision model about each agent trace, one request per trace: system-one "
+        "(TYPESAFE_API_KEY, TYPESAFE_BASE_URL), openai (OPENAI_API_KEY, OPENAI_BASE_URL; any "
+        "compatible server), local (offline embeddings, the local-judge extra) or none (default; "
+        "SEMLOOP_JUDGE)",
+    )
+    group.add_argument(
+        "--escalate",
+        metavar="never|undecided|always|RATE",
+        help="which traces the judge reads: undecided (default: those the detectors leave "
+        "undecided), always, never, or a rate in (0, 1) that also samples the rest by trace id",
+    )
+    group.add_argument("--judge-model", dest="judge_model", metavar="NAME", help="model name")
+    group.add_argument(
+        "--judge-base-url", dest="judge_base_url", metavar="URL", help="judge endpoint base URL"
+    )
+    group.add_argument(
+        "--judge-timeout",
+        dest="judge_timeout",
+        type=float,
+        metavar="SECONDS",
+        help="per request (default 10)",
+    )
+    group.add_argument(
+        "--judge-concurrency", dest="judge_concurrency", type=int, metavar="N", help="requests in flight (8)"
+    )
+    group.add_argument(
+        "--judge-cache",
+        dest="judge_cache",
+        metavar="FILE",
+        help="keep answers in this SQLite file (hashes and answers only) so rescoring costs nothing",
+    )
+
+
+def settings_from_args(args: Any, environ: Mapping[str, str] | None = None) -> JudgeSettings:
+    """:class:`JudgeSettings` from :func:`add_judge_arguments` flags over ``SEMLOOP_JUDGE*``."""
+    return JudgeSettings.from_env(
+        environ,
+        judge=getattr(args, "judge", None),
+        escalate=getattr(args, "escalate", None),
+        model=getattr(args, "judge_model", None),
+        base_url=getattr(args, "judge_base_url", None),
+        timeout=getattr(args, "judge_timeout", None),
+        concurrency=getattr(args, "judge_concurrency", None),
+        cache=getattr(args, "judge_cache", None),
+    )

@@ -91,9 +91,11 @@ from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import metrics
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.processor.config import Config, GuardMode
 from otel_semloop.processor.worker import Worker
@@ -115,9 +117,17 @@ class SemloopSpanProcessor(SpanProcessor):
     (``grace_seconds=...``, ``max_traces=...``, ...), overriding ``SEMLOOP_*``
     environment variables; ``config`` gives them all at once (``options`` still win).
     ``scorer`` replaces the default :class:`~otel_semloop.scoring.Scorer` (anything with
-    ``score(trace) -> Verdict``). ``on_loop(finding, action)`` is called by the live
+    ``score(trace) -> Verdict``). ``judge`` adds the semantic judge on top of it
+    (:func:`otel_semloop.judges.settings.scorer_with_judge`: ``"local"``, ``"system-one"``,
+    ``"openai"``, a ``JudgeSettings``, a ``Judge`` or a backend; default ``SEMLOOP_JUDGE*``,
+    none): the deterministic verdict is the first stage, so a judge still out when the budget
+    ends costs nothing but its answer. ``on_loop(finding, action)`` is called by the live
     guard, on the application thread, the moment a loop becomes conclusive.
     ``meter_provider`` receives the self-telemetry (default: the global one).
+    Each verdict's ``gen_ai.evaluation.result`` record also goes out as a log record
+    through ``logger_provider`` (default: the global one, when one is configured; see
+    :class:`~otel_semloop.evaluation.EvaluationPublisher`) and, with ``SEMLOOP_PHOENIX_URL``
+    set, as a Phoenix span annotation.
 
     Raises :class:`~otel_semloop.errors.ConfigError` for a bad option; after
     construction no method raises.
@@ -129,8 +139,10 @@ class SemloopSpanProcessor(SpanProcessor):
         *,
         config: Config | None = None,
         scorer: Scorer | None = None,
+        judge: Any = None,
         on_loop: Callable[[Any, Any], None] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
         **options: Any,
     ) -> None:
         if config is None:
@@ -140,6 +152,14 @@ class SemloopSpanProcessor(SpanProcessor):
         self.config = config
         self._downstream = downstream
         self._scorer: Scorer = scorer if scorer is not None else Scorer()
+        named = os.environ.get("SEMLOOP_JUDGE", "").strip().lower() not in ("", "none", "off")
+        if judge is not None or named:
+            # The semantic judge (otel_semloop.judges): a name, JudgeSettings, a Judge or a
+            # backend; None reads SEMLOOP_JUDGE*. It stops waiting just before the budget ends.
+            from otel_semloop.judges.settings import scorer_with_judge
+
+            budget = config.scoring_budget_seconds
+            self._scorer = scorer_with_judge(judge, self._scorer, budget_seconds=budget)
         self._active = config.enabled
         self._shutdown = False
         self._lock = threading.Lock()
@@ -151,6 +171,8 @@ class SemloopSpanProcessor(SpanProcessor):
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
         self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)), "processor")
+        # The evaluation record beyond the span event: a log record, a Phoenix annotation.
+        self._evaluations = EvaluationPublisher.from_env(logger_provider=logger_provider)
         self._guard: Any = None
         if config.live_guard is not GuardMode.OFF and self._active:
             from otel_semloop.processor.guard import LoopGuard
@@ -261,7 +283,8 @@ class SemloopSpanProcessor(SpanProcessor):
             if worker is not None and not self._shutdown and threading.current_thread() is not worker.thread:
                 ok = worker.drain(ReleaseReason.FLUSH, deadline)
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
-            return self._downstream.force_flush(remaining) is not False and ok
+            ok = self._downstream.force_flush(remaining) is not False and ok
+            return self._evaluations.flush(max(0.0, deadline - time.monotonic())) and ok
         except Exception:
             self._app_error("force_flush")
             return False
@@ -281,12 +304,19 @@ class SemloopSpanProcessor(SpanProcessor):
                 worker.stop(deadline)
             if self._guard is not None:
                 self._guard.close()
+            judge = getattr(self._scorer, "judge", None)
+            if judge is not None:
+                judge.close()
         except Exception:
             self._app_error("shutdown")
         try:
             self._downstream.shutdown()
         except Exception:
             self._app_error("downstream")
+        try:
+            self._evaluations.shutdown(timeout=min(10.0, self.config.shutdown_timeout_seconds))
+        except Exception:
+            self._app_error("evaluations")
 
     # -- internals ---------------------------------------------------------------------
 

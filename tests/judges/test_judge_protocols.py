@@ -235,7 +235,7 @@ def test_a_batch_sends_one_request_per_trace_concurrently():
         healthy_run("2" * 32),
         paraphrased_loop("3" * 32, secret="other words"),
     ]
-    with ScriptedServer([Reply(body={"answers": {}}, delay=0.3)]) as server:
+    with ScriptedServer([Reply(body={"answers": {}}, delay=1.0)]) as server:
         scorer = system_one(server.url)
         started = time.monotonic()
         verdicts = scorer.score_batch(traces)
@@ -245,7 +245,7 @@ def test_a_batch_sends_one_request_per_trace_concurrently():
     assert sorted(json.dumps(r.body, sort_keys=True) for r in server.received) == sorted(
         json.dumps(expected_system_one_payload(t), sort_keys=True) for t in traces
     )
-    assert elapsed < 0.85  # in flight together, not one after another
+    assert elapsed < 2.5  # in flight together: one after another takes 3 s
     assert [attrs(v)["semloop.judge.status"] for v in verdicts] == ["judged"] * 3
 
 
