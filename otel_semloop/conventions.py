@@ -25,8 +25,9 @@ Where the messages are
     them on their span. OpenLLMetry's decorator envelopes (``{"args": [...], "kwargs":
     {...}}`` inputs, JSON-encoded outputs) are unwrapped (:func:`unwrap_envelope`).
 
-Size: one reader per convention (four, plus span events) that must agree on what a step
-is; kept together so a reader can compare them side by side.
+Size: one reader per convention and per place a convention puts messages (attributes,
+indexed attributes, span events, log records, hand-off forms); they share the message
+flattening, so splitting them would spread one definition of "what was said" over files.
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.detectors.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
-from otel_semloop.errors import ConfigError
 from otel_semloop.settings import load, setting, validate
 
 
@@ -67,7 +66,8 @@ class DetectorConfig:
     #: ``stale_steps``) missed rotations of 14-26 steps; 16 caught them with no healthy run
     #: flagged.
     stale_window: int = setting(16, kind="int", minimum=2)
-    #: Novel steps allowed in a full window that is still stale: one in four. Explicit
+    #: Novel steps allowed in a full window that is still stale: one in four (at least
+    #: one stale step is always needed, whatever the two values). Explicit
     #: progress (a rising figure, growing counts) and a poll that ends clear the window.
     stale_window_novel: int = setting(4, kind="int", minimum=0)
     #: Seconds without a novel tool action, when spans carry times. Ten minutes is longer
@@ -139,11 +139,6 @@ class DetectorConfig:
     def __post_init__(self) -> None:
         """Refuse thresholds that cannot work, at construction (never later, in a hook)."""
         validate(self, "DetectorConfig.")
-        if self.stale_window_novel >= self.stale_window:
-            raise ConfigError(
-                "DetectorConfig.stale_window_novel must be below stale_window, "
-                f"got {self.stale_window_novel!r} >= {self.stale_window!r}"
-            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> DetectorConfig:

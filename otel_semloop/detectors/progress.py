@@ -60,8 +60,8 @@ Kept
 Cost
     O(1) per tool step for each signal, plus O(number of arguments) for near-duplicates.
 
-Size: the four no-progress signals share one replay of the tool steps and its novelty
-bookkeeping; splitting them would repeat that replay.
+Size: five detectors of one concern (is anything new happening?) sharing the chain map
+and the novelty epochs; apart they would each re-explain the same novelty rules.
 """
 
 from __future__ import annotations
@@ -379,7 +379,7 @@ class StaleDetector(IncrementalDetector):
             self._window_stale -= 1
         window.append(stale)
         self._window_stale += stale
-        threshold = config.stale_window - config.stale_window_novel
+        threshold = max(1, config.stale_window - config.stale_window_novel)
         if self._window_stale < config.report_at * threshold:
             self._window_episode = None
             return

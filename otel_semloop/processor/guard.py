@@ -2,7 +2,7 @@
 
 The span processor scores a trace after it ends, which is too late to save the tokens a
 loop burns. With ``live_guard="warn"`` or ``"stop"`` (``SEMLOOP_LIVE_GUARD``), the
-processor also feeds every LLM and tool span, as it ends, to an incremental
+processor also feeds every agent, LLM and tool span, as it ends, to an incremental
 :class:`~otel_semloop.processor.live.LiveMonitor` for its trace. When the monitor's policy
 reaches a decision (a finding just became conclusive, or doubled):
 
@@ -54,7 +54,11 @@ __all__ = ["LoopGuard", "check"]
 
 _logger = logging.getLogger(__name__)
 
-_WATCHED = (StepKind.LLM, StepKind.TOOL)
+#: Agent spans too: agents handing work back and forth (sibling or nested agent spans, as
+#: well as hand-off tool calls) are a loop the guard must see while it runs. An agent span
+#: ends after its own work, which the hand-off detector allows for (see
+#: :mod:`otel_semloop.detectors.agents`).
+_WATCHED = (StepKind.AGENT, StepKind.LLM, StepKind.TOOL)
 _GUARDS: weakref.WeakSet[LoopGuard] = weakref.WeakSet()
 
 
@@ -110,7 +114,7 @@ class LoopGuard:
 
     def observe_span(self, span: Any) -> Any:
         """Feed an ended span; returns the decision it triggered, if any. Spans that are
-        not LLM or tool steps cost one classification and are otherwise ignored."""
+        not agent, LLM or tool steps cost one classification and are otherwise ignored."""
         attributes = span.attributes
         if not attributes:
             return None

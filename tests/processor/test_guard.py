@@ -142,3 +142,51 @@ def test_the_guard_forgets_a_trace_once_it_is_released() -> None:
         looping(line, iterations=6)
         assert line.processor.guard.stats()["traces"] == 1
         assert wait_for(lambda: line.processor.guard.stats()["traces"] == 0)
+
+
+def _agent_attributes(agent: str, text: str) -> dict[str, str]:
+    return {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": agent,
+        "gen_ai.output.messages": (
+            f'[{{"role": "assistant", "parts": [{{"type": "text", "content": "{text}"}}]}}]'
+        ),
+    }
+
+
+def test_the_guard_sees_agents_handing_work_back_and_forth() -> None:
+    """Agent spans are watched too: two agents handing the same question back and forth,
+    each run an ``invoke_agent`` span that ends after its (unchanging) answer, are stopped."""
+    with pipeline(live_guard="stop") as line:
+        tracer = line.tracer
+        with pytest.raises(LoopDetected) as raised, tracer.start_as_current_span("invoke_agent desk"):
+            for _ in range(10):
+                for agent, other in (("billing", "triage"), ("triage", "billing")):
+                    line.processor.guard.check()
+                    attributes = _agent_attributes(agent, f"This is a question for {other}.")
+                    with tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attributes):
+                        pass
+        assert raised.value.finding.signal == "handoff_cycle"
+
+
+def test_the_guard_lets_agents_that_hand_off_while_working_go_on() -> None:
+    with pipeline(live_guard="stop") as line:
+        tracer = line.tracer
+        with tracer.start_as_current_span("invoke_agent desk"):
+            for i in range(10):
+                for agent in ("billing", "triage"):
+                    line.processor.guard.check()
+                    tool = {
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": "lookup",
+                        "gen_ai.tool.call.arguments": f'{{"refund": {i}, "agent": "{agent}"}}',
+                        "gen_ai.tool.call.result": f"refund {i} {agent} record",
+                    }
+                    attributes = _agent_attributes(agent, f"Refund {i} handled by {agent}.")
+                    with (
+                        tracer.start_as_current_span(f"invoke_agent {agent}", attributes=attributes),
+                        tracer.start_as_current_span("execute_tool lookup", attributes=tool),
+                    ):
+                        pass
+            assert line.processor.guard.stop_decision() is None
+            assert line.processor.guard.decisions() == []
