@@ -19,7 +19,9 @@ the reader cannot read must not pass silently.
 
 Figures: accuracy (verdicts right), FPR (healthy traces flagged / healthy traces),
 recall (loops flagged / loops); per situation, per convention, per framework; and per
-signal (default scorer, conclusive findings) precision and recall.
+signal (default scorer, conclusive findings) precision and recall. ``blind`` counts traces
+whose steps were read but carry no content at all (no tool arguments or results, no model
+output): they can only pass as healthy, so they are shown rather than hidden.
 """
 
 from __future__ import annotations
@@ -93,6 +95,7 @@ class Row:
     predictions: dict[str, bool] = field(default_factory=dict)
     default_label: str = ""
     signals: tuple[str, ...] = ()
+    blind: bool = False
 
     @property
     def loop(self) -> bool:
@@ -173,6 +176,23 @@ def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> None:
         row.predictions["lexical"] = lexical.score(trace).label is Label.LOOP
         row.predictions["exact"] = bool(trace.steps) and exact_repeat_rule(trace)
         row.signals = tuple(dict.fromkeys(f.signal for f in d.findings if f.conclusive))
+        row.blind = is_blind(trace)
+
+
+def is_blind(trace: Trace) -> bool:
+    """Steps were read but no content was: no tool arguments or results and no model output
+    text anywhere (instrumentation that records no content, or content in a place the
+    reader does not look). Such a trace can only pass as healthy; the report counts them."""
+    if not trace.steps:
+        return False
+    for step in trace.steps:
+        if step.kind is StepKind.TOOL and (
+            step.tool_arguments not in (None, "", {}) or step.tool_result not in (None, "")
+        ):
+            return False
+        if step.kind is StepKind.LLM and (step.output_text or step.tool_calls):
+            return False
+    return True
 
 
 # --- figures -----------------------------------------------------------------------------
@@ -186,11 +206,13 @@ class Tally:
     fp: Counter = field(default_factory=Counter)
     tp: Counter = field(default_factory=Counter)
     unscored: int = 0
+    blind: int = 0
 
     def add(self, row: Row) -> None:
         self.n += 1
         self.loops += row.loop
         self.unscored += row.default_label == Label.UNSCORED.value
+        self.blind += row.blind
         for col, flagged in row.predictions.items():
             self.right[col] += flagged == row.loop
             self.fp[col] += flagged and not row.loop
@@ -223,17 +245,17 @@ def _pct(x: float) -> str:
 
 def print_group_table(title: str, groups: dict[str, Tally], width: int = 16) -> None:
     print(f"\n## {title}\n")
-    head = f"{'':{width}} {'n':>5} {'loops':>5} {'unscored':>8}"
+    head = f"{'':{width}} {'n':>5} {'loops':>5} {'unscored':>8} {'blind':>5}"
     for col in COLUMNS:
         head += f" | {HEADERS[col]:^26}"
     print(head)
-    sub = f"{'':{width}} {'':>5} {'':>5} {'':>8}" + (" | " + f"{'acc':>8} {'FPR':>8} {'recall':>8}") * len(
-        COLUMNS
-    )
+    sub = f"{'':{width}} {'':>5} {'':>5} {'':>8} {'':>5}" + (
+        " | " + f"{'acc':>8} {'FPR':>8} {'recall':>8}"
+    ) * len(COLUMNS)
     print(sub)
     print("-" * len(sub))
     for name, t in groups.items():
-        line = f"{name:{width}} {t.n:>5} {t.loops:>5} {t.unscored:>8}"
+        line = f"{name:{width}} {t.n:>5} {t.loops:>5} {t.unscored:>8} {t.blind:>5}"
         for col in COLUMNS:
             line += f" | {_pct(t.acc(col)):>8} {_pct(t.fpr(col)):>8} {_pct(t.recall(col)):>8}"
         print(line)
@@ -304,6 +326,7 @@ def summary(rows: list[Row]) -> dict:
         "loops": t.loops,
         "healthy": t.healthy,
         "unscored": t.unscored,
+        "blind": t.blind,
         "situations": len({r.situation for r in rows}),
         **{col: {"accuracy": t.acc(col), "fpr": t.fpr(col), "recall": t.recall(col)} for col in COLUMNS},
     }
@@ -313,7 +336,8 @@ def report(rows: list[Row]) -> dict:
     s = summary(rows)
     print(
         f"# Corpus report: {s['traces']} traces ({s['loops']} loop, {s['healthy']} healthy) "
-        f"over {s['situations']} situations; {s['unscored']} unscored by the default scorer"
+        f"over {s['situations']} situations; {s['unscored']} unscored by the default scorer, "
+        f"{s['blind']} blind (steps read, no content)"
     )
     print_group_table("Overall", {"all": tally_by(rows, lambda r: "all")["all"]})
     print_group_table("Per convention", tally_by(rows, lambda r: r.convention))

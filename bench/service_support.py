@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
-_PORTS = re.compile(r"grpc \S+ \(port (\d+)\), http \S+ \(port (\d+)\)")
+_PORTS = re.compile(r"grpc \S+ \(port (\d+)\)")
 
 
 # -- the downstream: counts spans, ids and verdict labels --------------------------------------
@@ -126,7 +126,14 @@ class Downstream:
 
 
 def _sender_main(
-    port: int, seed: int, traces_per_request: int, rounds: int, stop_at: float, out: Any, keep_ids: bool
+    port: int,
+    seed: int,
+    traces_per_request: int,
+    rounds: int,
+    duration: float,
+    out: Any,
+    keep_ids: bool,
+    go: Any,
 ) -> None:
     import random
 
@@ -145,6 +152,8 @@ def _sender_main(
         offsets = [[m.start() for m in re.finditer(re.escape(tid), body)] for tid in trace_ids]
         templates.append((bytearray(body), offsets, len(spans)))
     channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)])
+    go.wait()  # every sender built its requests: start together
+    stop_at = time.time() + duration
     call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
     acked = refused = errors = 0
     ids: list[bytes] = []
@@ -185,10 +194,11 @@ def run_senders(
     """``senders`` processes sending for ``duration`` seconds; totals of what was acked."""
     context = mp.get_context("spawn")
     out = context.Queue()
-    stop_at = time.time() + duration
+    go = context.Barrier(senders)
     processes = [
         context.Process(
-            target=_sender_main, args=(port, 1000 + i, traces_per_request, rounds, stop_at, out, keep_ids)
+            target=_sender_main,
+            args=(port, 1000 + i, traces_per_request, rounds, duration, out, keep_ids, go),
         )
         for i in range(senders)
     ]

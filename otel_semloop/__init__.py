@@ -2,7 +2,8 @@
 
 The public surface: the in-process span processor, the trace model and the scorer.
 Everything else is reachable through its module (``otel_semloop.otlp``,
-``otel_semloop.detectors``, ...).
+``otel_semloop.detectors``, ...); docs/architecture.md maps the modules in the order data
+passes through them.
 """
 
 from otel_semloop.builder import build_trace

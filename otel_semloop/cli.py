@@ -1,26 +1,19 @@
 """``otel-semloop``: the command line.
 
-``otel-semloop rescore INPUT... -o OUTPUT`` reads OTLP JSON lines (the Collector file
-exporter's format, ``.gz`` too), scores every agent trace, writes the same spans back out
-with the verdict on each agent trace's root span, and prints one row per trace.
-Exit status: 0 when every line was valid OTLP, 1 when some were not (they are reported on
-stderr and copied through unchanged), 2 for usage errors.
+``otel-semloop rescore INPUT... -o OUTPUT`` rescores exported OTLP files
+(:mod:`otel_semloop.batch`; exit status in :mod:`otel_semloop.batch.run`);
+``otel-semloop serve`` runs the collector plugin (:mod:`otel_semloop.service`);
+``otel-semloop health`` probes its health endpoint.
 """
 
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from otel_semloop.errors import ConfigError
-from otel_semloop.judges.settings import add_judge_arguments, scorer_with_judge, settings_from_args
-from otel_semloop.redact import clean_control
-from otel_semloop.rescore import RescoreReport, rescore_files
-from otel_semloop.scoring import Scorer
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -42,24 +35,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command")
-    rescore = sub.add_parser(
-        "rescore",
-        help="score the agent traces in exported OTLP JSON lines files",
-        description="Score every agent trace in OTLP JSON lines files and write the spans back "
-        "out with the verdict on each trace's root span.",
-    )
-    rescore.add_argument("inputs", nargs="+", metavar="INPUT", help="OTLP JSON lines file(s); .gz accepted")
-    rescore.add_argument("-o", "--output", required=True, help="output file ('-' for stdout)")
-    rescore.add_argument(
-        "--mode",
-        choices=("default", "lexical"),
-        default="default",
-        help="who decides the verdict: the default detectors and policy, or deepeval's lexical metric "
-        "alone (the deepeval-compatible score is written either way); thresholds come from "
-        "SEMLOOP_DETECT_* variables",
-    )
-    rescore.add_argument("-q", "--quiet", action="store_true", help="no per-trace table")
-    add_judge_arguments(rescore)
+    _add_rescore(sub)
     _add_serve(sub)
     health = sub.add_parser(
         "health",
@@ -187,7 +163,24 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
 )
 
 
+def _add_rescore(sub: argparse._SubParsersAction) -> None:
+    from otel_semloop.batch.run import add_arguments
+    from otel_semloop.judges.settings import add_judge_arguments
+
+    rescore = sub.add_parser(
+        "rescore",
+        help="score the agent traces in exported OTLP files",
+        description="Score every agent trace in exported OTLP files (JSON lines or protobuf, plain, gzip "
+        "or zstd) and write the spans back out with the verdict on each trace's root span. Exit status: "
+        "0 ok, 1 a loop was found (--fail-on-loop), 2 usage or input problems, 3 output not written.",
+    )
+    add_arguments(rescore)
+    add_judge_arguments(rescore)
+
+
 def _add_serve(sub: argparse._SubParsersAction) -> None:
+    from otel_semloop.judges.settings import add_judge_arguments
+
     serve = sub.add_parser(
         "serve",
         help="run the collector plugin: OTLP in, loop verdicts written onto the spans, OTLP out",
@@ -219,47 +212,16 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
 
 
 def _rescore(args: argparse.Namespace) -> int:
-    missing = [p for p in args.inputs if not Path(p).is_file()]
-    if missing:
-        print(f"otel-semloop: no such file: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    try:
-        scorer = scorer_with_judge(settings_from_args(args), Scorer(mode=args.mode))
-    except ConfigError as error:
-        print(f"otel-semloop: {error}", file=sys.stderr)
-        return 2
-    # Every line stays decoded until the end (traces straddle lines and files). Decoded
-    # JSON holds no reference cycles, so the cyclic collector only rescans millions of live
-    # objects again and again (parsing measured 3.5x slower): switch it off for the run.
-    gc.disable()
-    try:
-        if args.output == "-":
-            report = rescore_files(args.inputs, sys.stdout.buffer, scorer)
-            table_stream = sys.stderr
-        else:
-            output = Path(args.output)
-            output.parent.mkdir(parents=True, exist_ok=True)
-            with output.open("wb") as fp:
-                report = rescore_files(args.inputs, fp, scorer)
-            table_stream = sys.stdout
-    finally:
-        gc.enable()
-        judge = getattr(scorer, "judge", None)
-        if judge is not None:
-            judge.close()
-    for error in report.errors:
-        print(f"otel-semloop: skipped malformed line (copied unchanged): {error}", file=sys.stderr)
-    if not args.quiet:
-        print_table(report, table_stream)
-    if judge is not None:  # totals: calls, calls saved, tokens, cost, latency
-        print(judge.stats.summary(judge.name, judge.model), file=table_stream)
-    return 1 if report.errors else 0
+    from otel_semloop.batch.run import run
+
+    return run(args)
 
 
 def _serve(args: argparse.Namespace) -> int:
     import logging
 
     try:
+        from otel_semloop.judges.settings import scorer_with_judge, settings_from_args
         from otel_semloop.service import ServiceConfig, serve
     except ImportError as error:
         print(
@@ -333,38 +295,6 @@ def _version() -> str:
         return version("otel-semloop")
     except PackageNotFoundError:
         return "unknown"
-
-
-def print_table(report: RescoreReport, stream: TextIO) -> None:
-    """One row per scored trace, then a one-line summary."""
-    header = ("trace", "root", "steps", "label", "score", "deepeval", "action", "signals")
-    rows = [header]
-    for result in report.results:
-        verdict = result.verdict
-        deepeval = f"{verdict.lexical.score:.2f}" if verdict.lexical else "-"
-        rows.append(
-            (
-                result.trace_id[:16],
-                clean_control(result.root_name)[:28],  # span names may carry terminal escapes
-                str(result.steps),
-                verdict.label.value,
-                f"{verdict.score:.2f}",
-                deepeval,
-                verdict.action.value,
-                ",".join(verdict.fired_signals) or "-",
-            )
-        )
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        cells = (cell.ljust(width) for cell, width in zip(row, widths, strict=True))
-        stream.write("  ".join(cells).rstrip() + "\n")
-    loops = sum(1 for r in report.results if r.verdict.loop_detected)
-    stream.write(
-        f"{len(report.results)} agent traces scored, {loops} loops; {report.spans} spans in "
-        f"{report.lines} lines; {report.skipped_traces} non-agent traces passed through"
-        + (f"; {len(report.errors)} malformed lines" if report.errors else "")
-        + "\n"
-    )
 
 
 if __name__ == "__main__":

@@ -14,17 +14,29 @@ newlines) so detectors compare what was said, not the JSON around it. Tool calls
 requested inside its output are kept structured (:class:`~otel_semloop.model.ToolCall`).
 A span that matches none of these is not a step (kind ``OTHER``): HTTP, DB and framework
 spans stay in the trace for write-back and forwarding but detectors ignore them.
+
+Where the messages are
+    Span attributes first (the forms above). When an LLM or tool span has none, its span
+    events are read: the GenAI details event (``gen_ai.input.messages`` /
+    ``gen_ai.output.messages`` as event attributes), the per-message GenAI events
+    (``gen_ai.user.message``, ``gen_ai.tool.message``, ``gen_ai.choice``, ...) and
+    OpenLLMetry's ``gen_ai.content.prompt`` / ``gen_ai.content.completion``. GenAI events
+    emitted as log records are read the same way once :func:`attach_log_records` has put
+    them on their span. OpenLLMetry's decorator envelopes (``{"args": [...], "kwargs":
+    {...}}`` inputs, JSON-encoded outputs) are unwrapped (:func:`unwrap_envelope`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
-from otel_semloop.model import STATUS_ERROR, SpanRecord, Step, StepKind, ToolCall
+from otel_semloop.model import STATUS_ERROR, EventRecord, SpanRecord, Step, StepKind, ToolCall
 
 _GENAI_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _GENAI_AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
@@ -44,6 +56,7 @@ _CONFIDENT_KINDS = {
 }
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
+_INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 
 
 def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> StepKind:
@@ -90,19 +103,30 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if kind is StepKind.LLM:
         # Message lists first: OpenInference's input.value/output.value on an LLM span is
         # the whole request/response body, not what was said.
-        indexed = _indexed_messages(attrs)
-        step.input = _first_present(attrs, "gen_ai.input.messages") or _first_indexed(
-            indexed, "llm.input_messages", "gen_ai.prompt"
-        )
-        step.output = _first_present(attrs, "gen_ai.output.messages") or _first_indexed(
-            indexed, "llm.output_messages", "gen_ai.completion"
-        )
+        # Indexed messages are collected only when a message list attribute is missing.
+        step.input = attrs.get("gen_ai.input.messages")
+        step.output = attrs.get("gen_ai.output.messages")
+        if not step.input or not step.output:
+            indexed = _indexed_messages(attrs)
+            step.input = step.input or _first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+            step.output = step.output or _first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
     if step.input is None:
         step.input = _first_present(attrs, *_INPUT_KEYS)
     if step.output is None:
         step.output = _first_present(attrs, *_OUTPUT_KEYS)
+    if record.events and kind is not StepKind.AGENT and (step.input is None or step.output is None):
+        events_in, events_out = _event_messages(record.events)
+        if step.input is None:
+            step.input = events_in
+        if step.output is None:
+            step.output = events_out
     step.input = _decode_json(step.input)
     step.output = _decode_json(step.output)
+    if "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs:
+        # OpenLLMetry's decorators record json.dumps({"args": [...], "kwargs": {...}}) as
+        # the input and json.dumps(return value) as the output: unwrap both.
+        step.input = unwrap_envelope(step.input)
+        step.output = _decode_json_string(step.output)
     step.input_text = flatten_text(step.input)
     step.output_text = flatten_text(step.output)
     if kind is StepKind.LLM:
@@ -115,9 +139,44 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         step.tool_arguments = _decode_json(arguments) if arguments is not None else step.input
         result = attrs.get("gen_ai.tool.call.result")
         step.tool_result = _decode_json(result) if result is not None else step.output
+        step.handoff_to = handoff_target(attrs, step.name, step.tool_arguments)
     _read_error(record, step)
     _read_usage(attrs, step)
     return step
+
+
+#: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,
+#: LangGraph swarm/supervisor, AutoGen), ``handoff_to_billing``, and the OpenInference
+#: openai-agents instrumentation's ``handoff to billing`` span.
+_HANDOFF_NAME = re.compile(
+    r"^(?:transfer_to_|handoff_to_|transfer to |handoff to |hand off to )(.+)$", re.IGNORECASE
+)
+#: Hand-off tools that name their target in an argument: Google ADK's
+#: ``transfer_to_agent(agent_name=...)``, CrewAI's "Delegate work to coworker" (``coworker``).
+_HANDOFF_TOOLS = frozenset(
+    {"transfer_to_agent", "handoff", "transfer", "delegate work to coworker", "delegate_work"}
+)
+_HANDOFF_ARGS = ("agent_name", "agent", "coworker", "target", "to", "to_agent", "assignee")
+
+
+def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str | None:
+    """The agent a tool call hands the work to, or None when it is not a hand-off.
+
+    Read from the GenAI transfer attributes (``gen_ai.transfer.target.name`` on an
+    ``execute_tool`` span, with ``gen_ai.transfer.mode``), then from hand-off tool names
+    and their target argument (see ``_HANDOFF_NAME`` / ``_HANDOFF_TOOLS``)."""
+    target = attrs.get("gen_ai.transfer.target.name") or attrs.get("gen_ai.transfer.target")
+    if isinstance(target, str) and target:
+        return target
+    match = _HANDOFF_NAME.match(name)
+    if match and match.group(1) != "agent":
+        return match.group(1).strip()
+    if name.lower() in _HANDOFF_TOOLS and isinstance(arguments, Mapping):
+        for key in _HANDOFF_ARGS:
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return None
 
 
 def _step_name(record: SpanRecord, kind: StepKind) -> str:
@@ -177,13 +236,155 @@ def _decode_json(value: Any) -> Any:
     return value
 
 
+def _decode_json_string(value: Any) -> Any:
+    """A JSON-encoded string (``"\\"no matches\\""``) decoded to its text."""
+    if isinstance(value, str) and len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        try:
+            decoded = orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return value
+        return _decode_json(decoded) if isinstance(decoded, str) else decoded
+    return value
+
+
+def unwrap_envelope(value: Any) -> Any:
+    """The call's arguments inside an instrumentation envelope.
+
+    OpenLLMetry's ``@tool``/``@task`` decorators record ``{"args": [...], "kwargs":
+    {...}}``: keyword arguments alone become a plain object, a single positional argument
+    becomes itself (merged with the keywords when it is an object), several positional
+    arguments become ``{"args": [...], **kwargs}``. Anything else is returned unchanged.
+    """
+    if not isinstance(value, dict) or not value or not set(value) <= {"args", "kwargs"}:
+        return value
+    args = value.get("args") or []
+    kwargs = value.get("kwargs") or {}
+    if not isinstance(args, list) or not isinstance(kwargs, dict):
+        return value
+    if not args:
+        return kwargs
+    if len(args) == 1 and not kwargs:
+        return _decode_json(args[0])
+    if len(args) == 1 and isinstance(args[0], dict):
+        return {**args[0], **kwargs}
+    return {"args": args, **kwargs}
+
+
+#: Span events (and log records attached to their span, see :func:`attach_log_records`)
+#: that carry an LLM call's messages, by name: (side, role or None).
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": ("input", "system"),
+    "gen_ai.user.message": ("input", "user"),
+    "gen_ai.assistant.message": ("input", "assistant"),
+    "gen_ai.tool.message": ("input", "tool"),
+    "gen_ai.choice": ("output", "assistant"),
+}
+_CONTENT_EVENTS = {
+    "gen_ai.content.prompt": ("input", "gen_ai.prompt"),
+    "gen_ai.content.completion": ("output", "gen_ai.completion"),
+}
+
+
+def _event_messages(events: Any) -> tuple[Any, Any]:
+    """(input, output) message lists read from span events, in the forms instrumentations
+    emit: the GenAI details event (``gen_ai.input.messages``/``gen_ai.output.messages``
+    attributes on any event), the per-message events (``gen_ai.user.message``,
+    ``gen_ai.choice``, ... with ``content``/``message``/``tool_calls`` attributes or a log
+    ``body``), and OpenLLMetry's ``gen_ai.content.prompt``/``.completion`` events."""
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    whole_in: Any = None
+    whole_out: Any = None
+    for event in events:
+        attrs = event.attributes
+        if not attrs:
+            continue
+        name = event.name or str(attrs.get("event.name", ""))
+        if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
+            whole_in = whole_in if whole_in is not None else attrs.get("gen_ai.input.messages")
+            whole_out = whole_out if whole_out is not None else attrs.get("gen_ai.output.messages")
+            continue
+        if name in _CONTENT_EVENTS:
+            side, key = _CONTENT_EVENTS[name]
+            value = attrs.get(key, attrs.get("body"))
+            if value is not None:
+                (inputs if side == "input" else outputs).append(_decode_json(value))
+            continue
+        if name not in _MESSAGE_EVENTS:
+            continue
+        side, role = _MESSAGE_EVENTS[name]
+        body = _decode_json(attrs.get("body", attrs.get("gen_ai.event.content")))
+        message: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
+        if isinstance(message.get("message"), dict):  # gen_ai.choice: {"message": {...}}
+            message = dict(message["message"])
+        for key in ("content", "tool_calls", "id", "role"):
+            if key in attrs and key not in message:
+                message[key] = _decode_json(attrs[key])
+        if isinstance(body, str) and "content" not in message:
+            message["content"] = body
+        message.setdefault("role", role)
+        if message.get("role") == "tool" and "id" in message and "tool_call_id" not in message:
+            message["tool_call_id"] = message["id"]
+        (inputs if side == "input" else outputs).append(message)
+    event_in = whole_in if whole_in is not None else (_flat(inputs) if inputs else None)
+    event_out = whole_out if whole_out is not None else (_flat(outputs) if outputs else None)
+    return event_in, event_out
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A log record that belongs to a span (the Logs API form of GenAI events): its span
+    id, event name (``event.name`` or the record's own), time, attributes and body."""
+
+    span_id: str
+    name: str
+    time_ns: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None
+
+
+def attach_log_records(records: Iterable[SpanRecord], logs: Iterable[LogEvent]) -> list[SpanRecord]:
+    """``records`` with each log event added to the events of the span it names, so the
+    readers above see messages whatever way they were emitted (span attributes, span
+    events or log records). The body is kept under the ``body`` attribute. Spans without
+    logs are returned as they are; logs naming no span of ``records`` are ignored."""
+    by_span: dict[str, list[EventRecord]] = {}
+    for log in logs:
+        attributes = dict(log.attributes)
+        if log.body is not None:
+            attributes["body"] = log.body
+        by_span.setdefault(log.span_id, []).append(EventRecord(log.name, log.time_ns, attributes))
+    out = []
+    for record in records:
+        extra = by_span.get(record.span_id)
+        if extra:
+            record = dataclasses.replace(
+                record, events=[*record.events, *sorted(extra, key=lambda e: e.time_ns)]
+            )
+        out.append(record)
+    return out
+
+
+def _flat(items: list[Any]) -> Any:
+    """Messages from several events as one list (an event may hold a whole list)."""
+    out: list[Any] = []
+    for item in items:
+        if isinstance(item, list):
+            out.extend(item)
+        else:
+            out.append(item)
+    if len(out) == 1 and isinstance(out[0], str):
+        return out[0]
+    return out
+
+
 def _indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Collect indexed message attributes (``gen_ai.completion.0.content``,
     ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
     dicts per prefix, in index order."""
     found: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in attrs.items():
-        if not (key.startswith("gen_ai.") or key.startswith("llm.")):
+        if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
             continue
         match = _INDEXED.match(key)
         if match is None:

@@ -282,6 +282,7 @@ class EvaluationPublisher:
         self._provider = logger_provider
         self._logger: Logger | None = None
         self.phoenix = phoenix
+        self._owns_provider = False
         self.published = 0
         self.errors = 0
 
@@ -348,3 +349,51 @@ class EvaluationPublisher:
         self.flush(timeout)
         if self.phoenix is not None:
             self.phoenix.shutdown()
+        provider = self._provider
+        if self._owns_provider and provider is not None and hasattr(provider, "shutdown"):
+            provider.shutdown()
+
+    @classmethod
+    def for_exporter(
+        cls,
+        endpoint: str,
+        protocol: str = "grpc",
+        headers: Mapping[str, str] | None = None,
+        timeout: float = 10.0,
+        service_name: str = "otel-semloop",
+    ) -> EvaluationPublisher:
+        """For a front door that exports OTLP itself (``otel-semloop serve``): with
+        ``SEMLOOP_EVALUATION_LOGS=true`` the log records go to the same backend as the
+        spans (``endpoint``, ``protocol`` ``grpc`` or ``http/protobuf``, ``headers``), through
+        an SDK ``LoggerProvider`` of its own; Phoenix annotations as :meth:`from_env`."""
+        from otel_semloop.phoenix import PhoenixAnnotator
+
+        phoenix = PhoenixAnnotator.from_env()
+        if _flag("SEMLOOP_EVALUATION_LOGS") is not True:
+            return cls(logs=False, phoenix=phoenix)
+        from opentelemetry.sdk._logs import LoggerProvider as SdkLoggerProvider
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
+        from opentelemetry.sdk.resources import Resource
+
+        if protocol == "grpc":
+            from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+
+            exporter: Any = OTLPLogExporter(
+                endpoint=endpoint,
+                insecure=endpoint.startswith("http://"),
+                headers=dict(headers or {}),
+                timeout=timeout,
+            )
+        else:
+            from opentelemetry.exporter.otlp.proto.http._log_exporter import (  # type: ignore[assignment]
+                OTLPLogExporter,
+            )
+
+            url = endpoint.rstrip("/")
+            url = url if url.endswith("/v1/logs") else url.removesuffix("/v1/traces") + "/v1/logs"
+            exporter = OTLPLogExporter(endpoint=url, headers=dict(headers or {}), timeout=timeout)
+        provider = SdkLoggerProvider(resource=Resource.create({"service.name": service_name}))
+        provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
+        publisher = cls(logs=True, logger_provider=provider, phoenix=phoenix)
+        publisher._owns_provider = True
+        return publisher

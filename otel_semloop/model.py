@@ -119,6 +119,9 @@ class Step:
     #: True for a tool call an LLM requested that no tool span recorded (see
     #: :mod:`otel_semloop.builder`): a step for the detectors, not a node of the tree view.
     synthetic: bool = False
+    #: The agent a tool step hands the work to (a transfer / hand-off tool call), read by
+    #: :func:`otel_semloop.conventions.read_step`; None for every other step.
+    handoff_to: str | None = None
     children: list[Step] = field(default_factory=list, repr=False)
 
     def tree_view(self) -> dict[str, Any]:

@@ -191,7 +191,8 @@ def unscored(release: Release[S], adapter: SpanAdapter[S], reason: str) -> Outco
     )
     evaluation = Evaluation(trace, [record], Verdict.unscored(reason, partial=release.partial))
     copy = written_back(release, adapter, evaluation).spans[0]
-    return Outcome([copy if span is root else span for span in release.spans], "unscored", 1)
+    spans = [copy if span is root else span for span in release.spans]
+    return Outcome(spans, "unscored", 1, evaluation)
 
 
 def local_root(spans: Sequence[S], adapter: SpanAdapter[S]) -> S | None:

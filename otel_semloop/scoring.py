@@ -10,6 +10,11 @@ Two modes
     ``"lexical"``: deepeval's ``AgentLoopDetectionMetric`` alone decides, as deepeval
     would (kept for comparison: the benchmark prints both columns).
 
+A trace whose LLM and tool steps all lack readable content (no messages, tool calls,
+arguments or results: content capture off, or a form the convention layer does not read)
+is not passed as healthy: when the detectors find nothing conclusive it is ``unscored``
+with the reason ``step content not readable (N steps)`` (:func:`unreadable_steps`).
+
 In both modes the deepeval-compatible lexical result is computed and kept on
 ``verdict.lexical`` (written as ``semloop.deepeval.*``), so results stay comparable with
 deepeval. Cost: linear in the trace's size for both (see ``bench/detector_speed.py``).
@@ -27,18 +32,30 @@ The scorer interface
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from otel_semloop.builder import build_trace
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
 from otel_semloop.detectors.suite import DetectorSuite
 from otel_semloop.errors import ConfigError
-from otel_semloop.model import Trace
+from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
+from otel_semloop.writeback import SpanPatch, patches_for
 
-__all__ = ["DetectorScorer", "Scorer", "ScorerMode", "StagedScorer", "stages_of"]
+__all__ = [
+    "UNREADABLE_REASON",
+    "DetectorScorer",
+    "Scorer",
+    "ScorerMode",
+    "StagedScorer",
+    "score_records",
+    "stages_of",
+    "unreadable_steps",
+]
 
 ScorerMode = Literal["default", "lexical"]
 _MODES = ("default", "lexical")
@@ -127,9 +144,74 @@ class DetectorScorer:
             )
         suite = DetectorSuite(self.config)
         findings = suite.detect(trace)
-        return self.policy.verdict(
+        verdict = self.policy.verdict(
             findings,
             lexical=lexical,
             partial=trace.partial,
             calibration=suite.calibration if self.config.calibration else None,
         )
+        if verdict.label is Label.NO_LOOP:
+            unread = unreadable_steps(trace)
+            if unread:
+                return replace(
+                    Verdict.unscored(f"{UNREADABLE_REASON} ({unread} steps)", partial=trace.partial),
+                    lexical=lexical,
+                )
+        return verdict
+
+
+# -- a picklable entry point for process pools ----------------------------------------------
+
+_SCORERS: dict[ScorerMode, DetectorScorer] = {}
+
+
+def score_records(
+    records: Sequence[SpanRecord], *, partial: bool = False, mode: ScorerMode = "default"
+) -> tuple[Verdict, dict[str, SpanPatch]] | None:
+    """Score the span records of one trace: the verdict and the per-span patches
+    (:func:`~otel_semloop.writeback.patches_for`), or None when the trace has no agent
+    steps (nothing to write).
+
+    A top-level function of picklable arguments and results, for process pools (batch
+    rescoring, the collector service): send records without ``source`` (the worker never
+    reads it, and pickling the original span costs more than scoring it), apply the
+    patches in the parent. Each worker process builds one default :class:`DetectorScorer` per
+    mode on first use (thresholds from that process's ``SEMLOOP_DETECT_*`` variables)
+    and keeps it. Cost: the trace build and scoring, linear in the trace's size (see
+    ``bench/detector_speed.py``).
+    """
+    trace = build_trace(records, partial=partial)
+    if not trace.steps:
+        return None
+    scorer = _SCORERS.get(mode)
+    if scorer is None:
+        scorer = _SCORERS[mode] = DetectorScorer(mode=mode)
+    verdict = scorer.score(trace)
+    return verdict, patches_for(trace, verdict)
+
+
+#: The unscored reason of a trace whose LLM and tool steps carry nothing the detectors can
+#: compare: content capture off, or messages in a form the convention layer does not read.
+UNREADABLE_REASON = "step content not readable"
+
+
+def unreadable_steps(trace: Trace) -> int:
+    """How many LLM and tool steps ``trace`` has when *none* of them carries content the
+    detectors can compare (messages, tool calls, arguments, results), else 0.
+
+    Such a trace cannot be told healthy: without content every tool call is new by
+    construction. It is reported unscored (:data:`UNREADABLE_REASON`), so it is counted
+    and visible rather than passing as healthy; a trace whose failures alone prove a loop
+    (a retry storm read from span status) keeps that verdict."""
+    count = 0
+    for step in trace.steps:
+        if step.kind is StepKind.LLM:
+            if step.output_text or step.tool_calls or step.input is not None:
+                return 0
+        elif step.kind is StepKind.TOOL:
+            if step.tool_arguments is not None or step.tool_result is not None or step.output_text:
+                return 0
+        else:
+            continue
+        count += 1
+    return count

@@ -3,7 +3,8 @@
 A patch is what a span gains: attributes and events. Front doors apply patches to their
 own representation (a new SDK ``ReadableSpan``, an OTLP JSON dict, a protobuf ``Span``);
 spans that gain nothing are forwarded untouched. The attribute names are a contract (the
-reference is README.md, "What lands on your spans"; a test keeps it complete): flags are
+reference is README.md, "What lands on your spans", and docs/architecture.md, "Contracts";
+tests/shared checks each attribute's type and value through every front door): flags are
 booleans and labels low-cardinality, so Jaeger's exact-value tag search and Honeycomb's
 numeric filters both work.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import string
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from bench.corpus.runs import ToolUse, Turn
@@ -52,6 +52,7 @@ class Kit:
 
     def __init__(self, seed: int) -> None:
         self.rng = random.Random(seed)
+        self._id_shape: Callable[[], str] | None = None
 
     def pick(self, options: Sequence[T]) -> T:
         return self.rng.choice(list(options))
@@ -80,8 +81,10 @@ class Kit:
         return str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
 
     def volatile_id(self) -> str:
-        """An identifier that changes every call, in one of the shapes services use."""
-        return self.pick(
+        """An identifier that changes every call, in one of the shapes services use (one
+        shape per run: a service does not change how it spells its ids between calls)."""
+        if self._id_shape is None:
+            self._id_shape = self.pick(
             (
                 lambda: "req_" + self.hex(self.n(10, 24)),
                 lambda: "m-" + self.hex(8),
@@ -91,11 +94,22 @@ class Kit:
                 lambda: f"{self.hex(8)}_{self.hex(4)}",
                 lambda: f"trace-{self.hex(6)}-{self.hex(6)}",
             )
-        )()
+        )
+        return self._id_shape()
 
     def clock(self) -> str:
         h, m, s = self.n(0, 23), self.n(0, 59), self.n(0, 59)
         return f"2026-{self.n(1, 11):02d}-{self.n(1, 28):02d}T{h:02d}:{m:02d}:{s:02d}Z"
+
+    def start_time(self) -> int:
+        """A run's start as Unix seconds (a day in 2026), for clocks that move forward."""
+        return 1_767_225_600 + self.n(0, 300) * 86_400 + self.n(0, 86_399)
+
+    @staticmethod
+    def iso(t: int) -> str:
+        import datetime
+
+        return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def model(self) -> str:
         return self.pick(MODELS)

@@ -868,9 +868,11 @@ def noop_rotation(k: Kit) -> Run:
         ({key: "grep -rn TODO src | head -3"}, "src/a.py:10: # TODO: finish analysis"),
     ]
     turns = k.prelude(0, 1)
+    now = k.start_time()
     for i in range(k.n(14, 26)):
+        now += k.n(5, 40)
         if k.maybe(0.12):
-            turns.append(Turn(None, [ToolUse(shell, {key: "date"}, k.clock())]))
+            turns.append(Turn(None, [ToolUse(shell, {key: "date"}, k.iso(now))]))
             continue
         args, out = pool[k.n(0, len(pool) - 1)] if k.maybe(0.5) else pool[i % len(pool)]
         turns.append(Turn(k.say(("Let me check the state.", "Checking."), 0.6), [ToolUse(shell, args, out)]))
@@ -893,13 +895,15 @@ def volatile_footer(k: Kit) -> Run:
     style = k.n(0, 3)
     turns = k.prelude(0, 2)
     total = body.count("\n") + 1
+    now = k.start_time()
     for i in range(k.n(4, 9)):
+        now += k.n(3, 60)
         if style == 0:
             footer = f"\n\n({total}/{total} lines shown · read {i + 1}× this session)"
         elif style == 1:
             footer = f"\nrequest_id: {k.volatile_id()}"
         elif style == 2:
-            footer = f"\nfetched_at: {k.clock()} ({k.n(3, 90)} ms)"
+            footer = f"\nfetched_at: {k.iso(now)} ({k.n(3, 90)} ms)"
         else:
             footer = f"\n[cache miss {k.volatile_id()} in {k.n(1, 40)}.{k.n(0, 9)}ms]"
         turns.append(
@@ -1068,12 +1072,13 @@ def send_retry_ids(k: Kit) -> Run:
         )
     )
     fail = k.maybe(0.6)
+    id_key = k.pick(("client_msg_id", "idempotency_key", "nonce"))
     turns = k.prelude(0, 2)
     for _ in range(k.n(4, 10)):
         args = {
             "to": target,
             "text": text,
-            k.pick(("client_msg_id", "idempotency_key", "nonce")): k.volatile_id(),
+            id_key: k.volatile_id(),
         }
         if fail:
             call = ToolUse(
@@ -1727,15 +1732,17 @@ def poll_status_progress(k: Kit) -> Run:
         "uploading artifacts",
     ]
     turns = []
+    t = k.start_time()
     for st in stages[: k.n(4, 9)]:
+        t += k.n(30, 120)
         turns.append(
             Turn(
                 k.say(("Checking progress.",), 0.6),
-                [ToolUse(tool, {"id": job}, f"state={st} updated={k.clock()}")],
+                [ToolUse(tool, {"id": job}, f"state={st} updated={k.iso(t)}")],
                 gap_ms=k.n(30_000, 120_000),
             )
         )
-    turns.append(Turn(None, [ToolUse(tool, {"id": job}, f"state=succeeded updated={k.clock()}")]))
+    turns.append(Turn(None, [ToolUse(tool, {"id": job}, f"state=succeeded updated={k.iso(t + 60)}")]))
     return Run(
         "Run the fine-tuning job and tell me when it is done.",
         k.agent(),
@@ -1760,7 +1767,9 @@ def poll_numeric(k: Kit) -> Run:
     steps = k.n(5, 12)
     shape = k.n(0, 2)
     turns = []
+    now = k.start_time()
     for i in range(1, steps + 1):
+        now += k.n(10, 60)
         done = total * i // steps if i < steps else total
         if shape == 0:
             res = _j(
@@ -1768,12 +1777,12 @@ def poll_numeric(k: Kit) -> Run:
                     "state": "running" if i < steps else "done",
                     "done": done,
                     "total": total,
-                    "updated_at": k.clock(),
+                    "updated_at": k.iso(now),
                     "request_id": k.volatile_id(),
                 }
             )
         elif shape == 1:
-            res = f"progress: {100 * done // total}% ({done}/{total} rows) at {k.clock()}"
+            res = f"progress: {100 * done // total}% ({done}/{total} rows) at {k.iso(now)}"
         else:
             res = _j({"pct": round(100 * done / total, 1), "eta_s": max(0, (steps - i) * k.n(20, 90))})
         turns.append(

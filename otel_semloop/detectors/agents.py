@@ -9,6 +9,13 @@ Signal ``handoff_cycle``
     not a loop. The agent's input is left out on purpose: hand-off inputs usually carry the
     growing conversation, which would hide every cycle.
 
+    Hand-offs come in several forms, all read as agent items: agent invocation spans
+    (sibling or nested ``invoke_agent``, OpenInference ``AGENT``, OpenLLMetry ``agent``)
+    and hand-off tool calls (:attr:`~otel_semloop.model.Step.handoff_to`: the GenAI
+    ``gen_ai.transfer.target.name`` attribute on ``execute_tool``, ``transfer_to_<agent>``
+    tools, ``transfer_to_agent(agent_name=...)``, the openai-agents ``handoff to <agent>``
+    span). A hand-off tool call is fingerprinted by its target.
+
     The fingerprints go through the same tail-cycle tracker as tool actions: a cycle of
     period 2..``handoff_max_period`` (A-B, A-B-C, ...) repeated ``handoff_repeats`` (3)
     times is conclusive; period 1 (one agent re-invoked with nothing new) needs
@@ -64,16 +71,22 @@ class HandoffCycleDetector(IncrementalDetector):
         self._unique = 0
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is not StepKind.AGENT:
+        if facts.kind is StepKind.AGENT:
+            name = facts.name
+        elif facts.kind is StepKind.TOOL and step.handoff_to:
+            name = f"-> {step.handoff_to}"
+        else:
             return []
-        marker = (facts.epoch, facts.text_epoch)
+        # A hand-off call's own novelty (its first occurrence is a new action) is not
+        # new work: compare the epochs as they were before it.
+        marker = (facts.epoch - (facts.novel and facts.kind is StepKind.TOOL), facts.text_epoch)
         fresh = marker != self._marker
         self._marker = marker
         if fresh:
             self._unique += 1
             fingerprint = digest(f"<fresh>{self._unique}")
         else:
-            fingerprint = digest(f"{facts.name}\0{facts.text}")
+            fingerprint = digest(f"{name}\0{facts.text}")
         out: list[Finding] = []
         self._cycles.push(fingerprint, facts, True, self, out)
         return out

@@ -49,20 +49,26 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import ClassVar, Protocol, runtime_checkable
 
+from otel_semloop.detectors.arguments import is_shell_tool
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.normalize import (
     ArgSignature,
     Failure,
     FailureKind,
     arg_signature,
+    argument_words,
+    best_numbers,
     canonical_args,
     classify_failure,
     counts_fell,
     digest,
-    normalize_result,
+    is_acknowledgement,
+    normalize_result_and_content,
     normalize_text,
+    numbers_progressed,
     progress_value,
     remaining_counts,
+    result_numbers,
 )
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
@@ -119,10 +125,14 @@ class StepFacts:
     __slots__ = (
         "action",
         "agent",
+        "arg_words",
         "args_known",
         "call",
         "call_epoch",
         "call_novel",
+        "content",
+        "content_epoch",
+        "content_novel",
         "cost",
         "end_ns",
         "epoch",
@@ -132,6 +142,8 @@ class StepFacts:
         "kind",
         "name",
         "novel",
+        "poll_ended",
+        "previous_action",
         "progressed",
         "result",
         "signature",
@@ -141,6 +153,7 @@ class StepFacts:
         "text_epoch",
         "text_novel",
         "tokens",
+        "trivial",
     )
 
     def __init__(self, step: Step, index: int) -> None:
@@ -155,6 +168,13 @@ class StepFacts:
         self.args_known = False
         self.signature: ArgSignature | None = None
         self.result: int | None = None
+        self.content: int | None = None
+        self.content_novel = False
+        self.content_epoch = 0
+        self.trivial = False
+        self.poll_ended = False
+        self.previous_action = 0
+        self.arg_words: frozenset[int] = frozenset()
         self.action = 0
         self.failure: Failure | None = None
         self.novel = False
@@ -222,8 +242,11 @@ class Fingerprinter:
         "_call_epoch",
         "_calls",
         "_config",
+        "_content_epoch",
+        "_contents",
         "_epoch",
         "_seen",
+        "_shell",
         "_text_epoch",
         "_texts",
         "_unique",
@@ -233,13 +256,17 @@ class Fingerprinter:
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
         self._volatile: dict[str, frozenset[str]] = {}
+        self._shell: dict[str, bool] = {}
         self.reset()
 
     def reset(self) -> None:
         capacity = self._config.seen_capacity
         self._seen = _LRU(capacity)  # action fingerprints
-        self._calls = _LRU(capacity)  # call digest -> (best progress, best size, last counts)
+        # call digest -> (best progress, best size, last counts, last numbers, best numbers)
+        self._calls = _LRU(capacity)
         self._texts = _LRU(capacity)  # assistant text digests
+        self._contents = _LRU(capacity)  # result content digests (digits kept)
+        self._content_epoch = 0
         self._epoch = 0
         self._call_epoch = 0
         self._text_epoch = 0
@@ -259,6 +286,7 @@ class Fingerprinter:
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
         facts.text_epoch = self._text_epoch
+        facts.content_epoch = self._content_epoch
         return facts
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
@@ -266,11 +294,17 @@ class Fingerprinter:
         volatile = self._volatile.get(step.name)
         if volatile is None:
             volatile = self._volatile[step.name] = config.volatile_for(step.name)
+        shell = self._shell.get(step.name)
+        if shell is None:
+            shell = self._shell[step.name] = is_shell_tool(step.name)
         arguments = step.tool_arguments
+        if arguments is None and step.handoff_to:
+            arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
         facts.args_known = arguments is not None
         if facts.args_known:
-            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile)}")
-            facts.signature = arg_signature(arguments, volatile, config.position_args)
+            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
+            facts.signature = arg_signature(arguments, volatile, config.position_args, shell=shell)
+            facts.arg_words = argument_words(arguments, volatile)
         else:
             facts.call = digest(f"{step.name}\0<no arguments>")
         raw = _result_text(step)
@@ -278,13 +312,21 @@ class Fingerprinter:
         facts.failure = failure
         if failure is not None and failure.kind is FailureKind.TRANSIENT:
             return  # neither novel nor remembered: the call did not happen
-        counts = None
+        counts = numbers = None
         if raw is not None:
-            normalised = normalize_result(raw)
+            normalised, content = normalize_result_and_content(raw)
             facts.result = digest(normalised)
-            size = len(normalised)
+            # Size in words, not characters: an id one character longer is not more output.
+            size = len(normalised.split()) if len(normalised) < _SIZE_SPLIT_CHARS else len(normalised) // 6
             progress = progress_value(raw)
             counts = remaining_counts(raw)
+            numbers = result_numbers(raw)
+            facts.content = digest(content) if content != normalised else facts.result
+            facts.trivial = is_acknowledgement(normalised)
+            content_seen, _ = self._contents.touch(facts.content)
+            if not content_seen:
+                self._content_epoch += 1
+                facts.content_novel = True
         elif failure is not None:
             facts.result = digest(f"<failure>{failure.label}")
             size, progress = 0, None
@@ -302,7 +344,25 @@ class Fingerprinter:
         # (work remaining) are compared with the previous result: each fall is progress.
         call_seen, previous = self._calls.touch(facts.call)
         facts.call_novel = not call_seen
-        best_progress, best_size, last_counts = previous if previous is not None else (None, 0, None)  # type: ignore[misc]
+        best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
+            previous if previous is not None else (None, 0, None, None, None, None, 0)  # type: ignore[misc]
+        )
+        if facts.result is not None and facts.result == last_result:
+            streak += 1
+        else:
+            if (
+                streak >= 2
+                and facts.result is not None
+                and failure is None
+                and last_result is not None
+                and facts.args_known
+            ):
+                # The same call, after returning one result again and again, returns a new
+                # one: it was waiting on something outside that has now changed (a poll
+                # that ended). The repetition was not a loop.
+                facts.poll_ended = True
+                facts.previous_action = digest(f"{facts.call}\0{last_result}")
+            streak = 1 if facts.result is not None else 0
         if facts.call_novel:
             self._call_epoch += 1
         else:
@@ -310,10 +370,22 @@ class Fingerprinter:
                 (progress is not None and best_progress is not None and progress > best_progress)
                 or (size > best_size > 0)
                 or counts_fell(last_counts, counts)
+                or numbers_progressed(last_numbers, top_numbers, numbers)
             )
         if progress is not None and (best_progress is None or progress > best_progress):
             best_progress = progress
-        self._calls.replace(facts.call, (best_progress, max(size, best_size), counts))
+        self._calls.replace(
+            facts.call,
+            (
+                best_progress,
+                max(size, best_size),
+                counts,
+                numbers,
+                best_numbers(top_numbers, numbers),
+                facts.result,
+                streak,
+            ),
+        )
         seen, _ = self._seen.touch(facts.action)
         facts.novel = not seen or facts.progressed
         if facts.novel:
@@ -343,7 +415,12 @@ def _result_text(step: Step) -> str | None:
         return step.output_text or None
     if isinstance(result, str):
         return result
-    return canonical_args(result, ())
+    return canonical_args(result, (), rewrite=False)
+
+
+#: Results longer than this are sized by characters (about six per word) instead of being
+#: split: the bound keeps sizing O(1) extra allocations on huge outputs.
+_SIZE_SPLIT_CHARS = 65536
 
 
 class Episode:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.detectors.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
+from otel_semloop.errors import ConfigError
 from otel_semloop.settings import load, setting, validate
 
 
@@ -44,6 +45,14 @@ class DetectorConfig:
     #: results are the same: as many as identical calls need (4), since a cosmetic change
     #: is no change.
     near_duplicate_repeats: int = setting(4, kind="int", minimum=1)
+    #: Calls of one tool with *different* arguments that all get the same non-trivial
+    #: answer (the same text, the same empty list, the same "not found"), with no new
+    #: result anywhere between: a reworded query, toggled flags, an edited URL or date
+    #: range that changes nothing. As many as identical calls need (4): the arguments
+    #: changed, the answer did not. Acknowledgements ("ok", "saved") never count (batch
+    #: work), calls about unrelated things (no word in common) break the chain, and a
+    #: later new answer from the same tool resolves it (the search finally worked).
+    same_answer_repeats: int = setting(4, kind="int", minimum=1)
     #: Identical calls (same tool, same canonical arguments) with no new call in between,
     #: whatever their results: the absolute ceiling that still applies when results change
     #: or report progress. 30 polls at a typical 10-30 s interval is 5-15 minutes; a
@@ -52,6 +61,15 @@ class DetectorConfig:
     #: Tool actions in a row that each repeat an earlier (action, result) pair: LoopGuard's
     #: 12-event window. Catches rotations too long or too shuffled for the cycle tracker.
     stale_steps: int = setting(12, kind="int", minimum=1)
+    #: Sliding window of recent tool steps over which novelty is measured: a run rotating
+    #: through trivial commands has a little novelty now and then, which resets a count
+    #: of stale steps in a row but not a window. Measured on the corpus: 24 (twice
+    #: ``stale_steps``) missed rotations of 14-26 steps; 16 caught them with no healthy run
+    #: flagged.
+    stale_window: int = setting(16, kind="int", minimum=2)
+    #: Novel steps allowed in a full window that is still stale: one in four. Explicit
+    #: progress (a rising figure, growing counts) and a poll that ends clear the window.
+    stale_window_novel: int = setting(4, kind="int", minimum=0)
     #: Seconds without a novel tool action, when spans carry times. Ten minutes is longer
     #: than any poll interval an agent should sit through silently; errs toward no loop
     #: for slow but real work (which is novel and resets the clock anyway).
@@ -88,8 +106,9 @@ class DetectorConfig:
     #: Occurrences of one normalised line or sentence inside one LLM output: Gemini CLI's
     #: 10 repeats of a chunk. Lines in code blocks, lists and tables never count.
     chant_repeats: int = setting(10, kind="int", minimum=1)
-    #: Shorter normalised units ("ok", "done") are never chanting: too common to mean
-    #: anything. Errs toward no loop for very short chants.
+    #: Shorter normalised units ("ok", "done") are chanting only when repeated short units
+    #: make up most of the output (see ``text.SHORT_CHANT_SHARE``): among real sentences
+    #: they are too common to mean anything.
     chant_min_chars: int = setting(12, kind="int", minimum=1)
 
     # --- agents (agents.py) ------------------------------------------------------------
@@ -120,6 +139,11 @@ class DetectorConfig:
     def __post_init__(self) -> None:
         """Refuse thresholds that cannot work, at construction (never later, in a hook)."""
         validate(self, "DetectorConfig.")
+        if self.stale_window_novel >= self.stale_window:
+            raise ConfigError(
+                "DetectorConfig.stale_window_novel must be below stale_window, "
+                f"got {self.stale_window_novel!r} >= {self.stale_window!r}"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> DetectorConfig:

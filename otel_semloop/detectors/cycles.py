@@ -96,9 +96,11 @@ class TailCycles:
         "_describe",
         "_episode",
         "_evidence",
+        "_names",
         "_period_one",
         "_repeats",
         "_signal",
+        "closed",
         "config",
         "tracker",
     )
@@ -121,11 +123,15 @@ class TailCycles:
         # (span id, step index, start ns, name, result known) of the latest 2P items.
         self._evidence: deque[tuple[str, int, int | None, str, bool]] = deque(maxlen=2 * max(1, max_period))
         self._episode: Episode | None = None
+        self._names: frozenset[str] = frozenset()
+        #: The latest cycle episode that ended, with the names of the steps it repeated.
+        self.closed: tuple[Episode, frozenset[str]] | None = None
 
     def reset(self) -> None:
         self.tracker.reset()
         self._evidence.clear()
         self._episode = None
+        self.closed = None
 
     def threshold(self, period: int) -> int:
         return self._period_one if period == 1 else self._repeats
@@ -142,6 +148,8 @@ class TailCycles:
         self._evidence.append((facts.span_id, facts.index, facts.start_ns, facts.name, known))
         candidates = self.tracker.push(fingerprint)
         if not candidates:
+            if self._episode is not None:
+                self.closed = (self._episode, self._names)
             self._episode = None
             return
         period, tail = max(candidates, key=lambda c: ((c[1] // c[0]) / self.threshold(c[0]), -c[0]))
@@ -151,6 +159,7 @@ class TailCycles:
             recent = list(self._evidence)[-tail:]
             first = recent[0]
             names = [item[3] for item in recent[-period:]]
+            self._names = frozenset(names)
             no_progress = all(item[4] for item in recent)
             episode = Episode(
                 self._signal,
@@ -213,4 +222,7 @@ class ActionCycleDetector(IncrementalDetector):
             self._progress_marks += 1
             fingerprint = ~self._progress_marks
         self._cycles.push(fingerprint, facts, facts.result is not None, self, out)
+        closed = self._cycles.closed
+        if facts.poll_ended and closed is not None and facts.name in closed[1]:
+            closed[0].resolved = True  # a poll that ended: the same call finally answered anew
         return out

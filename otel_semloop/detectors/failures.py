@@ -24,9 +24,14 @@ Signals
         (transient errors that end in success are not a loop). Live, the warning has
         already been given by then, which is right: nobody knew it would recover.
     ``retry_storm``
-        Consecutive failed LLM or tool calls, of any call and any class, with no completed
-        LLM or tool step between: conclusive at ``retry_storm_failures`` (6). Its own
-        signal, repetition alone: a storm that ends still happened, and is reported.
+        Consecutive failed LLM or tool calls, of any call and any class: conclusive at
+        ``retry_storm_failures`` (6). A completed tool call, or an LLM answer that asks
+        for no tool call, ends the storm; an LLM call that only asks for the next attempt
+        (it requests tool calls) does not, since that is the agent retrying. A storm that
+        ends in successful work is *resolved* and stays out of the verdict (the failures
+        stopped). A storm the run ends inside never recovered: at the end of the trace its
+        finding is ``no_progress`` (a stuck run, ``loop``). Live, the storm is repetition
+        alone until then: nobody knows yet whether the next call works.
 
 Kept
     Per failing call digest: its class label, count, epoch and episode, in an LRU bounded
@@ -37,6 +42,8 @@ Cost
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.normalize import FailureKind
@@ -139,10 +146,29 @@ class RetryStormDetector(IncrementalDetector):
         self._run = 0
         self._episode: Episode | None = None
 
+    def findings(self) -> list[Finding]:
+        """As for every detector; a storm still open (the run ended inside it) never
+        recovered, so its finding proves no progress."""
+        found = super().findings()
+        open_storm = self._episode
+        if open_storm is None or not open_storm.registered or open_storm.resolved:
+            return found
+        last = open_storm.finding()
+        stuck = replace(
+            last,
+            no_progress=True,
+            description=last.description + " and the run ended inside the storm",
+        )
+        return [stuck if finding == last else finding for finding in found]
+
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if facts.kind not in (StepKind.TOOL, StepKind.LLM):
             return []
         if facts.failure is None:
+            if facts.kind is StepKind.LLM and facts.has_tool_calls:
+                return []  # the agent asking for its next attempt: not a recovery
+            if self._episode is not None and self._episode.registered:
+                self._episode.resolved = True  # the failures stopped: not a stuck run
             self._run = 0
             self._episode = None
             return []

@@ -79,10 +79,14 @@ deepeval's quirk: one signal can never fail a trace
 
 Cost
     deepeval's pairwise comparison calls ``SequenceMatcher.ratio()``, which is quadratic
-    in the text length, on every consecutive pair; here each output is cleaned once and
-    ``ratio()`` is skipped whenever cheap upper bounds prove it cannot change the
-    result (see :func:`score_reasoning_stagnation`). Both tree walks are iterative, so
-    arbitrarily deep traces do not hit Python's recursion limit.
+    in the text length, on every consecutive pair. Here each output is cleaned once, and
+    ``ratio()`` runs only when an upper bound on it, the longest common subsequence
+    computed by rapidfuzz's bit-parallel ``LCSseq`` in C (about a microsecond for two
+    1,000-character outputs), says it could change the result (see
+    :func:`score_reasoning_stagnation`). The call-graph walk serialises a span's input
+    (``json.dumps``) only when an ancestor has the same type and name, the only case in
+    which its label can matter. Both tree walks are iterative, so arbitrarily deep traces
+    do not hit Python's recursion limit. Linear in the trace's size.
 
 Size: the specification of one metric reproduced exactly; its three checks and its
 reason text belong together.
@@ -93,10 +97,11 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
-from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from difflib import SequenceMatcher
 from typing import Any, ClassVar
+
+from rapidfuzz.distance import LCSseq
 
 from otel_semloop.verdict import LexicalResult
 
@@ -223,34 +228,83 @@ def _children(span: Mapping[str, Any]) -> Iterator[Any]:
     return iter(span.get("children", []))
 
 
+class _Node:
+    """A span on the current ancestry path, its label computed only when needed."""
+
+    __slots__ = ("_label", "prefix", "span")
+
+    def __init__(self, span: Mapping[str, Any]) -> None:
+        self.span = span
+        self.prefix = f"{span.get('type', 'unknown')}:{span.get('name', 'unnamed')}:"
+        self._label: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self._label is None:
+            self._label = self.prefix + _input_hash(self.span)
+        return self._label
+
+
 def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]:
     """deepeval's call-graph-cycle sub-score and reason.
 
     An iterative version of deepeval's recursive DFS: the same visiting order, the same
-    first cycle reported. ``path`` holds the labels of the current ancestry chain and
-    ``position`` maps each of them to its depth; labels on the chain are distinct (a
-    repeat ends the walk), so the dict lookup equals deepeval's ``list.index``.
+    first cycle reported. ``path`` holds the nodes of the current ancestry chain; labels
+    on it are distinct (a repeat ends the walk), so a dict lookup equals deepeval's
+    ``list.index``.
+
+    Labels are ``type:name:input_hash``. While every type and name seen holds no colon
+    (the prefix ``type:name:`` has exactly two), a label splits back into exactly those
+    three parts, so two labels are equal if and only if their prefixes are equal and then
+    their input hashes are: ``by_prefix`` maps each prefix on the path to its depths, and
+    an input is serialised only on a prefix match. From the first span whose type or name
+    holds a colon on, the walk compares full labels (``position``), as deepeval does.
     """
     if not tree:
         return 1.0, "No call graph cycles detected."
-    root = _label(tree)
+    root = _Node(tree)
     path = [root]
-    position = {root: 0}
+    by_prefix: dict[str, list[int]] | None = {root.prefix: [0]}
+    position: dict[str, int] = {}
+    if root.prefix.count(":") != 2:
+        by_prefix, position = None, {root.label: 0}
     pending = [_children(tree)]
     cycle: list[str] | None = None
     while pending:
         child = next(pending[-1], _END)
         if child is _END:
             pending.pop()
-            del position[path.pop()]
+            node = path.pop()
+            if by_prefix is None:
+                del position[node.label]
+            else:
+                depths = by_prefix[node.prefix]
+                depths.pop()
+                if not depths:
+                    del by_prefix[node.prefix]
             continue
-        label = _label(child)
-        start = position.get(label)
+        node = _Node(child)
+        depth = len(path)
+        if by_prefix is not None and node.prefix.count(":") != 2:
+            # Colons in a type or name: from here on, full labels (computed for the path).
+            by_prefix, position = None, {n.label: i for i, n in enumerate(path)}
+        start: int | None = None
+        if by_prefix is None:
+            start = position.get(node.label)
+            if start is None:
+                position[node.label] = depth
+        else:
+            depths = by_prefix.get(node.prefix)
+            if depths:
+                label = node.label
+                start = next((d for d in depths if path[d].label == label), None)
+                depths.append(depth)
+            else:
+                by_prefix[node.prefix] = [depth]
         if start is not None:
-            cycle = [*path[start:], label]
+            cycle = [*(n.label for n in path[start:]), node.label]
             break
-        position[label] = len(path)
-        path.append(label)
+        path.append(node)
         pending.append(_children(child))
     if cycle is None:
         return 1.0, "No execution cycles detected."
@@ -267,49 +321,26 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
 
 
 class _Output:
-    """One LLM output, cleaned once: joined meaningful words, their bigrams, char counts."""
+    """One LLM output, cleaned once: its meaningful words joined by spaces, their bigrams."""
 
-    __slots__ = ("_masks", "bigrams", "chars", "text")
+    __slots__ = ("bigrams", "text")
 
     def __init__(self, words: list[str]) -> None:
         self.text = " ".join(words)
         self.bigrams = frozenset(itertools.pairwise(words))
-        self.chars = Counter(self.text)
-        self._masks: dict[str, int] | None = None
-
-    def masks(self) -> dict[str, int]:
-        """Per character, the bit set of its positions in ``text`` (built on first use)."""
-        if self._masks is None:
-            masks: dict[str, int] = {}
-            for position, char in enumerate(self.text):
-                masks[char] = masks.get(char, 0) | (1 << position)
-            self._masks = masks
-        return self._masks
 
 
 def _lcs_length(a: str, b: _Output) -> int:
-    """Length of the longest common subsequence of ``a`` and ``b.text``.
-
-    Hyyro's bit-parallel algorithm: one pass over ``a`` with a few big-integer
-    operations on ``len(b.text)``-bit integers per character, far cheaper than
-    ``SequenceMatcher.ratio()`` on the same strings.
-    """
-    full = (1 << len(b.text)) - 1
-    masks = b.masks()
-    v = full
-    for char in a:
-        mask = masks.get(char)
-        if mask:
-            u = v & mask
-            v = ((v + u) | (v - u)) & full
-    return len(b.text) - v.bit_count()
+    """Length of the longest common subsequence of ``a`` and ``b.text`` (rapidfuzz's
+    bit-parallel ``LCSseq``, in C)."""
+    return LCSseq.similarity(a, b.text)
 
 
 def _prepare(output: Any) -> _Output | None:
     """The comparable form of an output, or None when deepeval would skip its pairs."""
     if not isinstance(output, str):
         return None
-    words = [w for w in str(output).lower().split() if w not in STOP_WORDS and len(w) > 2]
+    words = [w for w in str(output).lower().split() if len(w) > 2 and w not in STOP_WORDS]
     if len(words) < MIN_MEANINGFUL_WORDS:
         return None
     return _Output(words)
@@ -328,25 +359,21 @@ def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold
     ``ratio()`` is ``2.0 * M / (len(a) + len(b))`` where ``M`` is the total size of
     ``get_matching_blocks()``: non-overlapping blocks of equal characters, increasing in
     both strings. So the matched characters form a common subsequence, and ``M`` is at
-    most (3) the longest common subsequence, which is at most (2) the size of the
-    character multiset intersection, which is at most (1) the shorter length. Bounds
-    (1) and (2) are difflib's ``real_quick_ratio()`` and ``quick_ratio()``; each bound
-    here uses the same ``2.0 * m / length`` expression as difflib, so, float division
-    being monotone in ``m``, ``ratio()`` never exceeds it, even by rounding. They are
-    tried cheapest first: (1) is O(1), (2) uses character counts cached per output, and
-    (3) is a bit-parallel pass (:func:`_lcs_length`). ``ratio()`` is needed only when it
-    could exceed ``floor`` (the larger of the pair's Jaccard and the running maximum)
-    and reach the threshold; see :func:`score_reasoning_stagnation` for why skipping it
-    otherwise is exact.
+    most (2) the longest common subsequence, which is at most (1) the shorter length
+    (difflib's ``real_quick_ratio()``). Each bound here uses the same ``2.0 * m /
+    length`` expression as difflib, so, float division being monotone in ``m``,
+    ``ratio()`` never exceeds it, even by rounding. (1) is O(1); (2) is rapidfuzz's
+    bit-parallel LCS in C, tighter than difflib's ``quick_ratio()`` (the character
+    multiset intersection bounds the LCS from above) and cheaper than it. ``ratio()``
+    is needed only when it could exceed ``floor`` (the larger of the pair's Jaccard and
+    the running maximum) and reach the threshold; see :func:`score_reasoning_stagnation`
+    for why skipping it otherwise is exact.
     """
     length = len(a.text) + len(b.text)
     bound = 2.0 * min(len(a.text), len(b.text)) / length  # (1) real_quick_ratio()
     if bound <= floor or not bound >= similarity_threshold:
         return False
-    bound = 2.0 * sum((a.chars & b.chars).values()) / length  # (2) quick_ratio()
-    if bound <= floor or not bound >= similarity_threshold:
-        return False
-    bound = 2.0 * _lcs_length(a.text, b) / length  # (3) longest common subsequence
+    bound = 2.0 * LCSseq.similarity(a.text, b.text) / length  # (2) longest common subsequence
     return bound > floor and bound >= similarity_threshold
 
 

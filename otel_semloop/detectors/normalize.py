@@ -8,10 +8,14 @@ Masking (results, assistant text, output lines)
     request id, a pid, a timestamp or a counter is the same result. Masked, in this order:
     UUIDs (``<uuid>``), ISO-8601 timestamps (``<ts>``, any precision and zone), hex runs of
     six or more characters holding both a digit and a letter a-f (``<hex>``: hashes, ids,
-    addresses) and finally every run of digits (``#``). Text without a digit is returned as
-    is (every pattern needs one), which keeps the common case cheap. Masking errs toward
-    "same": a real change that is only numeric (``3 failed`` -> ``1 failed``) is invisible
-    here; explicit progress (below) and novel actions are what let such work through.
+    addresses), generated identifiers (``<id>``: short hex such as ``e0b0``, letters and
+    digits interleaved such as ``8f3k2``, whatever their prefix ``req_``/``m-``/``run-``,
+    and several of them joined by ``_`` or ``-`` as one) and finally every run of digits
+    (``#``). Masked identifiers have one length, so their jitter is not "longer output".
+    Text without a digit is returned as is (every pattern needs one), which keeps the
+    common case cheap. Masking errs toward "same": a real change that is only numeric
+    (``3 failed`` -> ``1 failed``) is invisible here; explicit progress (below) and novel
+    actions are what let such work through.
 
 Arguments
     :func:`canonical_args` is the exact identity of a call's arguments: keys sorted, the
@@ -52,6 +56,7 @@ from typing import Any
 
 import orjson
 
+from otel_semloop.detectors.arguments import SHELL_ARGUMENT_NAMES, canonical_string, shell_near_form
 from otel_semloop.model import Step, StepKind
 
 __all__ = [
@@ -61,16 +66,24 @@ __all__ = [
     "Failure",
     "FailureKind",
     "arg_signature",
+    "argument_words",
+    "best_numbers",
     "canonical_args",
     "classify_failure",
     "counts_fell",
     "digest",
+    "is_acknowledgement",
     "mask",
     "near_duplicate",
+    "normalize_content",
     "normalize_result",
+    "normalize_result_and_content",
     "normalize_text",
+    "normalize_words",
+    "numbers_progressed",
     "progress_value",
     "remaining_counts",
+    "result_numbers",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -89,6 +102,15 @@ _TIMESTAMP = re.compile(
 _HEX = re.compile(r"\b(?:0x)?[0-9a-f]{6,}\b", re.IGNORECASE)
 _HEX_LETTER = re.compile(r"[a-f]", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
+#: Candidate identifiers: alphanumeric runs of four or more characters holding a digit and
+#: a letter (``req_8f3k2``'s ``8f3k2``, ``run-e0b0``'s ``e0b0``, ``m-7Hq2xZ``'s ``7Hq2xZ``).
+#: :func:`_ident` keeps only those that look random (see there).
+_IDENT = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{4,}(?![A-Za-z0-9])")
+_DIGIT_RUN = re.compile(r"\d+")
+_HEX_ONLY = re.compile(r"^[0-9a-fA-F]+$")
+#: Identifiers joined by ``_`` or ``-`` (``<id>-<id>``) are one identifier: the number of
+#: parts a generator emits is not information either.
+_JOINED_IDS = re.compile(r"<(?:id|hex|uuid)>(?:[-_]<(?:id|hex|uuid)>)+")
 _HAS_DIGIT = re.compile(r"\d")
 #: Punctuation becomes a blank (ASCII, plus the typographic quotes, dashes and bullets
 #: that models emit); ``#``, ``<`` and ``>`` survive because the masks use them.
@@ -108,19 +130,91 @@ def _hex(match: re.Match[str]) -> str:
     return run
 
 
+def _ident(match: re.Match[str]) -> str:
+    """An identifier when the run looks generated: short hex with two digits or more
+    (``e0b0``), or letters and digits interleaved (two digit runs or more: ``8f3k2``,
+    ``7Hq2xZ``). ``python3``, ``utf8``, ``sha256`` and ``x86`` are words, kept."""
+    run = match.group()
+    digit_runs = len(_DIGIT_RUN.findall(run))
+    if _HEX_ONLY.match(run) and sum(c.isdigit() for c in run) >= 2:
+        return "<id>"
+    if digit_runs >= 2:
+        return "<id>"
+    return run
+
+
 def mask(text: str) -> str:
-    """``text`` with UUIDs, ISO timestamps, hex runs and digit runs masked (see module doc).
+    """``text`` with UUIDs, ISO timestamps, hex runs, generated identifiers and digit runs
+    masked (see module doc).
 
     Each pattern runs only when a substring test (done in C) says it could match.
     """
     if not _HAS_DIGIT.search(text):
         return text
+    return _DIGITS.sub("#", _mask_ids(text))
+
+
+def _mask_ids(text: str) -> str:
+    """``text`` with UUIDs, ISO timestamps, hex runs and generated identifiers masked,
+    other numbers kept."""
     if text.count("-") >= 4:
         text = _UUID.sub("<uuid>", text)
     if "-" in text:
         text = _TIMESTAMP.sub("<ts>", text)
     text = _HEX.sub(_hex, text)
-    return _DIGITS.sub("#", text)
+    text = _IDENT.sub(_ident, text)
+    if "<" in text:
+        text = _JOINED_IDS.sub("<id>", text)
+    return text
+
+
+def normalize_result_and_content(text: str) -> tuple[str, str]:
+    """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
+    identifiers once for both."""
+    if not _HAS_DIGIT.search(text):
+        folded = " ".join(text.casefold().split())
+        return folded, folded
+    ids = _mask_ids(text).casefold()
+    return " ".join(_DIGITS.sub("#", ids).split()), " ".join(ids.split())
+
+
+def normalize_content(text: str) -> str:
+    """A result's content as compared *across different calls*: identifiers, UUIDs, hex
+    and timestamps masked, case and blanks folded, but numbers kept (two cities at 18 and
+    20 degrees are two answers; the same answer to two queries has the same numbers)."""
+    if _HAS_DIGIT.search(text):
+        text = _mask_ids(text)
+    return " ".join(text.casefold().split())
+
+
+#: Words of a result that only acknowledges an action ("ok", "File written successfully",
+#: ``{"status": "ok"}``): the same acknowledgement from many different calls is batch work
+#: getting done, not the same answer to a question asked again.
+ACK_WORDS = frozenset(
+    """ok okay success successful successfully succeeded done true yes saved written wrote
+    created updated deleted removed added applied sent accepted queued scheduled
+    completed complete finished status result message healthy running up active passed
+    pass valid exists available enabled disabled ack acknowledged noted recorded stored
+    committed pushed moved copied renamed uploaded installed started stopped the a an to
+    has have been was were is are file files item items record records row rows changes
+    change operation request task job it data value values # <id> <hex> <uuid> <ts>""".split()  # noqa: SIM905
+)
+#: An acknowledgement is short: a longer result says something.
+ACK_MAX_WORDS = 8
+
+
+def is_acknowledgement(normalised: str) -> bool:
+    """True when a normalised result (:func:`normalize_result`) is empty, ``null``/``none``
+    or only acknowledges (see :data:`ACK_WORDS`); ``[]``, ``false``, ``0``, ``not found``
+    and ``no results`` are answers, not acknowledgements."""
+    if len(normalised) > 16 * ACK_MAX_WORDS:
+        return False
+    words = normalised.translate(_PUNCTUATION).split()
+    if not words:
+        return normalised.strip() not in ("[]", "{}")
+    if len(words) == 1 and words[0] in ("null", "none"):
+        return True
+    return len(words) <= ACK_MAX_WORDS and all(word in ACK_WORDS for word in words)
 
 
 def normalize_result(text: str) -> str:
@@ -132,6 +226,15 @@ def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
     return " ".join(mask(text).casefold().translate(_PUNCTUATION).split())
+
+
+def normalize_words(text: str) -> str:
+    """Like :func:`normalize_text` with numbers kept: the lines of one output that differ
+    only in a number (``Migrated table 3``, ``Migrated table 4``) are an enumeration, not
+    the same line. Identifiers, UUIDs, hex and timestamps are still masked."""
+    if _HAS_DIGIT.search(text):
+        text = _mask_ids(text)
+    return " ".join(text.casefold().translate(_PUNCTUATION).split())
 
 
 def digest(text: str) -> int:
@@ -175,13 +278,29 @@ DEFAULT_POSITION_ARGS: frozenset[str] = frozenset(
 _MAX_ARG_DEPTH = 8
 
 
-def canonical_args(arguments: Any, volatile: Collection[str] = DEFAULT_VOLATILE_ARGS) -> str:
+def canonical_args(
+    arguments: Any,
+    volatile: Collection[str] = DEFAULT_VOLATILE_ARGS,
+    *,
+    shell: bool = False,
+    rewrite: bool = True,
+) -> str:
     """The exact identity of a call's arguments as text: JSON with sorted keys and the
     ``volatile`` names (matched case-insensitively) dropped at any depth; a string is
-    stripped of surrounding blanks (a raw, non-JSON argument string)."""
+    stripped of surrounding blanks (a raw, non-JSON argument string).
+
+    With ``rewrite`` (the default) string values are put in their canonical spelling
+    (:mod:`otel_semloop.detectors.arguments`: URLs, dates, and shell command lines for
+    argument names such as ``command``, or every string when ``shell`` says the tool runs
+    commands), so two spellings of one call are one call.
+    """
     if isinstance(arguments, str):
+        if rewrite:
+            return _rewrite_string(arguments.strip(), shell)
         return arguments.strip()
-    value = _drop_volatile(arguments, volatile, 0) if volatile else arguments
+    value = arguments
+    if rewrite or volatile:
+        value = _canonical_value(arguments, volatile, 0, shell, rewrite)
     try:
         return orjson.dumps(
             value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str
@@ -190,23 +309,37 @@ def canonical_args(arguments: Any, volatile: Collection[str] = DEFAULT_VOLATILE_
         return repr(value)
 
 
-def _drop_volatile(value: Any, volatile: Collection[str], depth: int) -> Any:
-    """``value`` without volatile keys; the very same object when there were none."""
+def _rewrite_string(text: str, shell: bool) -> str:
+
+    return canonical_string(text, shell=shell)
+
+
+def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: bool, rewrite: bool) -> Any:
+    """``value`` without volatile keys and with its strings rewritten; the very same
+    object when nothing changed."""
     if depth >= _MAX_ARG_DEPTH:
         return value
+    if isinstance(value, str):
+        return _rewrite_string(value, shell) if rewrite and value else value
     if isinstance(value, Mapping):
         out = {}
         changed = False
         for k, v in value.items():
-            if isinstance(k, str) and k.lower() in volatile:
+            lowered = k.lower() if isinstance(k, str) else k
+            if lowered in volatile:
                 changed = True
                 continue
-            new = _drop_volatile(v, volatile, depth + 1) if isinstance(v, (Mapping, list, tuple)) else v
-            changed = changed or new is not v
+            if isinstance(v, (str, Mapping, list, tuple)):
+                new = _canonical_value(
+                    v, volatile, depth + 1, shell or lowered in SHELL_ARGUMENT_NAMES, rewrite
+                )
+                changed = changed or new is not v
+            else:
+                new = v
             out[k] = new
         return out if changed else value
     if isinstance(value, (list, tuple)):
-        items = [_drop_volatile(v, volatile, depth + 1) for v in value]
+        items = [_canonical_value(v, volatile, depth + 1, shell, rewrite) for v in value]
         return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
     return value
 
@@ -237,18 +370,35 @@ def _cosmetic(text: str) -> str:
     return text
 
 
+def _near_string(text: str, shell: bool) -> str:
+    """A string argument's near-duplicate form: canonical spelling, then cosmetic
+    normalisation; a command line keeps only its programs and operands (flags are tweaks)."""
+
+    if shell:
+        return _cosmetic(shell_near_form(text))
+    return _cosmetic(canonical_string(text))
+
+
 def arg_signature(
     arguments: Any,
     volatile: Collection[str] = DEFAULT_VOLATILE_ARGS,
     positions: Collection[str] = DEFAULT_POSITION_ARGS,
+    *,
+    shell: bool = False,
 ) -> ArgSignature:
     """The near-duplicate identity of a call's arguments (see :func:`near_duplicate`).
 
     Top-level keys of an object are classified; anything else (a raw string, a list) is one
-    ``VALUE`` under the empty name. Only digests are kept.
+    ``VALUE`` under the empty name. Strings are compared in their canonical spelling
+    (URLs, dates); command lines (``shell``, or an argument named like ``command``) by
+    programs and operands only, so a changed flag is a cosmetic change. Only digests are
+    kept.
     """
+
     if not isinstance(arguments, Mapping):
-        text = arguments if isinstance(arguments, str) else canonical_args(arguments, volatile)
+        if isinstance(arguments, str):
+            return (("", _ArgClass.VALUE.value, hash(_near_string(arguments, shell))),)
+        text = canonical_args(arguments, volatile, shell=shell)
         return (("", _ArgClass.VALUE.value, hash(_cosmetic(text))),)
     items: list[tuple[str, str, int]] = []
     for key, value in arguments.items():
@@ -260,8 +410,10 @@ def arg_signature(
             items.append((name, _ArgClass.POSITION.value, hash(canonical_args(value, volatile))))
         elif value is None or isinstance(value, (bool, int, float)):
             items.append((name, _ArgClass.TWEAK.value, 0))
+        elif isinstance(value, str) and (shell or lowered in SHELL_ARGUMENT_NAMES):
+            items.append((name, _ArgClass.VALUE.value, hash(_near_string(value, True))))
         elif isinstance(value, str):
-            text = _cosmetic(value)
+            text = _near_string(value, False)
             kind = _ArgClass.OPTION if _OPTION_TOKEN.match(text) else _ArgClass.VALUE
             items.append((name, kind.value, hash(text)))
         else:
@@ -296,6 +448,30 @@ def near_duplicate(a: ArgSignature, b: ArgSignature) -> bool:
     return all(name in left or kind in _MAY_BE_ADDED for name, (kind, _) in right.items())
 
 
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
+def argument_words(arguments: Any, volatile: Collection[str] = DEFAULT_VOLATILE_ARGS) -> frozenset[int]:
+    """Hashes of the words (three letters or more, case-folded) in a call's string
+    argument values, keys left out: two calls that share one are about the same thing
+    (a reworded query, an edited URL), two that share none are about different things
+    (two users, two cities). Bounded to the first 64 words."""
+    words: set[int] = set()
+    stack: list[tuple[Any, int]] = [(arguments, 0)]
+    while stack and len(words) < 64:
+        value, depth = stack.pop()
+        if isinstance(value, str):
+            for match in _WORD.finditer(value[:2048]):
+                words.add(hash(match.group().casefold()))
+        elif depth < _MAX_ARG_DEPTH and isinstance(value, Mapping):
+            stack.extend(
+                (v, depth + 1) for k, v in value.items() if not (isinstance(k, str) and k.lower() in volatile)
+            )
+        elif depth < _MAX_ARG_DEPTH and isinstance(value, (list, tuple)):
+            stack.extend((v, depth + 1) for v in value)
+    return frozenset(words)
+
+
 # ----------------------------------------------------------------------------------------
 # Progress
 # ----------------------------------------------------------------------------------------
@@ -308,18 +484,64 @@ _PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?%")
 _FRACTION = re.compile(r"(?<![\w/.:-])(\d+)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.:-])", re.IGNORECASE)
 
 
+#: Structured progress fields: ``"progress": 0.45``, ``percent=45``, ``pct: 45.5``.
+_PROGRESS_FIELD = re.compile(
+    r"\b(progress|percent(?:age)?(?:_complete|_done)?|pct|completion|percent_complete)\b[\"']?\s*[:=]\s*[\"']?"
+    r"(\d{1,3}(?:\.\d+)?)(?![\d.])",
+    re.IGNORECASE,
+)
+#: ``done``/``total`` pairs: ``{"done": 3, "total": 10}``, ``processed=40 total=100``.
+_DONE_FIELD = re.compile(
+    r"\b(?:done|completed|processed|finished|succeeded|current|written|downloaded|uploaded|indexed)\b"
+    r"[\"']?\s*[:=]\s*(\d{1,12})\b",
+    re.IGNORECASE,
+)
+_TOTAL_FIELD = re.compile(
+    r"\b(?:total|expected|count_total|total_count)\b[\"']?\s*[:=]\s*(\d{1,12})\b", re.IGNORECASE
+)
+
+
+_FIELD_HINT = re.compile(r"progress|percent|pct|completion|total|expected", re.IGNORECASE)
+
+
+def _field_progress(tail: str) -> tuple[int, float] | None:
+    """(position, fraction) of the last structured progress field, or None."""
+    best: tuple[int, float] | None = None
+    for match in _PROGRESS_FIELD.finditer(tail):
+        value = float(match.group(2))
+        key = match.group(1).lower()
+        if value <= 1.0 and not key.startswith(("percent", "pct")) and "." in match.group(2):
+            best = (match.start(), value)
+        elif value <= 100.0:
+            best = (match.start(), value / 100.0)
+    done = _DONE_FIELD.search(tail)
+    total = _TOTAL_FIELD.search(tail)
+    if done and total:
+        finished, whole = int(done.group(1)), int(total.group(1))
+        if whole >= 1 and finished <= whole:
+            position = max(done.start(), total.start())
+            if best is None or position > best[0]:
+                best = (position, finished / whole)
+    return best
+
+
 def progress_value(text: str) -> float | None:
     """The last explicit progress figure in the tail of ``text`` as a fraction, or None.
 
     ``45%`` is 0.45, ``3/10`` and ``3 of 10`` are 0.3. A fraction needs ``n <= m`` and
     ``m >= 2`` (so dates such as ``2024/05/01`` and ratios like ``5/1`` are not progress).
+    Structured fields count too: ``progress: 0.45`` / ``percent=45`` / ``pct: 45``, and a
+    ``done``/``completed``/``processed`` count with a ``total``.
     """
     tail = text[-PROGRESS_TAIL_CHARS:]
     has_percent = "%" in tail
     has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
-    if not (has_percent or has_fraction) or not _HAS_DIGIT.search(tail):
+    has_field = (":" in tail or "=" in tail) and _FIELD_HINT.search(tail) is not None
+    if not (has_percent or has_fraction or has_field) or not _HAS_DIGIT.search(tail):
         return None
     best: tuple[int, float] | None = None
+    if has_field:
+        best = _field_progress(tail)
     for match in _PERCENT.finditer(tail) if has_percent else ():
         value = float(match.group(1))
         if value <= 100.0:
@@ -347,6 +569,10 @@ _REMAINING_COUNT = re.compile(
 )
 
 
+_REMAINING_HINTS = ("pending", "remaining", "left", "queued", "outstanding", "waiting", "todo", "unprocessed")
+_TO_GO = re.compile(r"to\s+go")
+
+
 def remaining_counts(text: str) -> tuple[int, ...] | None:
     """Counts of work remaining in the tail of ``text`` ("12 pending", "3 files left",
     "remaining: 40"), or None when there are none or too many to be a status line.
@@ -361,6 +587,12 @@ def remaining_counts(text: str) -> tuple[int, ...] | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
     if not _HAS_DIGIT.search(tail):
         return None
+    if tail.isascii():
+        # Every match holds one of the words; substring tests in C rule most results out
+        # (ASCII only: under IGNORECASE a few non-ASCII letters match ASCII ones).
+        lowered = tail.lower()
+        if not any(word in lowered for word in _REMAINING_HINTS) and not _TO_GO.search(lowered):
+            return None
     counts = tuple(int(m.group(1) or m.group(2)) for m in _REMAINING_COUNT.finditer(tail))
     if not counts or len(counts) > MAX_COUNTS:
         return None
@@ -377,6 +609,90 @@ def counts_fell(before: tuple[int, ...] | None, after: tuple[int, ...] | None) -
             return False
         fell = fell or new < old
     return fell
+
+
+#: Numbers compared between two results of one call (the last ones of its tail): more is a
+#: table, whose numbers are compared only for the "many changed" rule.
+MAX_NUMBERS = 64
+#: Numbers that changed between two otherwise identical results from which the change is
+#: progress even if some fell: a log tail that moved on, metrics of a running job.
+MANY_CHANGED_NUMBERS = 3
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,8}(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
+#: Contexts that make a number volatile, not a count: clocks (``10:42:07``), durations
+#: (``35 ms``, ``2.5s``), and numbers labelled as identifiers, attempts or clocks.
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")
+_DURATION_UNIT = re.compile(
+    r"\s?(?:ns|us|\u00b5s|ms|s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|days?)\b", re.IGNORECASE
+)
+_VOLATILE_LABEL = re.compile(
+    r"(?:\b(?:pid|ppid|id|uid|gid|port|job|request|req|run|build|session|ticket|attempt|attempts|retry|"
+    r"retries|try|tries|iteration|iter|round|turn|loop|version|ver|v|no|number|num|seq|sequence|"
+    r"epoch|time|timestamp|ts|uptime|elapsed|took|duration|latency|age|ago|line|port|pass|cycle)\b|#)"
+    r"[\"']?\s*[:=#]?\s*$",
+    re.IGNORECASE,
+)
+_VOLATILE_AFTER = re.compile(r"\s*(?:ago|times?\b|attempts?\b|tries\b|retries\b)", re.IGNORECASE)
+
+
+def result_numbers(text: str) -> tuple[float, ...] | None:
+    """The numbers of a result's tail that could be counts (see :func:`numbers_progressed`),
+    in order: clock times, ISO dates, durations, long digit runs (epochs, ids), numbers
+    inside identifiers and numbers labelled as ids, pids, attempts, versions or clocks are
+    left out. None when the tail holds none."""
+    tail = text[-PROGRESS_TAIL_CHARS:]
+    if not _HAS_DIGIT.search(tail):
+        return None
+    if ":" in tail:
+        tail = _CLOCK.sub(" ", tail)
+    if "-" in tail:
+        tail = _TIMESTAMP.sub(" ", tail)
+    numbers: list[float] = []
+    for match in _NUMBER.finditer(tail):
+        start, end = match.span()
+        if _DURATION_UNIT.match(tail, end) and not _UNIT_NOT_DURATION.match(tail, end):
+            continue
+        if _VOLATILE_LABEL.search(tail, max(0, start - 24), start):
+            continue
+        if _VOLATILE_AFTER.match(tail, end):
+            continue
+        numbers.append(float(match.group(1)))
+    if not numbers:
+        return None
+    return tuple(numbers[-MAX_NUMBERS:])
+
+
+_UNIT_NOT_DURATION = re.compile(r"\s?(?:mb|m\b(?=\s*(?:rows|lines|records))|items?|msgs?)", re.IGNORECASE)
+
+
+def numbers_progressed(
+    before: tuple[float, ...] | None, best: tuple[float, ...] | None, after: tuple[float, ...] | None
+) -> bool:
+    """True when the numbers of a result show progress over the same call's last result
+    (``before``) and its best so far (``best``, element-wise maxima).
+
+    Counts that grow (line counts, sizes, rows processed) are progress: no number fell
+    since the last result and one rose above anything it showed before. Many numbers
+    changing at once (:data:`MANY_CHANGED_NUMBERS`), in any direction, are a log tail or a
+    job's metrics moving on. Results of different shapes are not compared. Clocks,
+    epochs, durations, pids and ids never reach here (:func:`result_numbers`)."""
+    if before is None or after is None or len(before) != len(after):
+        return False
+    changed = sum(1 for old, new in zip(before, after, strict=True) if old != new)
+    if changed >= MANY_CHANGED_NUMBERS:
+        return True
+    if changed == 0 or any(new < old for old, new in zip(before, after, strict=True)):
+        return False
+    reference = best if best is not None and len(best) == len(after) else before
+    return any(new > top for top, new in zip(reference, after, strict=True))
+
+
+def best_numbers(best: tuple[float, ...] | None, now: tuple[float, ...] | None) -> tuple[float, ...] | None:
+    """Element-wise maxima of ``best`` and ``now`` (``now`` when the shapes differ)."""
+    if now is None:
+        return best
+    if best is None or len(best) != len(now):
+        return now
+    return tuple(max(a, b) for a, b in zip(best, now, strict=True))
 
 
 # ----------------------------------------------------------------------------------------

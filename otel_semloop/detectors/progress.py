@@ -20,16 +20,36 @@ Signals
         normalised result without explicit progress. Reported only when the run holds at
         least two different argument sets (identical calls are the other signals' job).
         Conclusive at ``near_duplicate_repeats`` (4). ``no_progress``.
+    ``same_answer``
+        Calls of one tool with *different* arguments that get the same answer: the same
+        result content (identifiers and timestamps masked, numbers kept), with no new
+        result content anywhere in the run between them. A reworded search query, a
+        toggled flag, an edited URL parameter or date range that keeps returning the same
+        text, the same ``[]`` or the same "not found". Acknowledgements ("ok", "saved",
+        ``{"status": "ok"}``; :func:`otel_semloop.detectors.normalize.is_acknowledgement`) never
+        count: batch work writing many targets gets the same "ok" each time. Consecutive
+        calls must share a word in their argument values (or have none): two calls about
+        unrelated things (two users, two cities) that both find nothing are a batch, not
+        a reworded question. Conclusive at ``same_answer_repeats`` (4), reported once the
+        chain holds two different calls. A later *new* answer from the same tool resolves
+        the episode (the reworded search finally worked): it stays out of the verdict.
+        ``no_progress``.
     ``call_ceiling``
         The same call (tool and canonical arguments) made again and again with no new call
         in between, *whatever its results*: the absolute ceiling that holds even when
         results change or report progress (a poller that never finishes). Conclusive at
-        ``call_ceiling`` (30); past it, changing results no longer count as progress, so
-        the finding is ``no_progress``.
-    ``stale_steps`` / ``stale_time``
+        ``call_ceiling`` (30). A ceiling is not proof: the results may keep being new
+        (reading a long process's output in chunks), so the finding is repetition alone
+        (``suspected`` at most); when the results stop being new the other signals prove
+        the loop.
+    ``stale_steps`` / ``stale_time`` / ``stale_window``
         A stretch of tool steps none of which is novel: conclusive at ``stale_steps`` (12)
         such steps in a row, or, when spans carry times, ``stale_seconds`` (600) since the
-        last novel tool step ended. ``no_progress``.
+        last novel tool step ended. ``stale_window`` measures novelty over a sliding
+        window of the last ``stale_window`` (24) tool steps: conclusive when all but
+        ``stale_window_novel`` (4) of them repeated earlier actions and results, which
+        catches a run rotating through trivial commands with a little novelty now and
+        then. Explicit progress clears the window. ``no_progress``.
 
 Kept
     Per call or (action, result) digest: a count, the epoch it was last seen in and the
@@ -43,6 +63,7 @@ Cost
 
 from __future__ import annotations
 
+from collections import deque
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
@@ -54,11 +75,14 @@ __all__ = [
     "CALL_CEILING",
     "NEAR_DUPLICATE_ARGS",
     "REPEATED_RESULT",
+    "SAME_ANSWER",
     "STALE_STEPS",
     "STALE_TIME",
+    "STALE_WINDOW",
     "CallCeilingDetector",
     "NearDuplicateDetector",
     "RepeatedResultDetector",
+    "SameAnswerDetector",
     "StaleDetector",
 ]
 
@@ -67,15 +91,19 @@ NEAR_DUPLICATE_ARGS = "near_duplicate_args"
 CALL_CEILING = "call_ceiling"
 STALE_STEPS = "stale_steps"
 STALE_TIME = "stale_time"
+STALE_WINDOW = "stale_window"
+SAME_ANSWER = "same_answer"
 
 
 class _Chain:
     """Occurrences of one digest with no novelty between them."""
 
-    __slots__ = ("count", "episode", "epoch", "first")
+    __slots__ = ("calls", "count", "episode", "epoch", "first", "last")
 
     def __init__(self, epoch: int, first: StepFacts) -> None:
         self.count = 1
+        self.calls = 1
+        self.last = first
         self.epoch = epoch
         self.first = first
         self.episode: Episode | None = None
@@ -104,6 +132,14 @@ class _ChainMap:
             del data[next(iter(data))]
         return chain
 
+    def get(self, key: int) -> _Chain | None:
+        return self._data.get(key)
+
+    def restart(self, key: int, epoch: int, facts: StepFacts) -> _Chain:
+        """A new chain for ``key`` starting at this occurrence."""
+        chain = self._data[key] = _Chain(epoch, facts)
+        return chain
+
     def clear(self) -> None:
         self._data.clear()
 
@@ -120,6 +156,9 @@ class _ChainDetector(IncrementalDetector):
         super().reset()
         self._chains = _ChainMap(self.config.seen_capacity)
 
+    #: Whether the chain proves a lack of progress (see :class:`~otel_semloop.verdict.Finding`).
+    _no_progress: ClassVar[bool] = True
+
     def _extend(self, key: int, epoch: int, facts: StepFacts, threshold: float) -> list[Finding]:
         """Extend the chain of ``key`` (see :meth:`_ChainMap.advance`) and track its episode."""
         chain = self._chains.advance(key, epoch, facts)
@@ -134,7 +173,7 @@ class _ChainDetector(IncrementalDetector):
                 description=self._description.format(name=facts.name),
                 config=self.config,
                 period=1,
-                no_progress=True,
+                no_progress=self._no_progress,
                 span_ids=(chain.first.span_id,),
             )
         chain.episode.add(facts.span_id)
@@ -151,7 +190,25 @@ class RepeatedResultDetector(_ChainDetector):
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action or facts.result is None or not facts.args_known:
             return []
-        return self._extend(facts.action, facts.epoch, facts, self.config.repeated_result_repeats)
+        if facts.poll_ended:
+            # A poll that ended: every repetition since the last new step was the wait
+            # (the status call and what it was interleaved with, a sleep), not a loop.
+            for episode in self._stretch:
+                episode.resolved = True
+        if facts.epoch != self._stretch_epoch:
+            self._stretch = []
+            self._stretch_epoch = facts.epoch
+        found = self._extend(facts.action, facts.epoch, facts, self.config.repeated_result_repeats)
+        if found:
+            episode = self._chains.get(facts.action)
+            if episode is not None and episode.episode is not None and episode.episode not in self._stretch:
+                self._stretch.append(episode.episode)
+        return found
+
+    def reset(self) -> None:
+        super().reset()
+        self._stretch: list[Episode] = []  # episodes reported since the last novel step
+        self._stretch_epoch = -1
 
 
 class NearDuplicateDetector(IncrementalDetector):
@@ -220,13 +277,68 @@ class NearDuplicateDetector(IncrementalDetector):
         return out
 
 
+class SameAnswerDetector(IncrementalDetector):
+    """``same_answer``: one tool, different arguments, the same non-trivial answer (see module doc)."""
+
+    signals = (SAME_ANSWER,)
+
+    def reset(self) -> None:
+        super().reset()
+        self._chains = _ChainMap(self.config.seen_capacity)
+        self._open: dict[str, list[Episode]] = {}
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if not facts.is_action or facts.content is None or not facts.args_known:
+            return []
+        if facts.content_novel:
+            # A new answer from this tool: the reworded question finally got somewhere.
+            for episode in self._open.pop(facts.name, ()):
+                episode.resolved = True
+        if facts.trivial:
+            return []
+        key = digest_pair(facts.name, facts.content)
+        chain = self._chains.advance(key, facts.content_epoch, facts)
+        if chain.count > 1:
+            previous = chain.last
+            if previous.arg_words and facts.arg_words and previous.arg_words.isdisjoint(facts.arg_words):
+                # About something else altogether: a batch over different targets.
+                chain = self._chains.restart(key, facts.content_epoch, facts)
+            elif previous.call != facts.call:
+                chain.calls += 1
+        chain.last = facts
+        if chain.count < 2 or chain.calls < 2:
+            return []
+        out: list[Finding] = []
+        if chain.episode is None:
+            chain.episode = Episode(
+                SAME_ANSWER,
+                self.config.same_answer_repeats,
+                chain.first,
+                description=f"{facts.name} got the same answer {{count}} times to changing arguments",
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=(chain.first.span_id,),
+            )
+            self._open.setdefault(facts.name, []).append(chain.episode)
+        chain.episode.add(facts.span_id)
+        self._track(chain.episode, chain.count, facts, out)
+        return out
+
+
+def digest_pair(name: str, value: int) -> int:
+    """A dictionary key for (tool name, digest): Python's tuple hash is enough in-process."""
+    return hash((name, value))
+
+
 class CallCeilingDetector(_ChainDetector):
     """``call_ceiling``: the same call repeated past the absolute ceiling, whatever its results."""
 
     signals = (CALL_CEILING,)
+    _no_progress = False
     _description = (
-        "{name} called {{count}} times with identical arguments and no other new call: "
-        "past the ceiling, changing results no longer count as progress"
+        "{name} called {{count}} times with identical arguments and no other new call "
+        "(a ceiling, not proof: its results may still be new)"
     )
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
@@ -238,7 +350,7 @@ class CallCeilingDetector(_ChainDetector):
 class StaleDetector(IncrementalDetector):
     """``stale_steps`` / ``stale_time``: tool steps with nothing novel, by count and by time."""
 
-    signals = (STALE_STEPS, STALE_TIME)
+    signals = (STALE_STEPS, STALE_TIME, STALE_WINDOW)
 
     def reset(self) -> None:
         super().reset()
@@ -246,17 +358,60 @@ class StaleDetector(IncrementalDetector):
         self._last_novel_ns: int | None = None
         self._steps_episode: Episode | None = None
         self._time_episode: Episode | None = None
+        self._window: deque[bool] = deque(maxlen=self.config.stale_window)
+        self._window_stale = 0
+        self._window_episode: Episode | None = None
+
+    def _slide(self, facts: StepFacts, out: list[Finding]) -> None:
+        """Move the novelty window on by one tool step and track its staleness."""
+        config = self.config
+        window = self._window
+        if facts.progressed or facts.poll_ended:
+            window.clear()
+            self._window_stale = 0
+            self._window_episode = None
+            return
+        stale = not facts.novel
+        if len(window) == window.maxlen and window[0]:
+            self._window_stale -= 1
+        window.append(stale)
+        self._window_stale += stale
+        threshold = config.stale_window - config.stale_window_novel
+        if self._window_stale < config.report_at * threshold:
+            self._window_episode = None
+            return
+        if self._window_episode is None:
+            self._window_episode = Episode(
+                STALE_WINDOW,
+                threshold,
+                facts,
+                description=(
+                    f"{{count}} of the last {config.stale_window} tool steps repeated earlier "
+                    "actions and results"
+                ),
+                config=config,
+                no_progress=True,
+            )
+        if stale:
+            self._window_episode.add(facts.span_id)
+        self._track(self._window_episode, self._window_stale, facts, out)
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action:
             return []
+        out: list[Finding] = []
+        if facts.poll_ended:
+            # The stale stretch was a wait that ended with a new answer to the same call.
+            for episode in (self._steps_episode, self._time_episode, self._window_episode):
+                if episode is not None:
+                    episode.resolved = True
+        self._slide(facts, out)
         if facts.novel:
             self._run = 0
             self._last_novel_ns = facts.time_ns
             self._steps_episode = self._time_episode = None
-            return []
+            return out
         self._run += 1
-        out: list[Finding] = []
         config = self.config
         if self._steps_episode is None:
             self._steps_episode = Episode(

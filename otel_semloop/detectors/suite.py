@@ -21,6 +21,7 @@ from otel_semloop.detectors.progress import (
     CallCeilingDetector,
     NearDuplicateDetector,
     RepeatedResultDetector,
+    SameAnswerDetector,
     StaleDetector,
 )
 from otel_semloop.detectors.text import ChantingDetector, MonologueDetector
@@ -37,6 +38,7 @@ def default_detectors(config: DetectorConfig | None = None) -> list[IncrementalD
         ActionCycleDetector(config),
         RepeatedResultDetector(config),
         NearDuplicateDetector(config),
+        SameAnswerDetector(config),
         CallCeilingDetector(config),
         StaleDetector(config),
         FailureDetector(config),

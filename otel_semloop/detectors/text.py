@@ -15,7 +15,12 @@ Signals
         normalised unit of at least ``chant_min_chars`` characters occurs
         ``chant_repeats`` (10) times, Gemini CLI's content-loop threshold. Lines inside
         fenced or indented code blocks, list items and table rows never count: repeated
-        structure there is normal. ``no_progress``: the repeats say nothing new.
+        structure there is normal. Numbers are kept (identifiers masked): lines that differ
+        only in a number are an enumeration ("Migrated table 3", "Migrated table 4").
+        Shorter units ("Checking.", two short sentences alternating) count too when the
+        output is degenerate: a short unit repeated ``chant_repeats`` times, with repeated
+        short units making up at least :data:`SHORT_CHANT_SHARE` of the output's units.
+        ``no_progress``: the repeats say nothing new.
 
 Kept
     Monologue: the digest of the previous message and the run length. Chanting: nothing
@@ -33,7 +38,7 @@ import re
 from collections import Counter
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
-from otel_semloop.detectors.normalize import normalize_text
+from otel_semloop.detectors.normalize import normalize_words
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
@@ -101,10 +106,18 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MAY_SPLIT = re.compile(r"[.!?]\s")
 
 
+#: Share of an output's units that repeated short units must make up for short units to
+#: count as chanting: a reply that is three quarters "Checking." is degenerate; a reply with a few
+#: "Done." lines among real sentences is not.
+SHORT_CHANT_SHARE = 0.75
+
+
 def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     """Normalised lines and sentences of ``text`` outside code blocks, lists and tables,
-    at least ``min_chars`` long, with their counts. Empty when there are fewer than
-    ``min_units`` candidate units (no count could reach it), without normalising any."""
+    with their counts: those at least ``min_chars`` long, and shorter ones when repeated
+    short units make up :data:`SHORT_CHANT_SHARE` of all units (a degenerate output).
+    Empty when there are fewer than ``min_units`` candidate units (no count could reach
+    it), without normalising any."""
     units: list[str] = []
     in_fence = False
     for line in text.splitlines():
@@ -122,11 +135,18 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     counts: Counter[str] = Counter()
     if len(units) < min_units:
         return counts
+    short: Counter[str] = Counter()
     for unit in units:
-        if len(unit) >= min_chars:
-            normalised = normalize_text(unit)
-            if len(normalised) >= min_chars:
-                counts[normalised] += 1
+        normalised = normalize_words(unit)
+        if not normalised:
+            continue
+        if len(normalised) >= min_chars:
+            counts[normalised] += 1
+        else:
+            short[normalised] += 1
+    repeated_short = sum(count for count in short.values() if count > 1)
+    if short and repeated_short >= SHORT_CHANT_SHARE * len(units):
+        counts.update({unit: count for unit, count in short.items() if count > 1})
     return counts
 
 

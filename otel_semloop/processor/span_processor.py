@@ -91,9 +91,11 @@ from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import metrics
+from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.processor.config import Config, GuardMode
 from otel_semloop.processor.worker import Worker
@@ -103,7 +105,6 @@ from otel_semloop.telemetry import SelfTelemetry, get_logger
 __all__ = ["SemloopSpanProcessor"]
 
 _logger = get_logger(__name__)
-
 
 
 class SemloopSpanProcessor(SpanProcessor):
@@ -123,6 +124,10 @@ class SemloopSpanProcessor(SpanProcessor):
     ends costs nothing but its answer. ``on_loop(finding, action)`` is called by the live
     guard, on the application thread, the moment a loop becomes conclusive.
     ``meter_provider`` receives the self-telemetry (default: the global one).
+    Each verdict's ``gen_ai.evaluation.result`` record also goes out as a log record
+    through ``logger_provider`` (default: the global one, when one is configured; see
+    :class:`~otel_semloop.evaluation.EvaluationPublisher`) and, with ``SEMLOOP_PHOENIX_URL``
+    set, as a Phoenix span annotation.
 
     Raises :class:`~otel_semloop.errors.ConfigError` for a bad option; after
     construction no method raises.
@@ -137,6 +142,7 @@ class SemloopSpanProcessor(SpanProcessor):
         judge: Any = None,
         on_loop: Callable[[Any, Any], None] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
+        logger_provider: LoggerProvider | None = None,
         **options: Any,
     ) -> None:
         if config is None:
@@ -165,6 +171,8 @@ class SemloopSpanProcessor(SpanProcessor):
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
         self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)), "processor")
+        # The evaluation record beyond the span event: a log record, a Phoenix annotation.
+        self._evaluations = EvaluationPublisher.from_env(logger_provider=logger_provider)
         self._guard: Any = None
         if config.live_guard is not GuardMode.OFF and self._active:
             from otel_semloop.processor.guard import LoopGuard
@@ -275,7 +283,8 @@ class SemloopSpanProcessor(SpanProcessor):
             if worker is not None and not self._shutdown and threading.current_thread() is not worker.thread:
                 ok = worker.drain(ReleaseReason.FLUSH, deadline)
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
-            return self._downstream.force_flush(remaining) is not False and ok
+            ok = self._downstream.force_flush(remaining) is not False and ok
+            return self._evaluations.flush(max(0.0, deadline - time.monotonic())) and ok
         except Exception:
             self._app_error("force_flush")
             return False
@@ -304,6 +313,10 @@ class SemloopSpanProcessor(SpanProcessor):
             self._downstream.shutdown()
         except Exception:
             self._app_error("downstream")
+        try:
+            self._evaluations.shutdown(timeout=min(10.0, self.config.shutdown_timeout_seconds))
+        except Exception:
+            self._app_error("evaluations")
 
     # -- internals ---------------------------------------------------------------------
 

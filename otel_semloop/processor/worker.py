@@ -141,6 +141,7 @@ class Worker:
         self._tick = config.tick_seconds
         self._wake = threading.Event()
         self._forward = _Forwarder(processor._downstream, processor._telemetry)
+        self._evaluations = processor._evaluations
         self._pool: ScoringPool[ReadableSpan] = ScoringPool(
             processor._scorer,
             SDK_SPANS,
@@ -255,6 +256,9 @@ class Worker:
 
     def _deliver(self, outcome: Outcome[ReadableSpan]) -> None:
         self._forward(outcome.spans, outcome.patched)
+        evaluation = outcome.evaluation
+        if evaluation is not None:  # after the spans: a backend then knows the span annotated
+            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)
 
     def _finish_flushes(self) -> None:
         pool = self._pool

@@ -57,7 +57,6 @@ _METRICS_EXPORTERS = ("otlp", "prometheus", "console", "none")
 _MIB = 1024 * 1024
 
 
-
 @dataclass(frozen=True, slots=True)
 class ServiceConfig(BufferingSettings):
     """Everything ``otel-semloop serve`` needs. Times are seconds, sizes are spans unless

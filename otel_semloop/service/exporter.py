@@ -18,7 +18,10 @@ Delivery
     once; a request the downstream answers is never sent again; a request that times out
     (the downstream slower than ``export_timeout``) or whose connection breaks mid-way is
     resent, so such a downstream may receive it twice (at least once). Resent spans carry
-    the same trace and span ids, so the next hop can de-duplicate them.
+    the same trace and span ids, so the next hop can de-duplicate them. To keep that to a
+    few copies of one batch, a timed-out attempt doubles the sender's timeout for the next
+    ones (up to ``8 x export_timeout``): a downstream that is merely slow is then waited
+    for instead of being sent every batch again and again.
 
 Outage
     While the downstream is down, spans wait in the queue. :attr:`ExportQueue.full` turns
@@ -44,7 +47,6 @@ import collections
 import contextlib
 import email.utils
 import gzip
-import logging
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -54,13 +56,14 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.service.config import ServiceConfig, redact_url
 from otel_semloop.service.pipeline import Held
-from otel_semloop.telemetry import SelfTelemetry
+from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
 
-_logger = logging.getLogger("otel_semloop.service")
+_logger = get_logger("otel_semloop.service")
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
-_LOG_INTERVAL_SECONDS = 30.0
+#: A timed-out export attempt doubles the timeout, up to this many times export_timeout.
+_TIMEOUT_GROWTH = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,6 @@ class ExportQueue:
         self._idle.set()
         self._closing_deadline: float | None = None
         self._halted = False
-        self._last_log: dict[str, float] = {}
         #: True while the last attempt failed (the downstream is down).
         self.down = False
 
@@ -258,12 +260,12 @@ class ExportQueue:
             await asyncio.sleep(delay)
 
     def _log(self, key: str, message: str, *args: Any) -> None:
-        now = time.monotonic()
-        last = self._last_log.get(key)
-        if last is not None and now - last < _LOG_INTERVAL_SECONDS:
-            return
-        self._last_log[key] = now
-        _logger.warning("otel-semloop: " + message + " (counted; next report of this kind in 30 s)", *args)
+        """One line per kind a minute (the package's one limiter); every event is counted."""
+        _logger.warning(
+            "otel-semloop: " + message + " (counted; further reports of this kind limited to one a minute)",
+            *args,
+            extra={"semloop_limit": f"export.{key}"},
+        )
 
 
 # -- senders: one attempt each, never raise for a downstream failure -----------------------
@@ -314,6 +316,8 @@ class HttpSender:
             if config.export_client_certificate:
                 verify.load_cert_chain(config.export_client_certificate, config.export_client_key)
         self._client = httpx.AsyncClient(timeout=config.export_timeout, headers=headers, verify=verify)
+        self._timeout = config.export_timeout
+        self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH
 
     def describe(self) -> str:
         return f"http/protobuf {redact_url(self._url)}"
@@ -322,7 +326,10 @@ class HttpSender:
         if self._gzip:
             body = gzip.compress(body, compresslevel=5)
         try:
-            response = await self._client.post(self._url, content=body)
+            response = await self._client.post(self._url, content=body, timeout=self._timeout)
+        except self._httpx.TimeoutException as exc:
+            self._timeout = min(self._timeout * 2, self._max_timeout)
+            return SendResult(False, True, f"{type(exc).__name__}: {exc} (timeout now {self._timeout:g} s)")
         except self._httpx.TransportError as exc:
             return SendResult(False, True, f"{type(exc).__name__}: {exc}")
         status = response.status_code
@@ -384,6 +391,7 @@ class GrpcSender:
             response_deserializer=trace_service_pb2.ExportTraceServiceResponse.FromString,
         )
         self._timeout = config.export_timeout
+        self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH
         self._metadata = tuple((k.lower(), v) for k, v in dict(config.export_headers).items())
         self._compression = grpc.Compression.Gzip if config.export_compression else None
         self._retryable = {getattr(grpc.StatusCode, name) for name in self._RETRYABLE}
@@ -400,6 +408,9 @@ class GrpcSender:
         except grpc.aio.AioRpcError as exc:
             code = exc.code()
             message = f"{code.name}: {exc.details()}"
+            if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+                self._timeout = min(self._timeout * 2, self._max_timeout)
+                message += f" (timeout now {self._timeout:g} s)"
             retry_after = _retry_info(exc)
             retryable = code in self._retryable or (
                 code is grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None

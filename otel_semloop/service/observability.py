@@ -50,6 +50,7 @@ __all__ = [
 
 _logger = logging.getLogger("otel_semloop.service")
 
+
 class ServiceTelemetry(SelfTelemetry):
     """The service's self-telemetry: the instruments :data:`~otel_semloop.telemetry.INSTRUMENTS`
     declares for the service (the shared ones and the service's own)."""

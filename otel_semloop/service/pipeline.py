@@ -46,6 +46,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.conventions import step_kind
+from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
@@ -157,6 +158,48 @@ class Accepted:
     message: str = ""
 
 
+#: Memory a held span costs beyond its wire bytes (its message, the holder, the buffer's
+#: and the export queue's entries), measured at about 1.5 KiB with one-span traces.
+SPAN_OVERHEAD_BYTES = 1536
+
+
+@dataclasses.dataclass(slots=True)
+class Prepared:
+    """A request's spans checked and copied out, ready for :meth:`Pipeline.hold`."""
+
+    spans: list[tuple[bytes, bool, Held]]
+    result: Accepted
+
+
+def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Prepared:
+    """Check and copy a request's spans: O(spans), a few checks and a copy each (so that
+    no held span pins its request). Touches no shared state, so a large request is
+    prepared on a thread while the loop serves on."""
+    result = Accepted()
+    out: list[tuple[bytes, bool, Held]] = []
+    total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+    # A held span costs its share of the wire bytes plus the Python objects around it.
+    cost = (size // total if total else 0) + SPAN_OVERHEAD_BYTES
+    for i, rs in enumerate(request.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            env_rs, env_ss = _envelopes(rs, ss)
+            for k, span in enumerate(ss.spans):
+                reason = invalid_span_reason(span)
+                if reason is not None:
+                    result.rejected += 1
+                    if not result.message:
+                        result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
+                    continue
+                if skip and span.trace_id + span.span_id in skip:
+                    continue
+                own = trace_pb2.Span()
+                own.CopyFrom(span)
+                local_root = not own.parent_span_id or _remote_parent(own)
+                out.append((own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket)))
+                result.accepted += 1
+    return Prepared(out, result)
+
+
 def invalid_span_reason(span: Any) -> str | None:
     """Why a protobuf span cannot be grouped (bad ids), or None. OTLP requires a 16-byte
     non-zero trace id and an 8-byte span id; the parent id is empty or 8 bytes."""
@@ -187,8 +230,10 @@ class Pipeline:
         forward: Callable[[list[Held]], None],
         scorer: Scorer,
         telemetry: SelfTelemetry,
+        evaluations: EvaluationPublisher | None = None,
     ) -> None:
         self._config = config
+        self._evaluations = evaluations
         self._forward_spans = forward
         self._telemetry = telemetry
         self._loop = asyncio.get_running_loop()
@@ -208,31 +253,17 @@ class Pipeline:
 
     def accept(self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Accepted:
         """Hold every valid span of an ``ExportTraceServiceRequest``; count the others.
-        O(spans): a few checks, a copy and a dict operation per span, no decoding.
         ``size`` (the request's bytes) is shared out as the spans' ``cost``; ``skip``
         (a set of ``trace_id + span_id``) names spans already delivered (durable replay)."""
-        result = Accepted()
+        return self.hold(prepare(request, size, ticket, skip))
+
+    def hold(self, prepared: Prepared) -> Accepted:
+        """The loop's part of :meth:`accept`: a dict operation per span."""
         now = time.monotonic()
         end = self.buffer.end
-        total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        cost = size // total if total else 0
-        for i, rs in enumerate(request.resource_spans):
-            for j, ss in enumerate(rs.scope_spans):
-                env_rs, env_ss = _envelopes(rs, ss)
-                for k, span in enumerate(ss.spans):
-                    reason = invalid_span_reason(span)
-                    if reason is not None:
-                        result.rejected += 1
-                        if not result.message:
-                            result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
-                        continue
-                    if skip and span.trace_id + span.span_id in skip:
-                        continue
-                    own = trace_pb2.Span()
-                    own.CopyFrom(span)
-                    local_root = not own.parent_span_id or _remote_parent(own)
-                    end(own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket), now)
-                    result.accepted += 1
+        for trace_id, local_root, held in prepared.spans:
+            end(trace_id, local_root, held, now)
+        result = prepared.result
         if result.rejected:
             self._telemetry.add("semloop.spans.rejected", "invalid", result.rejected)
         self._dispatch()  # overflow and span-limit releases leave at once
@@ -311,6 +342,8 @@ class Pipeline:
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
         self._forward(outcome.spans, outcome.patched)
+        if evaluation is not None and self._evaluations is not None:
+            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)
 
     def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
         count_forwarded(self._telemetry, len(spans), patched, state)

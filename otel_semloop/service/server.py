@@ -60,16 +60,19 @@ import uvicorn
 from opentelemetry import metrics
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
-from otel_semloop.service.pipeline import Accepted, Held, Pipeline
+from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
 from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
 
 _logger = logging.getLogger("otel_semloop.service")
+#: Requests with more spans than this are checked and copied on a thread.
+_INLINE_SPANS = 2000
 _SCORING_SHARE = 0.8
 #: Released traces waiting for a scorer, as a share of max_traces, past which receivers
 #: push back (scoring fell behind).
@@ -178,6 +181,7 @@ class SemloopService:
         self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
+        self._evaluations: EvaluationPublisher | None = None
         self._exports: ExportQueue | None = None
         self._durable: Any = None
         self._sender: Any = None
@@ -233,10 +237,17 @@ class SemloopService:
         ticket = 0
         if self._durable is not None:
             ticket = await self._durable.append(raw if raw is not None else request.SerializeToString())
-        result = self._pipeline.accept(request, size, ticket)
+        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+        if spans > _INLINE_SPANS:
+            # Checking and copying a large request's spans takes a while: on a thread, so
+            # that the loop keeps serving the other requests meanwhile.
+            prepared = await asyncio.to_thread(prepare, request, size, ticket)
+        else:
+            prepared = prepare(request, size, ticket)
+        result = self._pipeline.hold(prepared)
         if self._durable is not None:
             self._durable.track(ticket, result.accepted)
-        self.accepted_bytes += (size // max(1, result.accepted + result.rejected)) * result.accepted
+        self.accepted_bytes += sum(held.cost for _, _, held in prepared.spans)
         self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
         return result
 
@@ -256,7 +267,13 @@ class SemloopService:
         config = self.config
         loop = asyncio.get_running_loop()
         self._sender = make_sender(config)
-        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry)
+        self._evaluations = EvaluationPublisher.for_exporter(
+            config.export_endpoint,
+            config.export_protocol,
+            config.export_headers,
+            config.export_timeout,
+        )
+        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._evaluations)
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
         try:
             self._start_admin()
@@ -525,6 +542,9 @@ class SemloopService:
             with contextlib.suppress(Exception):
                 server.close()
         self._admin.clear()
+        if self._evaluations is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.get_running_loop().run_in_executor(None, self._evaluations.shutdown, 10.0)
         if self._own_meter_provider is not None:
             with contextlib.suppress(Exception):
                 self._own_meter_provider.shutdown(timeout_millis=5000)

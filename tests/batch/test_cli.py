@@ -104,7 +104,7 @@ def test_a_malformed_line_is_reported_with_its_place_and_copied_through(tmp_path
     source = tmp_path / "mixed.jsonl"
     source.write_bytes(orjson.dumps(good) + b"\n{not json\n" + orjson.dumps(good) + b"\n")
     out = tmp_path / "out.jsonl"
-    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 1
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2  # input problems
     assert out.read_bytes().splitlines()[1] == b"{not json"
     assert "mixed.jsonl:2" in capsys.readouterr().err
 

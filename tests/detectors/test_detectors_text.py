@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from otel_semloop.detectors.text import CHANTING, MONOLOGUE, chant_units
+from otel_semloop.detectors.text import CHANTING, MONOLOGUE
 from otel_semloop.verdict import Label
 from tests.support.scenarios import Scenario, found
 
@@ -91,5 +91,8 @@ def test_table_rows_never_count():
     assert found(Scenario().think(text).verdict(), CHANTING) is None
 
 
-def test_short_lines_never_count():
-    assert chant_units("\n".join(["ok"] * 20), 12) == {}
+def test_short_lines_among_real_sentences_never_count():
+    lines = []
+    for i in range(12):
+        lines += ["ok", f"Migrated table number {i} and checked its row counts against the source."]
+    assert found(Scenario().think("\n".join(lines)).verdict(), CHANTING) is None

@@ -181,6 +181,12 @@ class PhoenixServer:
 
     # -- reading back --------------------------------------------------------------------
 
+    @property
+    def client(self) -> httpx.Client:
+        """An HTTP client on :attr:`base_url` (Phoenix's REST and GraphQL APIs)."""
+        assert self._client is not None, "server not started"
+        return self._client
+
     def spans(self, project: str) -> list[dict[str, Any]]:
         """Every span Phoenix stored for ``project`` (all pages), oldest insert first; []
         while the project does not exist yet."""

@@ -15,7 +15,8 @@ The marker is ``phoenix_e2e``, not ``phoenix``: ``arize-phoenix-client`` (a depe
 posting it to a Phoenix server. ``-p no:phoenix`` turns that plugin off, which also saves
 about 8 s of imports at collection.
 
-What happens, once per module (about 10 s in all here; Phoenix's startup, ~7 s, dominates):
+What happens, once per module (about 10 s in all on an idle machine; Phoenix's startup, ~7 s,
+dominates; over a minute on a loaded one):
 
 1. ``phoenix serve`` starts on loopback with free ports, a tmp working dir (SQLite) and
    its telemetry and outbound features off (see :mod:`e2e.phoenix_server`).
@@ -48,6 +49,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,6 +76,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import Tracer
 
 from otel_semloop import SemloopSpanProcessor
+from tests.e2e.browser import Chromium, chromium_path
 from tests.e2e.fixtures import hex_span_id, hex_trace_id
 from tests.e2e.phoenix_server import PhoenixServer
 
@@ -91,9 +94,15 @@ LOOP_THOUGHT = (
 )
 THRESHOLD = 0.5
 EVALUATION_EVENT = "gen_ai.evaluation.result"
-#: Bounded waits: Phoenix's startup (about 7 s here), then its async ingestion.
-STARTUP_TIMEOUT = 90.0
+#: Bounded waits: Phoenix's startup (about 7 s idle, 80 s on a loaded 2-core machine), then
+#: its async ingestion.
+STARTUP_TIMEOUT = 180.0
 INGEST_TIMEOUT = 30.0
+ROOT_DIR = Path(__file__).resolve().parents[2]
+README = (ROOT_DIR / "README.md").read_text(encoding="utf-8")
+#: Where the screenshot test saves its picture (the README shows a copy, docs/images/).
+SCREENSHOT_DIR = Path(os.environ.get("SEMLOOP_SCREENSHOT_DIR", ROOT_DIR / "out" / "screenshots"))
+SCREENSHOT = SCREENSHOT_DIR / "phoenix-loop.png"
 
 
 # -- what the test process sends ----------------------------------------------------------
@@ -229,6 +238,7 @@ def emitted(phoenix: PhoenixServer) -> Emitted:
             env.delenv(name)  # the defaults and the options below, whatever the shell says
         for name in ("NO_PROXY", "no_proxy"):  # the exporter must reach loopback directly
             env.setenv(name, ",".join(filter(None, (os.environ.get(name), "127.0.0.1", "localhost"))))
+        env.setenv("SEMLOOP_PHOENIX_URL", phoenix.base_url)  # verdicts as span annotations too
         return emit_and_read_back(phoenix)
 
 
@@ -373,3 +383,138 @@ def test_only_roots_carry_the_verdict(emitted: Emitted) -> None:
                 k for k in span.get("attributes") or {} if k.startswith("semloop.") and k != "semloop.in_loop"
             }
             assert not keys, f"verdict keys on non-root span {span['name']}: {sorted(keys)}"
+
+
+# -- the verdict among Phoenix's annotations, its filters, and a picture -----------------------
+
+
+def graphql_span_names(phoenix: PhoenixServer, project: str, condition: str) -> list[str]:
+    """Names of the project's spans that Phoenix's own span filter ``condition`` selects."""
+    projects = phoenix.client.get("/v1/projects").json()["data"]
+    project_id = next(p["id"] for p in projects if p["name"] == project)
+    query = (
+        "query($id: ID!, $condition: String) { node(id: $id) { ... on Project {"
+        " spans(first: 100, filterCondition: $condition) { edges { node { name } } } } } }"
+    )
+    body = {"query": query, "variables": {"id": project_id, "condition": condition}}
+    answer = phoenix.client.post("/graphql", json=body).json()
+    assert "errors" not in answer, answer
+    return [edge["node"]["name"] for edge in answer["data"]["node"]["spans"]["edges"]]
+
+
+def annotations_of(phoenix: PhoenixServer, project: str, span_id: str, timeout: float = 30.0) -> list[dict]:
+    """The span's annotations, read through Phoenix's REST API (polled: the processor posts
+    them from a background thread, after the spans)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = phoenix.client.get(
+            f"/v1/projects/{project}/span_annotations", params={"span_ids": span_id}
+        )
+        response.raise_for_status()
+        found = response.json()["data"]
+        if found or time.monotonic() >= deadline:
+            return found
+        time.sleep(0.25)
+
+
+def test_looping_root_has_the_verdict_as_a_code_annotation(phoenix: PhoenixServer, emitted: Emitted) -> None:
+    root = emitted.root_of(emitted.loop_trace_id)
+    (annotation,) = annotations_of(phoenix, emitted.project, root["context"]["span_id"])
+    assert annotation["name"] == "semloop.loop" and annotation["annotator_kind"] == "CODE"
+    result = annotation["result"]
+    assert result["label"] == "loop" and result["score"] == root["attributes"]["semloop.score"]
+    assert result["explanation"] == root["attributes"]["semloop.reason"]
+    assert annotation["identifier"] == "otel-semloop"
+
+
+def test_healthy_root_has_a_no_loop_annotation(phoenix: PhoenixServer, emitted: Emitted) -> None:
+    root = emitted.root_of(emitted.healthy_trace_id)
+    (annotation,) = annotations_of(phoenix, emitted.project, root["context"]["span_id"])
+    assert annotation["result"]["label"] == "no_loop" and annotation["result"]["score"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "annotations['semloop.loop'].label == 'loop'",
+        "annotations['semloop.loop'].score < 0.5",
+        "attributes['semloop']['label'] == 'loop'",
+    ],
+)
+def test_the_readme_filters_find_the_looping_root_and_nothing_else(
+    phoenix: PhoenixServer, emitted: Emitted, condition: str
+) -> None:
+    loop_root = emitted.root_of(emitted.loop_trace_id)["name"]
+    assert graphql_span_names(phoenix, emitted.project, condition) == [loop_root]
+    assert condition in README, "the README shows this filter"
+
+
+def test_the_flat_attribute_filter_finds_nothing(phoenix: PhoenixServer, emitted: Emitted) -> None:
+    """Why the README gives the nested form: Phoenix nests dotted attribute names."""
+    assert graphql_span_names(phoenix, emitted.project, "attributes['semloop.label'] == 'loop'") == []
+
+
+def test_screenshot_of_the_looping_trace_shows_verdict_and_annotation(
+    phoenix: PhoenixServer, emitted: Emitted
+) -> None:
+    """Headless Chromium opens the looping trace in Phoenix's UI, shows the root span's
+    attributes, and saves the picture the README shows (``SCREENSHOT``)."""
+    assert chromium_path(), "chromium is not installed (apt-get install -y chromium; .ci/run does)"
+    projects = phoenix.client.get("/v1/projects").json()["data"]
+    project_id = next(p["id"] for p in projects if p["name"] == emitted.project)
+    with Chromium(width=1600, height=1100) as browser:
+        browser.open(f"{phoenix.base_url}/projects/{project_id}/traces/{emitted.loop_trace_id}")
+        browser.wait_for_text(emitted.root_of(emitted.loop_trace_id)["name"], "semloop.loop", timeout=120)
+        # The trace's panel (span tree, then the root's tabs) renders after the traces table.
+        assert browser.click_text("Attributes", timeout=120), browser.text()[:2000]
+        text = browser.wait_for_text("semloop.label", "semloop.loop.detected", "semloop.reason", timeout=30)
+        time.sleep(1.0)  # let the table finish painting
+        path = browser.screenshot(SCREENSHOT)
+    assert "loop" in text.split("semloop.label", 1)[1][:40]
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 30_000
+
+
+def test_the_service_annotates_the_roots_it_scores(phoenix: PhoenixServer) -> None:
+    """``otel-semloop serve`` between an application and Phoenix, with
+    ``SEMLOOP_PHOENIX_URL``: the looping run's root is annotated too."""
+    from otel_semloop.service import ServiceConfig, ServiceThread
+
+    project = f"semloop-serve-{uuid.uuid4().hex[:12]}"
+    config = ServiceConfig(
+        grpc=None,
+        http="127.0.0.1:0",
+        export_endpoint=phoenix.base_url,
+        export_protocol="http/protobuf",
+        grace_seconds=0.1,
+        tick_seconds=0.02,
+        shutdown_timeout_seconds=10.0,
+    )
+    with pytest.MonkeyPatch.context() as env:
+        for name in [n for n in os.environ if n.startswith(("SEMLOOP_", "OTEL_"))]:
+            env.delenv(name)
+        env.setenv("SEMLOOP_PHOENIX_URL", phoenix.base_url)
+        with ServiceThread(config) as service:
+            provider = TracerProvider(
+                resource=Resource.create(
+                    {"service.name": "e2e-agent", "openinference.project.name": project}
+                ),
+                shutdown_on_exit=False,
+            )
+            endpoint = f"http://127.0.0.1:{service.http_port}/v1/traces"
+            provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=10)))
+            loop_trace_id = run_looping_agent(provider.get_tracer("e2e.phoenix.serve"))
+            provider.shutdown()
+            stored = phoenix.spans(project)
+            deadline = time.monotonic() + INGEST_TIMEOUT
+            while not any(
+                s["context"]["trace_id"] == loop_trace_id and not s.get("parent_id") for s in stored
+            ):
+                assert time.monotonic() < deadline, "the service's spans never reached Phoenix"
+                time.sleep(0.25)
+                stored = phoenix.spans(project)
+            (root,) = [
+                s for s in stored if s["context"]["trace_id"] == loop_trace_id and not s.get("parent_id")
+            ]
+            (annotation,) = annotations_of(phoenix, project, root["context"]["span_id"])
+    assert annotation["annotator_kind"] == "CODE" and annotation["result"]["label"] == "loop"
+    assert annotation["result"]["score"] == root["attributes"]["semloop.score"]

@@ -55,9 +55,12 @@ def test_spans_that_gain_nothing_are_forwarded_as_the_original_objects() -> None
         looping(line, iterations=8)
         line.wait_exported(17)
         produced = {s.context.span_id: s for s in line.produced_spans()}
-        for span in line.exported_spans():
-            touched = any(k.startswith("semloop.") for k in span.attributes)
-            assert (span is produced[span.context.span_id]) is not touched
+        exported = line.exported_spans()
+        assert len(exported) == len(produced) == 17
+        touched = [any(k.startswith("semloop.") for k in span.attributes) for span in exported]
+        assert 0 < sum(touched) < 17  # the root and the looping steps, not the others
+        for span, was_touched in zip(exported, touched, strict=True):
+            assert (span is produced[span.context.span_id]) is not was_touched
 
 
 def test_a_trace_without_agent_steps_is_forwarded_untouched() -> None:
@@ -66,6 +69,7 @@ def test_a_trace_without_agent_steps_is_forwarded_untouched() -> None:
             pass
         spans = line.wait_exported(2)
         produced = {s.context.span_id: s for s in line.produced_spans()}
+        assert len(spans) == len(produced) == 2
         assert all(span is produced[span.context.span_id] for span in spans)
         assert line.processor.stats()["traces.none"] == 1
 
@@ -327,7 +331,7 @@ def test_metrics_are_recorded_through_the_metrics_api() -> None:
     meters = MeterProvider(metric_readers=[reader])
     with pipeline(meter_provider=meters) as line:
         looping(line, iterations=8)
-        line.wait_exported(17)
+        assert len(line.wait_exported(17)) == 17
         assert line.processor.force_flush()
     data = reader.get_metrics_data()
     points: dict[str, list[Any]] = {}
@@ -342,6 +346,8 @@ def test_metrics_are_recorded_through_the_metrics_api() -> None:
     }
     assert points["semloop.scoring.duration"][0].count == 1
     assert points["semloop.spans.held"][0].value == 0
+    forwarded = {p.attributes["semloop.span.state"]: p.value for p in points["semloop.spans.forwarded"]}
+    assert sum(forwarded.values()) == 17 and forwarded["patched"] >= 1
     meters.shutdown()
 
 

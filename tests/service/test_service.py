@@ -105,15 +105,29 @@ class App:
 
 @contextmanager
 def running(
-    downstream: OtlpReceiver, app_protocol: str, stop_timeout: float | None = None, **overrides: Any
+    downstream: OtlpReceiver,
+    app_protocol: str,
+    stop_timeout: float | None = None,
+    *,
+    every_span_once: bool = True,
+    **overrides: Any,
 ) -> Iterator[tuple[ServiceThread, App]]:
+    """The service and an app in front of it. On a clean exit, once both are shut down
+    (nothing more can arrive), every span the app produced must have arrived exactly once:
+    a duplicate sent late is caught whatever the test waited for."""
     service = ServiceThread(service_config(downstream, **overrides)).start()
     app = App(service, app_protocol)
     try:
         yield service, app
-    finally:
+    except BaseException:
         app.shutdown()
         service.stop(stop_timeout)
+        raise
+    app.shutdown()
+    service.stop(stop_timeout)
+    produced = Counter(f"{s.context.span_id:016x}" for s in app.produced.get_finished_spans())
+    if every_span_once and produced:
+        assert Counter(s.span_id for s in downstream.spans if s.span_id in produced) == produced
 
 
 def wait_trace(
@@ -426,7 +440,9 @@ def test_a_trace_whose_scoring_outlives_the_budget_is_forwarded_unscored_once(
 def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retryably() -> None:
     downstream = GrpcOtlpReceiver()  # never started
     try:
-        with running(downstream, "grpc", 0.5, export_queue_spans=2, retry_max_elapsed=0) as (service, app):
+        with running(
+            downstream, "grpc", 0.5, every_span_once=False, export_queue_spans=2, retry_max_elapsed=0
+        ) as (service, app):
             app.plain_request()
             app.flush()
             deadline = time.monotonic() + 5

@@ -221,7 +221,7 @@ DoorFactory = Callable[..., Any]
 
 def _opener(kind: str, tmp_path: Path) -> DoorFactory:
     @contextmanager
-    def open_door(scorer: Any = None, **options: Any) -> Iterator[Door]:
+    def open_door(scorer: Any = None, every_span_once: bool = True, **options: Any) -> Iterator[Door]:
         if kind == "rescore":
             door: Door = RescoreDoor(tmp_path)
         elif kind == "processor":
@@ -230,8 +230,13 @@ def _opener(kind: str, tmp_path: Path) -> DoorFactory:
             door = ServiceDoor(scorer, **{**FAST, **options})
         try:
             yield door
-        finally:
+        except BaseException:
             door.close()
+            raise
+        door.close()
+        if door.produced() and every_span_once:
+            # Nothing more can arrive once the door is closed: a late duplicate shows here.
+            door.assert_each_span_forwarded_once()
 
     return open_door
 

@@ -254,7 +254,9 @@ def test_shutdown_forwards_everything_held_unscored_when_scoring_cannot_finish(
     open_door: DoorFactory,
 ) -> None:
     for scorer in _hanging(always=True):
-        with open_door(scorer=scorer, scoring_budget_seconds=HANG, shutdown_timeout_seconds=1.0) as door:
+        with open_door(
+            scorer=scorer, every_span_once=False, scoring_budget_seconds=HANG, shutdown_timeout_seconds=1.0
+        ) as door:
             trace_id = looping(door, rounds=3)
             door.send()
             waiting_root = door.tracer.start_span(

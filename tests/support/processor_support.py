@@ -84,9 +84,9 @@ class Pipeline:
     def exported_spans(self) -> list[ReadableSpan]:
         return list(self.exported.get_finished_spans())
 
-    def wait_exported(self, count: int, timeout: float = 5.0) -> list[ReadableSpan]:
-        """Wait, without flushing, until ``count`` spans were exported."""
-        wait_for(lambda: len(self.exported.get_finished_spans()) >= count, timeout)
+    def wait_exported(self, count: int, timeout: float = 10.0) -> list[ReadableSpan]:
+        """Wait, without flushing, until ``count`` spans were exported; fail if they were not."""
+        wait_for(lambda: len(self.exported.get_finished_spans()) >= count, timeout, f"{count} spans exported")
         return self.exported_spans()
 
     def assert_each_span_forwarded_once(self) -> None:
@@ -95,6 +95,7 @@ class Pipeline:
 
         produced = ids(self.produced_spans())
         exported = ids(self.exported_spans())
+        assert produced, "nothing was produced: the check would prove nothing"
         assert exported == produced, (len(exported), len(produced))
 
     def end(self, span: Any) -> None:
@@ -104,12 +105,16 @@ class Pipeline:
         self.end_durations.append(time.perf_counter() - started)
 
 
-def wait_for(predicate: Callable[[], Any], timeout: float = 5.0) -> Any:
+def wait_for(predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    """Wait until ``predicate()`` is truthy and return its value; fail the test when it is
+    still falsy after ``timeout`` seconds (a wait that ends quietly proves nothing)."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
-        if value or time.monotonic() > deadline:
+        if value:
             return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"still false after {timeout} s: {what or predicate}")
         time.sleep(0.005)
 
 
@@ -155,8 +160,14 @@ def pipeline(
     provider.add_span_processor(_Timed(processor, line.hook_durations))
     try:
         yield line
-    finally:
+    except BaseException:
         provider.shutdown()
+        raise
+    provider.shutdown()
+    if downstream is None and line.produced_spans():
+        # After shutdown nothing more can arrive: a duplicate sent late is caught here,
+        # whatever the test waited for.
+        line.assert_each_span_forwarded_once()
 
 
 def agent_run(
@@ -169,9 +180,19 @@ def agent_run(
 ) -> int:
     """An agent that asks the model, then calls ``search`` with the same arguments,
     ``iterations`` times; ``results(i)`` is what the i-th search returns. Returns the
-    number of iterations completed (``before_step`` may raise to stop the run)."""
-    search_agent(line.tracer, (results(i) for i in range(iterations)), name=name, before_step=before_step)
-    return iterations
+    number of searches the agent actually made (counted from the spans it ended), so a
+    caller can tell a run that went to the end from one that was stopped
+    (``before_step`` may raise to stop the run)."""
+    trace_id = search_agent(
+        line.tracer, (results(i) for i in range(iterations)), name=name, before_step=before_step
+    )
+    return sum(
+        1
+        for span in line.produced_spans()
+        if not isinstance(span, int)
+        and span.name == "execute_tool search"
+        and f"{span.context.trace_id:032x}" == trace_id
+    )
 
 
 def looping(line: Pipeline, iterations: int = 8, **kwargs: Any) -> int:

@@ -1,15 +1,20 @@
 """Record a Google ADK ``LlmAgent`` through ADK's own OpenTelemetry tracing.
 
-    python bench/corpus/record/google_adk_native.py
+    python bench/corpus/record/google_adk_native.py [--content]
 
 Needs ``google-adk`` and ``litellm`` (a venv of their own: bench/corpus/record/README.md).
 The agent's model is ADK's ``LiteLlm`` pointed at the fake OpenAI-compatible model on
 loopback; ADK traces through the global tracer provider, set here to an SDK provider with the
 real OTLP/HTTP exporter. Each scenario runs in a fresh session of an ``InMemoryRunner``.
+By default ADK records no message content (its default, kept: traces like these exist);
+``--content`` opts in to the latest GenAI conventions with content on the spans
+(``OTEL_SEMCONV_STABILITY_OPT_IN=gen_ai_latest_experimental``,
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY``).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import functools
 import os
@@ -46,9 +51,15 @@ def error_as_result(function):
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--content", action="store_true")
+    args = parser.parse_args()
+    if args.content:
+        os.environ["OTEL_SEMCONV_STABILITY_OPT_IN"] = "gen_ai_latest_experimental"
+        os.environ["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "SPAN_ONLY"
     from opentelemetry import trace
 
-    framework = "google-adk-native"
+    framework = "google-adk-native-content" if args.content else "google-adk-native"
     tools = Tools()
     with OtlpJsonLinesReceiver() as receiver, FakeModel(next(iter(SCENARIOS.values())).script()) as model:
         provider = otlp_provider(receiver.endpoint, framework)

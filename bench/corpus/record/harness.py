@@ -367,6 +367,18 @@ def _call(name: str, args: Mapping[str, Any], thought: str | None = None) -> Tur
     return Turn(content=thought, tool_calls=(ToolCallSpec(name, dict(args)),))
 
 
+def _flaky(tool: str, args: dict[str, Any], n: int) -> str:
+    if tool == "read_file" and n < 2:
+        raise ToolFailure("503 Service Unavailable: config store is restarting")
+    return _investigation(tool, args, n)
+
+
+CHANT = "\n".join(["I will now check the logs again."] * 25)
+TABLE = "| service | p99 ms | errors |\n|---|---|---|\n" + "\n".join(
+    f"| svc-{i:02d} | {40 + 7 * i} | {i % 5} |" for i in range(25)
+)
+
+
 def _then(calls: list[Turn], answer: str) -> tuple[Turn, ...]:
     return (*calls, Turn.answer(answer))
 
@@ -437,6 +449,43 @@ SCENARIOS: dict[str, Scenario] = {
             "read / search alternating four rounds, identical results",
         ),
         Scenario(
+            "loop-chanting-answer",
+            "loop",
+            "Why is checkout failing? Investigate the logs and recommend a fix.",
+            _then([_call("search_logs", {"query": "timeout"}, "First the timeout errors.")], CHANT),
+            _same_search,
+            "one search, then an answer that is the same sentence 25 times",
+        ),
+        Scenario(
+            "healthy-long-table-answer",
+            "healthy",
+            "Give me the p99 latency and error count of every service.",
+            _then(
+                [
+                    _call(
+                        "get_metrics", {"service": "all", "metric": "p99_latency_ms"}, "Reading the metrics."
+                    )
+                ],
+                TABLE,
+            ),
+            _investigation,
+            "one call, then a 25-row table whose rows all differ",
+        ),
+        Scenario(
+            "healthy-transient-tool-errors",
+            "healthy",
+            "Why is checkout failing? Investigate the logs and recommend a fix.",
+            (
+                *[_call("read_file", {"path": "payments-db/pool.yaml"}, "Reading the pool config.")] * 3,
+                _call(
+                    "get_metrics", {"service": "payments-db", "metric": "p99_latency_ms"}, "Now the latency."
+                ),
+                Turn.answer("Root cause: the pool is capped at 10 connections; raise it to 50."),
+            ),
+            _flaky,
+            "the config store fails twice (503), the third read works, the work goes on",
+        ),
+        Scenario(
             "healthy-investigation",
             "healthy",
             "Why is checkout failing? Investigate the logs and recommend a fix.",
@@ -488,6 +537,7 @@ SCENARIOS: dict[str, Scenario] = {
         ),
     )
 }
+
 
 TOOL_DOCS = {
     "search_logs": "Search the service logs for a query string.",

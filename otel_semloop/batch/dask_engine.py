@@ -1,0 +1,199 @@
+"""``rescore --engine dask``: the same rescoring spread over a Dask cluster, for when one
+machine is not enough (an optional extra: ``pip install 'otel-semloop[dask]'``).
+
+How: each input file is read and scanned on a worker (one partition per file); every span
+is keyed by its trace id and the spans are shuffled so each trace lands whole on one
+worker, where it is scored by the same per-trace code as the local engine
+(:func:`otel_semloop.batch.worker.score_job`). Only the patches and summary rows come back
+to the client, which then rewrites the inputs in order with the same writer: the output
+is byte-identical to the single-process engine's (every trace there completes inside its
+window; here traces are whole by construction, so spans that the local engine would count
+as late are scored with their trace).
+
+The cluster is a ``LocalCluster`` (one single-threaded process per core) unless
+``--scheduler ADDRESS`` names a running scheduler; its workers must see the input paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
+
+from otel_semloop.batch.engine import EngineOptions, EngineStats
+from otel_semloop.batch.inputs import InputProblem, ReadState, Source, _Spool, iter_units
+from otel_semloop.batch.spans import (
+    apply_json,
+    apply_proto,
+    load_json,
+    payload_json,
+    payload_proto,
+    scan_json,
+    scan_proto,
+)
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_jobs
+from otel_semloop.otlp._common import Bad
+from otel_semloop.otlp.codec import span_to_json
+
+__all__ = ["run_dask"]
+
+_PARTITIONS_PER_WORKER = 4
+
+
+def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every span of one file as ``(trace_id, (position, kind, bytes, root, span_id))``.
+    Units that do not parse are skipped here (the client reports them)."""
+    out: list[tuple[str, tuple[Any, ...]]] = []
+    state = ReadState([], _Spool())
+    try:
+        for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
+            if unit.error is not None:
+                continue
+            try:
+                if unit.kind == "json":
+                    scanned = scan_json(load_json(unit.raw))
+                else:
+                    scanned = scan_proto(TracesData.FromString(unit.raw))
+            except (Bad, ValueError, RuntimeError, RecursionError):
+                continue
+            for k, s in enumerate(scanned):
+                if type(s.span) is dict:
+                    data = payload_json([s.span])
+                    kind = "json"
+                else:
+                    data = s.span.SerializeToString()
+                    kind = "proto"
+                out.append((s.trace_id, ((index, unit.seq, k), kind, data, s.root, s.span_id)))
+    finally:
+        state.spool.close()
+    return out
+
+
+def _score_group(group: tuple[str, list[tuple[Any, ...]]], spec: ScorerSpec) -> tuple[str, Any, Any, Any]:
+    tid, items = group
+    items = sorted(items, key=lambda item: item[0])  # input order, as the local engine sends
+    roots = tuple(sid for _, _, _, root, sid in items if root)
+    if all(kind == "proto" for _, kind, _, _, _ in items):
+        payload = payload_proto([Span.FromString(data) for _, _, data, _, _ in items])
+        job = TraceJob(tid, "proto", payload, roots, not roots)
+    else:
+        import orjson
+
+        spans = [
+            orjson.loads(data)[0] if kind == "json" else span_to_json(Span.FromString(data))
+            for _, kind, data, _, _ in items
+        ]
+        job = TraceJob(tid, "json", payload_json(spans), roots, not roots)
+    ((_, patches, row),) = score_jobs([job], spec)
+    return tid, patches, row, items[0][0]
+
+
+def _client(scheduler: str | None, workers: int) -> tuple[Any, Any]:
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("--engine dask needs the dask extra (pip install 'otel-semloop[dask]')") from None
+    if scheduler:
+        return Client(scheduler), None
+    import logging
+
+    cluster = LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        dashboard_address=None,
+        silence_logs=logging.ERROR,
+    )
+    return Client(cluster), cluster
+
+
+def run_dask(
+    sources: list[Source],
+    options: EngineOptions,
+    write: Callable[..., None],
+    state: ReadState,
+    *,
+    max_unit_bytes: int,
+    scheduler: str | None = None,
+) -> EngineStats:
+    """Score on the cluster, then write every unit in input order (see the module doc)."""
+    import os
+
+    import dask.bag as db
+
+    workers = options.workers or (os.cpu_count() or 1)
+    client, cluster = _client(scheduler, workers)
+    try:
+        paths = [s.path for s in sources]
+        bag = db.from_sequence(list(enumerate(paths)), npartitions=max(1, len(paths)))
+        spans = bag.map_partitions(
+            lambda part: [item for index, path in part for item in _scan_file(path, index, max_unit_bytes)]
+        )
+        n_workers = max(1, len(client.scheduler_info().get("workers", {})) or workers)
+        groups = spans.groupby(
+            lambda item: item[0], npartitions=n_workers * _PARTITIONS_PER_WORKER, shuffle="tasks"
+        )
+        groups = groups.map(lambda g: (g[0], [item for _, item in g[1]]))
+        spec = options.spec
+        results = groups.map(_score_group, spec=spec).compute()
+        stats = EngineStats(workers=n_workers)
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    patches: dict[str, dict[str, Any]] = {}
+    rows = []
+    for tid, p, row, first in results:
+        stats.traces += 1
+        if p:
+            patches[tid] = p
+        if row is not None:
+            rows.append((first, row))
+            stats.loops += row.label == "loop"
+    rows.sort(key=lambda item: item[0])
+    stats.rows = [row for _, row in rows]
+    _rewrite(sources, state, patches, write, stats, max_unit_bytes)
+    return stats
+
+
+def _rewrite(
+    sources: list[Source],
+    state: ReadState,
+    patches: dict[str, dict[str, Any]],
+    write: Callable[..., None],
+    stats: EngineStats,
+    max_unit_bytes: int,
+) -> None:
+    for unit in iter_units(sources, state, max_unit_bytes=max_unit_bytes):
+        stats.units += 1
+        doc: Any = None
+        dirty = False
+        if unit.error is None:
+            try:
+                if unit.kind == "json":
+                    doc = load_json(unit.raw)
+                    scanned = scan_json(doc)
+                else:
+                    doc = TracesData.FromString(unit.raw)
+                    scanned = scan_proto(doc)
+            except Bad as exc:
+                error = exc.to_error(unit.where)
+                unit.error = str(exc)
+                stats.malformed.append(InputProblem(error.where, str(exc)))
+                doc = None
+            except (ValueError, RuntimeError, RecursionError) as exc:
+                unit.error = f"invalid {unit.kind}: {exc}"
+                stats.malformed.append(InputProblem(unit.where, unit.error))
+                doc = None
+            else:
+                stats.spans += len(scanned)
+                for s in scanned:
+                    p = patches.get(s.trace_id)
+                    patch = p.get(s.span_id) if p else None
+                    if patch is not None:
+                        (apply_json if type(s.span) is dict else apply_proto)(s.span, patch)
+                        dirty = True
+        else:
+            stats.malformed.append(InputProblem(unit.where, unit.error))
+        write(unit, doc, dirty)

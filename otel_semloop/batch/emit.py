@@ -1,0 +1,214 @@
+"""``rescore --emit evaluations``: only the evaluation records, for traces a backend already
+stores.
+
+Re-sending scored spans to a backend that holds the originals shows every span twice.
+Instead each scored trace becomes one ``gen_ai.evaluation.result`` log record parented to
+its root (the shared record of :mod:`otel_semloop.evaluation`) and/or a carrier span, child
+of and linked to the root, for backends that take only traces; written to the output as OTLP JSON lines or
+length-prefixed protobuf, or sent to ``--export-endpoint`` by OTLP/HTTP protobuf.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import orjson
+from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
+
+from otel_semloop.batch.worker import TraceRow
+from otel_semloop.evaluation import (
+    EVENT_NAME,
+    SCOPE_NAME,
+    SEVERITY_INFO,
+    EvaluationRecord,
+    log_record_json,
+    logs_data_json,
+)
+from otel_semloop.otlp.anyvalue import encode_attributes_pb
+from otel_semloop.otlp.codec import traces_to_json
+
+__all__ = ["export_evaluations", "logs_json", "records_for"]
+
+#: Records per line / per request: about what a Collector batch holds.
+BATCH = 512
+_RETRYABLE = {429, 502, 503, 504}
+
+
+def _rows(rows: Sequence[TraceRow]) -> list[TraceRow]:
+    return [r for r in rows if r.root_span_id and r.evaluation]
+
+
+def _record(row: TraceRow) -> EvaluationRecord:
+    return EvaluationRecord(row.trace_id, row.root_span_id, row.event_ns, row.evaluation)
+
+
+def logs_json(rows: Sequence[TraceRow]) -> dict[str, Any]:
+    """One OTLP JSON ``LogsData`` holding a log record per row (the shared record shape of
+    :mod:`otel_semloop.evaluation`; the observed time is the record's time, so the same
+    input gives the same bytes)."""
+    doc = logs_data_json([_record(r) for r in rows])
+    for sl in doc["resourceLogs"][0]["scopeLogs"]:
+        for rec in sl["logRecords"]:
+            rec["observedTimeUnixNano"] = rec["timeUnixNano"]
+    return doc
+
+
+def log_record(row: TraceRow) -> LogRecord:
+    """The same record as an OTLP protobuf ``LogRecord``."""
+    d = log_record_json(_record(row))
+    record = LogRecord(
+        time_unix_nano=row.event_ns,
+        observed_time_unix_nano=row.event_ns,
+        severity_number=SEVERITY_INFO,  # type: ignore[arg-type]
+        severity_text="INFO",
+        event_name=EVENT_NAME,
+        trace_id=bytes.fromhex(row.trace_id),
+        span_id=bytes.fromhex(row.root_span_id),
+        flags=int(d.get("flags", 0)),
+    )
+    encode_attributes_pb(row.evaluation, record.attributes)
+    return record
+
+
+def carrier_span(row: TraceRow) -> Span:
+    """A span in the evaluated trace, child of and linked to the evaluated root, carrying the
+    evaluation attributes and the ``gen_ai.evaluation.result`` event; its id derives from
+    the root's, so the same input gives the same span."""
+    span = Span(
+        trace_id=bytes.fromhex(row.trace_id),
+        span_id=hashlib.sha256(f"semloop-evaluation:{row.trace_id}:{row.root_span_id}".encode()).digest()[:8],
+        parent_span_id=bytes.fromhex(row.root_span_id),
+        name=f"evaluate {row.evaluation.get('gen_ai.evaluation.name', 'semloop.loop')}",
+        kind=Span.SPAN_KIND_INTERNAL,
+        start_time_unix_nano=row.event_ns,
+        end_time_unix_nano=row.event_ns,
+    )
+    encode_attributes_pb(row.evaluation, span.attributes)
+    link = span.links.add()
+    link.trace_id = bytes.fromhex(row.trace_id)
+    link.span_id = bytes.fromhex(row.root_span_id)
+    event = span.events.add()
+    event.name = EVENT_NAME
+    event.time_unix_nano = row.event_ns
+    encode_attributes_pb(row.evaluation, event.attributes)
+    return span
+
+
+def _resource() -> Resource:
+    resource = Resource()
+    encode_attributes_pb({"service.name": "otel-semloop"}, resource.attributes)
+    return resource
+
+
+def logs_data(rows: Iterable[TraceRow]) -> LogsData:
+    data = LogsData()
+    rl = data.resource_logs.add()
+    rl.resource.CopyFrom(_resource())
+    sl = rl.scope_logs.add()
+    sl.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
+    sl.log_records.extend(log_record(r) for r in rows)
+    return data
+
+
+def traces_data(rows: Iterable[TraceRow]) -> TracesData:
+    data = TracesData()
+    rs = data.resource_spans.add()
+    rs.resource.CopyFrom(_resource())
+    ss = rs.scope_spans.add()
+    ss.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
+    ss.spans.extend(carrier_span(r) for r in rows)
+    return data
+
+
+def records_for(rows: Sequence[TraceRow], carrier: str, fmt: str) -> Iterable[bytes]:
+    """The framed lines / messages to write: ``carrier`` is ``logs`` or ``spans``."""
+    chosen = _rows(rows)
+    for i in range(0, len(chosen), BATCH):
+        chunk = chosen[i : i + BATCH]
+        if carrier == "spans":
+            msg = traces_data(chunk)
+            if fmt == "json":
+                yield orjson.dumps(traces_to_json(msg)) + b"\n"
+            else:
+                data = msg.SerializeToString()
+                yield len(data).to_bytes(4, "big") + data
+        elif fmt == "json":
+            yield orjson.dumps(logs_json(chunk)) + b"\n"
+        else:
+            data = logs_data(chunk).SerializeToString()
+            yield len(data).to_bytes(4, "big") + data
+
+
+def export_evaluations(
+    rows: Sequence[TraceRow],
+    endpoint: str,
+    carrier: str,
+    headers: dict[str, str] | None = None,
+    timeout: float = 10.0,
+    retries: int = 5,
+) -> int:
+    """POST the records to ``endpoint`` (an OTLP/HTTP base URL; ``/v1/logs`` and
+    ``/v1/traces`` are appended) as protobuf. Retries 429/502/503/504 with backoff
+    (honouring ``Retry-After``). Returns the number of records sent; raises
+    ``RuntimeError`` when the endpoint refuses them."""
+    try:
+        import httpx
+    except ImportError:
+        raise RuntimeError("--export-endpoint needs httpx (pip install 'otel-semloop[batch]')") from None
+
+    base = endpoint.rstrip("/")
+    chosen = _rows(rows)
+    sent = 0
+    kinds = ("logs", "spans") if carrier == "both" else (carrier,)
+    with httpx.Client(timeout=timeout) as client:
+        for kind in kinds:
+            url = f"{base}/v1/logs" if kind == "logs" else f"{base}/v1/traces"
+            for i in range(0, len(chosen), BATCH):
+                chunk = chosen[i : i + BATCH]
+                if kind == "logs":
+                    body = logs_data(chunk).SerializeToString()
+                else:
+                    body = traces_data(chunk).SerializeToString()
+                _post(client, url, body, headers or {}, retries)
+                sent += len(chunk)
+    return sent
+
+
+def _shown(url: str) -> str:
+    """``url`` without its user:password part, for messages."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+
+
+def _post(client: Any, url: str, body: bytes, headers: dict[str, str], retries: int) -> None:
+    import httpx
+
+    delay = 0.5
+    for attempt in range(retries + 1):
+        try:
+            response = client.post(
+                url, content=body, headers={"Content-Type": "application/x-protobuf", **headers}
+            )
+        except httpx.TransportError as exc:
+            if attempt == retries:
+                raise RuntimeError(f"cannot reach {_shown(url)}: {type(exc).__name__}") from None
+        else:
+            if response.status_code < 300:
+                return
+            if response.status_code not in _RETRYABLE or attempt == retries:
+                raise RuntimeError(f"{_shown(url)} answered {response.status_code}")
+            after = response.headers.get("Retry-After", "")
+            if after.isdigit():
+                delay = min(float(after), 30.0)
+        time.sleep(delay)
+        delay = min(delay * 2, 30.0)

@@ -1,0 +1,547 @@
+"""The streaming rescoring engine: units in, spans grouped by trace, each trace scored once
+when complete, every unit written out in input order with its patches applied.
+
+Completion window
+    A trace is complete when its root (a span without a parent, or with a remote parent)
+    has been seen and none of its spans arrived for ``window`` units. It is then scored
+    (in a process pool when there is more than one core) and the units holding its spans
+    are patched. A unit is written once every trace it holds is decided, so the output
+    keeps the input's order, and a unit that gained nothing is copied byte for byte.
+    Traces without a root wait until the end of the input (their root may be in a later
+    file) and are then scored as partial. A span that arrives after its trace was decided
+    is written untouched and counted as late.
+
+Bounded memory
+    Only units waiting for an open trace are held. When they exceed ``memory_budget``
+    bytes, the traces holding back the oldest unit are spilled: their spans go to disk,
+    partitioned by trace id, and from then on units are written to a spill file in order
+    instead of the output. At the end the spilled traces are read back one partition at a
+    time, scored, and the spill file is replayed into the output with their patches. So a
+    file larger than memory is rescored in order, whatever its traces look like.
+
+Determinism
+    Verdicts depend only on each trace's spans, patches are applied where each span
+    stands, and summary rows are sorted by the order traces were closed: the same input
+    gives the same output bytes, with or without a pool.
+
+Size: the engine is one state machine (held units, open/stalled/scoring traces, the
+pool's in-flight tasks, the spill) whose parts share its bookkeeping; split apart, every
+piece would need the others' private state.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import struct
+import tempfile
+import zlib
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import orjson
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from otel_semloop.batch.inputs import InputProblem, Unit
+from otel_semloop.batch.spans import (
+    ScannedSpan,
+    apply_json,
+    apply_proto,
+    load_json,
+    payload_json,
+    payload_proto,
+    scan_json,
+    scan_proto,
+)
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, init_worker, score_jobs
+from otel_semloop.otlp._common import Bad
+from otel_semloop.otlp.codec import span_to_json
+
+__all__ = ["Engine", "EngineOptions", "EngineStats"]
+
+#: Units a trace with a root must be idle for before it is complete. A Collector writes
+#: spans in end order, root last, so a trace is usually whole once its root is seen; the
+#: window is for spans of the same trace exported later by other processes.
+DEFAULT_WINDOW = 16
+#: Bytes of held units (as read) before open traces are spilled to disk. Parsed, a unit
+#: takes several times its size in memory.
+DEFAULT_MEMORY_BUDGET = 64 << 20
+_JOBS_PER_TASK = 16
+#: Traces closed before scoring moves to a process pool (smaller inputs score in-process).
+_POOL_AFTER_TRACES = 64
+_PARTITIONS = 16
+
+
+@dataclass(slots=True)
+class EngineOptions:
+    window: int = DEFAULT_WINDOW
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    workers: int = 0  # 0: one per core when there is more than one, else in-process
+    spec: ScorerSpec = field(default_factory=ScorerSpec)
+    spill_dir: str | None = None
+
+
+@dataclass(slots=True)
+class EngineStats:
+    units: int = 0
+    spans: int = 0
+    traces: int = 0
+    late_spans: int = 0
+    malformed: list[InputProblem] = field(default_factory=list)
+    rows: list[TraceRow] = field(default_factory=list)
+    spilled_traces: int = 0
+    spilled_units: int = 0
+    workers: int = 0
+    loops: int = 0
+
+
+class _Held:
+    """A unit waiting to be written."""
+
+    __slots__ = ("dirty", "doc", "late", "unit", "waiting")
+
+    def __init__(self, unit: Unit) -> None:
+        self.unit = unit
+        self.doc: Any = None
+        self.waiting = 0
+        self.dirty = False
+        self.late: set[str] | None = None  # spilled traces whose patches it still needs
+
+
+class _Open:
+    __slots__ = ("last", "last_held", "roots", "seq", "spans")
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[_Held, ScannedSpan]] = []
+        self.roots: list[str] = []
+        self.last = 0
+        self.last_held: _Held | None = None
+        self.seq = 0
+
+
+Writer = Callable[[Unit, Any, bool], None]
+
+
+class Engine:
+    """Run once over the units of a whole input: :meth:`feed` each, then :meth:`finish`.
+
+    ``write(unit, doc, dirty)`` receives every unit in input order: ``doc`` is the parsed
+    document (None for a unit that did not parse), ``dirty`` whether patches were applied
+    to it (if not, its ``raw`` bytes are the unit as read).
+    """
+
+    def __init__(self, options: EngineOptions, write: Writer, stats: EngineStats | None = None) -> None:
+        self.options = options
+        self.stats = stats or EngineStats()
+        self._write = write
+        self._pending: deque[_Held] = deque()
+        self._held_bytes = 0
+        self._open: OrderedDict[str, _Open] = OrderedDict()
+        self._stalled: dict[str, _Open] = {}
+        self._scoring: dict[str, _Open] = {}
+        self._done: set[str] = set()
+        self._batch: list[TraceJob] = []
+        self._futures: deque[concurrent.futures.Future[list[tuple[str, Any, Any]]]] = deque()
+        self._seq = 0
+        self._n = 0
+        self._rows: list[tuple[int, TraceRow]] = []
+        self._order: dict[str, int] = {}
+        self._workers = options.workers or (os.cpu_count() or 1)
+        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self.stats.workers = 1
+        self._max_inflight = max(2, self._workers * 3)
+        self._spill: _Spill | None = None
+
+    # -- input -------------------------------------------------------------------------
+
+    def feed(self, unit: Unit) -> None:
+        self._n += 1
+        self.stats.units += 1
+        held = _Held(unit)
+        if unit.error is None:
+            self._take(held)
+        else:
+            self.stats.malformed.append(InputProblem(unit.where, unit.error))
+        self._pending.append(held)
+        self._held_bytes += len(unit.raw)
+        self._close_idle()
+        self._pump(block=False)
+        self._flush()
+        if self._held_bytes > self.options.memory_budget:
+            self._relieve()
+
+    def _take(self, held: _Held) -> None:
+        unit = held.unit
+        try:
+            if unit.kind == "json":
+                doc = load_json(unit.raw)
+                scanned = scan_json(doc)
+            else:
+                doc = TracesData.FromString(unit.raw)
+                scanned = scan_proto(doc)
+        except Bad as exc:
+            error = exc.to_error(unit.where)
+            self.stats.malformed.append(InputProblem(error.where, str(exc)))
+            unit.error = str(exc)
+            return
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            unit.error = f"invalid JSON: {exc}"
+            self.stats.malformed.append(InputProblem(unit.where, unit.error))
+            return
+        except (DecodeError, RuntimeError) as exc:
+            unit.error = f"invalid protobuf: {exc}"
+            self.stats.malformed.append(InputProblem(unit.where, unit.error))
+            return
+        except RecursionError:
+            unit.error = "nested too deeply to decode"
+            self.stats.malformed.append(InputProblem(unit.where, unit.error))
+            return
+        held.doc = doc
+        self.stats.spans += len(scanned)
+        n = self._n
+        spill = self._spill
+        for s in scanned:
+            tid = s.trace_id
+            t = self._open.get(tid)
+            if t is None:
+                if tid in self._done:
+                    self.stats.late_spans += 1
+                    continue
+                if spill is not None and tid in spill.traces:
+                    spill.add(tid, s)
+                    if held.late is None:
+                        held.late = set()
+                    held.late.add(tid)
+                    continue
+                t = self._stalled.pop(tid, None) or self._scoring_guard(tid)
+                if t is None:
+                    continue
+                self._open[tid] = t
+            else:
+                self._open.move_to_end(tid)
+            t.spans.append((held, s))
+            if t.last_held is not held:
+                t.last_held = held
+                held.waiting += 1
+            t.last = n
+            if s.root:
+                t.roots.append(s.span_id)
+
+    def _scoring_guard(self, tid: str) -> _Open | None:
+        if tid in self._scoring:  # a span of a trace being scored: it is late
+            self.stats.late_spans += 1
+            return None
+        return _Open()
+
+    # -- closing traces ----------------------------------------------------------------
+
+    def _close_idle(self) -> None:
+        limit = self._n - self.options.window
+        while self._open:
+            tid, t = next(iter(self._open.items()))
+            if t.last > limit:
+                break
+            del self._open[tid]
+            if t.roots:
+                self._dispatch(tid, t)
+            else:
+                self._stalled[tid] = t
+
+    def _dispatch(self, tid: str, t: _Open) -> None:
+        self._seq += 1
+        self._order[tid] = self._seq
+        self._scoring[tid] = t
+        self.stats.traces += 1
+        spans = [s.span for _, s in t.spans]
+        kinds = {type(s) is dict for s in spans}
+        if kinds == {False}:
+            job = TraceJob(tid, "proto", payload_proto(spans), tuple(t.roots), not t.roots)
+        else:
+            spans = [s if type(s) is dict else span_to_json(s) for s in spans]
+            job = TraceJob(tid, "json", payload_json(spans), tuple(t.roots), not t.roots)
+        self._batch.append(job)
+        if len(self._batch) >= _JOBS_PER_TASK:
+            self._submit()
+
+    def _start_pool(self) -> None:
+        """Processes cost a second or so to start: only for inputs with enough traces."""
+        if self._pool is None and self._workers > 1 and self.stats.traces >= _POOL_AFTER_TRACES:
+            ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+            self._pool = concurrent.futures.ProcessPoolExecutor(
+                self._workers, mp_context=ctx, initializer=init_worker, initargs=(self.options.spec,)
+            )
+            self.stats.workers = self._workers
+
+    def _submit(self) -> None:
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        self._start_pool()
+        if self._pool is None:
+            self._apply(score_jobs(batch, self.options.spec))
+            return
+        self._futures.append(self._pool.submit(score_jobs, batch))
+        while len(self._futures) > self._max_inflight:
+            self._apply(self._futures.popleft().result())
+
+    def _pump(self, block: bool) -> None:
+        """Apply finished results; submit a part-filled batch when the pool has room."""
+        while self._futures and (block or self._futures[0].done()):
+            self._apply(self._futures.popleft().result())
+        if self._batch and (block or len(self._futures) < self._workers):
+            self._submit()
+            if block:
+                self._pump(True)
+
+    def _apply(self, results: Iterable[tuple[str, Any, TraceRow | None]]) -> None:
+        for tid, patches, row in results:
+            t = self._scoring.pop(tid)
+            self._done.add(tid)
+            if row is not None:
+                self._rows.append((self._order.pop(tid, 0), row))
+                self.stats.loops += row.label == "loop"
+            else:
+                self._order.pop(tid, None)
+            seen: set[int] = set()
+            for held, s in t.spans:
+                if patches:
+                    patch = patches.get(s.span_id)
+                    if patch is not None:
+                        if type(s.span) is dict:
+                            apply_json(s.span, patch)
+                        else:
+                            apply_proto(s.span, patch)
+                        held.dirty = True
+                key = id(held)
+                if key not in seen:
+                    seen.add(key)
+                    held.waiting -= 1
+
+    # -- output ------------------------------------------------------------------------
+
+    def _flush(self) -> None:
+        pending = self._pending
+        while pending and pending[0].waiting == 0:
+            held = pending.popleft()
+            self._held_bytes -= len(held.unit.raw)
+            if self._spill is not None:
+                self._spill.hold(held)
+            else:
+                self._write(held.unit, held.doc, held.dirty)
+
+    def _relieve(self) -> None:
+        """Over the memory budget: spill the traces holding back the oldest unit."""
+        while self._held_bytes > self.options.memory_budget // 2 and self._pending:
+            head = self._pending[0]
+            if self._scoring:
+                self._pump(block=True)  # in-flight traces resolve soon: wait for them first
+                self._flush()
+                continue
+            if self._spill is None:
+                self._spill = _Spill(self.options.spill_dir)
+            blocking = {
+                tid
+                for tid, t in (*self._open.items(), *self._stalled.items())
+                if any(held is head for held, _ in t.spans)
+            }
+            if not blocking:
+                break
+            for tid in blocking:
+                t = self._open.pop(tid, None) or self._stalled.pop(tid)
+                self._spill.spill(tid, t)
+                self.stats.spilled_traces += 1
+            self._flush()
+
+    def finish(self) -> EngineStats:
+        """Close every open trace, score what is left, write everything out."""
+        for tid, t in list(self._open.items()) + list(self._stalled.items()):
+            self._dispatch(tid, t)
+        self._open.clear()
+        self._stalled.clear()
+        self._pump(block=True)
+        self._flush()
+        if self._spill is not None:
+            self._finish_spill(self._spill)
+        self.close()
+        self._rows.sort(key=lambda item: item[0])
+        self.stats.rows = [row for _, row in self._rows]
+        return self.stats
+
+    def _finish_spill(self, spill: _Spill) -> None:
+        patches: dict[str, dict[str, Any]] = {}
+        for jobs in spill.jobs():
+            for job in jobs:
+                self._seq += 1
+                self._order[job.trace_id] = self._seq
+                self.stats.traces += 1
+            self._start_pool()
+            results = score_jobs(jobs, self.options.spec) if self._pool is None else None
+            if results is None:
+                assert self._pool is not None
+                futures = [
+                    self._pool.submit(score_jobs, jobs[i : i + _JOBS_PER_TASK])
+                    for i in range(0, len(jobs), _JOBS_PER_TASK)
+                ]
+                results = [r for f in futures for r in f.result()]
+            for tid, p, row in results:
+                if p:
+                    patches[tid] = p
+                if row is not None:
+                    self._rows.append((self._order.pop(tid, 0), row))
+                    self.stats.loops += row.label == "loop"
+        self.stats.spilled_units = spill.held_units
+        for unit, late, dirty in spill.replay():
+            doc = None
+            if unit.error is None:
+                doc = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
+                if late:
+                    scanned = scan_json(doc) if unit.kind == "json" else scan_proto(doc)
+                    for s in scanned:
+                        p = patches.get(s.trace_id)
+                        patch = p.get(s.span_id) if p else None
+                        if patch is not None:
+                            (apply_json if type(s.span) is dict else apply_proto)(s.span, patch)
+                            dirty = True
+            self._write(unit, doc, dirty)
+        spill.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+        if self._spill is not None:
+            self._spill.close()
+
+
+class _Spill:
+    """Spans of spilled traces in partition files by trace id, and the units written
+    after the first spill, in order, in one file."""
+
+    def __init__(self, directory: str | None) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
+        self.parts: list[IO[bytes]] = [
+            open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b")  # noqa: SIM115
+            for i in range(_PARTITIONS)
+        ]
+        self.units: IO[bytes] = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
+        self.traces: dict[str, list[str]] = {}  # trace id -> root span ids
+        self.held_units = 0
+
+    def _part(self, tid: str) -> IO[bytes]:
+        return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
+
+    def add(self, tid: str, s: ScannedSpan) -> None:
+        if type(s.span) is dict:
+            kind, data = b"j", orjson.dumps(s.span)
+        else:
+            kind, data = b"p", s.span.SerializeToString()
+        fp = self._part(tid)
+        fp.write(struct.pack(">32sc?I", tid.encode(), kind, s.root, len(data)))
+        fp.write(data)
+        if s.root:
+            self.traces[tid].append(s.span_id)
+
+    def spill(self, tid: str, t: _Open) -> None:
+        self.traces[tid] = []
+        seen: set[int] = set()
+        for held, s in t.spans:
+            self.add(tid, s)
+            if id(held) not in seen:
+                seen.add(id(held))
+                held.waiting -= 1
+                if held.late is None:
+                    held.late = set()
+                held.late.add(tid)
+
+    def hold(self, held: _Held) -> None:
+        """Write a decided unit to the spill file (in order), as it stands now."""
+        unit = held.unit
+        if unit.error is None and held.dirty:
+            data = orjson.dumps(held.doc) if unit.kind == "json" else held.doc.SerializeToString()
+        else:
+            data = unit.raw
+        meta = orjson.dumps(
+            {
+                "s": unit.source,
+                "q": unit.seq,
+                "k": unit.kind,
+                "d": unit.document,
+                "e": unit.error,
+                "l": bool(held.late),
+                "x": held.dirty,
+                "sp": list(unit.spooled[1:]) if unit.spooled else None,
+            }
+        )
+        self.units.write(struct.pack(">II", len(meta), len(data)))
+        self.units.write(meta)
+        self.units.write(data)
+        self.held_units += 1
+        self._spooled = getattr(self, "_spooled", {})
+        if unit.spooled:
+            self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
+
+    def jobs(self) -> Iterable[list[TraceJob]]:
+        for fp in self.parts:
+            fp.flush()
+            fp.seek(0)
+            by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
+            header = struct.calcsize(">32sc?I")
+            while True:
+                head = fp.read(header)
+                if not head:
+                    break
+                tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
+                by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
+            jobs = []
+            for tid, items in by_trace.items():
+                roots = tuple(self.traces.get(tid, ()))
+                if all(kind == b"p" for kind, _ in items):
+                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+                    job = TraceJob(
+                        tid, "proto", payload_proto([Span.FromString(d) for _, d in items]), roots, not roots
+                    )
+                else:
+                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+                    spans = [
+                        orjson.loads(d) if k == b"j" else span_to_json(Span.FromString(d)) for k, d in items
+                    ]
+                    job = TraceJob(tid, "json", payload_json(spans), roots, not roots)
+                jobs.append(job)
+            fp.truncate(0)
+            yield jobs
+
+    def replay(self) -> Iterable[tuple[Unit, bool, bool]]:
+        fp = self.units
+        fp.flush()
+        fp.seek(0)
+        spooled = getattr(self, "_spooled", {})
+        while True:
+            head = fp.read(8)
+            if not head:
+                return
+            n_meta, n_data = struct.unpack(">II", head)
+            meta = orjson.loads(fp.read(n_meta))
+            data = fp.read(n_data)
+            sp = meta["sp"]
+            unit = Unit(
+                meta["s"],
+                meta["q"],
+                meta["k"],
+                data,
+                document=meta["d"],
+                spooled=(spooled[(meta["s"], meta["q"])], sp[0], sp[1]) if sp else None,
+                error=meta["e"],
+            )
+            yield unit, meta["l"], meta["x"]
+
+    def close(self) -> None:
+        for fp in self.parts:
+            fp.close()
+        self.units.close()
+        self.dir.cleanup()

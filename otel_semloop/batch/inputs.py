@@ -1,0 +1,531 @@
+"""Where batch input comes from and what it is: files, directories, FIFOs and stdin; plain,
+gzip or zstd; OTLP JSON lines, length-prefixed protobuf, or one ``ExportTraceServiceRequest``
+(JSON or protobuf) per file.
+
+Why from content and not from the file name: the Collector's file exporter writes
+``format: proto`` and ``compression: zstd`` files under whatever name the operator chose,
+and a wrong guess turns every line into a "malformed line". So compression is read from
+the magic bytes and the format from the first decompressed bytes, and an input that is
+none of the formats gets one precise message ("a zip archive", "a JSON array") instead
+of hundreds of per-line errors.
+
+Memory: decompression streams (``gzip.GzipFile`` and zstd's stream reader behind a
+buffered reader), and no line or message is held past ``max_unit_bytes``: a longer one
+(a gzip bomb inflating to one huge line, a bogus length prefix) is copied to a spool file
+chunk by chunk and later copied through unscored, so nothing is lost and nothing
+unbounded is held. A truncated compressed stream ends the input after the last complete
+line, reported as a :class:`InputProblem`.
+
+Size: discovery, decompression, format detection and the bounded line/message readers
+are one pipeline over one stream; each stage is small and they hand each other the same
+reader state.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import stat
+import sys
+import tempfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+__all__ = [
+    "DEFAULT_MAX_UNIT_BYTES",
+    "InputError",
+    "InputProblem",
+    "Source",
+    "Unit",
+    "expand_inputs",
+    "iter_units",
+]
+
+#: Longest line or message held in memory (decompressed). The Collector's file exporter
+#: writes one export batch per line, typically well under 10 MB; past this a line is
+#: spooled to disk and copied through unscored (the bound errs toward not scoring).
+DEFAULT_MAX_UNIT_BYTES = 64 << 20
+_CHUNK = 1 << 20
+
+_GZIP = b"\x1f\x8b"
+_ZSTD = b"\x28\xb5\x2f\xfd"
+_OTHER_MAGIC = {
+    b"PK\x03\x04": "a zip archive",
+    b"BZh": "bzip2-compressed data",
+    b"\xfd7zXZ\x00": "xz-compressed data",
+    b"\x04\x22\x4d\x18": "lz4-compressed data",
+    b"\xff\x06\x00\x00sNaPpY": "snappy-framed data",
+    b"%PDF": "a PDF document",
+}
+
+
+class InputError(Exception):
+    """An input cannot be read at all (missing, a directory with no files, an unknown format).
+    Exit status 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class InputProblem:
+    """Something wrong inside an input that did not stop the run (reported, exit 2)."""
+
+    where: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One input: a path, or ``-`` for stdin."""
+
+    path: str
+
+    @property
+    def label(self) -> str:
+        return "<stdin>" if self.path == "-" else self.path
+
+    def size(self) -> int:
+        if self.path == "-":
+            return 0
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return 0
+        return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
+@dataclass(slots=True, eq=False)
+class Unit:
+    """One line (JSON lines), one message (length-prefixed protobuf) or one whole document.
+
+    ``raw`` is the exact bytes read (a line without its newline, a message without its
+    length prefix); ``spooled`` is set instead for a unit longer than the limit
+    (``(file, offset, length)`` in a spool file). ``kind`` is ``json`` or ``proto``;
+    ``document`` marks a whole-file ``ExportTraceServiceRequest``.
+    """
+
+    source: str
+    seq: int
+    kind: str
+    raw: bytes
+    document: bool = False
+    spooled: tuple[IO[bytes], int, int] | None = None
+    error: str | None = None
+
+    @property
+    def where(self) -> str:
+        if self.document:
+            return self.source
+        return f"{self.source}:{self.seq}" if self.kind == "json" else f"{self.source} message {self.seq}"
+
+
+def expand_inputs(paths: list[str]) -> list[Source]:
+    """Each argument as sources: ``-`` is stdin, a directory its regular files (recursively,
+    sorted, hidden files skipped), a FIFO or character device is read as a stream.
+    Raises :class:`InputError` for a missing path or a directory without files."""
+    out: list[Source] = []
+    stdin_seen = False
+    for p in paths:
+        if p == "-":
+            if stdin_seen:
+                raise InputError("stdin ('-') given more than once")
+            stdin_seen = True
+            out.append(Source("-"))
+            continue
+        try:
+            st = os.stat(p)
+        except FileNotFoundError:
+            raise InputError(f"no such file or directory: {p}") from None
+        except OSError as exc:
+            raise InputError(f"cannot read {p}: {exc.strerror or exc}") from None
+        if stat.S_ISDIR(st.st_mode):
+            found = sorted(
+                str(f)
+                for f in Path(p).rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+            if not found:
+                raise InputError(f"directory has no files: {p}")
+            out.extend(Source(f) for f in found)
+        elif stat.S_ISREG(st.st_mode) or stat.S_ISFIFO(st.st_mode) or stat.S_ISCHR(st.st_mode):
+            if not os.access(p, os.R_OK):
+                raise InputError(f"cannot read {p}: permission denied")
+            out.append(Source(p))
+        else:
+            raise InputError(f"not a file, directory or FIFO: {p}")
+    return out
+
+
+# --- decompression ----------------------------------------------------------------------
+
+
+class _Counting(io.RawIOBase):
+    """Counts the compressed bytes read, for the progress bar."""
+
+    def __init__(self, fp: IO[bytes]) -> None:
+        self._fp = fp
+        self.count = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = self._fp.readinto(b)  # type: ignore[attr-defined]
+        if n:
+            self.count += n
+        return n or 0
+
+    def close(self) -> None:
+        self._fp.close()
+        super().close()
+
+
+class _Read1(io.RawIOBase):
+    """A raw reader over a buffered stream's ``read1``."""
+
+    def __init__(self, fp: Any) -> None:
+        self._fp = fp
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        data = self._fp.read1(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _open_raw(source: Source) -> IO[bytes]:
+    if source.path == "-":
+        return sys.stdin.buffer
+    return open(source.path, "rb", buffering=0)
+
+
+def _decompressed(raw: io.BufferedReader, label: str) -> tuple[IO[bytes], str]:
+    head = raw.peek(8)[:8]
+    if head.startswith(_GZIP):
+        # read1: one decompression step a read, so lines decoded before a truncation are kept
+        return io.BufferedReader(_Read1(gzip.GzipFile(fileobj=raw, mode="rb")), _CHUNK), "gzip"
+    if head.startswith(_ZSTD):
+        try:
+            import zstandard
+        except ImportError:
+            raise InputError(
+                f"{label}: zstd-compressed; install the zstd extra (pip install 'otel-semloop[zstd]')"
+            ) from None
+        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        return io.BufferedReader(reader, _CHUNK), "zstd"  # type: ignore[arg-type]
+    return raw, "none"
+
+
+_DECOMPRESS_ERRORS: tuple[type[BaseException], ...] = (EOFError, gzip.BadGzipFile, zlib.error)
+try:  # zstandard is an extra
+    import zstandard as _zstd
+
+    _DECOMPRESS_ERRORS = (*_DECOMPRESS_ERRORS, _zstd.ZstdError)
+except ImportError:  # pragma: no cover - exercised only without the extra
+    pass
+
+
+def _describe_head(head: bytes) -> str:
+    for magic, what in _OTHER_MAGIC.items():
+        if head.startswith(magic):
+            return what
+    if head.startswith(b"["):
+        return "a JSON array (OTLP JSON is one TracesData object per line, or one object per file)"
+    text = head[:24]
+    if text and all(32 <= b < 127 or b in (9, 10, 13) for b in text):
+        return f"text starting {text.decode('ascii')!r}"
+    return "binary data starting " + " ".join(f"{b:02x}" for b in head[:8])
+
+
+class _Reader:
+    """Line and message reads over a decompressed stream, bounded by ``limit``."""
+
+    def __init__(self, fp: IO[bytes], label: str, limit: int, spool: _Spool) -> None:
+        self.fp = fp
+        self.label = label
+        self.limit = limit
+        self.spool = spool
+
+    def read_line(self) -> tuple[bytes, tuple[IO[bytes], int, int] | None]:
+        """The next line without its newline (b"" at the end). A line past the limit is
+        spooled: returns (b"", (file, offset, length))."""
+        line = self.fp.readline(self.limit + 1)
+        if len(line) <= self.limit or line.endswith(b"\n"):
+            return line, None
+        spool_fp, offset = self.spool.begin()
+        spool_fp.write(line)
+        length = len(line)
+        while not line.endswith(b"\n"):
+            line = self.fp.readline(_CHUNK)
+            if not line:
+                break
+            spool_fp.write(line)
+            length += len(line)
+        # the spooled copy keeps its newline (if any); the writer strips it
+        return b"", (spool_fp, offset, length)
+
+    def read_exactly(self, n: int) -> bytes:
+        if n <= _CHUNK:
+            return self.fp.read(n)
+        parts = []
+        remaining = n
+        while remaining:
+            chunk = self.fp.read(min(remaining, _CHUNK))
+            if not chunk:
+                break
+            parts.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(parts)
+
+    def spool_exactly(self, n: int) -> tuple[tuple[IO[bytes], int, int], int]:
+        spool_fp, offset = self.spool.begin()
+        remaining = n
+        while remaining:
+            chunk = self.fp.read(min(remaining, _CHUNK))
+            if not chunk:
+                break
+            spool_fp.write(chunk)
+            remaining -= len(chunk)
+        return (spool_fp, offset, n - remaining), n - remaining
+
+
+class _Spool:
+    """One temporary file for oversized units, created on first use."""
+
+    def __init__(self) -> None:
+        self.fp: IO[bytes] | None = None
+
+    def begin(self) -> tuple[IO[bytes], int]:
+        if self.fp is None:
+            self.fp = tempfile.TemporaryFile(prefix="otel-semloop-spool-")  # noqa: SIM115 - closed in close()
+        self.fp.seek(0, os.SEEK_END)
+        return self.fp, self.fp.tell()
+
+    def close(self) -> None:
+        if self.fp is not None:
+            self.fp.close()
+            self.fp = None
+
+
+@dataclass(slots=True)
+class ReadState:
+    """Per-run reading state shared with the engine: problems found, bytes read."""
+
+    problems: list[InputProblem]
+    spool: _Spool
+    compressed_read: int = 0
+    units: int = 0
+
+
+def iter_units(
+    sources: list[Source], state: ReadState, *, max_unit_bytes: int = DEFAULT_MAX_UNIT_BYTES
+) -> Iterator[Unit]:
+    """Every unit of every source, in order. Problems that end a source early (a truncated
+    compressed stream, truncated protobuf framing, an unknown format) are appended to
+    ``state.problems`` and reading goes on with the next source."""
+    for source in sources:
+        try:
+            raw_fp = _open_raw(source)
+        except OSError as exc:
+            state.problems.append(InputProblem(source.label, f"cannot read: {exc.strerror or exc}"))
+            continue
+        counting = _Counting(raw_fp)
+        buffered = io.BufferedReader(counting, _CHUNK)
+        base = 0
+        try:
+            base = state.compressed_read
+            yield from _iter_source(source, buffered, counting, state, base, max_unit_bytes)
+        finally:
+            state.compressed_read = base + counting.count
+            if source.path != "-":
+                buffered.close()
+
+
+def _iter_source(
+    source: Source,
+    buffered: io.BufferedReader,
+    counting: _Counting,
+    state: ReadState,
+    base: int,
+    limit: int,
+) -> Iterator[Unit]:
+    label = source.label
+    try:
+        fp, compression = _decompressed(buffered, label)
+    except InputError as exc:
+        state.problems.append(InputProblem(label, str(exc).removeprefix(f"{label}: ")))
+        return
+    reader = _Reader(fp, label, limit, state.spool)
+    seq = 0
+    try:
+        head = _peek(fp, 64)
+        first = head.lstrip()[:1]
+        if not head:
+            return
+        if first == b"{":
+            gen = _json_units(reader, label)
+        elif head[:1] == b"\x0a":
+            gen = _single_proto(reader, label)
+        elif (head[:1] == b"\x00" and len(head) >= 5 and head[4:5] in (b"\x0a", b"")) or head[
+            :4
+        ] == b"\x00\x00\x00\x00":
+            gen = _proto_units(reader, label, state)
+        else:
+            what = _describe_head(head)
+            where = f"{label} ({compression}-compressed)" if compression != "none" else label
+            state.problems.append(
+                InputProblem(
+                    where,
+                    f"not OTLP: {what}; expected OTLP JSON lines, length-prefixed protobuf "
+                    "(the Collector file exporter's formats) or one ExportTraceServiceRequest "
+                    "(JSON or protobuf), optionally gzip or zstd compressed",
+                )
+            )
+            return
+        for unit in gen:
+            seq = unit.seq
+            state.units += 1
+            state.compressed_read = base + counting.count
+            yield unit
+    except _DECOMPRESS_ERRORS as exc:
+        after = f"after unit {seq}" if seq else "before the first complete unit"
+        state.problems.append(
+            InputProblem(
+                label, f"{compression} stream is truncated or corrupt {after} ({exc}); the rest is lost"
+            )
+        )
+
+
+def _peek(fp: IO[bytes], n: int) -> bytes:
+    return fp.peek(n)[:n]  # type: ignore[attr-defined]
+
+
+class _Prefixed(io.RawIOBase):
+    """``prefix`` then the rest of ``fp``: puts back bytes read while probing."""
+
+    def __init__(self, prefix: bytes, fp: IO[bytes]) -> None:
+        self._prefix = memoryview(prefix)
+        self._fp = fp
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if self._prefix:
+            n = min(len(b), len(self._prefix))
+            b[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
+        data = self._fp.read(len(b))
+        b[: len(data)] = data
+        return len(data)
+
+
+def _json_units(reader: _Reader, label: str) -> Iterator[Unit]:
+    seq = 0
+    first = True
+    while True:
+        line, spooled = reader.read_line()
+        if not line and spooled is None:
+            return
+        seq += 1
+        if spooled is not None:
+            yield Unit(label, seq, "json", b"", spooled=spooled, error=_too_long(spooled[2], reader.limit))
+            first = False
+            continue
+        if line[-1:] == b"\n":
+            line = line[:-1]
+            if line[-1:] == b"\r":
+                line = line[:-1]
+        if first and _is_partial_json(line):
+            # Perhaps not a line of its own but a pretty-printed whole document.
+            rest = reader.read_exactly(reader.limit + 1)
+            doc = line + b"\n" + rest
+            if len(doc) <= reader.limit:
+                try:
+                    orjson.loads(doc)
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    yield Unit(label, 1, "json", doc, document=True)
+                    return
+            # A malformed first line of a JSON lines file: read on from after it.
+            reader.fp = io.BufferedReader(_Prefixed(rest, reader.fp), _CHUNK)  # type: ignore[assignment]
+        first = False
+        if not line.strip():
+            continue
+        yield Unit(label, seq, "json", line)
+
+
+def _is_partial_json(line: bytes) -> bool:
+    stripped = line.strip()
+    if not stripped.startswith(b"{") or stripped.endswith(b"}"):
+        return False
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+def _too_long(n: int, limit: int) -> str:
+    return f"longer than the {limit >> 20} MiB unit limit ({n} bytes); copied through unscored"
+
+
+def _single_proto(reader: _Reader, label: str) -> Iterator[Unit]:
+    data = reader.read_exactly(reader.limit + 1)
+    if len(data) > reader.limit:
+        yield Unit(label, 1, "proto", b"", document=True, error=_too_long(len(data), reader.limit))
+        return
+    yield Unit(label, 1, "proto", data, document=True)
+
+
+def _proto_units(reader: _Reader, label: str, state: ReadState) -> Iterator[Unit]:
+    seq = 0
+    offset = 0
+    while True:
+        prefix = reader.fp.read(4)
+        if not prefix:
+            return
+        seq += 1
+        if len(prefix) < 4:
+            state.problems.append(
+                InputProblem(
+                    f"{label} message {seq} at byte {offset}", "truncated length prefix; the rest is lost"
+                )
+            )
+            return
+        size = int.from_bytes(prefix, "big")
+        if size > reader.limit:
+            spooled, got = reader.spool_exactly(size)
+            if got < size:
+                state.problems.append(
+                    InputProblem(
+                        f"{label} message {seq} at byte {offset}",
+                        f"truncated: length prefix says {size} bytes, {got} left; the rest is lost",
+                    )
+                )
+                return
+            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit))
+            offset += 4 + size
+            continue
+        data = reader.read_exactly(size)
+        if len(data) < size:
+            state.problems.append(
+                InputProblem(
+                    f"{label} message {seq} at byte {offset}",
+                    f"truncated: length prefix says {size} bytes, {len(data)} left; the rest is lost",
+                )
+            )
+            return
+        offset += 4 + size
+        yield Unit(label, seq, "proto", data)

@@ -1,0 +1,225 @@
+"""``rescore --report out.html``: one self-contained page a person can open or attach to a
+ticket - no script, no network, plots as inline SVG.
+
+What it shows: the counts (traces, loops, by label and signal), the score distribution,
+loops over time, signals by agent and the tools that loop most, then every looping or
+suspected trace with its reason. Every text from the input is HTML-escaped (it was
+already cleaned of control characters when the rows were made).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from otel_semloop.batch.summary import Summary
+from otel_semloop.batch.worker import TraceRow
+
+__all__ = ["render_report", "write_report"]
+
+COLORS = {"loop": "#d62728", "suspected": "#ff7f0e", "no_loop": "#2ca02c", "unscored": "#7f7f7f"}
+_LABELS = ("loop", "suspected", "no_loop", "unscored")
+_MAX_LISTED = 1000
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;background:#fff}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
+.muted{color:#666;font-size:13px} .cards{display:flex;gap:12px;flex-wrap:wrap;margin:16px 0}
+.card{border:1px solid #ddd;border-radius:6px;padding:10px 14px;min-width:120px}
+.card b{display:block;font-size:22px} .grid{display:flex;gap:24px;flex-wrap:wrap}
+table{border-collapse:collapse;font-size:13px;width:100%} th,td{border-bottom:1px solid #eee;padding:4px 6px;
+text-align:left;vertical-align:top} th{background:#f6f6f6} td.mono{font-family:ui-monospace,monospace}
+.label{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
+svg text{font-size:11px;fill:#333}
+"""
+
+
+def _esc(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _histogram(rows: Sequence[TraceRow]) -> str:
+    """Score distribution: 10 bins over 0..1, stacked by label."""
+    bins = [Counter() for _ in range(10)]
+    for r in rows:
+        bins[min(9, max(0, int(r.score * 10)))][r.label] += 1
+    top = max((sum(b.values()) for b in bins), default=0) or 1
+    w, h, pad = 440, 200, 30
+    bar = (w - pad - 20) / 10
+    parts = [
+        f'<svg id="score-histogram" width="{w}" height="{h + 30}" role="img" aria-label="score distribution">'
+    ]
+    for i, b in enumerate(bins):
+        y = h
+        for label in _LABELS:
+            n = b.get(label, 0)
+            if not n:
+                continue
+            height = (h - 10) * n / top
+            y -= height
+            parts.append(
+                f'<rect class="bar-{label}" x="{pad + i * bar + 1:.1f}" y="{y:.1f}" width="{bar - 2:.1f}" '
+                f'height="{height:.1f}" fill="{COLORS[label]}"><title>{label}: {n}</title></rect>'
+            )
+        parts.append(f'<text x="{pad + i * bar + 2:.1f}" y="{h + 14}">{i / 10:.1f}</text>')
+    parts.append(f'<text x="0" y="12">{top}</text><text x="{w - 90}" y="{h + 28}">semloop.score</text>')
+    parts.append(f'<line x1="{pad}" y1="{h}" x2="{w}" y2="{h}" stroke="#999"/></svg>')
+    return "".join(parts)
+
+
+def _over_time(rows: Sequence[TraceRow]) -> str:
+    """Traces and loops per time bucket (by trace start)."""
+    timed = [r for r in rows if r.start_ns]
+    w, h, pad = 560, 200, 30
+    if not timed:
+        return '<p class="muted">No span times in the input.</p>'
+    lo = min(r.start_ns for r in timed)
+    hi = max(r.start_ns for r in timed)
+    n_bins = 24
+    span = max(hi - lo, 1)
+    totals = [0] * n_bins
+    loops = [0] * n_bins
+    for r in timed:
+        i = min(n_bins - 1, (r.start_ns - lo) * n_bins // span)
+        totals[i] += 1
+        loops[i] += r.label == "loop"
+    top = max(totals) or 1
+    bar = (w - pad) / n_bins
+    parts = [
+        f'<svg id="loops-over-time" width="{w}" height="{h + 30}" role="img" aria-label="loops over time">'
+    ]
+    for i in range(n_bins):
+        th = (h - 10) * totals[i] / top
+        lh = (h - 10) * loops[i] / top
+        x = pad + i * bar + 1
+        parts.append(
+            f'<rect x="{x:.1f}" y="{h - th:.1f}" width="{bar - 2:.1f}" height="{th:.1f}" fill="#c7d7ea">'
+            f"<title>{totals[i]} traces</title></rect>"
+        )
+        parts.append(
+            f'<rect class="bar-loop" x="{x:.1f}" y="{h - lh:.1f}" width="{bar - 2:.1f}" height="{lh:.1f}" '
+            f'fill="{COLORS["loop"]}"><title>{loops[i]} loops</title></rect>'
+        )
+    fmt = "%Y-%m-%d %H:%M"
+    start = datetime.fromtimestamp(lo / 1e9, tz=timezone.utc).strftime(fmt)
+    end = datetime.fromtimestamp(hi / 1e9, tz=timezone.utc).strftime(fmt)
+    parts.append(f'<text x="{pad}" y="{h + 14}">{start} UTC</text>')
+    parts.append(f'<text x="{w - 150}" y="{h + 14}">{end} UTC</text><text x="0" y="12">{top}</text>')
+    parts.append(f'<line x1="{pad}" y1="{h}" x2="{w}" y2="{h}" stroke="#999"/></svg>')
+    return "".join(parts)
+
+
+def _bars(title: str, counts: Sequence[tuple[str, int]], svg_id: str, color: str) -> str:
+    """Horizontal bars, one per name."""
+    if not counts:
+        return f'<p class="muted">No {_esc(title)}.</p>'
+    w, row = 460, 20
+    top = max(n for _, n in counts) or 1
+    parts = [
+        f'<svg id="{svg_id}" width="{w}" height="{row * len(counts) + 10}" role="img" '
+        f'aria-label="{_esc(title)}">'
+    ]
+    for i, (name, n) in enumerate(counts):
+        y = i * row + 4
+        length = (w - 240) * n / top
+        parts.append(f'<text x="0" y="{y + 13}">{_esc(name[:28])}</text>')
+        parts.append(f'<rect x="180" y="{y}" width="{length:.1f}" height="{row - 6}" fill="{color}"/>')
+        parts.append(f'<text x="{184 + length:.1f}" y="{y + 13}">{n}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _signals_by_agent(rows: Sequence[TraceRow]) -> str:
+    agents = Counter(r.agent or "(unnamed)" for r in rows)
+    signals = sorted({s for r in rows for s in r.signals})
+    if not signals:
+        return '<p class="muted">No signal fired.</p>'
+    table = Counter((r.agent or "(unnamed)", s) for r in rows for s in r.signals)
+    top = max(table.values())
+    head = "".join(f"<th>{_esc(s)}</th>" for s in signals)
+    body = []
+    for agent, n in agents.most_common(15):
+        cells = []
+        for s in signals:
+            v = table.get((agent, s), 0)
+            alpha = 0.15 + 0.85 * v / top if v else 0
+            cells.append(f'<td style="background:rgba(214,39,40,{alpha:.2f})">{v or ""}</td>')
+        body.append(f"<tr><td>{_esc(agent)} ({n})</td>{''.join(cells)}</tr>")
+    return f'<table id="signals-by-agent"><tr><th>agent (traces)</th>{head}</tr>{"".join(body)}</table>'
+
+
+def render_report(
+    summary: Summary, rows: Sequence[TraceRow], title: str = "otel-semloop rescore report"
+) -> str:
+    looping = [r for r in rows if r.label in ("loop", "suspected")]
+    looping.sort(key=lambda r: (r.label != "loop", r.score, r.trace_id))
+    cards = [
+        ("agent traces", summary.scored),
+        ("loops", summary.loops),
+        ("suspected", summary.by_label.get("suspected", 0)),
+        ("unscored", summary.by_label.get("unscored", 0)),
+        ("spans", summary.spans),
+        ("non-agent traces", summary.non_agent),
+    ]
+    if summary.malformed:
+        cards.append(("malformed lines", summary.malformed))
+    tools = [(t["tool"], t["loops"]) for t in summary.top_tools]
+    agents = [(a["agent"], a["loops"]) for a in summary.top_agents]
+    listed = []
+    for r in looping[:_MAX_LISTED]:
+        listed.append(
+            "<tr>"
+            f'<td class="mono">{_esc(r.trace_id)}</td><td>{_esc(r.root_name)}</td><td>{_esc(r.agent)}</td>'
+            f'<td><span class="label" style="background:{COLORS.get(r.label, "#777")}">'
+            f"{_esc(r.label)}</span></td>"
+            f"<td>{r.score:.2f}</td><td>{_esc(r.action)}</td><td>{_esc(', '.join(r.signals))}</td>"
+            f"<td>{_esc(', '.join(r.tools))}</td><td>{_esc(r.reason)}</td>"
+            "</tr>"
+        )
+    more = ""
+    if len(looping) > _MAX_LISTED:
+        more = (
+            f'<p class="muted">... and {len(looping) - _MAX_LISTED} more (use --table csv --only-loops).</p>'
+        )
+    problems = "".join(f"<li>{_esc(p)}</li>" for p in summary.input_problems)
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{_esc(title)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head>
+<body>
+<h1>{_esc(title)}</h1>
+<div class="muted">{summary.bytes_read:,} bytes read in {summary.seconds:.1f} s; {summary.units:,} lines</div>
+<div class="cards">{"".join(f'<div class="card"><b>{n:,}</b>{_esc(k)}</div>' for k, n in cards)}</div>
+{f'<h2>Input problems</h2><ul id="input-problems">{problems}</ul>' if problems else ""}
+<div class="grid">
+<div><h2>Score distribution</h2>{_histogram(rows)}</div>
+<div><h2>Loops over time</h2>{_over_time(rows)}</div>
+</div>
+<div class="grid">
+<div><h2>Agents that loop most</h2>{_bars("looping agents", agents, "looping-agents", COLORS["loop"])}</div>
+<div><h2>Tools that loop most</h2>{_bars("looping tools", tools, "looping-tools", COLORS["suspected"])}</div>
+</div>
+<h2>Signals by agent</h2>{_signals_by_agent(rows)}
+<h2>Looping traces ({len(looping):,})</h2>
+<table id="looping-traces"><tr><th>trace</th><th>root</th><th>agent</th><th>label</th><th>score</th>
+<th>action</th><th>signals</th><th>tools</th><th>reason</th></tr>{"".join(listed)}</table>{more}
+</body></html>
+"""
+
+
+def write_report(path: str, summary: Summary, rows: Sequence[TraceRow]) -> None:
+    """Write the page atomically (a temporary file renamed over ``path``)."""
+    page = render_report(summary, rows).encode()
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".tmp", dir=parent)
+    try:
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(page)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

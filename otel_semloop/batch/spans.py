@@ -1,0 +1,333 @@
+"""Units as documents: the light scan that groups spans by trace, the payload a scoring worker
+decodes, and write-back onto the document before it is written out.
+
+Why a light scan: the reading process only needs each span's trace id, span id, parent id
+and whether it is a local root to group spans and decide when a trace is complete; the
+full decode (attributes, events, conventions) happens once per trace in a scoring worker,
+so it runs on another core. A span whose ids are wrong makes its line malformed (reported
+with the place, copied through); anything wrong inside a span's attributes only concerns
+its trace, which is then scored without the bad values or goes out unscored with a reason.
+
+Write-back replaces what a previous run wrote: the root's ``semloop.*`` attributes and
+its ``gen_ai.evaluation.result`` event named ``semloop.loop`` are removed before the new
+ones are added, so rescoring a scored file gives the same bytes again.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
+
+from otel_semloop.otlp import _common as c
+from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad
+from otel_semloop.otlp.anyvalue import decode_attributes_json
+from otel_semloop.otlp.codec import json_to_traces, traces_to_json
+from otel_semloop.otlp.records import apply_patch_json, apply_patch_proto
+from otel_semloop.writeback import EVALUATION_NAME, SpanPatch
+
+__all__ = ["ScannedSpan", "dump_json", "scan_json", "scan_proto"]
+
+_ZERO_TRACE_HEX = "0" * 32
+_ZERO_TRACE = bytes(16)
+_EVENT = "gen_ai.evaluation.result"
+_REMOTE_BITS = FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE
+
+
+@dataclass(slots=True)
+class ScannedSpan:
+    trace_id: str
+    span_id: str
+    root: bool
+    span: Any  # the span dict (JSON) or protobuf Span, patched in place
+
+
+def _hex_id(value: Any, n: int, what: str) -> str:
+    if (
+        type(value) is str
+        and len(value) == n
+        and (c.is_lower_hex32(value) if n == 32 else c.is_lower_hex16(value))
+    ):
+        return value
+    if n == 32:
+        return c.trace_id_hex(value)
+    return c.span_id_hex(value)
+
+
+def scan_json(doc: Any) -> list[ScannedSpan]:
+    """Every span of an OTLP JSON ``TracesData`` with its ids. Raises :class:`Bad` (with
+    the path) for a structure or id that is not OTLP, and for an all-zero trace id, which
+    OTLP forbids and the service refuses too."""
+    out: list[ScannedSpan] = []
+    append = out.append
+    hex32, hex16 = c.is_lower_hex32, c.is_lower_hex16
+    seen: dict[str, bool] = {}
+    if type(doc) is not dict:
+        c.bad_type("a TracesData object", doc)
+    resource_spans = _list(doc, "resourceSpans")
+    for i, rs in enumerate(resource_spans):
+        try:
+            if type(rs) is not dict:
+                c.bad_type("a resourceSpans object", rs)
+            scope_spans = _list(rs, "scopeSpans")
+            for j, ss in enumerate(scope_spans):
+                try:
+                    if type(ss) is not dict:
+                        c.bad_type("a scopeSpans object", ss)
+                    spans = _list(ss, "spans")
+                    for k, span in enumerate(spans):
+                        # the fast path: lowercase hex ids as every SDK and Collector writes them
+                        if type(span) is dict:
+                            tid = span.get("traceId")
+                            sid = span.get("spanId")
+                            parent = span.get("parentSpanId")
+                            ok_tid = seen.get(tid) if type(tid) is str else None
+                            if ok_tid is None and type(tid) is str:
+                                ok_tid = seen[tid] = bool(hex32(tid)) and tid != _ZERO_TRACE_HEX
+                            if (
+                                ok_tid
+                                and type(sid) is str
+                                and len(sid) == 16
+                                and hex16(sid)
+                                and (
+                                    not parent
+                                    or (type(parent) is str and len(parent) == 16 and hex16(parent))
+                                )
+                            ):
+                                if parent:
+                                    flags = span.get("flags")
+                                    root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
+                                else:
+                                    root = True
+                                append(ScannedSpan(tid, sid, root, span))
+                                continue
+                        try:
+                            append(_scan_span(span))
+                        except Bad as e:
+                            e.path.append(f"spans[{k}]")
+                            raise
+                except Bad as e:
+                    e.path.append(f"scopeSpans[{j}]")
+                    raise
+        except Bad as e:
+            e.path.append(f"resourceSpans[{i}]")
+            raise
+    return out
+
+
+def _scan_span(span: Any) -> ScannedSpan:
+    if type(span) is not dict:
+        c.bad_type("a span object", span)
+    get = span.get
+    tid = c.field(span, "traceId", lambda v: _hex_id(v, 32, "traceId"))
+    if tid == _ZERO_TRACE_HEX:
+        raise Bad("traceId must not be all zeros", "traceId")
+    sid = c.field(span, "spanId", lambda v: _hex_id(v, 16, "spanId"))
+    parent = get("parentSpanId")
+    if parent:
+        c.field(span, "parentSpanId", lambda v: _hex_id(v, 16, "parentSpanId"))
+        flags = get("flags")
+        root = type(flags) is int and bool(flags & FLAGS_HAS_IS_REMOTE) and bool(flags & FLAGS_IS_REMOTE)
+    else:
+        if parent is not None and parent != "":
+            c.field(span, "parentSpanId", lambda v: c.span_id_hex(v, allow_empty=True))
+        root = True
+    return ScannedSpan(tid, sid, root, span)
+
+
+def _list(d: dict[str, Any], key: str) -> list[Any]:
+    value = d.get(key)
+    if type(value) is list:
+        return value
+    if value is None:
+        return []
+    c.bad_type("an array", value, key)
+
+
+def scan_proto(msg: TracesData) -> list[ScannedSpan]:
+    """Every span of a protobuf ``TracesData`` with its ids (raises :class:`Bad`)."""
+    out: list[ScannedSpan] = []
+    for i, rs in enumerate(msg.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k, span in enumerate(ss.spans):
+                path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
+                if len(tid) != 16:
+                    raise Bad(f"trace id must be 16 bytes, got {len(tid)}", path, "traceId")
+                if tid == _ZERO_TRACE:
+                    raise Bad("traceId must not be all zeros", path, "traceId")
+                if len(sid) != 8:
+                    raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId")
+                if pid and len(pid) != 8:
+                    raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId")
+                flags = span.flags
+                root = not pid or bool(flags & FLAGS_HAS_IS_REMOTE and flags & FLAGS_IS_REMOTE)
+                out.append(ScannedSpan(tid.hex(), sid.hex(), root, span))
+    return out
+
+
+# --- payloads for scoring workers ---------------------------------------------------------
+
+
+def payload_json(spans: list[Any]) -> bytes:
+    return dump_json(spans)
+
+
+def payload_proto(spans: list[Any]) -> bytes:
+    holder = TracesData()
+    scope = holder.resource_spans.add().scope_spans.add()
+    scope.spans.extend(spans)
+    return holder.SerializeToString()
+
+
+def lenient_span_json(span: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """A copy of ``span`` without the attributes and events that do not decode, and what
+    was dropped: a bad value concerns only itself, not its trace."""
+    dropped: list[str] = []
+    span = dict(span)
+    attrs = span.get("attributes")
+    if type(attrs) is list:
+        kept = []
+        for kv in attrs:
+            try:
+                decode_attributes_json([kv])
+            except Exception as exc:
+                key = kv.get("key") if type(kv) is dict else None
+                dropped.append(f"attribute {key!r}: {exc}"[:200])
+            else:
+                kept.append(kv)
+        span["attributes"] = kept
+    elif attrs is not None:
+        span.pop("attributes")
+        dropped.append("attributes (not an array)")
+    events = span.get("events")
+    if events is not None:
+        kept_events = []
+        if type(events) is list:
+            from otel_semloop.otlp.records import records_from_json
+
+            for ev in events:
+                probe = {"traceId": "1" * 32, "spanId": "1" * 16, "events": [ev]}
+                try:
+                    records_from_json({"resourceSpans": [{"scopeSpans": [{"spans": [probe]}]}]})
+                except Exception as exc:
+                    dropped.append(f"event: {exc}"[:200])
+                else:
+                    kept_events.append(ev)
+        span["events"] = kept_events
+    status = span.get("status")
+    if status is not None and type(status) is not dict:
+        span.pop("status")
+        dropped.append("status (not an object)")
+    return span, dropped
+
+
+# --- write-back -------------------------------------------------------------------------------
+
+
+def _is_own_event_json(ev: Any) -> bool:
+    if type(ev) is not dict or ev.get("name") != _EVENT:
+        return False
+    for kv in ev.get("attributes") or ():
+        if type(kv) is dict and kv.get("key") == "gen_ai.evaluation.name":
+            value = kv.get("value")
+            return type(value) is dict and value.get("stringValue") == EVALUATION_NAME
+    return False
+
+
+def apply_json(span: dict[str, Any], patch: SpanPatch) -> None:
+    """Write ``patch`` onto a JSON span, replacing what a previous run wrote."""
+    if patch.events:
+        events = span.get("events")
+        if type(events) is list and any(_is_own_event_json(ev) for ev in events):
+            span["events"] = [ev for ev in events if not _is_own_event_json(ev)]
+        attrs = span.get("attributes")
+        if type(attrs) is list:
+            stale = [
+                kv
+                for kv in attrs
+                if type(kv) is dict
+                and type(kv.get("key")) is str
+                and kv["key"].startswith("semloop.")
+                and kv["key"] not in patch.attributes
+            ]
+            if stale:
+                span["attributes"] = [kv for kv in attrs if not any(kv is s for s in stale)]
+    apply_patch_json(span, patch)
+
+
+def apply_proto(span: Span, patch: SpanPatch) -> None:
+    """Write ``patch`` onto a protobuf span, replacing what a previous run wrote."""
+    if patch.events:
+        keep = [
+            ev
+            for ev in span.events
+            if not (
+                ev.name == _EVENT
+                and any(
+                    kv.key == "gen_ai.evaluation.name" and kv.value.string_value == EVALUATION_NAME
+                    for kv in ev.attributes
+                )
+            )
+        ]
+        if len(keep) != len(span.events):
+            copies = [Span.Event() for _ in keep]
+            for dst, src in zip(copies, keep, strict=True):
+                dst.CopyFrom(src)
+            del span.events[:]
+            span.events.extend(copies)
+        stale = [
+            kv for kv in span.attributes if kv.key.startswith("semloop.") and kv.key not in patch.attributes
+        ]
+        if stale:
+            keep_attrs = [kv for kv in span.attributes if kv not in stale]
+            copies_kv = [type(kv)() for kv in keep_attrs]
+            for dst, src in zip(copies_kv, keep_attrs, strict=True):
+                dst.CopyFrom(src)
+            del span.attributes[:]
+            span.attributes.extend(copies_kv)
+    apply_patch_proto(span, patch)
+
+
+# --- serialisation ----------------------------------------------------------------------------
+
+
+def dump_json(obj: Any) -> bytes:
+    """``orjson.dumps``; past orjson's 255 nesting levels (OTLP allows any AnyValue depth)
+    the stdlib encoder, with the same compact separators and UTF-8."""
+    try:
+        return orjson.dumps(obj)
+    except TypeError:
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10000))
+        try:
+            return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+def load_json(raw: bytes) -> Any:
+    """``orjson.loads``; past orjson's 1024 nesting levels the stdlib decoder."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10000))
+        try:
+            return json.loads(raw)
+        finally:
+            sys.setrecursionlimit(limit)
+
+
+def to_proto(doc: Any) -> TracesData:
+    return json_to_traces(doc)
+
+
+def to_json(msg: TracesData) -> dict[str, Any]:
+    return traces_to_json(msg)

@@ -1,0 +1,228 @@
+"""Scoring one closed trace, in a worker process or in-process: payload -> records -> trace
+-> verdict -> patches, isolated per trace.
+
+Why isolated here: one hostile value (a ``doubleValue`` of "NaN" in a token count, message
+``parts`` that are a number) must cost only its own trace. A value that does not decode
+is dropped from its span; whatever the builder or a detector raises makes the trace go
+out unscored with ``semloop.unscored.reason`` saying why; every other trace is unaffected
+and every span is written out.
+
+What crosses the process boundary is small both ways: the trace's spans as bytes in, and
+per-span patches plus one summary row out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from otel_semloop.builder import build_trace
+from otel_semloop.evaluation import evaluation_attributes, evaluation_record
+from otel_semloop.model import SpanRecord, StepKind, Trace
+from otel_semloop.otlp.records import record_from_proto_span, records_from_json
+from otel_semloop.redact import clean_control, redact
+from otel_semloop.scoring import DetectorScorer, Scorer
+from otel_semloop.verdict import Verdict
+from otel_semloop.writeback import SpanPatch, evaluation_event, patches_for, verdict_attributes
+
+__all__ = ["ScorerSpec", "TraceJob", "TraceRow", "score_jobs"]
+
+def clean(text: str, limit: int = 300) -> str:
+    """Text safe for an attribute, a log line and a terminal: secrets redacted with the
+    judge's patterns, control characters escaped, bounded."""
+    text = clean_control(redact(text))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@dataclass(frozen=True, slots=True)
+class ScorerSpec:
+    """How to build the scorer in each worker process (picklable: it crosses to the pool).
+
+    ``factory``, when set, is a picklable top-level callable taking the spec and returning
+    any :class:`~otel_semloop.scoring.Scorer` (a judge-backed one, say); by default the
+    deterministic :class:`~otel_semloop.scoring.DetectorScorer`. ``options`` carries what
+    such a factory needs (hashable pairs, so specs compare)."""
+
+    mode: str = "default"
+    config: Any = None
+    factory: Any = None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def build(self) -> Scorer:
+        if self.factory is not None:
+            return self.factory(self)  # type: ignore[no-any-return]
+        return DetectorScorer(mode=self.mode, config=self.config)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True, slots=True)
+class TraceJob:
+    trace_id: str
+    kind: str  # "json" | "proto"
+    payload: bytes
+    roots: tuple[str, ...]
+    partial: bool
+
+
+@dataclass(slots=True)
+class TraceRow:
+    """One scored agent trace, for the summary, the table and the report."""
+
+    trace_id: str
+    root_span_id: str
+    root_name: str
+    agent: str
+    steps: int
+    label: str
+    score: float
+    deepeval: float | None
+    action: str
+    signals: tuple[str, ...]
+    reason: str
+    tools: tuple[str, ...]
+    start_ns: int
+    end_ns: int
+    partial: bool
+    unscored_reason: str = ""
+    event_ns: int = 0
+    evaluation: dict[str, Any] = field(default_factory=dict)
+
+
+_SCORER: Scorer | None = None
+_SPEC: ScorerSpec | None = None
+
+
+def init_worker(spec: ScorerSpec) -> None:
+    global _SCORER, _SPEC
+    _SCORER, _SPEC = spec.build(), spec
+
+
+def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list[tuple[str, Any, Any]]:
+    """``(trace_id, patches or None, row or None)`` for each job (None: not an agent trace).
+    In a worker the scorer comes from :func:`init_worker`; in-process from ``spec``."""
+    global _SCORER, _SPEC
+    if _SCORER is None or (spec is not None and spec != _SPEC):
+        _SPEC = spec or ScorerSpec()
+        _SCORER = _SPEC.build()
+    return [score_job(job, _SCORER) for job in jobs]
+
+
+def score_job(job: TraceJob, scorer: Scorer) -> tuple[str, Any, Any]:
+    try:
+        records, dropped = _records(job)
+    except Exception as exc:
+        return _unscored(job, f"spans could not be decoded: {type(exc).__name__}: {exc}")
+    try:
+        trace = build_trace(records, partial=job.partial)
+    except Exception as exc:
+        return _unscored(job, f"trace could not be built: {type(exc).__name__}: {exc}")
+    if not trace.steps:
+        return job.trace_id, None, None
+    try:
+        verdict = scorer.score(trace)
+    except Exception as exc:
+        verdict = Verdict.unscored(
+            clean(f"scoring failed: {type(exc).__name__}: {exc}"), partial=trace.partial
+        )
+    try:
+        patches = patches_for(trace, verdict)
+        if dropped and trace.root_span_id in patches:
+            patches[trace.root_span_id].attributes["semloop.input.dropped"] = clean("; ".join(dropped))
+        row = _row(job, trace, verdict)
+    except Exception as exc:
+        return _unscored(job, f"verdict could not be written: {type(exc).__name__}: {exc}")
+    return job.trace_id, patches, row
+
+
+def _records(job: TraceJob) -> tuple[list[SpanRecord], list[str]]:
+    if job.kind == "proto":
+        msg = TracesData.FromString(job.payload)
+        return [record_from_proto_span(s) for s in msg.resource_spans[0].scope_spans[0].spans], []
+    spans = orjson.loads(job.payload)
+    try:
+        return records_from_json(_envelope(spans)), []
+    except Exception:
+        from otel_semloop.batch.spans import lenient_span_json
+
+        records: list[SpanRecord] = []
+        dropped: list[str] = []
+        for span in spans:
+            try:
+                records.extend(records_from_json(_envelope([span])))
+                continue
+            except Exception:
+                pass
+            fixed, lost = lenient_span_json(span)
+            records.extend(records_from_json(_envelope([fixed])))
+            dropped.extend(lost)
+        return records, dropped
+
+
+def _envelope(spans: list[Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+
+
+def _unscored(job: TraceJob, reason: str) -> tuple[str, Any, Any]:
+    reason = clean(reason)
+    verdict = Verdict.unscored(reason, partial=job.partial)
+    patches = {}
+    for root in job.roots[:1]:
+        patches[root] = SpanPatch(
+            attributes=verdict_attributes(verdict), events=[evaluation_event(verdict, 0)]
+        )
+    row = TraceRow(
+        trace_id=job.trace_id,
+        root_span_id=job.roots[0] if job.roots else "",
+        root_name="",
+        agent="",
+        steps=0,
+        label="unscored",
+        score=1.0,
+        deepeval=None,
+        action="continue",
+        signals=(),
+        reason=reason,
+        tools=(),
+        start_ns=0,
+        end_ns=0,
+        partial=job.partial,
+        unscored_reason=reason,
+        evaluation=evaluation_attributes(verdict),
+    )
+    return job.trace_id, patches, row
+
+
+def _row(job: TraceJob, trace: Trace, verdict: Verdict) -> TraceRow:
+    root = trace.spans.get(trace.root_span_id)
+    record = evaluation_record(trace, verdict)
+    agents = [s.agent or s.name for s in trace.steps if s.kind is StepKind.AGENT]
+    agent = agents[0] if agents else next((s.agent for s in trace.steps if s.agent), "") or ""
+    in_loop = verdict.in_loop_span_ids
+    tools = tuple(
+        dict.fromkeys(s.name for s in trace.steps if s.kind is StepKind.TOOL and s.span_id in in_loop)
+    )
+    starts = [r.start_ns for r in trace.spans.values() if r.start_ns]
+    ends = [r.end_ns for r in trace.spans.values() if r.end_ns]
+    return TraceRow(
+        trace_id=trace.trace_id,
+        root_span_id=trace.root_span_id,
+        root_name=clean(root.name if root else "", 80),
+        agent=clean(agent, 80),
+        steps=len(trace.steps),
+        label=verdict.label.value,
+        score=float(verdict.score),
+        deepeval=float(verdict.lexical.score) if verdict.lexical else None,
+        action=verdict.action.value,
+        signals=verdict.fired_signals,
+        reason=clean(verdict.reason or "", 500),
+        tools=tuple(clean(t, 80) for t in tools),
+        start_ns=min(starts) if starts else 0,
+        end_ns=max(ends) if ends else 0,
+        partial=verdict.partial,
+        unscored_reason=clean(verdict.unscored_reason, 300),
+        event_ns=record.time_ns if record else 0,
+        evaluation=dict(record.attributes) if record else evaluation_attributes(verdict),
+    )

@@ -1,0 +1,254 @@
+"""Where rescored units go: a file written atomically, or stdout; JSON lines or
+length-prefixed protobuf; compressed by the output's suffix (``.gz``, ``.zst``).
+
+Why atomic: a run that fails half way (a full disk, a crash, Ctrl-C) must not leave a
+half-written file, nor destroy the output of a previous run. Output is written to a
+temporary file beside the target and renamed over it only when everything was written.
+An output that is one of the inputs is refused before anything is read. Special files
+(``/dev/null``, a FIFO) and stdout are written directly. Every failure to write is an
+:class:`OutputError` (exit status 3), distinct from problems in the input (2).
+
+Byte-identical: a unit that gained nothing is written as it was read (its raw bytes),
+when the output format is the input's. Compression is deterministic (gzip without a
+timestamp or file name), so identical input gives identical output bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import os
+import stat
+import sys
+import tempfile
+from typing import IO, Any
+
+from otel_semloop.batch.inputs import InputProblem, Source, Unit
+from otel_semloop.batch.spans import dump_json, to_json, to_proto
+
+__all__ = ["Output", "OutputError", "UsageError", "format_for"]
+
+_COPY_CHUNK = 1 << 20
+
+
+class OutputError(Exception):
+    """The output could not be written (exit status 3); nothing partial is left behind."""
+
+
+class UsageError(Exception):
+    """A bad combination of arguments (exit status 2)."""
+
+
+def format_for(path: str, requested: str | None) -> str:
+    if requested:
+        return requested
+    name = path.lower()
+    for suffix in (".gz", ".zst", ".zstd"):
+        name = name.removesuffix(suffix)
+    return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
+
+
+def _compression(path: str) -> str:
+    name = path.lower()
+    if name.endswith(".gz"):
+        return "gzip"
+    if name.endswith((".zst", ".zstd")):
+        return "zstd"
+    return "none"
+
+
+class Output:
+    """Open with :meth:`open`, :meth:`write_unit` each unit, then :meth:`commit` (or
+    :meth:`abort` on failure)."""
+
+    def __init__(self, path: str, fmt: str, inputs: list[Source] | None = None) -> None:
+        self.path = path
+        self.fmt = fmt
+        self.problems: list[InputProblem] = []
+        self._tmp: str | None = None
+        self._raw: IO[bytes] | None = None
+        self._fp: IO[bytes] | None = None
+        self._compressor: Any = None
+        self._check(inputs or [])
+
+    def _check(self, inputs: list[Source]) -> None:
+        if self.path == "-":
+            return
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+        if st is not None and stat.S_ISDIR(st.st_mode):
+            raise OutputError(f"cannot write {self.path}: it is a directory")
+        if st is not None:
+            for source in inputs:
+                if source.path == "-":
+                    continue
+                with contextlib.suppress(OSError):
+                    if os.path.samefile(source.path, self.path):
+                        raise UsageError(
+                            f"output {self.path} is also an input; write to another file "
+                            "(the input would be overwritten while it is read)"
+                        )
+
+    def open(self) -> None:
+        try:
+            if self.path == "-":
+                self._raw = sys.stdout.buffer
+            else:
+                special = False
+                with contextlib.suppress(FileNotFoundError):
+                    special = not stat.S_ISREG(os.stat(self.path).st_mode)
+                if special:
+                    self._raw = open(self.path, "wb")  # noqa: SIM115
+                else:
+                    parent = os.path.dirname(os.path.abspath(self.path))
+                    os.makedirs(parent, exist_ok=True)
+                    fd, self._tmp = tempfile.mkstemp(
+                        prefix=f".{os.path.basename(self.path)}.", suffix=".tmp", dir=parent
+                    )
+                    self._raw = os.fdopen(fd, "wb")
+            self._fp = self._wrap(self._raw)
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _wrap(self, raw: IO[bytes]) -> IO[bytes]:
+        compression = _compression(self.path) if self.path != "-" else "none"
+        if compression == "gzip":
+            return gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0)  # type: ignore[return-value]
+        if compression == "zstd":
+            try:
+                import zstandard
+            except ImportError:
+                raise OutputError(
+                    "zstd output needs the zstd extra (pip install 'otel-semloop[zstd]')"
+                ) from None
+            self._compressor = zstandard.ZstdCompressor().stream_writer(raw, closefd=False)
+            return self._compressor  # type: ignore[no-any-return]
+        return raw  # already buffered; never wrap stdout in a writer that would close it
+
+    # -- writing -------------------------------------------------------------------------
+
+    def write_unit(self, unit: Unit, doc: Any, dirty: bool) -> None:
+        fp = self._fp
+        assert fp is not None
+        try:
+            if unit.spooled is not None:
+                self._copy_spooled(unit)
+                return
+            same = unit.kind == self.fmt
+            if unit.error is not None or doc is None:
+                if same:
+                    self._frame(unit.raw)
+                else:
+                    self.problems.append(
+                        InputProblem(
+                            unit.where,
+                            f"malformed {unit.kind} unit cannot be written as {self.fmt}; left out",
+                        )
+                    )
+                return
+            if same and not dirty and not (unit.kind == "json" and b"\n" in unit.raw):
+                self._frame(unit.raw)
+            elif self.fmt == "json":
+                self._frame(dump_json(doc if unit.kind == "json" else to_json(doc)))
+            else:
+                self._frame((doc if unit.kind == "proto" else to_proto(doc)).SerializeToString())
+        except BrokenPipeError:
+            raise OutputError("output closed early (broken pipe); output is incomplete") from None
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _frame(self, data: bytes) -> None:
+        fp = self._fp
+        assert fp is not None
+        if self.fmt == "json":
+            fp.write(data)
+            fp.write(b"\n")
+        else:
+            fp.write(len(data).to_bytes(4, "big"))
+            fp.write(data)
+
+    def _copy_spooled(self, unit: Unit) -> None:
+        assert unit.spooled is not None and self._fp is not None
+        spool, offset, length = unit.spooled
+        if unit.kind != self.fmt:
+            self.problems.append(
+                InputProblem(
+                    unit.where, f"oversized {unit.kind} unit cannot be written as {self.fmt}; left out"
+                )
+            )
+            return
+        spool.seek(offset)
+        if self.fmt == "json":
+            remaining = length
+            last = b""
+            while remaining:
+                chunk = spool.read(min(remaining, _COPY_CHUNK))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                self._fp.write(chunk)
+                last = chunk[-1:]
+            if last != b"\n":
+                self._fp.write(b"\n")
+        else:
+            self._fp.write(length.to_bytes(4, "big"))
+            remaining = length
+            while remaining:
+                chunk = spool.read(min(remaining, _COPY_CHUNK))
+                if not chunk:
+                    break
+                remaining -= len(chunk)
+                self._fp.write(chunk)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write pre-framed bytes (evaluation records)."""
+        assert self._fp is not None
+        try:
+            self._fp.write(data)
+        except BrokenPipeError:
+            raise OutputError("output closed early (broken pipe); output is incomplete") from None
+        except OSError as exc:
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    # -- ending ---------------------------------------------------------------------------
+
+    def commit(self) -> None:
+        try:
+            assert self._fp is not None
+            if self._compressor is not None:
+                self._compressor.close()
+            elif self._fp is not self._raw:
+                if isinstance(self._fp, gzip.GzipFile):
+                    self._fp.close()
+                else:
+                    self._fp.flush()
+            if self._raw is not None:
+                self._raw.flush()
+                if self._tmp is not None:
+                    os.fsync(self._raw.fileno())
+                if self._raw is not sys.stdout.buffer:
+                    self._raw.close()
+            if self._tmp is not None:
+                os.replace(self._tmp, self.path)
+                self._tmp = None
+        except BrokenPipeError:
+            self.abort()
+            raise OutputError("output closed early (broken pipe); output is incomplete") from None
+        except OSError as exc:
+            self.abort()
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def abort(self) -> None:
+        """Drop what was written (a temporary file is removed; stdout is left as it is)."""
+        if self._raw is not None and self._raw is not sys.stdout.buffer:
+            with contextlib.suppress(Exception):
+                self._raw.close()
+        if self._tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._tmp = None

@@ -1,0 +1,240 @@
+"""Argument equivalence: when two spellings of a tool argument name the same thing.
+
+Agents rarely repeat a call byte for byte: a URL gains a tracking parameter or loses its
+fragment, a date is written ``2024-05-01`` one time and ``May 1, 2024`` the next, a shell
+command's flags are merged (``ls -la``) or split (``ls -l -a``). Comparing the raw text
+would call each of these a new action and hide the loop. This module rewrites a string
+argument into a canonical spelling before the detectors digest it
+(:func:`otel_semloop.detectors.normalize.canonical_args`) and gives shell commands a looser
+similarity form for near-duplicates (:func:`shell_near_form`).
+
+Rules (each errs toward "different" when unsure: a canonical form only merges spellings
+that cannot mean different things)
+    URLs
+        ``scheme://host/path?query#fragment`` becomes lower-case scheme and host (a
+        leading ``www.`` and the default port dropped), the path without a trailing
+        slash, and the query parameters as a sorted set without tracking parameters
+        (``utm_*``, ``gclid``, ``fbclid``, ...). The fragment is dropped: it never reaches
+        the server. Parameter *values* are kept: ``?page=2`` is a different read.
+    Dates
+        ``2024-05-01``, ``2024/05/01``, ``2024.05.01``, ``20240501`` (as a whole value),
+        ``05/01/2024`` (month first when the first field is at most 12, as US tools write
+        it; day first otherwise), ``May 1, 2024``, ``1 May 2024`` and ``1st of May 2024``
+        all become ``2024-05-01``. Only valid calendar dates are rewritten.
+    Shell commands
+        (argument names ``command``, ``cmd``, ``script``, ``shell``, ``bash``, or any
+        argument of a tool whose name says shell/bash/terminal/exec/command) are split
+        like a shell would (quotes honoured); blanks are collapsed, and in each pipeline
+        segment the short flags are merged into one sorted set (``-la`` = ``-al`` =
+        ``-l -a``) and long flags sorted. The near form (:func:`shell_near_form`) keeps
+        only the programs and their operands: two commands that differ only in flags are
+        near-duplicates.
+
+Cost
+    O(length of the value) per string; a string is only parsed when a cheap substring
+    test says it could be a URL, a date or a command.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from datetime import date
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+__all__ = [
+    "SHELL_ARGUMENT_NAMES",
+    "canonical_date_text",
+    "canonical_shell",
+    "canonical_string",
+    "canonical_url",
+    "is_shell_tool",
+    "shell_near_form",
+]
+
+#: Query parameters that identify a campaign or a click, never the resource.
+TRACKING_PARAMS = frozenset(
+    {
+        "gclid", "fbclid", "msclkid", "dclid", "yclid", "mc_cid", "mc_eid", "_ga", "_gl",
+        "ref", "ref_src", "igshid", "si", "spm",
+    }
+)  # fmt: skip
+_TRACKING_PREFIXES = ("utm_",)
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+#: Argument names whose value is a shell command line.
+SHELL_ARGUMENT_NAMES = frozenset({"command", "cmd", "script", "shell", "bash", "commandline", "command_line"})
+_SHELL_TOOL = re.compile(r"shell|bash|terminal|exec|command|run_cmd|powershell|zsh|\bsh\b", re.IGNORECASE)
+#: Command lines longer than this are compared as text: a script, not a command.
+_MAX_SHELL_CHARS = 2000
+_SHELL_OPERATORS = frozenset({"|", "||", "&&", ";", "&"})
+
+_NEEDS_QUOTES = re.compile(r"[\s'\"|&;]")
+_DIGIT = re.compile(r"\d")
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$", re.IGNORECASE)
+
+_MONTHS = {
+    name: number
+    for number, names in enumerate(
+        (
+            ("jan", "january"), ("feb", "february"), ("mar", "march"), ("apr", "april"),
+            ("may",), ("jun", "june"), ("jul", "july"), ("aug", "august"),
+            ("sep", "sept", "september"), ("oct", "october"), ("nov", "november"),
+            ("dec", "december"),
+        ),
+        start=1,
+    )
+    for name in names
+}  # fmt: skip
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DATE_YMD = re.compile(r"\b(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\b")
+_DATE_NUMERIC_MDY = re.compile(r"\b(\d{1,2})([-/.])(\d{1,2})\2(\d{4})\b")
+_DATE_MONTH_FIRST = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+(\d{{4}})\b", re.IGNORECASE)
+_DATE_DAY_FIRST = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+(\d{{4}})\b", re.IGNORECASE)
+_MONTH_HINT = re.compile(r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s", re.IGNORECASE)
+_DATE_COMPACT = re.compile(r"^(\d{4})(\d{2})(\d{2})$")
+
+
+def canonical_string(value: str, *, shell: bool = False) -> str:
+    """``value`` in its canonical spelling: a URL, a value holding dates, or (``shell``)
+    a command line rewritten as described in the module doc; anything else unchanged."""
+    if shell:
+        return canonical_shell(value)
+    if "://" in value and _URL.match(value.strip()):
+        return canonical_url(value.strip())
+    if _DIGIT.search(value):
+        return canonical_date_text(value)
+    return value
+
+
+def canonical_url(url: str) -> str:
+    """The URL as scheme, host, path and a sorted set of non-tracking parameters."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    host = (parts.hostname or "").lower().removeprefix("www.")
+    if port is not None and str(port) != _DEFAULT_PORTS.get(scheme):
+        host = f"{host}:{port}"
+    path = parts.path.rstrip("/") if len(parts.path) > 1 else ""
+    params = sorted(
+        {
+            (key, value)
+            for key, value in parse_qsl(parts.query, keep_blank_values=True)
+            if key.lower() not in TRACKING_PARAMS and not key.lower().startswith(_TRACKING_PREFIXES)
+        }
+    )
+    query = f"?{urlencode(params)}" if params else ""
+    return f"{scheme}://{host}{path}{query}"
+
+
+def _month(name: str) -> int:
+    token = name.lower().rstrip(".")
+    return _MONTHS.get(token) or _MONTHS[token[:3]]
+
+
+def _iso(year: int, month: int, day: int) -> str | None:
+    try:
+        return date(year, month, day).isoformat()
+    except ValueError:
+        return None
+
+
+def canonical_date_text(text: str) -> str:
+    """``text`` with every date spelling listed in the module doc rewritten as ISO."""
+    compact = _DATE_COMPACT.match(text.strip())
+    if compact:
+        iso = _iso(int(compact.group(1)), int(compact.group(2)), int(compact.group(3)))
+        return iso if iso is not None else text
+
+    def ymd(match: re.Match[str]) -> str:
+        return _iso(int(match.group(1)), int(match.group(3)), int(match.group(4))) or match.group()
+
+    def mdy(match: re.Match[str]) -> str:
+        first, second, year = int(match.group(1)), int(match.group(3)), int(match.group(4))
+        month, day = (first, second) if first <= 12 else (second, first)
+        return _iso(year, month, day) or match.group()
+
+    def month_first(match: re.Match[str]) -> str:
+        return _iso(int(match.group(3)), _month(match.group(1)), int(match.group(2))) or match.group()
+
+    def day_first(match: re.Match[str]) -> str:
+        return _iso(int(match.group(3)), _month(match.group(2)), int(match.group(1))) or match.group()
+
+    if "-" in text or "/" in text or "." in text:
+        text = _DATE_YMD.sub(ymd, text)
+        text = _DATE_NUMERIC_MDY.sub(mdy, text)
+    if _MONTH_HINT.search(text):
+        text = _DATE_MONTH_FIRST.sub(month_first, text)
+        text = _DATE_DAY_FIRST.sub(day_first, text)
+    return text
+
+
+def is_shell_tool(name: str) -> bool:
+    """True when a tool's name says it runs shell commands."""
+    return bool(_SHELL_TOOL.search(name))
+
+
+def _shell_segments(command: str) -> list[list[str]] | None:
+    """The command split into pipeline segments of words, or None when it cannot be
+    split (unbalanced quotes, too long)."""
+    if len(command) > _MAX_SHELL_CHARS:
+        return None
+    try:
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        words = list(lexer)
+    except ValueError:
+        return None
+    segments: list[list[str]] = [[]]
+    for word in words:
+        if word in _SHELL_OPERATORS:
+            segments.append([word])
+            segments.append([])
+        else:
+            segments[-1].append(word)
+    return [s for s in segments if s]
+
+
+def _segment_form(words: list[str], *, keep_flags: bool) -> str:
+    if len(words) == 1 and words[0] in _SHELL_OPERATORS:
+        return words[0]
+    short: set[str] = set()
+    long: list[str] = []
+    operands: list[str] = []
+    for index, word in enumerate(words):
+        if index > 0 and word.startswith("--") and len(word) > 2:
+            long.append(word)
+        elif index > 0 and word.startswith("-") and len(word) > 1 and word[1:].isalpha():
+            short.update(word[1:])
+        else:
+            operand = word.rstrip("/") if len(word) > 1 else word
+            operand = operand.removeprefix("./") if len(operand) > 2 else operand
+            operands.append(shlex.quote(operand) if _NEEDS_QUOTES.search(operand) else operand)
+    if not keep_flags:
+        return " ".join(operands)
+    flags = (f"-{''.join(sorted(short))}",) if short else ()
+    return " ".join([*operands[:1], *flags, *sorted(long), *operands[1:]])
+
+
+def canonical_shell(command: str) -> str:
+    """The command line with its flags merged and sorted per pipeline segment (see module doc)."""
+    segments = _shell_segments(command)
+    if segments is None:
+        return " ".join(command.split())
+    return " ".join(_segment_form(words, keep_flags=True) for words in segments)
+
+
+def shell_near_form(command: str) -> str:
+    """The command line's programs and operands only: commands that differ in flags alone
+    share it."""
+    segments = _shell_segments(command)
+    if segments is None:
+        return " ".join(command.split())
+    return " ".join(_segment_form(words, keep_flags=False) for words in segments)

@@ -1,0 +1,123 @@
+"""Agent traces as OTLP file-exporter lines for the rescore tests: looping and healthy
+agent runs (GenAI conventions), a plain HTTP trace, and writers for every input format."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import orjson
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from bench.deepeval_tree import tree_to_spans
+from otel_semloop.otlp import iter_json_lines, iter_proto_messages, records_to_traces_json
+from otel_semloop.otlp.codec import json_to_traces
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "agent_traces.otlp.jsonl"
+
+
+def looping_tree(tool: str = "grep") -> dict[str, Any]:
+    return {
+        "type": "agent",
+        "name": "engineer",
+        "input": "Fix the failing build",
+        "output": "",
+        "children": [
+            child
+            for _ in range(6)
+            for child in (
+                {
+                    "type": "llm",
+                    "name": "reason",
+                    "output": "I will grep for the error again.",
+                    "children": [],
+                },
+                {
+                    "type": "tool",
+                    "name": tool,
+                    "input": {"pattern": "Error"},
+                    "output": "no matches",
+                    "children": [],
+                },
+            )
+        ],
+    }
+
+
+def healthy_tree() -> dict[str, Any]:
+    return {
+        "type": "agent",
+        "name": "reporter",
+        "input": "Summarise the three files",
+        "output": "done",
+        "children": [
+            {
+                "type": "tool",
+                "name": "read_file",
+                "input": {"path": f"f{i}.py"},
+                "output": f"contents {i}",
+                "children": [],
+            }
+            for i in range(3)
+        ],
+    }
+
+
+def agent_lines(n_traces: int = 6, per_line: int = 7) -> list[dict[str, Any]]:
+    """TracesData dicts holding ``n_traces`` agent traces (every other one loops), their
+    spans in end order, ``per_line`` spans a line, so traces straddle lines."""
+    spans = []
+    for i in range(n_traces):
+        tree = looping_tree() if i % 2 == 0 else healthy_tree()
+        records = tree_to_spans(tree, f"t{i}", start_ns=1_767_225_600_000_000_000 + i * 10**9)
+        spans.extend(sorted(records, key=lambda r: r.end_ns))
+    return [records_to_traces_json(spans[i : i + per_line]) for i in range(0, len(spans), per_line)]
+
+
+def write_jsonl(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_bytes(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    return path
+
+
+def proto_bytes(lines: list[dict[str, Any]]) -> bytes:
+    out = b""
+    for line in lines:
+        data = json_to_traces(line).SerializeToString()
+        out += len(data).to_bytes(4, "big") + data
+    return out
+
+
+def compress(data: bytes, how: str) -> bytes:
+    if how == "gzip":
+        return gzip.compress(data)
+    if how == "zstd":
+        import zstandard
+
+        return zstandard.ZstdCompressor().compress(data)
+    return data
+
+
+def spans_of(path: Path) -> list[Any]:
+    """Every span record of an output file (JSON lines or length-prefixed protobuf)."""
+    data = path.read_bytes()
+    if data[:1] == b"{" or not data:
+        return [r for b in iter_json_lines(path) for r in b.records]
+    return [r for b in iter_proto_messages(path) for r in b.records]
+
+
+def roots(path: Path) -> dict[str, Any]:
+    return {r.trace_id: r for r in spans_of(path) if not r.parent_span_id}
+
+
+def labels(path: Path) -> dict[str, str]:
+    return {
+        tid: r.attributes["semloop.label"]
+        for tid, r in roots(path).items()
+        if "semloop.label" in r.attributes
+    }
+
+
+def traces_data(line: dict[str, Any]) -> TracesData:
+    return json_to_traces(line)

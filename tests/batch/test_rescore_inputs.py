@@ -1,0 +1,259 @@
+"""rescore reads every file exporter output, whatever its name says, and says precisely
+what an input is when it is none of them."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+
+import orjson
+import pytest
+
+from otel_semloop.cli import main
+from otel_semloop.otlp.codec import json_to_traces
+from tests.batch.rescore_data import agent_lines, compress, labels, proto_bytes, spans_of, write_jsonl
+
+LINES = agent_lines()
+EXPECTED_SPANS = sum(
+    len(ss["spans"]) for line in LINES for rs in line["resourceSpans"] for ss in rs["scopeSpans"]
+)
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("reference")
+    out = tmp / "reference.jsonl"
+    assert main(["rescore", str(write_jsonl(tmp / "ref.jsonl", LINES)), "-o", str(out), "-q"]) == 0
+    found = labels(out)
+    assert sorted(found.values()) == ["loop"] * 3 + ["no_loop"] * 3
+    return found
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "zstd"])
+@pytest.mark.parametrize("fmt", ["jsonl", "proto", "request-json", "request-proto"])
+def test_every_format_and_compression_is_detected_from_content(tmp_path, expected, fmt, compression):
+    if fmt == "jsonl":
+        data = b"".join(orjson.dumps(line) + b"\n" for line in LINES)
+    elif fmt == "proto":
+        data = proto_bytes(LINES)
+    else:
+        merged = {"resourceSpans": [rs for line in LINES for rs in line["resourceSpans"]]}
+        if fmt == "request-json":
+            data = orjson.dumps(merged, option=orjson.OPT_INDENT_2)  # pretty-printed, many lines
+        else:
+            data = json_to_traces(merged).SerializeToString()
+    source = tmp_path / "export.data"  # the name says nothing
+    source.write_bytes(compress(data, compression))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 0
+    assert labels(out) == expected
+    assert len(spans_of(out)) == EXPECTED_SPANS
+
+
+@pytest.mark.parametrize("name", ["out.pb", "out.pb.gz", "out.jsonl.gz", "out.jsonl.zst"])
+def test_output_format_and_compression_follow_the_output_name(tmp_path, name):
+    source = write_jsonl(tmp_path / "in.jsonl", LINES)
+    out = tmp_path / name
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 0
+    data = out.read_bytes()
+    if name.endswith(".gz"):
+        assert data[:2] == b"\x1f\x8b"
+        data = gzip.decompress(data)
+    elif name.endswith(".zst"):
+        import zstandard
+
+        assert data[:4] == b"\x28\xb5\x2f\xfd"
+        data = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data)).read()
+    assert (data[:1] == b"{") == (".jsonl" in name)
+    plain = tmp_path / ("plain.pb" if ".pb" in name else "plain.jsonl")
+    plain.write_bytes(data)
+    assert len(spans_of(plain)) == EXPECTED_SPANS
+    assert sorted(labels(plain).values()) == ["loop"] * 3 + ["no_loop"] * 3
+
+
+def test_format_flag_converts_json_to_protobuf_and_back(tmp_path):
+    source = write_jsonl(tmp_path / "in.jsonl", LINES)
+    as_proto = tmp_path / "a.bin"
+    assert main(["rescore", str(source), "-o", str(as_proto), "--format", "proto", "-q"]) == 0
+    back = tmp_path / "b.jsonl"
+    assert main(["rescore", str(as_proto), "-o", str(back), "--format", "json", "-q"]) == 0
+    assert len(spans_of(back)) == EXPECTED_SPANS
+    assert sorted(labels(back).values()) == ["loop"] * 3 + ["no_loop"] * 3
+
+
+def test_stdin_is_read_when_the_input_is_a_dash(tmp_path):
+    data = gzip.compress(b"".join(orjson.dumps(line) + b"\n" for line in LINES))
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_semloop", "rescore", "-", "-o", str(out), "-q"],
+        input=data,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(spans_of(out)) == EXPECTED_SPANS
+
+
+def test_a_directory_is_read_file_by_file_and_a_trace_across_files_is_regrouped(tmp_path):
+    folder = tmp_path / "exports"
+    (folder / "day2").mkdir(parents=True)
+    write_jsonl(folder / "a.jsonl", LINES[:3])
+    (folder / "day2" / "b.jsonl.gz").write_bytes(
+        gzip.compress(b"".join(orjson.dumps(x) + b"\n" for x in LINES[3:]))
+    )
+    (folder / ".hidden").write_bytes(b"not otlp")
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(folder), "-o", str(out), "-q"]) == 0
+    assert len(spans_of(out)) == EXPECTED_SPANS
+    assert sorted(labels(out).values()) == ["loop"] * 3 + ["no_loop"] * 3
+
+
+def test_a_fifo_is_read_as_a_stream(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    data = b"".join(orjson.dumps(line) + b"\n" for line in LINES)
+
+    def feed():
+        with open(fifo, "wb") as fp:
+            fp.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    out = tmp_path / "out.jsonl"
+    try:
+        assert main(["rescore", str(fifo), "-o", str(out), "-q"]) == 0
+    finally:
+        writer.join(10)
+    assert len(spans_of(out)) == EXPECTED_SPANS
+
+
+def _zip_bytes() -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("x.jsonl", b"{}")
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (_zip_bytes(), "a zip archive"),
+        (b'[{"resourceSpans": []}]', "a JSON array"),
+        (b"timestamp,level,message\n", "text starting 'timestamp,level,message"),
+        (gzip.compress(b"hello world\n"), "gzip-compressed"),
+    ],
+)
+def test_an_input_in_no_known_format_gets_one_precise_message(tmp_path, capsys, content, says):
+    source = tmp_path / "mystery.jsonl"
+    source.write_bytes(content)
+    assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert says in err
+    assert "not OTLP" in err
+    assert err.count("\n") == 1  # one message, not one per line
+
+
+def test_a_truncated_gzip_keeps_every_readable_line_and_reports_the_truncation(tmp_path, capsys):
+    lines = agent_lines(n_traces=40, per_line=3)
+    data = gzip.compress(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    source = tmp_path / "cut.jsonl.gz"
+    source.write_bytes(data[: len(data) * 2 // 3])
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    assert "truncated or corrupt" in capsys.readouterr().err
+    written = out.read_bytes().splitlines()
+    assert len(written) > len(lines) // 3
+    for got, line in zip(written, lines, strict=False):
+        assert {
+            s["spanId"]
+            for rs in orjson.loads(got)["resourceSpans"]
+            for ss in rs["scopeSpans"]
+            for s in ss["spans"]
+        } == {s["spanId"] for rs in line["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]}
+
+
+def test_a_gzip_bomb_is_streamed_not_inflated_into_memory(tmp_path):
+    bomb = tmp_path / "bomb.jsonl.gz"
+    with gzip.open(bomb, "wb", compresslevel=1) as fp:
+        fp.write(orjson.dumps(LINES[0]) + b"\n")
+        fp.write(b'{"resourceSpans":[],"x":"')
+        chunk = b"A" * (1 << 20)
+        for _ in range(160):  # a 160 MB line
+            fp.write(chunk)
+        fp.write(b'"}\n')
+        fp.write(orjson.dumps(LINES[1]) + b"\n")
+    out = tmp_path / "out.jsonl"
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss over from the forking parent (pytest).
+    code = (
+        "import re, sys\n"
+        "from otel_semloop.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "hwm = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+        "print(int(hwm) // 1024, file=sys.stderr)\n"
+        "sys.exit(rc)\n"
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "rescore",
+            str(bomb),
+            "-o",
+            str(out),
+            "-q",
+            "--max-line-bytes",
+            str(8 << 20),
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    peak_mib = int(done.stderr.strip().splitlines()[-1])
+    assert peak_mib < 120, f"peak RSS {peak_mib} MiB for a 160 MB line"
+    assert "unit limit" in done.stderr
+    assert out.stat().st_size > 160 << 20  # copied through, not lost
+    with open(out, "rb") as fp:
+        first, _big, last = fp
+        assert first.startswith(b"{") and last.startswith(b"{")
+        assert len(_big) > 160 << 20
+
+
+def test_an_all_zero_trace_id_is_refused_like_the_service_does(tmp_path, capsys):
+    bad = orjson.loads(orjson.dumps(LINES[0]))
+    bad["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] = "0" * 32
+    source = write_jsonl(tmp_path / "zero.jsonl", [bad, LINES[1]])
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "zero.jsonl:1" in err
+    assert "traceId must not be all zeros" in err
+    assert out.read_bytes().splitlines()[0] == orjson.dumps(bad)  # copied through
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"stringValue": "leaf"}
+    for _ in range(depth):
+        value = {"kvlistValue": {"values": [{"key": "k", "value": value}]}}
+    return value
+
+
+def test_anyvalue_nested_deeper_than_24_levels_is_accepted_and_kept(tmp_path, capsys):
+    line = orjson.loads(orjson.dumps(LINES[0]))
+    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    span["attributes"].append({"key": "deep", "value": _nested(40)})
+    source = write_jsonl(tmp_path / "deep.jsonl", [line, *LINES[1:]])
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 0, capsys.readouterr().err
+    first = orjson.loads(out.read_bytes().splitlines()[0])
+    kept = first["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
+    assert {"key": "deep", "value": _nested(40)} in kept
+    assert sorted(labels(out).values()) == ["loop"] * 3 + ["no_loop"] * 3
