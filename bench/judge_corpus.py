@@ -28,6 +28,7 @@ from bench.judge_oracle import HEALTHY, STAGNANT  # noqa: E402
 from otel_semloop.builder import build_trace  # noqa: E402
 from otel_semloop.judges import Judge, JudgedScorer, JudgeSettings, make_judge  # noqa: E402
 from otel_semloop.judges.backends.scripted import ScriptedBackend  # noqa: E402
+from otel_semloop.judges.cache import AnswerCache  # noqa: E402
 from otel_semloop.scoring import Scorer  # noqa: E402
 from otel_semloop.verdict import Label  # noqa: E402
 
@@ -64,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
                 table = STAGNANT if labels[request.trace_id] else HEALTHY
                 return {q: p for q in request.questions for k, p in table.items() if q.startswith(k + "_")}
 
-            judge = Judge(ScriptedBackend(script, model="oracle-labels"), timeout=60)
+            # No answer cache: the script answers by trace id, and two traces can share content.
+            judge = Judge(
+                ScriptedBackend(script, model="oracle-labels"), cache=AnswerCache(max_entries=0), timeout=60
+            )
         else:
             judge = make_judge(JudgeSettings(judge="local", timeout=300))
             judge.backend.warm()
@@ -85,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             for row, d, j in zip(rows, default, judged, strict=True)
             if d != j
         ]
-        for situation, convention, label, d, j in changed[:20]:
+        for situation, convention, label, d, j in sorted(changed, key=lambda c: c[2] == "loop")[:12]:
             print(f"    changed: {situation} [{convention}] label={label}: default {d} -> judged {j}")
     return 0
 

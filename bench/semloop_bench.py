@@ -91,11 +91,14 @@ def judge_run(
     from bench.judge_oracle import oracle_script
     from otel_semloop.judges import Judge, JudgedScorer, JudgeSettings, make_judge
     from otel_semloop.judges.backends.scripted import ScriptedBackend
+    from otel_semloop.judges.cache import AnswerCache
     from otel_semloop.writeback import verdict_attributes
 
     figures: dict[str, float] = {"load_seconds": 0.0}
     if judge_name.startswith("oracle"):
-        judge = Judge(ScriptedBackend(oracle_script(by_trace_id, judge_name), model=judge_name), timeout=60)
+        # No answer cache: the script answers by trace id (the cache assumes answers follow content).
+        backend = ScriptedBackend(oracle_script(by_trace_id, judge_name), model=judge_name)
+        judge = Judge(backend, cache=AnswerCache(max_entries=0), timeout=60)
     else:
         judge = make_judge(JudgeSettings(judge=judge_name, timeout=120))
         warm = getattr(judge.backend, "warm", None)

@@ -179,7 +179,10 @@ def assess(
     last = max((p.j for p in stagnant), default=None)
     description = "; ".join(reasons) or "no stagnation judged"
     findings: list[Finding] = []
-    if score < config.threshold:
+    # Only what the judge itself said counts as its finding: deepeval's lexical sub-scores
+    # folded into the judged score are the detectors' evidence, already in their findings.
+    judge_said = (stagnation < 1.0 and not undecided) or judged_repetition < 1.0
+    if score < config.threshold and judge_said:
         findings.append(
             Finding(
                 "judge_loop",
@@ -191,7 +194,7 @@ def assess(
                 no_progress=True,
             )
         )
-    else:
+    elif judge_said:
         # One judged sub-signal alone is a warning, as in deepeval: it cannot fail a trace.
         if stagnation < 1.0 and not undecided:
             findings.append(

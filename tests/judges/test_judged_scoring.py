@@ -232,3 +232,20 @@ def test_the_local_judge_answers_every_question_it_is_asked():
     qs = build_question_set(paraphrased_loop())
     answers = LocalBackend(HashEmbedder()).answer(JudgeRequest(qs.state, qs.questions))
     assert set(answers) == set(qs.questions)
+
+
+def test_lexical_evidence_alone_never_becomes_a_judge_finding():
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.judges.base import Answer
+    from otel_semloop.verdict import LexicalResult
+
+    qs = build_question_set(reworded_loop())
+    lexical = LexicalResult(
+        score=0.25,
+        breakdown={"tool_repetition": 0.0, "reasoning_stagnation": 1.0, "call_graph_cycles": 0.0},
+        reason="",
+    )
+    healthy = {q: Answer.yes_probability(0.95 if q.startswith("progress") else 0.05) for q in qs.questions}
+    assessment = assess(qs, healthy, lexical)
+    assert assessment.score < 0.5  # deepeval's reading of the trace stays a loop...
+    assert assessment.findings == ()  # ...but the judge said progress: it adds nothing
