@@ -24,6 +24,9 @@ Where the messages are
     emitted as log records are read the same way once :func:`attach_log_records` has put
     them on their span. OpenLLMetry's decorator envelopes (``{"args": [...], "kwargs":
     {...}}`` inputs, JSON-encoded outputs) are unwrapped (:func:`unwrap_envelope`).
+
+Size: one reader per convention (four, plus span events) that must agree on what a step
+is; kept together so a reader can compare them side by side.
 """
 
 from __future__ import annotations

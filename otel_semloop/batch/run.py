@@ -11,6 +11,9 @@ Exit status (one meaning each, so a script or CI can tell them apart):
   closed pipe); nothing partial is left in its place.
 
 Input problems win over loops: a run that could not read everything says so first.
+
+Size: the whole command in one place (arguments, the run with its error handling, the
+summary, evaluations-only output and the judge's totals), so each exit status has one home.
 """
 
 from __future__ import annotations

@@ -59,6 +59,9 @@ Kept
 
 Cost
     O(1) per tool step for each signal, plus O(number of arguments) for near-duplicates.
+
+Size: the four no-progress signals share one replay of the tool steps and its novelty
+bookkeeping; splitting them would repeat that replay.
 """
 
 from __future__ import annotations
