@@ -319,6 +319,7 @@ def run(args: argparse.Namespace) -> int:
     finally:
         progress.close()
         state.spool.close()
+    _annotate_phoenix(stats.rows)
     code = _finish(args, sources, state, stats, output, time.monotonic() - started)
     _close_judge(sys.stderr if args.output == "-" else sys.stdout)
     return code
@@ -326,6 +327,29 @@ def run(args: argparse.Namespace) -> int:
 
 def _discard(*_: Any) -> None:
     pass
+
+
+def _annotate_phoenix(rows: list[Any]) -> None:
+    """With ``SEMLOOP_PHOENIX_URL`` set: each scored trace's evaluation record as a Phoenix
+    span annotation on its root (the spans are expected in Phoenix already, from the original
+    export). Spans Phoenix does not know yet are handed to its own retrying queue after 10 s."""
+    from otel_semloop.evaluation import EvaluationRecord
+    from otel_semloop.phoenix import PhoenixAnnotator
+
+    annotator = PhoenixAnnotator.from_env()
+    if annotator is None:
+        return
+    annotator.retry_seconds = 10.0
+    for row in rows:
+        if row.root_span_id and row.evaluation:
+            annotator.submit(EvaluationRecord(row.trace_id, row.root_span_id, row.event_ns, row.evaluation))
+    annotator.flush(annotator.retry_seconds + 30.0)
+    annotator.shutdown()
+    print(
+        f"otel-semloop: Phoenix annotations: {annotator.sent} stored, {annotator.deferred} queued by "
+        f"Phoenix for spans it has not ingested yet, {annotator.dropped} dropped",
+        file=sys.stderr,
+    )
 
 
 def _silence_stdout(args: argparse.Namespace) -> None:

@@ -518,3 +518,54 @@ def test_the_service_annotates_the_roots_it_scores(phoenix: PhoenixServer) -> No
             (annotation,) = annotations_of(phoenix, project, root["context"]["span_id"])
     assert annotation["annotator_kind"] == "CODE" and annotation["result"]["label"] == "loop"
     assert annotation["result"]["score"] == root["attributes"]["semloop.score"]
+
+
+def test_rescore_annotates_the_roots_of_traces_phoenix_already_stores(
+    phoenix: PhoenixServer, tmp_path
+) -> None:
+    """The sample export goes to Phoenix as it was recorded (no verdict); then
+    ``otel-semloop rescore`` with ``SEMLOOP_PHOENIX_URL`` annotates the roots it scores."""
+    import subprocess
+    import sys
+
+    import orjson
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from otel_semloop.otlp import json_to_traces
+
+    sample = ROOT_DIR / "examples" / "agent_traces.otlp.jsonl"
+    for line in sample.read_bytes().splitlines():
+        request = json_to_traces(orjson.loads(line), message_type=ExportTraceServiceRequest)
+        response = phoenix.client.post(
+            "/v1/traces",
+            content=request.SerializeToString(),
+            headers={"Content-Type": "application/x-protobuf"},
+        )
+        assert response.status_code < 300, response.text
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SEMLOOP_", "OTEL_"))}
+    env.update(PYTHONPATH=str(ROOT_DIR), SEMLOOP_PHOENIX_URL=phoenix.base_url)
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_semloop", "rescore", str(sample), "-o", str(tmp_path / "scored.jsonl")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Phoenix annotations: 4 stored" in done.stderr, done.stderr
+    scored = [json.loads(line) for line in (tmp_path / "scored.jsonl").read_text().splitlines()]
+    roots = {
+        span["spanId"]: {a["key"]: a["value"] for a in span["attributes"]}
+        for batch in scored
+        for resource in batch["resourceSpans"]
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+        if any(a["key"] == "semloop.label" for a in span.get("attributes", []))
+    }
+    labels = {}
+    for span_id, attributes in roots.items():
+        (annotation,) = annotations_of(phoenix, "default", span_id)
+        assert annotation["annotator_kind"] == "CODE"
+        labels[annotation["result"]["label"]] = labels.get(annotation["result"]["label"], 0) + 1
+        assert annotation["result"]["label"] == attributes["semloop.label"]["stringValue"]
+    assert labels == {"loop": 2, "no_loop": 2}
