@@ -33,6 +33,7 @@ flattening, so splitting them would spread one definition of "what was said" ove
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -536,9 +537,11 @@ def _read_usage(attrs: Mapping[str, Any], step: Step) -> None:
 def _as_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
         return int(value)
-    return None
+    return None  # NaN and infinities (OTLP JSON allows them) are no count
 
 
 def tool_responses(messages: Any) -> dict[str, Any]:

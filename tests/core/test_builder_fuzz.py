@@ -127,3 +127,21 @@ def test_any_attributes_build_score_and_patch_without_error(records: list[SpanRe
     assert set(patches) <= set(trace.spans)
     trace.tree_view()
     _ = trace.goal
+
+
+def test_token_counts_that_are_not_finite_numbers_are_no_count() -> None:
+    """OTLP JSON may carry ``Infinity``/``NaN`` doubles; a token count that is one is ignored,
+    not an OverflowError that would lose the trace's verdict (found by the fuzz above)."""
+    for value in (float("inf"), float("-inf"), float("nan")):
+        llm = SpanRecord(
+            trace_id="0" * 31 + "1",
+            span_id="00000000000000a1",
+            parent_span_id="",
+            name="chat",
+            start_ns=1,
+            end_ns=2,
+            attributes={"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": value},
+        )
+        trace = build_trace([llm])
+        assert [s.input_tokens for s in trace.steps] == [None]
+        assert 0.0 <= Scorer().score(trace).score <= 1.0
