@@ -215,6 +215,9 @@ class HttpOtlpReceiver(OtlpReceiver):
         super().__init__()
         self._host = host
         self._server = ServerThread(host, _http_handler_for(self))
+        #: Answer this many next requests with 503 + ``Retry-After: 0`` (an overloaded backend).
+        self.refuse_next = 0
+        self.refused = 0
 
     @property
     def port(self) -> int:
@@ -253,6 +256,14 @@ def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
                 request.ParseFromString(body)
             except Exception:
                 reply(self, 400, b"invalid ExportTraceServiceRequest", "text/plain")
+                return
+            if isinstance(receiver, HttpOtlpReceiver) and receiver.refuse_next > 0:
+                receiver.refuse_next -= 1
+                receiver.refused += 1
+                self.send_response(503)
+                self.send_header("Retry-After", "0")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
                 return
             receiver._record(request)
             response = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()

@@ -294,23 +294,32 @@ def test_a_bad_span_in_a_gzipped_json_request_is_rejected_alone_and_the_valid_on
         assert all(s.resource == {"service.name": "json-app"} and s.scope == "json-scope" for s in received)
 
 
+@pytest.mark.parametrize(
+    ("trace_id", "span_id", "message"),
+    [
+        (b"\x01" * 15, b"\x02" * 8, "traceId must be 16 bytes, got 15"),
+        (b"\x01" * 16, b"\x02" * 7, "spanId must be 8 bytes, got 7"),
+    ],
+    ids=["trace-id", "span-id"],
+)
 def test_a_grpc_request_whose_spans_all_have_bad_ids_gets_invalid_argument(
-    grpc_downstream: GrpcOtlpReceiver,
+    grpc_downstream: GrpcOtlpReceiver, trace_id: bytes, span_id: bytes, message: str
 ) -> None:
     import grpc
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc
 
     request = trace_service_pb2.ExportTraceServiceRequest()
     span = request.resource_spans.add().scope_spans.add().spans.add()
-    span.trace_id = b"\x01" * 15
-    span.span_id = b"\x02" * 8
+    span.trace_id = trace_id
+    span.span_id = span_id
     with running(grpc_downstream, "grpc") as (service, _):
         with grpc.insecure_channel(f"127.0.0.1:{service.grpc_port}") as channel:
             stub = trace_service_pb2_grpc.TraceServiceStub(channel)
             with pytest.raises(grpc.RpcError) as error:
                 stub.Export(request, timeout=5)
         assert error.value.code() is grpc.StatusCode.INVALID_ARGUMENT
-        assert "traceId must be 16 bytes, got 15" in error.value.details()
+        assert message in error.value.details()
+        assert not grpc_downstream.spans
 
 
 def _request(*spans: tuple[bytes, bytes, bytes, str]) -> bytes:
@@ -435,6 +444,17 @@ def test_a_trace_whose_scoring_outlives_the_budget_is_forwarded_unscored_once(
     finally:
         app.shutdown()
         service.stop(timeout=2)
+
+
+def test_an_http_downstream_answering_503_gets_the_batch_again_until_it_accepts() -> None:
+    with HttpOtlpReceiver() as downstream:
+        downstream.refuse_next = 2
+        with running(downstream, "grpc") as (_, app):
+            trace = app.plain_request()
+            app.flush()
+            received = wait_trace(downstream, trace, 2)
+            assert downstream.refused == 2
+            assert_each_span_once_and_intact(app.spans_of(trace), received)
 
 
 def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retryably() -> None:
