@@ -132,3 +132,28 @@ def test_a_status_flapping_between_answers_it_already_gave_is_a_loop(convention)
 
 def test_a_status_that_finally_gives_a_new_answer_ends_the_wait(convention):
     assert score_in(flapping("state: succeeded"), convention).label is Label.NO_LOOP
+
+
+# --- failures that stop and are followed by new work ---------------------------------------------
+
+
+def missing_file(reads: int, *, recovers: bool) -> Scenario:
+    run = Scenario("summarise settings.toml")
+    for _ in range(reads):
+        failed_step(run, "read_file", {"path": "settings.toml"}, "FileNotFoundError: settings.toml (404)")
+    if recovers:
+        step(run, "find", {"name": "settings.toml"}, "./config/settings.toml")
+        step(run, "read_file", {"path": "config/settings.toml"}, 'retries = 3\nregion = "eu-west-1"')
+    return run
+
+
+def test_a_missing_file_read_twice_then_found_elsewhere_is_healthy(convention):
+    assert score_in(missing_file(2, recovers=True), convention).label is Label.NO_LOOP
+
+
+def test_a_missing_file_read_again_and_again_is_a_loop(convention):
+    assert score_in(missing_file(3, recovers=False), convention).label is Label.LOOP
+
+
+def test_a_missing_file_read_many_times_is_a_loop_even_if_the_agent_moves_on(convention):
+    assert score_in(missing_file(5, recovers=True), convention).label is Label.LOOP
