@@ -11,7 +11,8 @@ Signals
         agent step ends the run; an empty output (content not captured) neither extends
         nor ends it. ``no_progress``: nothing happened between the messages.
     ``chanting``
-        One line or sentence repeated inside a single LLM output: conclusive when one
+        One line or sentence repeated inside a single LLM output (or the arguments of a
+        final-answer tool, :data:`ANSWER_TOOL`): conclusive when one
         normalised unit of at least ``chant_min_chars`` characters occurs
         ``chant_repeats`` (10) times, Gemini CLI's content-loop threshold. Lines inside
         fenced or indented code blocks, list items and table rows never count: repeated
@@ -197,18 +198,44 @@ def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     return unit, count
 
 
+#: Tools through which agent frameworks deliver the model's final answer (smolagents'
+#: ``final_answer``, pydantic-ai's ``final_result``): their arguments are what the model
+#: said, so they are read for chanting like an LLM output.
+ANSWER_TOOL = re.compile(
+    r"^(?:final[_ ]?(?:answer|result|response)|submit[_ ]?(?:answer|result))$", re.IGNORECASE
+)
+
+
+def _string_leaves(value: object, depth: int = 0) -> str:
+    """The strings inside a tool's arguments, one per line (keys and envelopes left out)."""
+    if isinstance(value, str):
+        return value
+    if depth >= 4:
+        return ""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return "\n".join(text for item in value if (text := _string_leaves(item, depth + 1)))
+    return ""
+
+
 class ChantingDetector(IncrementalDetector):
     """``chanting``: one line or sentence repeated many times inside one LLM output."""
 
     signals = (CHANTING,)
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is not StepKind.LLM or not step.output_text:
+        if facts.kind is StepKind.LLM:
+            text = step.output_text
+        elif facts.kind is StepKind.TOOL and ANSWER_TOOL.match(step.name):
+            text = _string_leaves(step.tool_arguments)  # the answer given through the tool
+        else:
+            return []
+        if not text:
             return []
         config = self.config
         # Fewer units than a warning needs cannot be reported; only calibration wants them.
         floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
-        text = step.output_text
         counts = chant_units(text, config.chant_min_chars, floor)
         top = max(counts.values()) if counts else 0
         if top < config.chant_repeats:
