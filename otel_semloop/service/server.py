@@ -24,8 +24,9 @@ Connections: at most ``max_connections`` connections on each receiver (more are 
 at once); an HTTP client that has not sent its request headers within ``header_timeout`` is
 disconnected, one whose body stalls for ``body_timeout`` gets 408; idle keep-alive
 connections close after ``keepalive_timeout``. gRPC: ``header_timeout`` bounds the
-TLS/HTTP2 handshake and ``max_concurrent_streams`` the requests per connection. The file-descriptor soft limit is
-raised to the hard one at start so that the exporter can always open its sockets.
+TLS/HTTP2 handshake and ``max_concurrent_streams`` the requests per connection. The
+file-descriptor soft limit is raised to the hard one at start so that the exporter can
+always open its sockets.
 
 Signals: SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and
 wake the loop; they do not depend on asyncio's wakeup pipe, which a burst of traffic can
