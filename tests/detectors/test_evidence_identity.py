@@ -182,3 +182,23 @@ def test_rereading_a_file_that_changes_between_edits_is_healthy(convention):
         )
         step(run, "edit", {"path": "utils.py", "line": 5, "text": f"# fix {'abcdefg'[i + 1]} applied"}, "ok")
     assert score_in(run, convention).label is Label.NO_LOOP
+
+
+# --- an "end" that goes back to an earlier answer was no end -------------------------------------
+
+
+def test_a_write_whose_ack_changes_then_goes_back_is_still_a_loop(convention):
+    run = Scenario("what does the doc say about pooling?")
+    for ack in ["Stored memory m1"] * 4 + ["Memory saved.", "Memory saved.", "Stored memory m1"]:
+        step(run, "save_memory", {"content": "User prefers answers in French."}, ack)
+    assert score_in(run, convention).label is Label.LOOP
+
+
+def test_a_poll_that_ends_and_is_checked_again_is_healthy(convention):
+    run = Scenario("deploy and report")
+    for state in ["running"] * 4 + ["succeeded", "succeeded"]:
+        step(run, "deploy_status", {"deployment": "dep-31"}, f"state: {state}")
+    step(run, "notify", {"channel": "#ops", "text": "dep-31 is live"}, "sent as message 1712")
+    step(run, "deploy", {"service": "web"}, "deployment dep-32 started")
+    step(run, "deploy_status", {"deployment": "dep-31"}, "state: running")  # another rollout of it
+    assert score_in(run, convention).label is Label.NO_LOOP
