@@ -153,11 +153,6 @@ def _raise_fd_limit() -> None:
         pass
 
 
-def _wire_bytes(held: Held) -> bytes:
-    """A held span as a scoring process receives it."""
-    return held.span.SerializeToString()  # type: ignore[no-any-return]
-
-
 def _read(path: str | None) -> bytes | None:
     if not path:
         return None
@@ -302,7 +297,7 @@ class SemloopService:
                 # Warm workers before ready: the first traces must not wait for a boot.
                 self._processes = ScoringProcesses(
                     config.scoring_processes,
-                    _wire_bytes,
+                    Held.serialized,
                     mode=getattr(self._scorer, "mode", "default"),
                     kill_after=max(10.0, 3 * config.scoring_budget_seconds),
                 )
