@@ -67,7 +67,8 @@ def parse_unit(kind: str, raw: bytes, where: str) -> tuple[Parsed, list[Any]]:
     ids = [(s.trace_id, s.span_id, s.root) for s in scanned]
     objects = [s.span for s in scanned]
     if kind == "json":
-        spans = [dump_json(o) for o in objects]
+        # copied to their size: orjson's bytes keep its whole (much larger) buffer
+        spans = [bytes(memoryview(dump_json(o))) for o in objects]
         gaps = _gaps(doc, spans)
     else:
         spans = [o.SerializeToString() for o in objects]
@@ -189,7 +190,7 @@ def parse_chunk(
                 if patch is not None:
                     if gaps:  # written here, where the span is already decoded
                         apply_json(span, patch)
-                        patch = dump_json(span)
+                        patch = bytes(memoryview(dump_json(span)))
                     patched.append((unit, index, patch))
         scored[tid] = (len(t.spans), roots, patched, row)
 

@@ -73,7 +73,7 @@ DEFAULT_WINDOW = 16
 DEFAULT_MEMORY_BUDGET = 64 << 20
 #: Input bytes / units a worker parses and scores at a time. Larger chunks leave fewer
 #: traces cut by a chunk's edges (those are decoded twice), smaller ones hold less memory.
-DEFAULT_CHUNK_BYTES = 24 << 20
+DEFAULT_CHUNK_BYTES = 16 << 20
 DEFAULT_CHUNK_UNITS = 4096
 _JOBS_PER_TASK = 16
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
