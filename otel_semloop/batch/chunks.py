@@ -23,6 +23,7 @@ bytes, as for any other trace. So a verdict never depends on where chunks were c
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import chain
 from typing import Any
 
 import orjson
@@ -139,10 +140,8 @@ def _gaps(doc: Any, spans: list[bytes]) -> list[bytes] | None:
 
 def render_json(gaps: list[bytes], spans: list[bytes]) -> bytes:
     """``gaps[0] + spans[0] + gaps[1] + ... + gaps[-1]``."""
-    parts = [gaps[0]]
-    for span, gap in zip(spans, gaps[1:], strict=True):
-        parts.append(span)
-        parts.append(gap)
+    parts = list(chain.from_iterable(zip(gaps, spans, strict=False)))  # one gap more
+    parts.append(gaps[-1])
     return b"".join(parts)
 
 
