@@ -132,13 +132,13 @@ def _hex(match: re.Match[str]) -> str:
 
 
 def _ident(match: re.Match[str]) -> str:
-    """An identifier when the run looks generated: short hex with two digits or more
-    (``e0b0``), or letters and digits interleaved (two digit runs or more: ``8f3k2``,
+    """An identifier when the run looks generated: hex holding a digit (``e0b0``,
+    ``3eab``), or letters and digits interleaved (two digit runs or more: ``8f3k2``,
     ``7Hq2xZ``). ``python3``, ``utf8``, ``sha256`` and ``x86`` are words, kept."""
     run = match.group()
     digit_runs = len(_DIGIT_RUN.findall(run))
-    if _HEX_ONLY.match(run) and sum(c.isdigit() for c in run) >= 2:
-        return "<id>"
+    if _HEX_ONLY.match(run):
+        return "<id>"  # hex holding a digit (``e0b0``, ``3eab``): hex words have none
     if digit_runs >= 2:
         return "<id>"
     return run
@@ -152,7 +152,19 @@ def mask(text: str) -> str:
     """
     if not _HAS_DIGIT.search(text):
         return text
-    return _DIGITS.sub("#", _mask_ids(text))
+    return _volatile_marks(_mask_ids(text))
+
+
+#: A generated identifier and a number are one mark once numbers are masked too: an id
+#: generator emits ``run-5340`` as readily as ``run-d1a8``. Marks joined by ``-``/``_``
+#: are one mark.
+_JOINED_MARKS = re.compile(r"#(?:[-_]#)+")
+
+
+def _volatile_marks(ids_masked: str) -> str:
+    """``ids_masked`` (identifiers already masked) with digit runs and ``<id>`` as ``#``."""
+    text = _DIGITS.sub("#", ids_masked).replace("<id>", "#")
+    return _JOINED_MARKS.sub("#", text) if "#-#" in text or "#_#" in text else text
 
 
 def _mask_ids(text: str) -> str:
@@ -176,7 +188,7 @@ def normalize_result_and_content(text: str) -> tuple[str, str]:
         folded = " ".join(text.casefold().split())
         return folded, folded
     ids = _mask_ids(text).casefold()
-    return " ".join(_DIGITS.sub("#", ids).split()), " ".join(ids.split())
+    return " ".join(_volatile_marks(ids).split()), " ".join(ids.split())
 
 
 def normalize_content(text: str) -> str:

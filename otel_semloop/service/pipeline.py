@@ -31,13 +31,22 @@ Scoring
     :data:`PROTO_SPANS`; a scoring thread that wins its release applies the patches in
     place (nobody else holds those spans any more) and hands the outcome back to the
     loop, which puts it in the export queue. Non-agent traces are recognised from a few
-    attribute keys on the loop, without decoding, and forwarded untouched.
+    attribute keys on the loop, without decoding, and forwarded untouched. With
+    ``scoring_processes`` the pool's threads hand each release to a worker process
+    (:mod:`otel_semloop.service.processes`), so scoring uses the other cores and the
+    loop keeps the GIL for receiving. :attr:`Pipeline.load` measures how far scoring
+    is behind (:mod:`otel_semloop.service.admission`), for the receivers' backpressure.
+
+Size: the span holder, the request copy that fills it and the loop's side of grouping
+and scoring are one path with one invariant (every span in once, out once); the
+admission arithmetic and the worker processes live in their own modules.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -53,7 +62,9 @@ from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.pool import ScoringPool
 from otel_semloop.release import Outcome, SpanLinks
 from otel_semloop.scoring import Scorer
+from otel_semloop.service.admission import ScoringLoad
 from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.processes import ScoringProcesses
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
 from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch
@@ -79,18 +90,57 @@ _KIND_KEYS = frozenset(
 
 
 class Held:
-    """One received span and the envelope it came in (kept for its Resource and Scope)."""
+    """One received span and the envelope it came in (kept for its Resource and Scope).
 
-    __slots__ = ("cost", "resource_spans", "scope_spans", "span", "ticket")
+    The span is kept as its protobuf wire bytes (``wire``: a few hundred bytes less than a
+    decoded message, and shipped to a scoring process or into an export request as they
+    are) until something changes it: :attr:`span` decodes it once and from then on the
+    message is the span. :meth:`view` reads it without keeping the decoded copy. ``key``
+    is ``trace_id + span_id`` when the durable queue needs it (else empty)."""
+
+    __slots__ = ("_span", "cost", "key", "resource_spans", "scope_spans", "ticket", "wire")
 
     def __init__(
-        self, span: Any, resource_spans: Any, scope_spans: Any, cost: int = 0, ticket: int = 0
+        self,
+        span: Any,
+        resource_spans: Any,
+        scope_spans: Any,
+        cost: int = 0,
+        ticket: int = 0,
+        key: bytes = b"",
     ) -> None:
-        self.span = span
+        if isinstance(span, bytes):
+            self.wire: bytes | None = span
+            self._span: Any = None
+        else:
+            self.wire, self._span = None, span
         self.resource_spans = resource_spans
         self.scope_spans = scope_spans
         self.cost = cost
         self.ticket = ticket
+        self.key = key
+
+    @property
+    def span(self) -> Any:
+        """The span as a protobuf message, to change it (decoded once, then kept)."""
+        if self._span is None:
+            self._span = _SPAN_FROM(self.wire)
+            self.wire = None
+        return self._span
+
+    def view(self) -> Any:
+        """The span as a message to read (a throwaway decoding while it is still bytes)."""
+        return self._span if self._span is not None else _SPAN_FROM(self.wire)
+
+    def serialized(self) -> bytes:
+        """The span's wire bytes (as received, unless it was changed)."""
+        return self.wire if self.wire is not None else self._span.SerializeToString()  # type: ignore[no-any-return]
+
+
+_SPAN_FROM = trace_pb2.Span.FromString
+#: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
+#: reads cannot be a step (checked before decoding anything).
+_MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(_KIND_KEYS)))
 
 
 def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
@@ -118,7 +168,7 @@ class ProtoSpans:
     __slots__ = ()
 
     def record(self, held: Held) -> SpanRecord:
-        record = record_from_proto_span(held.span)
+        record = record_from_proto_span(held.view())
         record.source = held
         return record
 
@@ -127,7 +177,7 @@ class ProtoSpans:
         return held
 
     def links(self, held: Held) -> SpanLinks:
-        span = held.span
+        span = held.view()
         return SpanLinks(
             span_id=span.span_id,
             parent_id=span.parent_span_id or None,
@@ -136,9 +186,15 @@ class ProtoSpans:
         )
 
     def may_have_steps(self, spans: Sequence[Held]) -> bool:
-        """Reads only the few attribute keys that classify a span (no decoding)."""
+        """Reads only the few attribute keys that classify a span; a span whose bytes hold
+        none of those keys is not even decoded."""
+        search = _MAY_BE_STEP.search
         for held in spans:
-            kinds = {kv.key: kv.value.string_value for kv in held.span.attributes if kv.key in _KIND_KEYS}
+            wire = held.wire
+            if wire is not None and search(wire) is None:
+                continue
+            span = held.view()
+            kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in _KIND_KEYS}
             if kinds and step_kind(kinds, top_level=True) is not StepKind.OTHER:
                 return True
         return False
@@ -158,9 +214,10 @@ class Accepted:
     message: str = ""
 
 
-#: Memory a held span costs beyond its wire bytes (its message, the holder, the buffer's
-#: and the export queue's entries), measured at about 1.5 KiB with one-span traces.
-SPAN_OVERHEAD_BYTES = 1536
+#: Memory a held span costs beyond its wire bytes (the holder, the buffer's and the export
+#: queue's entries, and the decoded request while it is copied), measured at about 650
+#: bytes with one-span traces (600,000 of them in one request: 390 MB above the idle RSS).
+SPAN_OVERHEAD_BYTES = 640
 
 
 @dataclasses.dataclass(slots=True)
@@ -172,8 +229,8 @@ class Prepared:
 
 
 def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Prepared:
-    """Check and copy a request's spans: O(spans), a few checks and a copy each (so that
-    no held span pins its request). Touches no shared state, so a large request is
+    """Check and copy a request's spans: O(spans), a few checks and each span's bytes (so
+    that no held span pins its request). Touches no shared state, so a large request is
     prepared on a thread while the loop serves on."""
     result = Accepted()
     out: list[tuple[bytes, bool, Held]] = []
@@ -192,10 +249,11 @@ def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> P
                     continue
                 if skip and span.trace_id + span.span_id in skip:
                     continue
-                own = trace_pb2.Span()
-                own.CopyFrom(span)
-                local_root = not own.parent_span_id or _remote_parent(own)
-                out.append((own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket)))
+                trace_id = span.trace_id
+                local_root = not span.parent_span_id or _remote_parent(span)
+                key = trace_id + span.span_id if ticket else b""
+                held = Held(span.SerializeToString(), env_rs, env_ss, cost, ticket, key)
+                out.append((trace_id, local_root, held))
                 result.accepted += 1
     return Prepared(out, result)
 
@@ -231,6 +289,7 @@ class Pipeline:
         scorer: Scorer,
         telemetry: SelfTelemetry,
         evaluations: EvaluationPublisher | None = None,
+        processes: ScoringProcesses | None = None,
     ) -> None:
         self._config = config
         self._evaluations = evaluations
@@ -239,15 +298,22 @@ class Pipeline:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.buffer: TraceBuffer[Held] = TraceBuffer(config.buffer_limits())
+        self._processes = processes
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,
             self._deliver,
             telemetry,
-            threads=config.scoring_threads,
+            threads=config.scoring_processes if processes is not None else config.scoring_threads,
             max_stuck=config.max_stuck_scorers,
             budget=config.scoring_budget_seconds,
+            **({"evaluator": processes.evaluate} if processes is not None else {}),
         )
+        scorers = config.scoring_processes if processes is not None else config.scoring_threads
+        self.load = ScoringLoad(config.grace_seconds, scorers)
+        #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.
+        self._submitting = False
+        self._delivered_now = False
 
     # -- receive path --------------------------------------------------------------------
 
@@ -264,6 +330,7 @@ class Pipeline:
         for trace_id, local_root, held in prepared.spans:
             end(trace_id, local_root, held, now)
         result = prepared.result
+        self.load.accepted(now, result.accepted)
         if result.rejected:
             self._telemetry.add("semloop.spans.rejected", "invalid", result.rejected)
         self._dispatch()  # overflow and span-limit releases leave at once
@@ -304,6 +371,7 @@ class Pipeline:
                 self.buffer.expire(now)
                 self._dispatch()
                 self._pool.expire(now)
+                self.load.sample(now)
             except Exception:
                 self._telemetry.add("semloop.errors", "pipeline")
                 _logger.exception(
@@ -333,17 +401,29 @@ class Pipeline:
             for held in late:
                 apply_patch_proto(held.span, _LATE_PATCH)
             self._forward(late, 0, "late")
+        load = self.load
         for release in releases:
-            self._pool.submit(release)
+            self._submitting, self._delivered_now = True, False
+            try:
+                self._pool.submit(release)
+            finally:
+                self._submitting = False
+            # Delivered during submit: no agent steps (or every scorer stuck): no queue.
+            load.released(time.monotonic(), len(release.spans), to_scorers=not self._delivered_now)
 
     def _deliver(self, outcome: Outcome[Held]) -> None:
         """The pool's delivery: on the loop, or handed to it from a scoring thread."""
-        if threading.get_ident() == self._loop_thread:
-            self._delivered(outcome)
+        if threading.get_ident() != self._loop_thread:
+            self._loop.call_soon_threadsafe(self._delivered, outcome, True, True)
+        elif self._submitting:
+            self._delivered_now = True
+            self._delivered(outcome, False)
         else:
-            self._loop.call_soon_threadsafe(self._delivered, outcome)
+            self._delivered(outcome, True)  # past its budget, or at the end of a drain
 
-    def _delivered(self, outcome: Outcome[Held]) -> None:
+    def _delivered(self, outcome: Outcome[Held], queued: bool, scored: bool = False) -> None:
+        if queued:
+            self.load.delivered(time.monotonic(), len(outcome.spans), scored)
         evaluation = outcome.evaluation
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
