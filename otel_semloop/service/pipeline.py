@@ -293,6 +293,10 @@ class Pipeline:
     ) -> None:
         self._config = config
         self._evaluations = evaluations
+        #: Evaluation records go somewhere (logs or Phoenix): else none is built.
+        self._publish = evaluations is not None and (
+            evaluations.logs_enabled or evaluations.phoenix is not None
+        )
         self._forward_spans = forward
         self._telemetry = telemetry
         self._loop = asyncio.get_running_loop()
@@ -428,8 +432,8 @@ class Pipeline:
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
         self._forward(outcome.spans, outcome.patched)
-        if evaluation is not None and self._evaluations is not None:
-            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)
+        if evaluation is not None and self._publish:
+            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)  # type: ignore[union-attr]
 
     def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
         count_forwarded(self._telemetry, len(spans), patched, state)

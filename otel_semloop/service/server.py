@@ -227,7 +227,9 @@ class SemloopService:
             reason, message = "durable_queue_full", "otel-semloop: durable queue full; retry later"
         if reason is not None:
             self.refused(reason)
-            raise Refusal(reason, message, 1.0 if reason != "export_queue_full" else 5.0)
+            # Scoring catches up within its budget share: come back soon; an outage lasts.
+            delay = {"scoring_behind": 0.5, "export_queue_full": 5.0}.get(reason, 1.0)
+            raise Refusal(reason, message, delay)
 
     def _scoring_behind(self) -> bool:
         """Scoring fell behind: a trace accepted now would wait for a scorer past a share
