@@ -88,7 +88,12 @@ class DetectorSuite:
 
     def detect(self, trace: Trace) -> list[Finding]:
         """All findings of a finished trace (one per episode, at its peak)."""
-        return replay(self, trace)
+        fingerprinter = self._fingerprinter
+        lazy, fingerprinter.lazy = fingerprinter.lazy, True  # the trace holds the text anyway
+        try:
+            return replay(self, trace)
+        finally:
+            fingerprinter.lazy = lazy
 
     def findings(self) -> list[Finding]:
         return [finding for detector in self.detectors for finding in detector.findings()]
