@@ -28,7 +28,9 @@ Novelty and epochs
     steps?" in O(1). Transient failures (429, 5xx, timeouts) are neither novel nor
     remembered: a call that did not happen is no evidence either way. A tool step with
     neither arguments nor result (content capture off) cannot be compared and counts as
-    novel: errs toward no loop.
+    novel: errs toward no loop. A failed tool step is fingerprinted by its tool and its
+    masked message, not by its arguments: calls reworded or given an extra hint that
+    fail with the same text are one failure repeated, not new attempts.
 
 Episodes
     An :class:`Episode` is one occurrence of one pattern (one chain of repeats, one cycle,
@@ -62,6 +64,7 @@ from otel_semloop.detectors.normalize import (
     classify_failure,
     counts_fell,
     digest,
+    failure_identity,
     is_acknowledgement,
     normalize_result_and_content,
     normalize_text,
@@ -370,12 +373,18 @@ class Fingerprinter:
             # Nothing to compare: a unique fingerprint, novel by construction.
             self._unique += 1
             facts.action = digest(f"<opaque>{self._unique}")
+        elif failure is not None:
+            # A failure is identified by what failed and how, not by how it was asked: a
+            # re-worded edit, an added hint argument, a wobbling search string that fail
+            # with the same message learned nothing the first failure did not.
+            facts.action = digest(f"{step.name}\0<failed>\0{failure_identity(step, raw, failure)}")
         else:
             facts.action = digest(f"{facts.call}\0{facts.result}")
         # Progress is measured against the best this call ever showed, not its last
         # result: a result alternating between a short and a long form, or a percentage
         # going down and up again, must not count as progress on every upswing. Counts
         # (work remaining) are compared with the previous result: each fall is progress.
+        seen, _ = self._seen.touch(facts.action)
         call_seen, previous = self._calls.touch(facts.call)
         facts.call_novel = not call_seen
         best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
@@ -393,19 +402,24 @@ class Fingerprinter:
             progress = _Unread(raw)
         else:
             progress, counts, numbers = _figures(raw)
-        if facts.result is not None and facts.result == last_result:
+        # ``streak``: calls in a row of this call answered with results it had already
+        # given (the same one again, or a status flapping between known states).
+        if facts.result is not None and (facts.result == last_result or (seen and failure is None)):
             streak += 1
         else:
             if (
                 streak >= 2
+                and not seen
                 and facts.result is not None
                 and failure is None
                 and last_result is not None
                 and facts.args_known
             ):
-                # The same call, after returning one result again and again, returns a new
-                # one: it was waiting on something outside that has now changed (a poll
-                # that ended). The repetition was not a loop.
+                # The same call, after answering with results it had already given, gives
+                # one it never gave before: it was waiting on something outside that has
+                # now changed (a poll that ended). The repetition was not a loop. A result
+                # it already gave (writes answered "ok", then "saved", then "ok") ends no
+                # wait.
                 facts.poll_ended = True
                 facts.previous_action = digest(f"{facts.call}\0{last_result}")
             streak = 1 if facts.result is not None else 0
@@ -434,7 +448,6 @@ class Fingerprinter:
                 streak,
             ),
         )
-        seen, _ = self._seen.touch(facts.action)
         facts.novel = not seen or facts.progressed
         if facts.novel:
             self._epoch += 1

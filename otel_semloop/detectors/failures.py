@@ -11,7 +11,11 @@ Signals
         with the same permanent class (401, 403, 404, invalid arguments), with no novel
         tool step between: conclusive at ``permanent_error_repeats`` (2), as LoopGuard
         stops at the 2nd. The same request cannot start succeeding. ``permanent`` and
-        ``no_progress``.
+        ``no_progress``. A novel successful tool step afterwards *resolves* it (as it
+        does ``repeated_error``): the agent gave up on the failing call and moved on (a
+        missing path, then listing the folder and reading the right file). Live, the stop
+        has been advised by then; a long failing run stays a loop through the repetition
+        signals (``repeated_result``, ``action_cycle``), which no later success resolves.
     ``repeated_error``
         The same call failing with the same other class (a compile error, a failed
         command), nothing novel between: conclusive at ``repeated_error_repeats`` (3),
@@ -43,6 +47,7 @@ Cost
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
@@ -90,6 +95,8 @@ class FailureDetector(IncrementalDetector):
     def reset(self) -> None:
         super().reset()
         self._failing: dict[int, _Failing] = {}
+        # Permanent / repeated-error episodes not yet resolved (bounded like the digests).
+        self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if facts.kind not in (StepKind.TOOL, StepKind.LLM) or not facts.call:
@@ -100,6 +107,14 @@ class FailureDetector(IncrementalDetector):
             done = failing.pop(facts.call, None)
             if done is not None and done.episode is not None and done.episode.signal == TRANSIENT_ERROR:
                 done.episode.resolved = True  # the retry worked: not a loop
+            if facts.kind is StepKind.TOOL and facts.novel and self._open:
+                # New successful work after the failures: the agent gave up on the failing
+                # call and moved on (a missing path, then listing the folder and reading
+                # the right file). A long failing run is still caught by the repetition
+                # signals, which no later success resolves.
+                for episode in self._open:
+                    episode.resolved = True
+                self._open.clear()
             return []
         record = failing.pop(facts.call, None)
         if record is not None and record.label == failure.label and record.epoch == facts.epoch:
@@ -130,6 +145,8 @@ class FailureDetector(IncrementalDetector):
                 permanent=failure.kind is FailureKind.PERMANENT,
                 span_ids=(record.first.span_id,),
             )
+            if failure.kind is not FailureKind.TRANSIENT:
+                self._open.append(record.episode)
         record.episode.add(facts.span_id)
         out: list[Finding] = []
         self._track(record.episode, record.count, facts, out)

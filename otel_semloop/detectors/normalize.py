@@ -72,6 +72,7 @@ __all__ = [
     "classify_failure",
     "counts_fell",
     "digest",
+    "failure_identity",
     "is_acknowledgement",
     "mask",
     "near_duplicate",
@@ -844,3 +845,14 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
         first_line = normalize_result(message.split("\n", 1)[0])
         label = f"message {digest(first_line):016x}"
     return Failure(kind, label)
+
+
+def failure_identity(step: Step, result_text: str | None, failure: Failure) -> str:
+    """What a failed tool step's failure *says*, as compared across calls: the masked,
+    case-folded start of its message (the error text on the span, or the result text that
+    reported it), or its class label when there is no message. Two calls that differ in
+    their arguments but fail with this same text failed the same way."""
+    message = step.error_message or result_text or ""
+    if not message:
+        return failure.label
+    return normalize_result(message[:_ERROR_CHARS])

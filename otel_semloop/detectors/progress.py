@@ -7,12 +7,15 @@ returned before (a higher percentage or n/m, a longer output). See
 
 Signals
     ``repeated_result``
-        The same call returning the same normalised result, with no novel tool step
-        between consecutive occurrences. The occurrences need not be adjacent (A B A C A
-        counts A three times when B and C are themselves repeats), which catches rotating
-        loops the cycle tracker misses; a novel step between two occurrences restarts the
-        count, which keeps edit-and-test rounds out (each edit is new). Conclusive at
-        ``repeated_result_repeats`` (4). ``no_progress``.
+        The same call returning results it already returned (the same normalised result,
+        or acknowledgements worded differently each time: "ok", "saved", "ok"), with no
+        novel tool step between consecutive occurrences; a failing call counts by how it
+        failed (the same tool, the same masked message, whatever its arguments). The
+        occurrences need not be adjacent (A B A C A counts A three times when B and C are
+        themselves repeats), which catches rotating loops the cycle tracker misses; a
+        novel step between two occurrences restarts the count, which keeps edit-and-test
+        rounds out (each edit is new). Conclusive at ``repeated_result_repeats`` (4).
+        ``no_progress``.
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
@@ -188,7 +191,7 @@ class RepeatedResultDetector(_ChainDetector):
     """``repeated_result``: the same call returning the same result with nothing new between."""
 
     signals = (REPEATED_RESULT,)
-    _description = "{name} returned the same result {{count}} times with nothing new between"
+    _description = "{name} returned nothing new {{count}} times with nothing new between"
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action or facts.result is None or not facts.args_known:
@@ -201,9 +204,13 @@ class RepeatedResultDetector(_ChainDetector):
         if facts.epoch != self._stretch_epoch:
             self._stretch = []
             self._stretch_epoch = facts.epoch
-        found = self._extend(facts.action, facts.epoch, facts, self.config.repeated_result_repeats)
+        # A successful call is followed by its call alone: with nothing novel between
+        # occurrences, each returned a result the call had already returned (the same
+        # one, or writes answered "ok", "saved", "ok"). A failure by how it failed.
+        key = facts.action if facts.failure is not None else facts.call
+        found = self._extend(key, facts.epoch, facts, self.config.repeated_result_repeats)
         if found:
-            episode = self._chains.get(facts.action)
+            episode = self._chains.get(key)
             if episode is not None and episode.episode is not None and episode.episode not in self._stretch:
                 self._stretch.append(episode.episode)
         return found
