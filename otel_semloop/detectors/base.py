@@ -357,7 +357,11 @@ class Fingerprinter:
             normalised, content = normalize_result_and_content(raw)
             facts.result = digest(normalised)
             # Size in words, not characters: an id one character longer is not more output.
-            size = len(normalised.split()) if len(normalised) < _SIZE_SPLIT_CHARS else len(normalised) // 6
+            # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
+            if len(normalised) < _SIZE_SPLIT_CHARS:
+                size = normalised.count(" ") + 1 if normalised else 0
+            else:
+                size = len(normalised) // 6
             facts.content = digest(content) if content != normalised else facts.result
             facts.trivial = is_acknowledgement(normalised)
             content_seen, _ = self._contents.touch(facts.content)

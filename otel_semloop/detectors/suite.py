@@ -71,6 +71,11 @@ class DetectorSuite:
         )
         self._fingerprinter = Fingerprinter(self.config)
 
+    def release(self) -> None:
+        """Forget the novelty state (digests and the text references a replay keeps), not
+        the detectors' findings: for a caller done with the trace that keeps the suite."""
+        self._fingerprinter.reset()
+
     def reset(self) -> None:
         self._fingerprinter.reset()
         for detector in self.detectors:

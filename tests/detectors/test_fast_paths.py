@@ -12,6 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import normalize
+from otel_semloop.detectors import text as text_detectors
 from otel_semloop.detectors.normalize import PROGRESS_TAIL_CHARS, remaining_counts
 
 
@@ -110,3 +111,42 @@ def test_hex_gate_finds_a_digit_anywhere_in_a_run_of_six() -> None:
             run = "".join("7" if i == at else "c" for i in range(length))
             for text in (run, f"id {run} x", f"{run}-{run}"):
                 assert normalize._mask_ids(text) == plain_mask_ids(text), text
+
+
+# -- text: punctuation by bytes, the unit bound before chanting ------------------------------
+
+TEXT_PIECES = [
+    "Checking", "the file", ".", "!", "?", " ", "  ", "\n", "\r\n", "\x0b", "\x85", "\u2028",
+    "```", "    code", "- item", "| a | b |", "1.", "\u2026", "\u201cq\u201d", "caf\u00e9", "#", "<x>",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(TEXT_PIECES), max_size=40).map("".join))
+def test_punctuation_by_bytes_is_exact(text: str) -> None:
+    assert normalize._drop_punctuation(text) == text.translate(normalize._PUNCTUATION)
+
+
+def plain_units(text: str) -> list[str]:
+    """The units ``chant_units`` collects, by its own rules, without the bound."""
+    units: list[str] = []
+    in_fence = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+            continue
+        if in_fence or not stripped or line.startswith(("    ", "\t")):
+            continue
+        if text_detectors._LIST_ITEM.match(stripped) or stripped.startswith("|") or stripped.count("|") >= 2:
+            continue
+        units.extend(text_detectors._SENTENCE_END.split(stripped))
+    return units
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(TEXT_PIECES), max_size=40).map("".join))
+def test_unit_bound_is_an_upper_bound(text: str) -> None:
+    assert text_detectors._most_units(text) >= len(plain_units(text))
+    bounded = text_detectors.chant_units(text, 4, min_units=len(plain_units(text)))
+    assert bounded == text_detectors.chant_units(text, 4, min_units=0)
