@@ -100,13 +100,26 @@ def _root_record(tops: list[SpanRecord]) -> SpanRecord:
 
 
 def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
-    """Tool arguments are opt-in in the GenAI conventions: when a tool step lacks them,
-    take them from the matching call requested by the latest LLM output before it
-    (matched by call id, else by tool name, each request used once)."""
+    """Tool arguments and results are opt-in in the GenAI conventions: when a tool step
+    lacks its arguments, take them from the matching call requested by the latest LLM
+    output before it (matched by tool name, each request used once); when it lacks its
+    result too, take the result the next LLM call was given for that call's id (a
+    ``tool`` message or a ``tool_call_response`` part: AutoGen records its tool spans with
+    neither). O(steps + calls)."""
     pending: list = []
+    waiting: list[tuple[Step, str]] = []  # tool steps without a result, and their call id
     for step in steps:
-        if step.kind is StepKind.LLM and step.tool_calls:
-            pending = list(step.tool_calls)
+        if step.kind is StepKind.LLM:
+            if waiting:
+                responses = tool_responses(step.input)
+                for tool, call_id in waiting:
+                    result = responses.get(call_id)
+                    if result is not None:
+                        tool.tool_result = tool.output = result
+                        tool.output_text = flatten_text(result)
+                waiting = []
+            if step.tool_calls:
+                pending = list(step.tool_calls)
         elif step.kind is StepKind.TOOL and step.tool_arguments is None and pending:
             match = next((c for c in pending if c.name == step.name), None)
             if match is not None:
@@ -114,6 +127,8 @@ def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
                 step.tool_arguments = match.arguments
                 if step.input is None:
                     step.input = match.arguments
+                if step.tool_result is None and not step.is_error and match.call_id:
+                    waiting.append((step, match.call_id))
 
 
 def _add_unrecorded_tool_calls(steps: list[Step]) -> list[Step]:

@@ -23,7 +23,10 @@ Where the messages are
     OpenLLMetry's ``gen_ai.content.prompt`` / ``gen_ai.content.completion``. GenAI events
     emitted as log records are read the same way once :func:`attach_log_records` has put
     them on their span. OpenLLMetry's decorator envelopes (``{"args": [...], "kwargs":
-    {...}}`` inputs, JSON-encoded outputs) are unwrapped (:func:`unwrap_envelope`).
+    {...}}`` inputs, JSON-encoded outputs) are unwrapped (:func:`unwrap_envelope`), and so
+    are LangChain's callback payload around a tool's arguments
+    (:func:`unwrap_callback_input`) and the framework objects around a tool's result
+    (LangChain messages, LlamaIndex's ``ToolOutput``: :func:`unwrap_tool_result`).
 
 Size: one reader per convention and per place a convention puts messages (attributes,
 indexed attributes, span events, log records, hand-off forms); they share the message
@@ -32,6 +35,7 @@ flattening, so splitting them would spread one definition of "what was said" ove
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import math
 import re
@@ -121,6 +125,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         step.output = _first_present(attrs, *_OUTPUT_KEYS)
     if record.events and kind is not StepKind.AGENT and (step.input is None or step.output is None):
         events_in, events_out = _event_messages(record.events)
+        if kind is StepKind.TOOL:
+            # On a tool span the tool message holds the arguments, the choice the result.
+            events_in, events_out = _message_content(events_in), _message_content(events_out)
         if step.input is None:
             step.input = events_in
         if step.output is None:
@@ -144,6 +151,10 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         step.tool_arguments = _decode_json(arguments) if arguments is not None else step.input
         result = attrs.get("gen_ai.tool.call.result")
         step.tool_result = _decode_json(result) if result is not None else step.output
+        if isinstance(step.tool_arguments, dict) and "input_str" in step.tool_arguments:
+            step.tool_arguments = unwrap_callback_input(step.tool_arguments)
+        if isinstance(step.tool_result, dict):
+            step.tool_result = unwrap_tool_result(step.tool_result)
         step.handoff_to = handoff_target(attrs, step.name, step.tool_arguments)
     _read_error(record, step)
     _read_usage(attrs, step)
@@ -275,6 +286,67 @@ def unwrap_envelope(value: Any) -> Any:
     return {"args": args, **kwargs}
 
 
+#: Keys of LangChain's tool-start callback payload as instrumentations record it
+#: (OpenLLMetry's LangChain instrumentation): the arguments are in ``inputs`` (an object)
+#: or ``input_str`` (its ``str()``, a Python literal); ``tags``, ``metadata`` (LangGraph
+#: checkpoint ids, new on every step) and ``kwargs`` (the tool call id) identify the run.
+_CALLBACK_INPUT_KEYS = frozenset(
+    {"input_str", "inputs", "tags", "metadata", "kwargs", "run_id", "parent_run_id"}
+)
+_LITERAL_MAX_CHARS = 65536
+
+
+def unwrap_callback_input(value: Any) -> Any:
+    """A tool's arguments inside a LangChain callback payload (see
+    :data:`_CALLBACK_INPUT_KEYS`); anything else unchanged. Without this every call looks
+    new: the payload carries a fresh checkpoint id and tool call id each time."""
+    if not isinstance(value, dict) or "input_str" not in value or not set(value) <= _CALLBACK_INPUT_KEYS:
+        return value
+    inputs = value.get("inputs")
+    if isinstance(inputs, dict) and inputs:
+        return inputs
+    text = value.get("input_str")
+    if not isinstance(text, str):
+        return text
+    decoded = _decode_json(text)
+    if decoded is not text or len(text) > _LITERAL_MAX_CHARS or text[:1] not in ("{", "["):
+        return decoded
+    try:
+        return ast.literal_eval(text)  # the str() of a dict: a literal, never code
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return text
+
+
+def unwrap_tool_result(value: Any) -> Any:
+    """A tool's result inside the objects frameworks record around it; anything else
+    unchanged. Without this, a tool call id or run metadata inside the object makes every
+    result look new.
+
+    * LangChain's tool-end callback payload (``{"output": ..., "kwargs": {...}}``);
+    * a serialized LangChain message (``{"lc": 1, "type": "constructor", "kwargs":
+      {"content": ..., "tool_call_id": ...}}``) and its dict dump (``{"type": "tool",
+      "data": {"content": ..., "tool_call_id": ...}}``): the content;
+    * LlamaIndex's ``ToolOutput`` (``tool_name``, ``raw_output``, ``blocks``): the raw
+      output.
+    """
+    if not isinstance(value, dict):
+        return value
+    if "output" in value and set(value) <= {"output", "kwargs"}:
+        value = _decode_json(value["output"])
+        if not isinstance(value, dict):
+            return value
+    if value.get("lc") == 1 and value.get("type") == "constructor":
+        kwargs = value.get("kwargs")
+        if isinstance(kwargs, dict):
+            return _decode_json(kwargs["content"]) if "content" in kwargs else kwargs
+    data = value.get("data")
+    if set(value) == {"type", "data"} and isinstance(data, dict) and "content" in data:
+        return _decode_json(data["content"])
+    if "tool_name" in value and "raw_output" in value:
+        return _decode_json(value["raw_output"])
+    return value
+
+
 #: Span events (and log records attached to their span, see :func:`attach_log_records`)
 #: that carry an LLM call's messages, by name: (side, role or None).
 _MESSAGE_EVENTS = {
@@ -325,6 +397,8 @@ def _event_messages(events: Any) -> tuple[Any, Any]:
         for key in ("content", "tool_calls", "id", "role"):
             if key in attrs and key not in message:
                 message[key] = _decode_json(attrs[key])
+        if "content" not in message and "message" in attrs:
+            message["content"] = _decode_json(attrs["message"])  # gen_ai.choice's message attribute
         if isinstance(body, str) and "content" not in message:
             message["content"] = body
         message.setdefault("role", role)
@@ -368,6 +442,20 @@ def attach_log_records(records: Iterable[SpanRecord], logs: Iterable[LogEvent]) 
             )
         out.append(record)
     return out
+
+
+def _message_content(value: Any) -> Any:
+    """The content of a single message read from events (content blocks as their text);
+    anything else unchanged."""
+    if isinstance(value, list) and len(value) == 1:
+        value = value[0]
+    if not isinstance(value, dict) or "content" not in value:
+        return value
+    content = value["content"]
+    if isinstance(content, list) and content and all(isinstance(b, dict) for b in content):
+        text = block_text(content)
+        return text or content
+    return content
 
 
 def _flat(items: list[Any]) -> Any:
@@ -461,13 +549,29 @@ def _message_text(message: Mapping[str, Any]) -> str | None:
         if isinstance(content, str):
             return content
         if isinstance(content, list):
-            return "\n".join(
-                str(part.get("text", ""))
-                for part in content
-                if isinstance(part, dict) and part.get("type") in ("text", "output_text", "input_text")
-            )
+            return block_text(content)
         return ""
     return None
+
+
+_TEXT_TYPES = frozenset({"text", "output_text", "input_text"})
+
+
+def block_text(blocks: list[Any]) -> str:
+    """The text of a list of content blocks: typed parts (``{"type": "text", "text":
+    ...}``) and the untyped blocks of the Bedrock Converse shape that Strands records
+    (``{"text": ...}``, and ``{"toolResult": {"content": [...]}}`` whose text is the
+    result's)."""
+    texts: list[str] = []
+    for part in blocks:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in _TEXT_TYPES or (kind is None and isinstance(part.get("text"), str)):
+            texts.append(str(part.get("text", "")))
+        elif isinstance(part.get("toolResult"), dict) and isinstance(part["toolResult"].get("content"), list):
+            texts.append(block_text(part["toolResult"]["content"]))
+    return "\n".join(texts)
 
 
 def _tool_calls(output: Any) -> list[ToolCall]:
@@ -480,6 +584,11 @@ def _tool_calls(output: Any) -> list[ToolCall]:
         for part in message.get("parts") or ():
             if isinstance(part, dict) and part.get("type") == "tool_call":
                 calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+        content = message.get("content")
+        for part in content if isinstance(content, list) else ():
+            use = part.get("toolUse") if isinstance(part, dict) else None
+            if isinstance(use, dict):  # a Bedrock Converse block (Strands)
+                calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
         for call in message.get("tool_calls") or ():
             if not isinstance(call, dict):
                 continue

@@ -6,6 +6,10 @@ The caller that owns the pool (one thread: the worker, or the event loop) submit
 releases and calls :meth:`ScoringPool.expire` on its tick; every release is then
 *delivered* exactly once, as an :class:`~otel_semloop.release.Outcome`, through the
 ``deliver`` callback the front door gives, from whichever thread settles it.
+A scoring thread scores with :func:`~otel_semloop.release.evaluate` in this process, or
+with another ``evaluator`` of the same signature (the service's hands the release to a
+worker process and waits: :mod:`otel_semloop.service.processes`); the rules below hold
+either way.
 
 Rules (each has an exact test in ``tests/core/test_pool.py``)
     * Budget: a release has ``budget`` seconds from :meth:`submit` to its verdict,
@@ -48,7 +52,16 @@ from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from otel_semloop.grouping import Release
-from otel_semloop.release import Evaluation, Outcome, SpanAdapter, evaluate, unscored, written_back, yield_gil
+from otel_semloop.release import (
+    Evaluation,
+    Evaluator,
+    Outcome,
+    SpanAdapter,
+    evaluate,
+    unscored,
+    written_back,
+    yield_gil,
+)
 from otel_semloop.scoring import Scorer
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 from otel_semloop.writeback import UNSCORED_BUDGET_EXCEEDED, UNSCORED_SCORERS_STUCK
@@ -107,8 +120,10 @@ class ScoringPool(Generic[S]):
         budget: float,
         notify: Callable[[], None] | None = None,
         thread_name: str = "semloop-scorer",
+        evaluator: Evaluator[S] = evaluate,
     ) -> None:
         self._scorer = scorer
+        self._evaluator = evaluator
         self._adapter = adapter
         self._deliver = deliver
         self._telemetry = telemetry
@@ -331,7 +346,7 @@ class ScoringPool(Generic[S]):
                     job.best = stage
 
                 try:
-                    evaluation = evaluate(job.release, self._adapter, self._scorer, keep)
+                    evaluation = self._evaluator(job.release, self._adapter, self._scorer, keep)
                 except Exception as exc:
                     failure = exc
                 duration = time.perf_counter() - started

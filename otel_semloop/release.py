@@ -37,6 +37,7 @@ from otel_semloop.writeback import SpanPatch, release_patches
 
 __all__ = [
     "Evaluation",
+    "Evaluator",
     "Outcome",
     "SpanAdapter",
     "SpanLinks",
@@ -104,6 +105,23 @@ class Evaluation:
     trace: Trace
     records: list[SpanRecord]
     verdict: Verdict
+    #: The per-span patches when they were made elsewhere (a scoring process, where the
+    #: whole trace was built): written back as they are, ``trace`` then holds only the
+    #: root and ``records`` only ids and sources. None: made from ``trace`` here.
+    patches: dict[str, SpanPatch] | None = None
+
+
+class Evaluator(Protocol[S]):
+    """What a scoring thread calls to score one release: :func:`evaluate`, or a front
+    door's own (the service's scores in worker processes)."""
+
+    def __call__(
+        self,
+        release: Release[S],
+        adapter: SpanAdapter[S],
+        scorer: Scorer,
+        on_stage: Callable[[Evaluation], None] | None = None,
+    ) -> Evaluation | None: ...
 
 
 def yield_gil() -> None:
@@ -156,7 +174,7 @@ def written_back(
     """The release's spans with ``evaluation``'s verdict applied: patched spans from
     ``adapter.patched``, the others as they are. ``extra`` attributes go on the root."""
     trace, verdict = evaluation.trace, evaluation.verdict
-    patches = release_patches(release, trace, verdict)
+    patches = release_patches(release, trace, verdict, evaluation.patches)
     if extra:
         root_patch = patches.get(trace.root_span_id)
         if root_patch is not None:

@@ -95,13 +95,20 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
     return attrs
 
 
-def release_patches(release: Release[Any], trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
+def release_patches(
+    release: Release[Any], trace: Trace, verdict: Verdict, made: dict[str, SpanPatch] | None = None
+) -> dict[str, SpanPatch]:
     """:func:`patches_for` a trace that left a :class:`~otel_semloop.grouping.TraceBuffer`:
     a partial release makes the verdict partial, and an early release says why on the
-    root (``semloop.release.reason``). Both front doors that buffer spans use this."""
-    if release.partial and not verdict.partial:
-        verdict = dataclasses.replace(verdict, partial=True)
-    patches = patches_for(trace, verdict)
+    root (``semloop.release.reason``). Both front doors that buffer spans use this.
+    ``made``: the patches :func:`patches_for` already gave elsewhere (a scoring process
+    that built the trace with the release's ``partial``); only the reason is added."""
+    if made is not None:
+        patches = made
+    else:
+        if release.partial and not verdict.partial:
+            verdict = dataclasses.replace(verdict, partial=True)
+        patches = patches_for(trace, verdict)
     root_patch = patches.get(trace.root_span_id)
     if root_patch is not None and release.reason.early:
         root_patch.attributes["semloop.release.reason"] = release.reason.value

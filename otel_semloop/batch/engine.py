@@ -34,6 +34,7 @@ from __future__ import annotations
 import concurrent.futures
 import multiprocessing
 import os
+import re
 import struct
 import tempfile
 import zlib
@@ -43,14 +44,14 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
-from google.protobuf.message import DecodeError
-from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
+from otel_semloop.batch.chunks import ChunkResult, parse_chunk, render_json
 from otel_semloop.batch.inputs import InputProblem, Unit
 from otel_semloop.batch.spans import (
-    ScannedSpan,
     apply_json,
     apply_proto,
+    dump_json,
     load_json,
     payload_json,
     payload_proto,
@@ -58,8 +59,8 @@ from otel_semloop.batch.spans import (
     scan_proto,
 )
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, init_worker, score_jobs
-from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.codec import span_to_json
+from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -70,9 +71,12 @@ DEFAULT_WINDOW = 16
 #: Bytes of held units (as read) before open traces are spilled to disk. Parsed, a unit
 #: takes several times its size in memory.
 DEFAULT_MEMORY_BUDGET = 64 << 20
+#: Input bytes / units a worker parses and scores at a time. Larger chunks leave fewer
+#: traces cut by a chunk's edges (those are decoded twice), smaller ones hold less memory.
+DEFAULT_CHUNK_BYTES = 24 << 20
+DEFAULT_CHUNK_UNITS = 4096
 _JOBS_PER_TASK = 16
-#: Traces closed before scoring moves to a process pool (smaller inputs score in-process).
-_POOL_AFTER_TRACES = 64
+_TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 _PARTITIONS = 16
 
 
@@ -83,6 +87,11 @@ class EngineOptions:
     workers: int = 0  # 0: one per core when there is more than one, else in-process
     spec: ScorerSpec = field(default_factory=ScorerSpec)
     spill_dir: str | None = None
+    #: the format the writer wants: a unit of another format is handed over parsed
+    output_format: str = "json"
+    #: units are parsed (and the traces inside them scored) a chunk at a time
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    chunk_units: int = DEFAULT_CHUNK_UNITS
 
 
 @dataclass(slots=True)
@@ -97,30 +106,36 @@ class EngineStats:
     spilled_units: int = 0
     workers: int = 0
     loops: int = 0
+    #: traces whose verdict came with their chunk (decoded once, where they were parsed)
+    scored_in_chunk: int = 0
 
 
 class _Held:
-    """A unit waiting to be written."""
+    """A unit waiting to be written: its spans' ids and bytes (from the parse), the
+    patches its spans gained, and how many undecided traces it still waits for."""
 
-    __slots__ = ("dirty", "doc", "late", "unit", "waiting")
+    __slots__ = ("gaps", "ids", "late", "patches", "spans", "unit", "waiting")
 
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
-        self.doc: Any = None
+        self.ids: list[tuple[str, str, bool]] = []
+        self.spans: list[bytes] = []
+        self.gaps: list[bytes] | None = None
+        self.patches: dict[int, SpanPatch] | None = None
         self.waiting = 0
-        self.dirty = False
         self.late: set[str] | None = None  # spilled traces whose patches it still needs
 
 
 class _Open:
-    __slots__ = ("last", "last_held", "roots", "seq", "spans")
+    __slots__ = ("chunk", "last", "last_held", "mixed", "roots", "spans")
 
-    def __init__(self) -> None:
-        self.spans: list[tuple[_Held, ScannedSpan]] = []
+    def __init__(self, chunk: int) -> None:
+        self.spans: list[tuple[_Held, int]] = []
         self.roots: list[str] = []
         self.last = 0
         self.last_held: _Held | None = None
-        self.seq = 0
+        self.chunk = chunk  # the chunk of its first span
+        self.mixed = False  # spans from more than one chunk
 
 
 Writer = Callable[[Unit, Any, bool], None]
@@ -129,9 +144,12 @@ Writer = Callable[[Unit, Any, bool], None]
 class Engine:
     """Run once over the units of a whole input: :meth:`feed` each, then :meth:`finish`.
 
-    ``write(unit, doc, dirty)`` receives every unit in input order: ``doc`` is the parsed
-    document (None for a unit that did not parse), ``dirty`` whether patches were applied
-    to it (if not, its ``raw`` bytes are the unit as read).
+    ``write(unit, doc, dirty)`` receives every unit in input order, ``dirty`` saying
+    whether patches were applied to it. ``doc`` is None when the unit's ``raw`` bytes are
+    to be written as read (a unit that gained nothing, in ``options.output_format``, or
+    one that did not parse); the unit's compact JSON (``bytes``) when it is JSON that
+    gained patches or has to be re-serialised; else the parsed document (a dict or a
+    ``TracesData``) with its patches applied.
     """
 
     def __init__(self, options: EngineOptions, write: Writer, stats: EngineStats | None = None) -> None:
@@ -155,17 +173,79 @@ class Engine:
         self.stats.workers = 1
         self._max_inflight = max(2, self._workers * 3)
         self._spill: _Spill | None = None
+        self._inbox: list[Unit] = []
+        self._inbox_bytes = 0
+        self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
+        self._chunk_no = 0
+        self._chunk = 0  # the chunk whose units are being taken
+        self._verdicts: dict[str, tuple[int, int, tuple[str, ...], Any, Any]] = {}
+        self._last_ids: set[bytes] = set()
 
     # -- input -------------------------------------------------------------------------
 
     def feed(self, unit: Unit) -> None:
+        """Queue ``unit``; units are parsed a chunk at a time (in a worker once the input
+        is larger than a chunk) and taken in input order as their chunk comes back."""
+        self._inbox.append(unit)
+        self._inbox_bytes += len(unit.raw)
+        if self._inbox_bytes >= self.options.chunk_bytes or len(self._inbox) >= self.options.chunk_units:
+            self._send_chunk(full=True)
+        self._receive(block=False)
+
+    def _send_chunk(self, full: bool) -> None:
+        units, self._inbox, self._inbox_bytes = self._inbox, [], 0
+        if not units:
+            return
+        self._chunk_no += 1
+        work = [None if u.error is not None else (u.kind, u.raw, u.where) for u in units]
+        # Traces of the previous chunk that go on in this one: the worker need not score
+        # them (a hint only: the engine checks every verdict it uses).
+        ids: set[bytes] = set()
+        for u in units:
+            if u.error is None and u.kind == "json":
+                ids.update(_TRACE_ID.findall(u.raw))
+        carried = frozenset(i.decode().lower() for i in ids & self._last_ids)
+        self._last_ids = ids
+        if full:
+            self._start_pool()
+        future: concurrent.futures.Future[ChunkResult]
+        if self._pool is not None:
+            future = self._pool.submit(parse_chunk, work, self.options.window, None, carried)
+        else:
+            future = concurrent.futures.Future()
+            future.set_result(parse_chunk(work, self.options.window, self.options.spec, carried))
+        self._chunks.append((self._chunk_no, units, future))
+        while len(self._chunks) > self._workers + 1:
+            self._receive(block=True, one=True)
+
+    def _receive(self, block: bool, one: bool = False) -> None:
+        """Take the units of finished chunks, in order."""
+        while self._chunks and (block or self._chunks[0][2].done()):
+            number, units, future = self._chunks.popleft()
+            parsed, verdicts = future.result()
+            for tid, (count, roots, patches, row) in verdicts.items():
+                self._verdicts[tid] = (number, count, roots, patches, row)
+            self._chunk = number
+            for unit, p in zip(units, parsed, strict=True):
+                self._take(unit, p)
+            # a verdict is used by the end of the next chunk or not at all
+            stale = [tid for tid, v in self._verdicts.items() if v[0] < number]
+            for tid in stale:
+                del self._verdicts[tid]
+            if one:
+                return
+
+    def _take(self, unit: Unit, parsed: tuple[Any, ...]) -> None:
         self._n += 1
         self.stats.units += 1
         held = _Held(unit)
-        if unit.error is None:
-            self._take(held)
-        else:
+        if unit.error is not None:
             self.stats.malformed.append(InputProblem(unit.where, unit.error))
+        elif parsed[0] is not None or parsed[1] is not None:
+            where, unit.error = parsed[0], parsed[1]
+            self.stats.malformed.append(InputProblem(where, unit.error))
+        else:
+            self._group(held, parsed)
         self._pending.append(held)
         self._held_bytes += len(unit.raw)
         self._close_idle()
@@ -174,68 +254,46 @@ class Engine:
         if self._held_bytes > self.options.memory_budget:
             self._relieve()
 
-    def _take(self, held: _Held) -> None:
-        unit = held.unit
-        try:
-            if unit.kind == "json":
-                doc = load_json(unit.raw)
-                scanned = scan_json(doc)
-            else:
-                doc = TracesData.FromString(unit.raw)
-                scanned = scan_proto(doc)
-        except Bad as exc:
-            error = exc.to_error(unit.where)
-            self.stats.malformed.append(InputProblem(error.where, str(exc)))
-            unit.error = str(exc)
-            return
-        except (orjson.JSONDecodeError, ValueError) as exc:
-            unit.error = f"invalid JSON: {exc}"
-            self.stats.malformed.append(InputProblem(unit.where, unit.error))
-            return
-        except (DecodeError, RuntimeError) as exc:
-            unit.error = f"invalid protobuf: {exc}"
-            self.stats.malformed.append(InputProblem(unit.where, unit.error))
-            return
-        except RecursionError:
-            unit.error = "nested too deeply to decode"
-            self.stats.malformed.append(InputProblem(unit.where, unit.error))
-            return
-        held.doc = doc
-        self.stats.spans += len(scanned)
+    def _group(self, held: _Held, parsed: tuple[Any, ...]) -> None:
+        _, _, ids, held.spans, held.gaps = parsed
+        held.ids = ids
+        self.stats.spans += len(ids)
         n = self._n
+        chunk = self._chunk
         spill = self._spill
-        for s in scanned:
-            tid = s.trace_id
+        for i, (tid, sid, root) in enumerate(ids):
             t = self._open.get(tid)
             if t is None:
                 if tid in self._done:
                     self.stats.late_spans += 1
                     continue
                 if spill is not None and tid in spill.traces:
-                    spill.add(tid, s)
+                    spill.add(tid, sid, root, held.unit.kind, held.spans[i])
                     if held.late is None:
                         held.late = set()
                     held.late.add(tid)
                     continue
-                t = self._stalled.pop(tid, None) or self._scoring_guard(tid)
+                t = self._stalled.pop(tid, None) or self._scoring_guard(tid, chunk)
                 if t is None:
                     continue
                 self._open[tid] = t
             else:
                 self._open.move_to_end(tid)
-            t.spans.append((held, s))
+            if t.chunk != chunk:
+                t.mixed = True
+            t.spans.append((held, i))
             if t.last_held is not held:
                 t.last_held = held
                 held.waiting += 1
             t.last = n
-            if s.root:
-                t.roots.append(s.span_id)
+            if root:
+                t.roots.append(sid)
 
-    def _scoring_guard(self, tid: str) -> _Open | None:
+    def _scoring_guard(self, tid: str, chunk: int) -> _Open | None:
         if tid in self._scoring:  # a span of a trace being scored: it is late
             self.stats.late_spans += 1
             return None
-        return _Open()
+        return _Open(chunk)
 
     # -- closing traces ----------------------------------------------------------------
 
@@ -256,20 +314,34 @@ class Engine:
         self._order[tid] = self._seq
         self._scoring[tid] = t
         self.stats.traces += 1
-        spans = [s.span for _, s in t.spans]
-        kinds = {type(s) is dict for s in spans}
-        if kinds == {False}:
-            job = TraceJob(tid, "proto", payload_proto(spans), tuple(t.roots), not t.roots)
+        roots = tuple(t.roots)
+        known = self._verdicts.pop(tid, None)
+        if known is not None and not t.mixed and known[:3] == (t.chunk, len(t.spans), roots):
+            self._apply([(tid, known[3], known[4])])  # the worker scored exactly these spans
+            self.stats.scored_in_chunk += 1
+            return
+        kinds = {held.unit.kind for held, _ in t.spans}
+        if kinds == {"proto"}:
+            spans = [Span.FromString(held.spans[i]) for held, i in t.spans]
+            job = TraceJob(tid, "proto", payload_proto(spans), roots, not roots)
+        elif kinds == {"json"}:
+            payload = b"[" + b",".join([held.spans[i] for held, i in t.spans]) + b"]"
+            job = TraceJob(tid, "json", payload, roots, not roots)
         else:
-            spans = [s if type(s) is dict else span_to_json(s) for s in spans]
-            job = TraceJob(tid, "json", payload_json(spans), tuple(t.roots), not t.roots)
+            decoded = [
+                orjson.loads(held.spans[i])
+                if held.unit.kind == "json"
+                else span_to_json(Span.FromString(held.spans[i]))
+                for held, i in t.spans
+            ]
+            job = TraceJob(tid, "json", payload_json(decoded), roots, not roots)
         self._batch.append(job)
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
 
     def _start_pool(self) -> None:
-        """Processes cost a second or so to start: only for inputs with enough traces."""
-        if self._pool is None and self._workers > 1 and self.stats.traces >= _POOL_AFTER_TRACES:
+        """Processes cost a second or so to start: only for inputs larger than a chunk."""
+        if self._pool is None and self._workers > 1:
             ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 self._workers, mp_context=ctx, initializer=init_worker, initargs=(self.options.spec,)
@@ -280,7 +352,6 @@ class Engine:
         batch, self._batch = self._batch, []
         if not batch:
             return
-        self._start_pool()
         if self._pool is None:
             self._apply(score_jobs(batch, self.options.spec))
             return
@@ -307,15 +378,13 @@ class Engine:
             else:
                 self._order.pop(tid, None)
             seen: set[int] = set()
-            for held, s in t.spans:
+            for held, i in t.spans:
                 if patches:
-                    patch = patches.get(s.span_id)
+                    patch = patches.get(held.ids[i][1])
                     if patch is not None:
-                        if type(s.span) is dict:
-                            apply_json(s.span, patch)
-                        else:
-                            apply_proto(s.span, patch)
-                        held.dirty = True
+                        if held.patches is None:
+                            held.patches = {}
+                        held.patches[i] = patch
                 key = id(held)
                 if key not in seen:
                     seen.add(key)
@@ -323,15 +392,44 @@ class Engine:
 
     # -- output ------------------------------------------------------------------------
 
+    def _render(self, held: _Held) -> Any:
+        """What :class:`Writer` gets as ``doc`` for a decided unit (see :class:`Engine`)."""
+        unit = held.unit
+        if unit.error is not None:
+            return None
+        patches = held.patches
+        if (
+            not patches
+            and unit.kind == self.options.output_format
+            and not (unit.kind == "json" and b"\n" in unit.raw)
+        ):
+            return None
+        if unit.kind == "json" and held.gaps is not None:
+            spans = held.spans
+            if patches:
+                spans = list(spans)
+                for i, patch in patches.items():
+                    span = orjson.loads(spans[i])
+                    apply_json(span, patch)
+                    spans[i] = dump_json(span)
+            return render_json(held.gaps, spans)
+        doc = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
+        if patches:
+            scanned = scan_json(doc) if unit.kind == "json" else scan_proto(doc)
+            for i, patch in patches.items():
+                (apply_json if unit.kind == "json" else apply_proto)(scanned[i].span, patch)
+        return doc
+
     def _flush(self) -> None:
         pending = self._pending
         while pending and pending[0].waiting == 0:
             held = pending.popleft()
             self._held_bytes -= len(held.unit.raw)
+            doc = self._render(held)
             if self._spill is not None:
-                self._spill.hold(held)
+                self._spill.hold(held, doc)
             else:
-                self._write(held.unit, held.doc, held.dirty)
+                self._write(held.unit, doc, bool(held.patches))
 
     def _relieve(self) -> None:
         """Over the memory budget: spill the traces holding back the oldest unit."""
@@ -358,6 +456,8 @@ class Engine:
 
     def finish(self) -> EngineStats:
         """Close every open trace, score what is left, write everything out."""
+        self._send_chunk(full=False)
+        self._receive(block=True)
         for tid, t in list(self._open.items()) + list(self._stalled.items()):
             self._dispatch(tid, t)
         self._open.clear()
@@ -378,7 +478,6 @@ class Engine:
                 self._seq += 1
                 self._order[job.trace_id] = self._seq
                 self.stats.traces += 1
-            self._start_pool()
             results = score_jobs(jobs, self.options.spec) if self._pool is None else None
             if results is None:
                 assert self._pool is not None
@@ -394,18 +493,24 @@ class Engine:
                     self._rows.append((self._order.pop(tid, 0), row))
                     self.stats.loops += row.label == "loop"
         self.stats.spilled_units = spill.held_units
-        for unit, late, dirty in spill.replay():
-            doc = None
-            if unit.error is None:
-                doc = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
-                if late:
-                    scanned = scan_json(doc) if unit.kind == "json" else scan_proto(doc)
-                    for s in scanned:
-                        p = patches.get(s.trace_id)
-                        patch = p.get(s.span_id) if p else None
-                        if patch is not None:
-                            (apply_json if type(s.span) is dict else apply_proto)(s.span, patch)
-                            dirty = True
+        for unit, late, dirty, rendered in spill.replay():
+            doc: Any = None
+            if unit.error is not None:
+                pass
+            elif late:
+                parsed = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
+                changed = False
+                for s in scan_json(parsed) if unit.kind == "json" else scan_proto(parsed):
+                    p = patches.get(s.trace_id)
+                    patch = p.get(s.span_id) if p else None
+                    if patch is not None:
+                        (apply_json if unit.kind == "json" else apply_proto)(s.span, patch)
+                        changed = True
+                if changed or rendered:
+                    dirty = dirty or changed
+                    doc = dump_json(parsed) if unit.kind == "json" else parsed
+            elif rendered:
+                doc = unit.raw if unit.kind == "json" else TracesData.FromString(unit.raw)
             self._write(unit, doc, dirty)
         spill.close()
 
@@ -434,22 +539,19 @@ class _Spill:
     def _part(self, tid: str) -> IO[bytes]:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
-    def add(self, tid: str, s: ScannedSpan) -> None:
-        if type(s.span) is dict:
-            kind, data = b"j", orjson.dumps(s.span)
-        else:
-            kind, data = b"p", s.span.SerializeToString()
+    def add(self, tid: str, sid: str, root: bool, kind: str, data: bytes) -> None:
         fp = self._part(tid)
-        fp.write(struct.pack(">32sc?I", tid.encode(), kind, s.root, len(data)))
+        fp.write(struct.pack(">32sc?I", tid.encode(), b"j" if kind == "json" else b"p", root, len(data)))
         fp.write(data)
-        if s.root:
-            self.traces[tid].append(s.span_id)
+        if root:
+            self.traces[tid].append(sid)
 
     def spill(self, tid: str, t: _Open) -> None:
         self.traces[tid] = []
         seen: set[int] = set()
-        for held, s in t.spans:
-            self.add(tid, s)
+        for held, i in t.spans:
+            _, sid, root = held.ids[i]
+            self.add(tid, sid, root, held.unit.kind, held.spans[i])
             if id(held) not in seen:
                 seen.add(id(held))
                 held.waiting -= 1
@@ -457,13 +559,16 @@ class _Spill:
                     held.late = set()
                 held.late.add(tid)
 
-    def hold(self, held: _Held) -> None:
-        """Write a decided unit to the spill file (in order), as it stands now."""
+    def hold(self, held: _Held, doc: Any) -> None:
+        """Write a decided unit to the spill file (in order), as :meth:`Engine._render`
+        made it (``doc`` None: as read)."""
         unit = held.unit
-        if unit.error is None and held.dirty:
-            data = orjson.dumps(held.doc) if unit.kind == "json" else held.doc.SerializeToString()
-        else:
+        if doc is None:
             data = unit.raw
+        elif type(doc) is bytes:
+            data = doc
+        else:
+            data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
         meta = orjson.dumps(
             {
                 "s": unit.source,
@@ -472,7 +577,8 @@ class _Spill:
                 "d": unit.document,
                 "e": unit.error,
                 "l": bool(held.late),
-                "x": held.dirty,
+                "x": bool(held.patches),
+                "r": doc is not None,
                 "sp": list(unit.spooled[1:]) if unit.spooled else None,
             }
         )
@@ -516,7 +622,8 @@ class _Spill:
             fp.truncate(0)
             yield jobs
 
-    def replay(self) -> Iterable[tuple[Unit, bool, bool]]:
+    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
+        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
         fp = self.units
         fp.flush()
         fp.seek(0)
@@ -538,7 +645,7 @@ class _Spill:
                 spooled=(spooled[(meta["s"], meta["q"])], sp[0], sp[1]) if sp else None,
                 error=meta["e"],
             )
-            yield unit, meta["l"], meta["x"]
+            yield unit, meta["l"], meta["x"], meta["r"]
 
     def close(self) -> None:
         for fp in self.parts:

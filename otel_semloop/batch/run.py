@@ -24,7 +24,13 @@ import sys
 import time
 from typing import Any, TextIO
 
-from otel_semloop.batch.engine import DEFAULT_MEMORY_BUDGET, DEFAULT_WINDOW, Engine, EngineOptions
+from otel_semloop.batch.engine import (
+    DEFAULT_CHUNK_BYTES,
+    DEFAULT_MEMORY_BUDGET,
+    DEFAULT_WINDOW,
+    Engine,
+    EngineOptions,
+)
 from otel_semloop.batch.inputs import (
     DEFAULT_MAX_UNIT_BYTES,
     InputError,
@@ -122,6 +128,14 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
         help="longest line/message decompressed into memory; longer ones are copied through unscored",
     )
     rescore.add_argument("--workers", type=int, default=0, help="scoring processes (default: one per core)")
+    rescore.add_argument(
+        "--chunk-mb",
+        type=float,
+        default=DEFAULT_CHUNK_BYTES / (1 << 20),
+        metavar="MIB",
+        help="input a worker parses and scores at a time; an input larger than this uses the "
+        "worker processes (default %(default)s)",
+    )
     rescore.add_argument("--spill-dir", metavar="DIR", help="where to spill (default: the temp directory)")
     rescore.add_argument("--engine", choices=("local", "dask"), default="local", help="where to run")
     rescore.add_argument(
@@ -234,8 +248,8 @@ def run(args: argparse.Namespace) -> int:
     if args.evaluations_as == "both" and not args.export_endpoint:
         _err("--evaluations-as both needs --export-endpoint (a file holds one signal)")
         return EXIT_INPUT
-    if args.window < 1 or args.memory_budget <= 0 or args.max_line_bytes < 1:
-        _err("--window, --memory-budget and --max-line-bytes must be positive")
+    if args.window < 1 or args.memory_budget <= 0 or args.max_line_bytes < 1 or args.chunk_mb <= 0:
+        _err("--window, --memory-budget, --max-line-bytes and --chunk-mb must be positive")
         return EXIT_INPUT
     try:
         spec = scorer_spec(args)
@@ -264,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         spec=spec,
         spill_dir=args.spill_dir,
+        output_format=fmt,
+        chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
     )
     state = ReadState([], _Spool())
     progress = _Progress(sum(s.size() for s in sources), not args.quiet and sys.stderr.isatty())

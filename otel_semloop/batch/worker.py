@@ -100,19 +100,28 @@ def init_worker(spec: ScorerSpec) -> None:
     _SCORER, _SPEC = spec.build(), spec
 
 
-def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list[tuple[str, Any, Any]]:
-    """``(trace_id, patches or None, row or None)`` for each job (None: not an agent trace).
-    In a worker the scorer comes from :func:`init_worker`; in-process from ``spec``."""
+def scorer(spec: ScorerSpec | None = None) -> Scorer:
+    """The scorer of this process: the one :func:`init_worker` built in a worker, else one
+    built from ``spec`` (rebuilt when the spec changes)."""
     global _SCORER, _SPEC
     if _SCORER is None or (spec is not None and spec != _SPEC):
         _SPEC = spec or ScorerSpec()
         _SCORER = _SPEC.build()
-    return [score_job(job, _SCORER) for job in jobs]
+    return _SCORER
 
 
-def score_job(job: TraceJob, scorer: Scorer) -> tuple[str, Any, Any]:
+def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list[tuple[str, Any, Any]]:
+    """``(trace_id, patches or None, row or None)`` for each job (None: not an agent trace).
+    In a worker the scorer comes from :func:`init_worker`; in-process from ``spec``."""
+    current = scorer(spec)
+    return [score_job(job, current) for job in jobs]
+
+
+def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> tuple[str, Any, Any]:
+    """Score one trace. ``spans``, when given, are its spans already decoded (JSON dicts
+    or protobuf ``Span``s, as ``job.kind`` says) and ``job.payload`` is not read."""
     try:
-        records, dropped = _records(job)
+        records, dropped = _records(job, spans)
     except Exception as exc:
         return _unscored(job, f"spans could not be decoded: {type(exc).__name__}: {exc}")
     try:
@@ -137,11 +146,13 @@ def score_job(job: TraceJob, scorer: Scorer) -> tuple[str, Any, Any]:
     return job.trace_id, patches, row
 
 
-def _records(job: TraceJob) -> tuple[list[SpanRecord], list[str]]:
+def _records(job: TraceJob, spans: list[Any] | None) -> tuple[list[SpanRecord], list[str]]:
     if job.kind == "proto":
-        msg = TracesData.FromString(job.payload)
-        return [record_from_proto_span(s) for s in msg.resource_spans[0].scope_spans[0].spans], []
-    spans = orjson.loads(job.payload)
+        if spans is None:
+            spans = list(TracesData.FromString(job.payload).resource_spans[0].scope_spans[0].spans)
+        return [record_from_proto_span(s) for s in spans], []
+    if spans is None:
+        spans = orjson.loads(job.payload)
     try:
         return records_from_json(_envelope(spans)), []
     except Exception:

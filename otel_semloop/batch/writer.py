@@ -24,7 +24,7 @@ import tempfile
 from typing import IO, Any
 
 from otel_semloop.batch.inputs import InputProblem, Source, Unit
-from otel_semloop.batch.spans import dump_json, to_json, to_proto
+from otel_semloop.batch.spans import dump_json, load_json, to_json, to_proto
 
 __all__ = ["Output", "OutputError", "UsageError", "format_for"]
 
@@ -133,6 +133,9 @@ class Output:
     # -- writing -------------------------------------------------------------------------
 
     def write_unit(self, unit: Unit, doc: Any, dirty: bool) -> None:
+        """Write one unit: ``doc`` is None (write ``unit.raw`` as read, or leave out a
+        malformed unit that cannot be converted), the unit's compact JSON as ``bytes``, or
+        its parsed document (see :class:`~otel_semloop.batch.engine.Engine`)."""
         fp = self._fp
         assert fp is not None
         try:
@@ -140,6 +143,9 @@ class Output:
                 self._copy_spooled(unit)
                 return
             same = unit.kind == self.fmt
+            if type(doc) is bytes:  # the unit's compact JSON, patches applied
+                self._frame(doc if self.fmt == "json" else to_proto(load_json(doc)).SerializeToString())
+                return
             if unit.error is not None or doc is None:
                 if same:
                     self._frame(unit.raw)

@@ -11,7 +11,8 @@ Signals
         agent step ends the run; an empty output (content not captured) neither extends
         nor ends it. ``no_progress``: nothing happened between the messages.
     ``chanting``
-        One line or sentence repeated inside a single LLM output: conclusive when one
+        One line or sentence repeated inside a single LLM output (or the arguments of a
+        final-answer tool, :data:`ANSWER_TOOL`): conclusive when one
         normalised unit of at least ``chant_min_chars`` characters occurs
         ``chant_repeats`` (10) times, Gemini CLI's content-loop threshold. Lines inside
         fenced or indented code blocks, list items and table rows never count: repeated
@@ -20,6 +21,10 @@ Signals
         Shorter units ("Checking.", two short sentences alternating) count too when the
         output is degenerate: a short unit repeated ``chant_repeats`` times, with repeated
         short units making up at least :data:`SHORT_CHANT_SHARE` of the output's units.
+        So does one token repeated back to back inside a line (``court court court``,
+        ``courtcourt``, ``上一轮上一轮``) when that run makes up the same share of an
+        output at least ``chant_repeats`` units of ``chant_min_chars`` long
+        (:func:`degenerate_run`).
         ``no_progress``: the repeats say nothing new.
 
 Kept
@@ -165,21 +170,94 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     return counts
 
 
+#: Longest unit a degenerate run is made of ("court", "the ", "上一轮"): a token or two.
+RUN_UNIT_CHARS = 32
+#: Characters of the middle of an output examined for a run (see :func:`degenerate_run`).
+RUN_SAMPLE_CHARS = 2048
+_RUN = re.compile(rf"(.{{1,{RUN_UNIT_CHARS}}}?)\1{{3,}}", re.S)
+
+
+def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
+    """The unit and repeat count of an output that is mostly one short unit repeated back to
+    back: one token emitted hundreds of times (``court court court``, ``courtcourt``,
+    ``上一轮上一轮``), which has no lines or sentences to count. None unless such a unit,
+    holding a letter, makes up :data:`SHORT_CHANT_SHARE` of the output and the output is at
+    least ``min_chars`` long.
+
+    Cost: O(length) for one ``str.count``, plus a scan of at most
+    :data:`RUN_SAMPLE_CHARS` characters; a normal text is rejected after a set of its
+    middle characters (a run of units of at most :data:`RUN_UNIT_CHARS` characters cannot
+    hold more distinct characters than that).
+    """
+    size = len(text)
+    if size < min_chars:
+        return None
+    # A run covering three quarters of the text covers its middle half.
+    middle = text[size // 4 : size - size // 4]
+    if len(middle) > RUN_SAMPLE_CHARS:
+        start = (len(middle) - RUN_SAMPLE_CHARS) // 2
+        middle = middle[start : start + RUN_SAMPLE_CHARS]
+    if len(set(middle)) > RUN_UNIT_CHARS:
+        return None
+    match = _RUN.search(middle)
+    if match is None or match.end() - match.start() < len(middle) // 2:
+        return None
+    unit = match.group(1)
+    if "\n" in unit or not any(c.isalpha() for c in unit):
+        # Whole lines repeated are left to the line counts (which skip code and tables);
+        # rules, separators and padding ("-----", "0000") say nothing.
+        return None
+    count = text.count(unit)
+    if count * len(unit) < SHORT_CHANT_SHARE * len(text.strip()):
+        return None
+    return unit, count
+
+
+#: Tools through which agent frameworks deliver the model's final answer (smolagents'
+#: ``final_answer``, pydantic-ai's ``final_result``): their arguments are what the model
+#: said, so they are read for chanting like an LLM output.
+ANSWER_TOOL = re.compile(
+    r"^(?:final[_ ]?(?:answer|result|response)|submit[_ ]?(?:answer|result))$", re.IGNORECASE
+)
+
+
+def _string_leaves(value: object, depth: int = 0) -> str:
+    """The strings inside a tool's arguments, one per line (keys and envelopes left out)."""
+    if isinstance(value, str):
+        return value
+    if depth >= 4:
+        return ""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return "\n".join(text for item in value if (text := _string_leaves(item, depth + 1)))
+    return ""
+
+
 class ChantingDetector(IncrementalDetector):
     """``chanting``: one line or sentence repeated many times inside one LLM output."""
 
     signals = (CHANTING,)
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is not StepKind.LLM or not step.output_text:
+        if facts.kind is StepKind.LLM:
+            text = step.output_text
+        elif facts.kind is StepKind.TOOL and ANSWER_TOOL.match(step.name):
+            text = _string_leaves(step.tool_arguments)  # the answer given through the tool
+        else:
+            return []
+        if not text:
             return []
         config = self.config
         # Fewer units than a warning needs cannot be reported; only calibration wants them.
         floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
-        counts = chant_units(step.output_text, config.chant_min_chars, floor)
-        if not counts:
-            return []
-        top = max(counts.values())
+        counts = chant_units(text, config.chant_min_chars, floor)
+        top = max(counts.values()) if counts else 0
+        if top < config.chant_repeats:
+            # One token repeated back to back has no lines or sentences to count.
+            run = degenerate_run(text, config.chant_min_chars * config.chant_repeats)
+            if run is not None:
+                top = max(top, run[1])
         if top < 2:
             return []
         episode = Episode(

@@ -19,10 +19,37 @@ Run it with ``otel-semloop serve`` or from Python::
 Modules: :mod:`.config` (``ServiceConfig``), :mod:`.receiver` (gRPC servicer, ASGI app,
 request decoding and error replies), :mod:`.pipeline` (buffer, scoring budget,
 write-back), :mod:`.exporter` (queue, batching, retries), :mod:`.server` (lifecycle,
-signals, the background-thread runner). Needs the ``collector`` extra (grpcio, uvicorn).
+signals, the background-thread runner), :mod:`.processes` (scoring in worker processes),
+:mod:`.admission` (how far scoring is behind). Needs the ``collector`` extra (grpcio,
+uvicorn).
 """
 
-from otel_semloop.service.config import ExportProtocol, ServiceConfig
-from otel_semloop.service.server import SemloopService, ServiceThread, serve
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otel_semloop.service.config import ExportProtocol, ServiceConfig
+    from otel_semloop.service.server import SemloopService, ServiceThread, serve
 
 __all__ = ["ExportProtocol", "SemloopService", "ServiceConfig", "ServiceThread", "serve"]
+
+_HOMES = {
+    "ExportProtocol": "config",
+    "ServiceConfig": "config",
+    "SemloopService": "server",
+    "ServiceThread": "server",
+    "serve": "server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Imported on first use, so that a scoring process (which imports
+    :mod:`.processes`) loads neither gRPC nor uvicorn."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -57,6 +57,14 @@ _METRICS_EXPORTERS = ("otlp", "prometheus", "console", "none")
 _MIB = 1024 * 1024
 
 
+def default_processes() -> int:
+    """Scoring processes by default: one per core this process may run on, up to 4, when
+    there are at least two (the receive path then shares a core with a worker); on one
+    core processes would only add copying, so 0: score on threads."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(4, cores) if cores >= 2 else 0
+
+
 @dataclass(frozen=True, slots=True)
 class ServiceConfig(BufferingSettings):
     """Everything ``otel-semloop serve`` needs. Times are seconds, sizes are spans unless
@@ -101,6 +109,11 @@ class ServiceConfig(BufferingSettings):
     grace_seconds: float = setting_default(BufferingSettings, "grace_seconds", 2.0)
     max_spans: int = setting_default(BufferingSettings, "max_spans", 200_000)
     scoring_threads: int = setting_default(BufferingSettings, "scoring_threads", 2)
+    #: Score in this many worker processes (other cores; :mod:`otel_semloop.service.processes`)
+    #: instead of ``scoring_threads`` threads; 0: threads. Default: one per core, up to 4,
+    #: when there are at least two. Only the default scorer runs in processes (a judged
+    #: scorer scores on threads).
+    scoring_processes: int = setting(default_processes(), kind="int", minimum=0)
     tick_seconds: float = setting_default(BufferingSettings, "tick_seconds", 0.05)
     #: Largest accepted request body as received (compressed or not): 413 /
     #: RESOURCE_EXHAUSTED past it.

@@ -31,7 +31,15 @@ Scoring
     :data:`PROTO_SPANS`; a scoring thread that wins its release applies the patches in
     place (nobody else holds those spans any more) and hands the outcome back to the
     loop, which puts it in the export queue. Non-agent traces are recognised from a few
-    attribute keys on the loop, without decoding, and forwarded untouched.
+    attribute keys on the loop, without decoding, and forwarded untouched. With
+    ``scoring_processes`` the pool's threads hand each release to a worker process
+    (:mod:`otel_semloop.service.processes`), so scoring uses the other cores and the
+    loop keeps the GIL for receiving. :attr:`Pipeline.load` measures how far scoring
+    is behind (:mod:`otel_semloop.service.admission`), for the receivers' backpressure.
+
+Size: the span holder, the request copy that fills it and the loop's side of grouping
+and scoring are one path with one invariant (every span in once, out once); the
+admission arithmetic and the worker processes live in their own modules.
 """
 
 from __future__ import annotations
@@ -53,7 +61,9 @@ from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.pool import ScoringPool
 from otel_semloop.release import Outcome, SpanLinks
 from otel_semloop.scoring import Scorer
+from otel_semloop.service.admission import ScoringLoad
 from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.processes import ScoringProcesses
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
 from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch
@@ -231,6 +241,7 @@ class Pipeline:
         scorer: Scorer,
         telemetry: SelfTelemetry,
         evaluations: EvaluationPublisher | None = None,
+        processes: ScoringProcesses | None = None,
     ) -> None:
         self._config = config
         self._evaluations = evaluations
@@ -239,15 +250,22 @@ class Pipeline:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.buffer: TraceBuffer[Held] = TraceBuffer(config.buffer_limits())
+        self._processes = processes
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,
             self._deliver,
             telemetry,
-            threads=config.scoring_threads,
+            threads=config.scoring_processes if processes is not None else config.scoring_threads,
             max_stuck=config.max_stuck_scorers,
             budget=config.scoring_budget_seconds,
+            **({"evaluator": processes.evaluate} if processes is not None else {}),
         )
+        scorers = config.scoring_processes if processes is not None else config.scoring_threads
+        self.load = ScoringLoad(config.grace_seconds, scorers)
+        #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.
+        self._submitting = False
+        self._delivered_now = False
 
     # -- receive path --------------------------------------------------------------------
 
@@ -264,6 +282,7 @@ class Pipeline:
         for trace_id, local_root, held in prepared.spans:
             end(trace_id, local_root, held, now)
         result = prepared.result
+        self.load.accepted(now, result.accepted)
         if result.rejected:
             self._telemetry.add("semloop.spans.rejected", "invalid", result.rejected)
         self._dispatch()  # overflow and span-limit releases leave at once
@@ -304,6 +323,7 @@ class Pipeline:
                 self.buffer.expire(now)
                 self._dispatch()
                 self._pool.expire(now)
+                self.load.sample(now)
             except Exception:
                 self._telemetry.add("semloop.errors", "pipeline")
                 _logger.exception(
@@ -333,17 +353,29 @@ class Pipeline:
             for held in late:
                 apply_patch_proto(held.span, _LATE_PATCH)
             self._forward(late, 0, "late")
+        load = self.load
         for release in releases:
-            self._pool.submit(release)
+            self._submitting, self._delivered_now = True, False
+            try:
+                self._pool.submit(release)
+            finally:
+                self._submitting = False
+            # Delivered during submit: no agent steps (or every scorer stuck): no queue.
+            load.released(time.monotonic(), len(release.spans), to_scorers=not self._delivered_now)
 
     def _deliver(self, outcome: Outcome[Held]) -> None:
         """The pool's delivery: on the loop, or handed to it from a scoring thread."""
-        if threading.get_ident() == self._loop_thread:
-            self._delivered(outcome)
+        if threading.get_ident() != self._loop_thread:
+            self._loop.call_soon_threadsafe(self._delivered, outcome, True, True)
+        elif self._submitting:
+            self._delivered_now = True
+            self._delivered(outcome, False)
         else:
-            self._loop.call_soon_threadsafe(self._delivered, outcome)
+            self._delivered(outcome, True)  # past its budget, or at the end of a drain
 
-    def _delivered(self, outcome: Outcome[Held]) -> None:
+    def _delivered(self, outcome: Outcome[Held], queued: bool, scored: bool = False) -> None:
+        if queued:
+            self.load.delivered(time.monotonic(), len(outcome.spans), scored)
         evaluation = outcome.evaluation
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))

@@ -66,6 +66,7 @@ from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
 from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
+from otel_semloop.service.processes import ScoringProcesses, WorkerDied, runs_in_workers
 from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
@@ -77,6 +78,9 @@ _SCORING_SHARE = 0.8
 #: Receivers push back once the oldest trace waiting for its verdict has used this share of
 #: its scoring budget (scoring fell behind).
 _SLACK_SHARE = 0.5
+#: ... or once a trace accepted now is predicted to wait this share of its budget for a
+#: scorer: the rest is margin for the scorers slowing down (a busy host) after the ack.
+_WAIT_SHARE = 0.4
 
 
 class _Uvicorn(uvicorn.Server):
@@ -148,6 +152,11 @@ def _raise_fd_limit() -> None:
         pass
 
 
+def _wire_bytes(held: Held) -> bytes:
+    """A held span as a scoring process receives it."""
+    return held.span.SerializeToString()  # type: ignore[no-any-return]
+
+
 def _read(path: str | None) -> bytes | None:
     if not path:
         return None
@@ -184,6 +193,7 @@ class SemloopService:
         self._evaluations: EvaluationPublisher | None = None
         self._exports: ExportQueue | None = None
         self._durable: Any = None
+        self._processes: ScoringProcesses | None = None
         self._sender: Any = None
         self._grpc_server: grpc.aio.Server | None = None
         self._http_server: _Uvicorn | None = None
@@ -224,11 +234,17 @@ class SemloopService:
             raise Refusal(reason, message, 1.0 if reason != "export_queue_full" else 5.0)
 
     def _scoring_behind(self) -> bool:
-        """The oldest trace waiting for a verdict has used half its budget: take no more
-        work until scoring catches up (backpressure rather than unscored traces)."""
+        """Scoring fell behind: a trace accepted now would wait for a scorer past a share
+        of its budget (:mod:`otel_semloop.service.admission`), or the oldest trace waiting
+        for a verdict has used half its budget. Take no more work until scoring catches
+        up (backpressure rather than unscored traces)."""
         assert self._pipeline is not None
-        slack = self._pipeline.scoring_slack(time.monotonic())
-        return slack is not None and slack < self.config.scoring_budget_seconds * _SLACK_SHARE
+        now = time.monotonic()
+        budget = self.config.scoring_budget_seconds
+        if self._pipeline.load.wait(now) > budget * _WAIT_SHARE:
+            return True
+        slack = self._pipeline.scoring_slack(now)
+        return slack is not None and slack < budget * _SLACK_SHARE
 
     def refused(self, reason: str, spans: int = 0) -> None:
         self._telemetry.add("semloop.requests.refused", reason)
@@ -279,9 +295,26 @@ class SemloopService:
             config.export_headers,
             config.export_timeout,
         )
-        self._pipeline = Pipeline(config, self._forward, self._scorer, self._telemetry, self._evaluations)
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
         try:
+            if config.scoring_processes and runs_in_workers(self._scorer):
+                # Warm workers before ready: the first traces must not wait for a boot.
+                self._processes = ScoringProcesses(
+                    config.scoring_processes,
+                    _wire_bytes,
+                    mode=getattr(self._scorer, "mode", "default"),
+                    kill_after=max(10.0, 3 * config.scoring_budget_seconds),
+                )
+                try:
+                    await asyncio.to_thread(self._processes.start)
+                except (WorkerDied, OSError, RuntimeError) as error:
+                    # E.g. a program embedding the service whose main module cannot be
+                    # imported again without running (no ``if __name__ == "__main__"``).
+                    _logger.warning("otel-semloop: scoring on threads: %s", error)
+                    self._processes = None
+            self._pipeline = Pipeline(
+                config, self._forward, self._scorer, self._telemetry, self._evaluations, self._processes
+            )
             self._start_admin()
             if config.durable_queue:
                 from otel_semloop.service.durable import DurableQueue
@@ -538,6 +571,9 @@ class SemloopService:
             self._http_task = None
 
     async def _close_rest(self) -> None:
+        if self._processes is not None:
+            await asyncio.to_thread(self._processes.close)
+            self._processes = None
         if self._sender is not None:
             with contextlib.suppress(Exception):
                 await self._sender.close()

@@ -1,7 +1,8 @@
 """Scaling out behind the Collector's ``load_balancing`` exporter (``routing_key: traceID``):
 three service instances, each given the spans of one trace-id partition as the exporter
 would route them (every span of a trace to the same replica, in several requests), produce
-the same verdicts and the same spans as one instance given all of it."""
+the same verdicts and the same spans as one instance given all of it (the one instance
+scores on threads, the three in worker processes: that changes nothing either)."""
 
 from __future__ import annotations
 
@@ -43,14 +44,19 @@ def test_three_partitioned_instances_match_one_instance_on_all_traces() -> None:
     total = sum(len(s) for _, _, s in traces)
 
     with GrpcOtlpReceiver() as alone:
-        with running(alone) as service:
+        with running(alone, scoring_processes=0) as service:  # scoring on threads
             for request in _requests(traces):
                 grpc_export(service.grpc_port, request_of(request))
             wait_for(lambda: len(alone.spans) >= total, 20, "all spans from one instance")
         single = alone.spans
 
     with GrpcOtlpReceiver() as shared:
-        with running(shared) as a, running(shared) as b, running(shared) as c:
+        # Scoring in worker processes here: the same verdicts and spans either way.
+        with (
+            running(shared, scoring_processes=1) as a,
+            running(shared, scoring_processes=1) as b,
+            running(shared, scoring_processes=1) as c,
+        ):
             replicas = [a, b, c]
             routed = [[t for t in traces if _partition(t[0], 3) == n] for n in range(3)]
             assert all(routed), "each replica gets some traces"

@@ -1,0 +1,206 @@
+"""A chunk of consecutive units, parsed and (where it can be) scored in a worker process.
+
+Why chunks: the reading process should only read, order and write. Parsing a line
+(``orjson.loads``), finding its spans, and decoding and scoring the traces are the heavy
+part, so a worker does them for a run of consecutive units (a chunk) and sends back:
+
+* for each unit: its spans' ids, each span as compact bytes (JSON or protobuf), and for
+  JSON the bytes *around* the spans (``gaps``), so that ``gaps[0] + span[0] + gaps[1] +
+  ... + gaps[n]`` is exactly ``orjson.dumps`` of the parsed line (checked, else ``gaps``
+  is None). A line whose spans gained patches is then written by re-serialising only
+  those spans, and a line that gained nothing is still copied as it was read;
+* for each trace that the worker saw start, get its root and end inside the chunk:
+  the verdict, computed from the spans it parsed (so they are decoded once).
+
+The worker runs the engine's own completion rule (root seen, then ``window`` units
+without a span of the trace) on the chunk alone. The engine, which sees every unit in
+order, uses a worker's verdict only when its own rule gave the trace exactly the spans
+the worker scored (all from that chunk, same count, same roots); otherwise (a trace that
+began in an earlier chunk, or went on in the next) it scores the trace from the span
+bytes, as for any other trace. So a verdict never depends on where chunks were cut.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+import orjson
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from otel_semloop.batch.spans import dump_json, load_json, scan_json, scan_proto
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
+from otel_semloop.otlp._common import Bad
+
+__all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_unit", "render_json"]
+
+#: One parsed unit: (problem where, problem) for a unit that is not OTLP, else
+#: (None, None, ids, spans, gaps) where ids are (trace id, span id, root) per span.
+Parsed = tuple[Any, ...]
+#: (parsed units, {trace id: (span count, roots, patches, row)})
+ChunkResult = tuple[list[Parsed], dict[str, tuple[int, tuple[str, ...], Any, Any]]]
+
+_LEVELS = ("resourceSpans", "scopeSpans", "spans")
+
+
+def parse_unit(kind: str, raw: bytes, where: str) -> tuple[Parsed, list[Any]]:
+    """The unit parsed, and its span objects (dicts or protobuf Spans) in scan order."""
+    try:
+        if kind == "json":
+            doc = load_json(raw)
+            scanned = scan_json(doc)
+        else:
+            doc = TracesData.FromString(raw)
+            scanned = scan_proto(doc)
+    except Bad as exc:
+        return (exc.to_error(where).where, str(exc)), []
+    except (orjson.JSONDecodeError, ValueError) as exc:
+        return (where, f"invalid JSON: {exc}"), []
+    except (DecodeError, RuntimeError) as exc:
+        return (where, f"invalid protobuf: {exc}"), []
+    except RecursionError:
+        return (where, "nested too deeply to decode"), []
+    ids = [(s.trace_id, s.span_id, s.root) for s in scanned]
+    objects = [s.span for s in scanned]
+    if kind == "json":
+        spans = [dump_json(o) for o in objects]
+        gaps = _gaps(doc, spans)
+    else:
+        spans = [o.SerializeToString() for o in objects]
+        gaps = None
+    return (None, None, ids, spans, gaps), objects
+
+
+def _gaps(doc: Any, spans: list[bytes]) -> list[bytes] | None:
+    """The compact serialisation of ``doc`` around its spans, or None when it cannot be
+    composed exactly (orjson cannot write the document: nesting past 255, huge ints)."""
+    try:
+        whole = orjson.dumps(doc)
+    except TypeError:
+        return None
+    gaps: list[bytes] = []
+    buf: list[bytes] = []
+    dumps = orjson.dumps
+
+    def obj(d: dict[str, Any], level: int) -> None:
+        buf.append(b"{")
+        first = True
+        for k, v in d.items():
+            if not first:
+                buf.append(b",")
+            first = False
+            buf.append(dumps(k))
+            buf.append(b":")
+            if k == _LEVELS[level] and type(v) is list:
+                buf.append(b"[")
+                for i, item in enumerate(v):
+                    if i:
+                        buf.append(b",")
+                    if level < 2:
+                        obj(item, level + 1)
+                    else:
+                        gaps.append(b"".join(buf))
+                        buf.clear()
+                buf.append(b"]")
+            else:
+                buf.append(dumps(v))
+        buf.append(b"}")
+
+    try:
+        obj(doc, 0)
+    except TypeError:
+        return None
+    gaps.append(b"".join(buf))
+    if len(gaps) != len(spans) + 1 or render_json(gaps, spans) != whole:
+        return None
+    return gaps
+
+
+def render_json(gaps: list[bytes], spans: list[bytes]) -> bytes:
+    """``gaps[0] + spans[0] + gaps[1] + ... + gaps[-1]``."""
+    parts = [gaps[0]]
+    for span, gap in zip(spans, gaps[1:], strict=True):
+        parts.append(span)
+        parts.append(gap)
+    return b"".join(parts)
+
+
+class _Local:
+    __slots__ = ("exact", "kinds", "last", "roots", "spans")
+
+    def __init__(self) -> None:
+        self.spans: list[Any] = []
+        self.roots: list[str] = []
+        self.last = 0
+        self.kinds: set[str] = set()
+        self.exact = True
+
+
+def parse_chunk(
+    units: list[tuple[str, bytes, str] | None],
+    window: int,
+    spec: ScorerSpec | None = None,
+    carried: frozenset[str] = frozenset(),
+) -> ChunkResult:
+    """Parse ``units`` (``(kind, raw, where)``, None for a unit that was not read) and
+    score the traces complete inside them (see the module docstring). ``carried`` names
+    traces that probably began before the chunk: they are not scored here (the engine
+    would not use the verdict)."""
+    parsed: list[Parsed] = []
+    open_: OrderedDict[str, _Local] = OrderedDict()
+    stalled: dict[str, _Local] = {}
+    closed: set[str] = set()
+    scored: dict[str, tuple[int, tuple[str, ...], Any, Any]] = {}
+    current = scorer(spec)
+
+    def close(tid: str, t: _Local) -> None:
+        # scored at once, so only open traces keep their decoded spans
+        closed.add(tid)
+        if len(t.kinds) != 1 or not t.exact or tid in carried:
+            return  # JSON and protobuf spans in one trace (the engine converts), or not ours
+        roots = tuple(t.roots)
+        job = TraceJob(tid, next(iter(t.kinds)), b"", roots, False)
+        _, patches, row = score_job(job, current, t.spans)
+        scored[tid] = (len(t.spans), roots, patches, row)
+
+    for n, unit in enumerate(units, 1):
+        if unit is None:
+            parsed.append(())
+        else:
+            kind, raw, where = unit
+            p, objects = parse_unit(kind, raw, where)
+            parsed.append(p)
+            if p[0] is None:
+                # a line orjson cannot write may hold values it cannot read back either:
+                # its traces are scored by the engine from the span bytes, as before
+                exact = kind != "json" or p[4] is not None
+                for (tid, sid, root), obj in zip(p[2], objects, strict=True):
+                    if tid in closed:
+                        continue  # late: the engine writes it untouched
+                    t = open_.get(tid)
+                    if t is None:
+                        t = stalled.pop(tid, None) or _Local()
+                        open_[tid] = t
+                    else:
+                        open_.move_to_end(tid)
+                    t.spans.append(obj)
+                    t.kinds.add(kind)
+                    t.exact = t.exact and exact
+                    t.last = n
+                    if root:
+                        t.roots.append(sid)
+        limit = n - window
+        while open_:
+            tid, t = next(iter(open_.items()))
+            if t.last > limit:
+                break
+            del open_[tid]
+            if t.roots:
+                close(tid, t)
+            else:
+                stalled[tid] = t
+    for tid, t in open_.items():  # a root and no span since: most likely complete
+        if t.roots:
+            close(tid, t)
+    return parsed, scored

@@ -1,0 +1,331 @@
+"""Scoring in worker processes: the service's traces scored on the other cores.
+
+Why: the receivers, the buffer and the exporter share one event loop, and scoring threads
+in the same process share its GIL, so a service scoring on threads uses about one core
+however many the host has. With :class:`ScoringProcesses` the
+:class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each one checks out a
+worker process for one release, sends the release's spans over a pipe as serialized
+protobuf and waits (the GIL is free meanwhile); the worker decodes them into records and
+calls :func:`~otel_semloop.scoring.score_records` (trace build, detectors, policy,
+patches); the verdict and the per-span patches come back pickled and are written back in
+the service process. The pool's rules (budget, stuck threads, exactly once) are unchanged:
+:meth:`ScoringProcesses.evaluate` is the pool's ``evaluator``.
+
+What crosses the pipe is small: the spans' wire bytes in (what the service already
+holds), a verdict and a few patches out. Each trip costs the service process about
+20 us plus 1-2 us a span (serializing, unpickling, one root decoded for the log line).
+
+Workers
+    Started with ``forkserver`` (they inherit no gRPC or asyncio state of the service),
+    ``processes`` of them, and warmed up (imports done, the scorer built) before the
+    service reports ready, so the first traces do not spend their budget on a boot. A
+    worker that dies (a crash, the OOM killer) costs only its trace, which goes out
+    unscored (``scoring failed: WorkerDied``); the next checkout starts a new one. A
+    watchdog terminates a worker still busy on one trace ``kill_after`` seconds after it
+    got it (a hung detector cannot hold a core for ever; its trace left unscored at the
+    budget, and its thread, counted stuck by the pool, comes back).
+    Replacements for workers abandoned past the budget are started on demand, so at most
+    ``threads + max_stuck`` workers exist, and idle ones beyond ``processes`` retire.
+
+Only the default deterministic scorer is run in workers (:func:`runs_in_workers`): its
+configuration comes from the same ``SEMLOOP_DETECT_*`` environment in each worker. A
+judged or custom scorer keeps scoring on the pool's threads in the service process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import pickle
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from opentelemetry.proto.trace.v1 import trace_pb2
+
+from otel_semloop.grouping import Release
+from otel_semloop.model import SpanRecord, Trace
+from otel_semloop.otlp import record_from_proto_span
+from otel_semloop.release import Evaluation, SpanAdapter
+from otel_semloop.scoring import DetectorScorer, Scorer, score_records
+from otel_semloop.telemetry import get_logger
+
+__all__ = ["ScoringProcesses", "WorkerDied", "runs_in_workers"]
+
+_logger = get_logger("otel_semloop.service")
+_READY = b"ready"
+
+
+class WorkerDied(RuntimeError):
+    """A scoring process exited (or was terminated) while it held a trace."""
+
+
+def runs_in_workers(scorer: Scorer) -> bool:
+    """Whether ``scorer`` scores the same in a worker process: the default
+    :class:`~otel_semloop.scoring.DetectorScorer` built from the environment (a worker
+    builds its own from the same variables). Anything else scores on threads."""
+    if type(scorer) is not DetectorScorer:
+        return False
+    from otel_semloop.detectors.config import DetectorConfig
+    from otel_semloop.detectors.lexical import LexicalDetector
+    from otel_semloop.policy import Policy
+
+    lexical, default = scorer.lexical, LexicalDetector()
+    return (
+        scorer.config == DetectorConfig.from_env()
+        and scorer.policy == Policy()
+        and type(lexical) is LexicalDetector
+        and all(getattr(lexical, name) == getattr(default, name) for name in LexicalDetector.__slots__)
+    )
+
+
+# -- the worker process --------------------------------------------------------------------
+
+
+def _worker_main(conn: Any, mode: str) -> None:
+    """A scoring process: ``(span bytes, partial)`` in; ``("ok", None)`` (no agent steps),
+    ``("ok", (verdict, patches, span ids in order))`` or ``("error", exception)`` out,
+    until the pipe closes."""
+    span_from = trace_pb2.Span.FromString
+    score_records([], mode=mode)  # type: ignore[arg-type]  # imports and the scorer, before ready
+    conn.send_bytes(_READY)
+    while True:
+        try:
+            spans, partial = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        try:
+            records = [record_from_proto_span(span_from(data)) for data in spans]
+            scored = score_records(records, partial=partial, mode=mode)  # type: ignore[arg-type]
+            ids = [record.span_id for record in records]
+            result: tuple[Any, ...] = ("ok", None if scored is None else (*scored, ids))
+        except Exception as exc:  # the trace goes out unscored with this error's type
+            result = ("error", exc)
+        try:
+            reply = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # an exception that does not pickle
+            reply = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+        try:
+            conn.send_bytes(reply)
+        except (EOFError, OSError):
+            return
+
+
+class _Worker:
+    __slots__ = ("conn", "process", "since")
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process = process
+        self.conn = conn
+        #: When its current trace was sent (monotonic), 0.0 while idle.
+        self.since = 0.0
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.conn.close()
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(1)
+        if self.process.is_alive():  # pragma: no cover - SIGTERM ignored
+            self.process.kill()
+            self.process.join(1)
+
+
+class _Ref:
+    """What :func:`~otel_semloop.release.written_back` reads of a record: id and source."""
+
+    __slots__ = ("source", "span_id")
+
+    def __init__(self, span_id: str, source: Any) -> None:
+        self.span_id = span_id
+        self.source = source
+
+
+class ScoringProcesses:
+    """Worker processes and the pool ``evaluator`` that scores in them (see the module
+    docstring). ``serialize`` gives a held span's protobuf wire bytes. Thread-safe: any
+    scoring thread may call :meth:`evaluate`."""
+
+    def __init__(
+        self,
+        processes: int,
+        serialize: Callable[[Any], bytes],
+        *,
+        mode: str = "default",
+        kill_after: float = 30.0,
+    ) -> None:
+        self._processes = processes
+        self._serialize = serialize
+        self._mode = mode
+        self._kill_after = kill_after
+        methods = multiprocessing.get_all_start_methods()
+        self._context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+        if "forkserver" in methods:
+            # The fork server imports the scoring code once; workers forked from it start
+            # warm (no effect if this process's fork server already runs).
+            self._context.set_forkserver_preload([__name__])
+        self._lock = threading.Lock()
+        self._idle: list[_Worker] = []
+        self._busy: set[_Worker] = set()
+        self._closed = threading.Event()
+        #: Workers started so far (replacements included).
+        self.started = 0
+        #: Workers terminated for holding one trace past ``kill_after``.
+        self.killed = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Start the workers and wait until each is warm (blocking: call off the loop).
+        Raises :class:`WorkerDied` if one does not start in ``timeout`` seconds."""
+        workers = [self._spawn(wait=False) for _ in range(self._processes)]
+        deadline = time.monotonic() + timeout
+        try:
+            for worker in workers:
+                self._await_ready(worker, max(0.0, deadline - time.monotonic()))
+        except BaseException:
+            for worker in workers:
+                worker.close()
+            raise
+        with self._lock:
+            self._idle.extend(workers)
+        threading.Thread(target=self._watch, name="semloop-scoring-watch", daemon=True).start()
+
+    def close(self) -> None:
+        """Terminate every worker (a thread still waiting on one gets :class:`WorkerDied`)."""
+        with self._lock:
+            self._closed.set()
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+        for worker in workers:
+            worker.close()
+
+    def pids(self) -> list[int]:
+        """Process ids of the live workers (idle and busy)."""
+        with self._lock:
+            return [w.process.pid for w in (*self._idle, *self._busy) if w.process.is_alive()]
+
+    def _spawn(self, wait: bool = True) -> _Worker:
+        parent, child = self._context.Pipe()
+        process = self._context.Process(
+            target=_worker_main, args=(child, self._mode), name="semloop-scoring", daemon=True
+        )
+        process.start()
+        child.close()
+        self.started += 1
+        worker = _Worker(process, parent)
+        if wait:
+            self._await_ready(worker, 60.0)
+        return worker
+
+    def _await_ready(self, worker: _Worker, timeout: float) -> None:
+        try:
+            ready = worker.conn.poll(timeout) and worker.conn.recv_bytes() == _READY
+        except (EOFError, OSError):
+            ready = False
+        if not ready:
+            worker.close()
+            raise WorkerDied(f"a scoring process did not start within {timeout:.0f} s")
+
+    def _watch(self) -> None:
+        """Terminate a worker busy on one trace past ``kill_after`` (its thread then gets
+        :class:`WorkerDied`, long after the pool settled the trace at its budget)."""
+        period = min(1.0, self._kill_after / 4)
+        while not self._closed.wait(period):
+            now = time.monotonic()
+            with self._lock:
+                late = [w for w in self._busy if w.since and now - w.since > self._kill_after]
+            for worker in late:
+                self.killed += 1
+                _logger.warning(
+                    "otel-semloop: a scoring process spent %.0f s on one trace; terminated",
+                    now - worker.since,
+                    extra={"semloop_limit": "scoring_killed"},
+                )
+                worker.close()
+
+    def _checkout(self) -> _Worker:
+        with self._lock:
+            if self._closed.is_set():
+                raise WorkerDied("scoring processes closed")
+            worker = self._idle.pop() if self._idle else None
+        if worker is None:
+            worker = self._spawn()  # a replacement for one abandoned past its budget
+        worker.since = time.monotonic()
+        with self._lock:
+            self._busy.add(worker)
+        return worker
+
+    def _checkin(self, worker: _Worker, healthy: bool) -> None:
+        worker.since = 0.0
+        with self._lock:
+            self._busy.discard(worker)
+            keep = healthy and not self._closed.is_set() and len(self._idle) < self._processes
+            if keep:
+                self._idle.append(worker)
+        if not keep:
+            worker.close()
+
+    # -- the pool's evaluator ----------------------------------------------------------------
+
+    def evaluate(
+        self,
+        release: Release[Any],
+        adapter: SpanAdapter[Any],
+        scorer: Scorer,
+        on_stage: Callable[[Evaluation], None] | None = None,
+    ) -> Evaluation | None:
+        """Score ``release`` in a worker (runs on a scoring thread; ``scorer`` is the one
+        the workers rebuild, ``on_stage`` unused: the default scorer has one stage).
+        None when the trace has no agent steps. Raises what the scorer raised, or
+        :class:`WorkerDied`."""
+        spans = release.spans
+        wire = [self._serialize(span) for span in spans]
+        payload = pickle.dumps((wire, release.partial), pickle.HIGHEST_PROTOCOL)
+        worker = self._checkout()
+        healthy = False
+        try:
+            worker.conn.send_bytes(payload)
+            reply = pickle.loads(worker.conn.recv_bytes())  # blocks without the GIL
+            healthy = True
+        except (EOFError, OSError) as exc:
+            raise WorkerDied(f"a scoring process exited: {exc!r}") from exc
+        finally:
+            self._checkin(worker, healthy)
+        if reply[0] == "error":
+            raise reply[1]
+        if reply[1] is None:
+            return None
+        verdict, patches, ids = reply[1]
+        return _evaluation(spans, ids, adapter, verdict, patches, release.partial)
+
+
+def _evaluation(
+    spans: Sequence[Any],
+    ids: Sequence[str],
+    adapter: SpanAdapter[Any],
+    verdict: Any,
+    patches: dict[str, Any],
+    partial: bool,
+) -> Evaluation:
+    """What the pool writes back: the worker's patches, references holding only span ids
+    and sources, and a trace of the root alone (for the loop log line and the evaluation
+    record). The root is the span whose patch carries the evaluation event."""
+    root_id = next((span_id for span_id, patch in patches.items() if patch.events), "")
+    root: SpanRecord | None = None
+    records: list[Any] = []
+    for span_id, held in zip(ids, spans, strict=True):
+        if root is None and span_id == root_id:
+            root = adapter.record(held)
+            records.append(root)
+        else:
+            records.append(_Ref(span_id, held))
+    trace = Trace(
+        trace_id=root.trace_id if root is not None else "",
+        steps=[],
+        spans={root_id: root} if root is not None else {},
+        root_span_id=root_id if root is not None else "",
+        partial=partial,
+    )
+    return Evaluation(trace, records, verdict, patches)

@@ -1,0 +1,124 @@
+"""Chunked parsing: workers parse and score runs of lines, the reading process only orders
+and writes. The bytes must be exactly what the plain algorithm gives (parse every line,
+group spans by trace, score each trace, write the verdict onto the parsed lines, dump the
+lines that changed, copy the others), wherever the chunks are cut."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import orjson
+import pytest
+
+from bench import rescore_throughput as bench
+from otel_semloop.batch.chunks import parse_unit, render_json
+from otel_semloop.batch.spans import apply_json, payload_json
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job
+from otel_semloop.cli import main
+
+
+def _reference(path: Path) -> bytes:
+    """The plain algorithm, for input whose traces are complete within the window."""
+    raw = path.read_bytes().splitlines()
+    docs = [orjson.loads(line) for line in raw]
+    by_trace: dict[str, list[dict]] = defaultdict(list)
+    for doc in docs:
+        for rs in doc["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                for span in ss["spans"]:
+                    by_trace[span["traceId"]].append(span)
+    scorer = ScorerSpec().build()
+    touched: set[int] = set()
+    for tid, spans in by_trace.items():
+        roots = tuple(s["spanId"] for s in spans if not s.get("parentSpanId"))
+        _, patches, _ = score_job(TraceJob(tid, "json", payload_json(spans), roots, False), scorer)
+        for span in spans:
+            if patches and span["spanId"] in patches:
+                apply_json(span, patches[span["spanId"]])
+                touched.add(id(span))
+    out = []
+    for line, doc in zip(raw, docs, strict=True):
+        spans = [s for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+        out.append(orjson.dumps(doc) if any(id(s) in touched for s in spans) else line)
+    return b"".join(line + b"\n" for line in out)
+
+
+def _roots_first(path: Path) -> None:
+    """Swap each trace's root with its first span: a trace whose root was seen is then not
+    complete at a chunk's end, so a worker's verdict for it must not be used."""
+    docs = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    first: dict[str, tuple[list, int]] = {}
+    for doc in docs:
+        spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        for i, span in enumerate(spans):
+            where = first.setdefault(span["traceId"], (spans, i))
+            if not span.get("parentSpanId"):
+                spans[i], where[0][where[1]] = where[0][where[1]], spans[i]
+    path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in docs))
+
+
+@pytest.mark.parametrize("order", ["end order", "roots first"])
+def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkeypatch, order):
+    # bench-shaped traffic (agent traces with GenAI attributes, one in four looping), with
+    # short lines so that many lines and chunk edges fall inside the sample: in 0.2 MB
+    # chunks about half the traces are scored where they were parsed, half are cut by an edge
+    monkeypatch.setattr(bench, "SPANS_PER_LINE", 12)
+    monkeypatch.setattr(bench, "OPEN_TRACES", 2)
+    source = tmp_path / "agents.jsonl"
+    bench.write_file(source, 600_000, seed=11)
+    if order == "roots first":
+        _roots_first(source)
+    expected = _reference(source)
+    for args in (["--workers", "1"], ["--workers", "2", "--chunk-mb", "0.2"]):
+        out = tmp_path / "out.jsonl"
+        summary = tmp_path / "summary.json"
+        command = ["rescore", str(source), "-o", str(out), "-q", "--window", "2", "--summary", str(summary)]
+        assert main([*command, *args]) == 0
+        assert out.read_bytes() == expected, args
+        assert json.loads(summary.read_text())["loops"] > 0
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {"resourceSpans": []},
+        {"resourceSpans": None, "extra": [1.5, -0.0, 1e300, "é\u2028\x00"]},
+        {
+            "resourceSpans": [
+                {"scopeSpans": [{"spans": []}, {"scope": {"name": "x"}, "spans": None}]},
+                {
+                    "resource": {"attributes": [{"key": "k", "value": {"doubleValue": 0.1}}]},
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": '☃ \\ "q"'},
+                                {"traceId": "ab" * 16, "spanId": "ef" * 8, "parentSpanId": "cd" * 8},
+                            ],
+                            "schemaUrl": "s",
+                        }
+                    ],
+                },
+            ]
+        },
+    ],
+)
+def test_a_line_is_its_gaps_and_spans(doc):
+    raw = json.dumps(doc, indent=1).encode()  # spacing orjson would not write
+    parsed, objects = parse_unit("json", raw, "x:1")
+    _, _, ids, spans, gaps = parsed
+    assert len(ids) == len(spans) == len(objects)
+    assert render_json(gaps, spans) == orjson.dumps(orjson.loads(raw))
+
+
+def test_a_line_orjson_cannot_write_has_no_gaps():
+    deep: object = "leaf"
+    for _ in range(70):  # 280 levels: orjson reads up to 1024, writes up to 255
+        deep = {"kvlistValue": {"values": [{"key": "k", "value": deep}]}}
+    span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": [{"key": "d", "value": deep}]}
+    raw = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    parsed, _ = parse_unit("json", raw, "x:1")
+    assert parsed[0] is None and parsed[4] is None
+    huge = raw.replace(b'"leaf"', b"123456789012345678901234567890")
+    assert parse_unit("json", huge, "x:1")[0][4] is None

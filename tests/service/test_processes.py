@@ -1,0 +1,135 @@
+"""Scoring in worker processes (issue 13 "Scaling out", issue 10): the pool's threads hand
+each release to a worker process; the verdict and patches are the ones the in-process
+path writes; a worker that dies or hangs costs only its own trace."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+
+import psutil
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+
+from otel_semloop.grouping import Release, ReleaseReason
+from otel_semloop.pool import ScoringPool
+from otel_semloop.release import Outcome, evaluate, written_back
+from otel_semloop.scoring import DetectorScorer, Scorer
+from otel_semloop.service.pipeline import PROTO_SPANS, Held
+from otel_semloop.service.processes import ScoringProcesses, WorkerDied, runs_in_workers
+from otel_semloop.telemetry import SelfTelemetry
+from tests.service.traffic import agent_spans, trace_id_of
+
+
+def _release(index: int, loop: bool, reason: ReleaseReason = ReleaseReason.COMPLETE) -> Release[Held]:
+    spans = agent_spans(trace_id_of(77, index), 4, loop=loop)
+    held = [Held(s, None, None) for s in spans]
+    return Release(trace_key=spans[0].trace_id, spans=held, reason=reason, root_ended=True)
+
+
+def _attributes(outcome: Outcome[Held]) -> list[dict[str, object]]:
+    out = []
+    for held in outcome.spans:
+        span = held.span
+        out.append(
+            {
+                "attributes": sorted((kv.key, kv.value.SerializeToString()) for kv in span.attributes),
+                "events": [(e.name, sorted(kv.key for kv in e.attributes)) for e in span.events],
+            }
+        )
+    return out
+
+
+def _wire(held: Held) -> bytes:
+    return held.span.SerializeToString()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def workers() -> Iterator[ScoringProcesses]:
+    processes = ScoringProcesses(1, _wire, kill_after=1.5)
+    processes.start()
+    try:
+        yield processes
+    finally:
+        processes.close()
+
+
+def test_a_worker_process_writes_what_the_in_process_path_writes(workers: ScoringProcesses) -> None:
+    scorer = Scorer()
+    for index, loop, reason in ((1, True, ReleaseReason.COMPLETE), (2, False, ReleaseReason.IDLE)):
+        remote = workers.evaluate(_release(index, loop, reason), PROTO_SPANS, scorer)
+        local = evaluate(_release(index, loop, reason), PROTO_SPANS, scorer)
+        assert remote is not None and local is not None
+        assert remote.verdict == local.verdict
+        remote_out = written_back(_release(index, loop, reason), PROTO_SPANS, remote)
+        local_out = written_back(_release(index, loop, reason), PROTO_SPANS, local)
+        assert remote_out.label == local_out.label == ("loop" if loop else "no_loop")
+        assert remote_out.patched == local_out.patched
+        assert _attributes(remote_out) == _attributes(local_out)
+        # The root as the loop log line and the evaluation record read it.
+        assert remote.trace.root_span_id == local.trace.root_span_id
+        assert remote.trace.spans[remote.trace.root_span_id].name == "invoke_agent researcher"
+    assert workers.started == 1
+
+
+def test_a_worker_that_dies_costs_only_its_own_trace(workers: ScoringProcesses) -> None:
+    delivered: list[Outcome[Held]] = []
+    arrived = threading.Event()
+
+    def deliver(outcome: Outcome[Held]) -> None:
+        delivered.append(outcome)
+        arrived.set()
+
+    pool: ScoringPool[Held] = ScoringPool(
+        Scorer(),
+        PROTO_SPANS,
+        deliver,
+        SelfTelemetry(MeterProvider(), dict, "service"),
+        threads=1,
+        max_stuck=1,
+        budget=30.0,
+        evaluator=workers.evaluate,
+    )
+    try:
+        (pid,) = workers.pids()
+        os.kill(pid, signal.SIGKILL)
+        psutil.Process(pid).wait(10)
+        pool.submit(_release(3, True))
+        assert arrived.wait(20)
+        root = next(h.span for h in delivered[0].spans if not h.span.parent_span_id)
+        attrs = {kv.key: kv.value.string_value for kv in root.attributes}
+        assert attrs["semloop.label"] == "unscored"
+        assert attrs["semloop.unscored.reason"] == "scoring failed: WorkerDied"
+        arrived.clear()
+        pool.submit(_release(4, True))  # a new worker takes the next trace
+        assert arrived.wait(60)
+        assert delivered[1].label == "loop" and workers.started == 2
+    finally:
+        pool.stop()
+
+
+def test_a_worker_busy_on_one_trace_past_kill_after_is_terminated(workers: ScoringProcesses) -> None:
+    (pid,) = workers.pids()
+    os.kill(pid, signal.SIGSTOP)  # hangs as a runaway detector would
+    started = time.monotonic()
+    with pytest.raises(WorkerDied):
+        workers.evaluate(_release(5, True), PROTO_SPANS, Scorer())
+    assert 1.0 <= time.monotonic() - started < 15
+    assert workers.killed == 1
+    assert workers.evaluate(_release(6, False), PROTO_SPANS, Scorer()) is not None
+
+
+def test_only_the_default_scorer_runs_in_workers() -> None:
+    assert runs_in_workers(Scorer())
+    assert runs_in_workers(DetectorScorer(mode="lexical"))
+
+    class Custom(DetectorScorer):
+        pass
+
+    assert not runs_in_workers(Custom())
+    from otel_semloop.policy import Policy
+
+    assert not runs_in_workers(DetectorScorer(policy=Policy(threshold=0.7)))
