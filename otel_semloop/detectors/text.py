@@ -177,6 +177,32 @@ RUN_SAMPLE_CHARS = 2048
 _RUN = re.compile(rf"(.{{1,{RUN_UNIT_CHARS}}}?)\1{{3,}}", re.S)
 
 
+#: Characters of each probe of :func:`_may_hold_run`.
+_PROBE_CHARS = 16
+
+
+def _may_hold_run(middle: str) -> bool:
+    """False only when ``middle`` provably holds no run of one unit (at most
+    :data:`RUN_UNIT_CHARS` long) covering half of it; found by ``str.find`` in C, where the
+    run pattern tries every unit length at every position.
+
+    Inside such a run ``[a, b)`` of unit length ``p`` any probe of :data:`_PROBE_CHARS`
+    characters starting at ``q`` with ``a <= q <= b - p - 16`` recurs ``p`` characters
+    later. Those ``q`` are ``len // 2 - 47`` consecutive integers or more (the run is at
+    least half long), so one probe every ``len // 2 - 47`` characters hits one of them."""
+    size = len(middle)
+    step = size // 2 - (RUN_UNIT_CHARS + _PROBE_CHARS) + 1
+    if step < 1:
+        return True
+    for start in range(0, size, step):
+        probe = middle[start : start + _PROBE_CHARS]
+        if len(probe) == _PROBE_CHARS and middle.find(
+            probe, start + 1, start + _PROBE_CHARS + RUN_UNIT_CHARS
+        ) != -1:
+            return True
+    return False
+
+
 def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     """The unit and repeat count of an output that is mostly one short unit repeated back to
     back: one token emitted hundreds of times (``court court court``, ``courtcourt``,
@@ -197,7 +223,7 @@ def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     if len(middle) > RUN_SAMPLE_CHARS:
         start = (len(middle) - RUN_SAMPLE_CHARS) // 2
         middle = middle[start : start + RUN_SAMPLE_CHARS]
-    if len(set(middle)) > RUN_UNIT_CHARS:
+    if len(set(middle)) > RUN_UNIT_CHARS or not _may_hold_run(middle):
         return None
     match = _RUN.search(middle)
     if match is None or match.end() - match.start() < len(middle) // 2:
