@@ -171,13 +171,13 @@ def _hex(match: re.Match[str]) -> str:
 
 
 def _ident(match: re.Match[str]) -> str:
-    """An identifier when the run looks generated: short hex with two digits or more
-    (``e0b0``), or letters and digits interleaved (two digit runs or more: ``8f3k2``,
+    """An identifier when the run looks generated: hex holding a digit (``e0b0``,
+    ``3eab``), or letters and digits interleaved (two digit runs or more: ``8f3k2``,
     ``7Hq2xZ``). ``python3``, ``utf8``, ``sha256`` and ``x86`` are words, kept."""
     run = match.group()
     digit_runs = len(_DIGIT_RUN.findall(run))
-    if _HEX_ONLY.match(run) and sum(c.isdigit() for c in run) >= 2:
-        return "<id>"
+    if _HEX_ONLY.match(run):
+        return "<id>"  # hex holding a digit (``e0b0``, ``3eab``): hex words have none
     if digit_runs >= 2:
         return "<id>"
     return run
@@ -191,15 +191,15 @@ def mask(text: str) -> str:
     """
     if not has_digit(text):
         return text
-    return _mask_digits(_mask_ids(text))
+    return _volatile_marks(_mask_ids(text))
 
 
 #: Gates for ASCII text: each is a necessary condition for its mask to change anything,
 #: found by a pattern that starts with a literal or a character set, which the regex
 #: engine scans for in C (the masks start with ``\b`` or a lookbehind and try every
 #: position). A UUID holds ``-hhhh-``; a timestamp ``-dd-dd``; a hex run six hex
-#: characters in a row; a masked identifier (two digits or more, and a letter that the
-#: lookaheads reach through digits alone) a digit next to a letter. Non-ASCII text skips
+#: characters in a row; an identifier (a run of letters and digits holding both, as the
+#: lookaheads read it in ASCII) a digit next to a letter. Non-ASCII text skips
 #: the gates: there ``\d`` also matches other scripts' digits, which the lookaheads may
 #: cross, and case-insensitive classes follow Unicode case folding.
 _UUID_GATE = re.compile(r"-[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]-")
@@ -220,6 +220,18 @@ _DIGIT_LETTER = re.compile(b"0[12]")
 _HEX_RUN = re.compile(
     b"0(?:[01]{5}|(?<=[01]0)[01]{4}|(?<=[01]{2}0)[01]{3}|(?<=[01]{3}0)[01]{2}|(?<=[01]{4}0)[01]|(?<=[01]{5}0))"
 )
+
+
+#: A generated identifier and a number are one mark once numbers are masked too: an id
+#: generator emits ``run-5340`` as readily as ``run-d1a8``. Marks joined by ``-``/``_``
+#: are one mark.
+_JOINED_MARKS = re.compile(r"#(?:[-_]#)+")
+
+
+def _volatile_marks(ids_masked: str) -> str:
+    """``ids_masked`` (identifiers already masked) with digit runs and ``<id>`` as ``#``."""
+    text = _mask_digits(ids_masked).replace("<id>", "#")
+    return _JOINED_MARKS.sub("#", text) if "#-#" in text or "#_#" in text else text
 
 
 def _mask_ids(text: str) -> str:
@@ -253,9 +265,10 @@ def normalize_result_and_content(text: str) -> tuple[str, str]:
     if not has_digit(text):
         folded = " ".join(text.casefold().split())
         return folded, folded
-    # Collapsing blanks and masking digit runs commute (a digit is never a blank): one split.
+    # Collapsing blanks commutes with masking (no mark holds a blank, and a collapsed
+    # blank still separates what it separated): one split for result and content.
     content = " ".join(_mask_ids(text).casefold().split())
-    return _mask_digits(content), content
+    return _volatile_marks(content), content
 
 
 def normalize_content(text: str) -> str:

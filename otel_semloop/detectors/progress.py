@@ -15,7 +15,9 @@ Signals
         themselves repeats), which catches rotating loops the cycle tracker misses; a
         novel step between two occurrences restarts the count, which keeps edit-and-test
         rounds out (each edit is new). Conclusive at ``repeated_result_repeats`` (4).
-        ``no_progress``.
+        ``no_progress``. A poll that ends (the call's first new answer after repeating
+        itself) resolves the repetition since the last new step, unless, with nothing new
+        since, the call goes back to an answer it gave before that "end".
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
@@ -201,6 +203,20 @@ class RepeatedResultDetector(_ChainDetector):
             # (the status call and what it was interleaved with, a sleep), not a loop.
             for episode in self._stretch:
                 episode.resolved = True
+            self._ended = (facts.call, facts.result, facts.epoch, self._stretch)
+        elif (
+            self._ended is not None
+            and facts.call == self._ended[0]
+            and facts.epoch == self._ended[2]
+            and facts.result != self._ended[1]
+            and facts.failure is None
+        ):
+            # With nothing new since, the call went back to an answer it gave before the
+            # "end" (a write acknowledged "stored", then "saved", then "stored" again):
+            # the wait had not ended, it was the loop going on.
+            for episode in self._ended[3]:
+                episode.resolved = False
+            self._ended = None
         if facts.epoch != self._stretch_epoch:
             self._stretch = []
             self._stretch_epoch = facts.epoch
@@ -219,6 +235,8 @@ class RepeatedResultDetector(_ChainDetector):
         super().reset()
         self._stretch: list[Episode] = []  # episodes reported since the last novel step
         self._stretch_epoch = -1
+        # The latest ended poll: (call, its new result, epoch, the episodes it resolved).
+        self._ended: tuple[int, int | None, int, list[Episode]] | None = None
 
 
 class NearDuplicateDetector(IncrementalDetector):

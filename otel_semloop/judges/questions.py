@@ -15,9 +15,10 @@ anywhere. So the judge is asked yes/no questions, all about one trace, all in on
 Judged steps are the LLM steps when there are at least two (each carries the tool calls
 made after it, with their results, as its ``actions``), else the tool steps. Only the
 last ``max_steps`` judged steps are kept (a loop shows at the tail; the omission is stated
-in the state). Every text is redacted (:mod:`otel_semloop.redact`) and cut to
-``max_chars`` with the truncation marked, so a long run fits in one request and no secret
-leaves the process.
+in the state). A tool result the trace did not record (tracing without content capture) is
+``null``, not ``""``: unknown, so no judge takes it for the same empty answer. Every text
+is redacted (:mod:`otel_semloop.redact`) and cut to ``max_chars`` with the truncation
+marked, so a long run fits in one request and no secret leaves the process.
 
 Question budget: ``max_questions`` in all. Tool questions come first (rarely more than a
 few), then the consecutive ``progress`` questions, then ``revisit`` by increasing distance,
@@ -178,6 +179,12 @@ def judged_steps(trace: Trace, config: QuestionConfig) -> tuple[list[JudgedStep]
     return steps[omitted:], omitted
 
 
+def _unrecorded(tool_step: Step) -> bool:
+    """A tool call whose result the trace did not record (no content capture): its state
+    ``result`` is ``null``, so no judge reads "nothing recorded" as "the same empty result"."""
+    return tool_step.tool_result is None and not tool_step.output_text
+
+
 def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
     step = judged.step
     truncated = False
@@ -194,6 +201,9 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
         "name": clean_control(redact(step.name)),
     }
     for key, raw in (("input", raw_input), ("output", raw_output)):
+        if key == "output" and step.kind is StepKind.TOOL and _unrecorded(step):
+            fields[key] = None  # not recorded: unknown, not empty
+            continue
         text, cut = _truncate(redact(_text(raw)), config.max_chars)
         fields[key] = text
         truncated |= cut
@@ -205,10 +215,14 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
             redact(_text(action.tool_arguments if action.tool_arguments is not None else action.input_text)),
             config.max_chars // 2,
         )
-        result, cut_r = _truncate(
-            redact(_text(action.tool_result if action.tool_result is not None else action.output_text)),
-            config.max_chars // 2,
-        )
+        result: str | None
+        if _unrecorded(action):
+            result, cut_r = None, False
+        else:
+            result, cut_r = _truncate(
+                redact(_text(action.tool_result if action.tool_result is not None else action.output_text)),
+                config.max_chars // 2,
+            )
         truncated |= cut_a or cut_r
         entry: dict[str, Any] = {
             "tool": clean_control(redact(action.name)),

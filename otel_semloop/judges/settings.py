@@ -15,54 +15,76 @@ option                      variable                        default
 ``output_usd_per_million``  ``SEMLOOP_JUDGE_OUTPUT_PRICE``  OpenAI-compatible: 0
 ==========================  ==============================  ===========================
 
+Read by :mod:`otel_semloop.settings` like every other configuration (the processor's,
+the service's, the detectors'): each option is a declared setting with its type, bounds and
+variable, so a bad value raises :class:`~otel_semloop.errors.ConfigError` at construction
+naming the variable or option it came from, and the order is always defaults, then
+variables, then explicit options (flags). The backend name also accepts ``jev``,
+``systemone`` and ``off``.
+
 Keys come from the environment only (``TYPESAFE_API_KEY``, ``OPENAI_API_KEY``), never from
 a flag, so they stay out of the process list and shell history.
 """
 
 from __future__ import annotations
 
-import os
+import enum
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 from otel_semloop.errors import ConfigError
 from otel_semloop.judges.cache import AnswerCache
 from otel_semloop.judges.escalation import Escalation
 from otel_semloop.judges.judge import Judge
+from otel_semloop.settings import load, setting, validate
 
-__all__ = ["BACKENDS", "JudgeSettings", "make_judge", "make_judged_scorer"]
+__all__ = ["BACKENDS", "ENV_PREFIX", "Backend", "JudgeSettings", "make_judge", "make_judged_scorer"]
 
-BACKENDS = ("system-one", "openai", "local", "none")
-_ALIASES = {
-    "systemone": "system-one",
-    "system_one": "system-one",
-    "jev": "system-one",
-    "off": "none",
-    "": "none",
-}
+#: Prefix of the judge's environment variables (the backend itself is ``SEMLOOP_JUDGE``).
+ENV_PREFIX = "SEMLOOP_JUDGE_"
+
+
+class Backend(enum.Enum):
+    """The judge backends by name; other spellings people use are accepted too."""
+
+    SYSTEM_ONE = "system-one"
+    OPENAI = "openai"
+    LOCAL = "local"
+    NONE = "none"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Backend | None:
+        word = str(value).strip().lower()
+        word = {"systemone": "system-one", "system_one": "system-one", "jev": "system-one"}.get(word, word)
+        word = {"off": "none", "": "none"}.get(word, word)
+        return next((member for member in cls if member.value == word), None)
+
+
+BACKENDS = tuple(member.value for member in Backend)
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeSettings:
-    judge: str = "none"
-    escalate: str = "undecided"
-    model: str | None = None
-    base_url: str | None = None
-    timeout: float = 10.0
-    concurrency: int = 8
-    cache: str | None = None
-    input_usd_per_million: float = 0.0
-    output_usd_per_million: float = 0.0
+    """The judge options (see the module doc), read like every other configuration by
+    :mod:`otel_semloop.settings`: a bad value raises :class:`ConfigError` at construction,
+    naming the variable or option it came from. ``judge`` is kept as the backend's name."""
+
+    judge: str = setting("none", kind="choice", choices=Backend, env="SEMLOOP_JUDGE")
+    escalate: str = setting("undecided", kind="str")
+    model: str | None = setting(None, kind="str", optional=True)
+    base_url: str | None = setting(None, kind="str", optional=True)
+    timeout: float = setting(10.0, kind="float", above=0)
+    concurrency: int = setting(8, kind="int", minimum=1)
+    cache: str | None = setting(None, kind="str", optional=True)
+    input_usd_per_million: float = setting(0.0, kind="float", minimum=0, env="SEMLOOP_JUDGE_INPUT_PRICE")
+    output_usd_per_million: float = setting(0.0, kind="float", minimum=0, env="SEMLOOP_JUDGE_OUTPUT_PRICE")
 
     def __post_init__(self) -> None:
-        name = _ALIASES.get(self.judge.strip().lower(), self.judge.strip().lower())
-        if name not in BACKENDS:
-            raise ConfigError(f"unknown judge {self.judge!r}; expected one of {', '.join(BACKENDS)}")
-        object.__setattr__(self, "judge", name)
+        object.__setattr__(self, "escalate", _escalation_text(self.escalate))
+        validate(self, "JudgeSettings.")
+        object.__setattr__(self, "judge", Backend(self.judge).value)
         Escalation.parse(self.escalate)
-        if self.timeout <= 0 or self.concurrency < 1:
-            raise ConfigError("judge timeout must be > 0 and concurrency >= 1")
 
     @property
     def enabled(self) -> bool:
@@ -71,35 +93,17 @@ class JudgeSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> JudgeSettings:
         """Defaults, then ``SEMLOOP_JUDGE*`` variables, then ``overrides`` that are not None."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for name, var, kind in _ENV:
-            raw = env.get(var)
-            if raw is None or raw == "":
-                continue
-            try:
-                values[name] = kind(raw)
-            except ValueError:
-                raise ConfigError(f"{var}={raw!r} is not a valid {kind.__name__}") from None
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        known = {f.name for f in fields(cls)}
-        unknown = set(values) - known
-        if unknown:
-            raise ConfigError(f"unknown judge option(s): {', '.join(sorted(unknown))}")
-        return cls(**values)
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if "escalate" in given:
+            given["escalate"] = _escalation_text(given["escalate"])
+        return load(cls, prefix=ENV_PREFIX, environ=environ, layers=[("", given)], label="judge: ")
 
 
-_ENV = (
-    ("judge", "SEMLOOP_JUDGE", str),
-    ("escalate", "SEMLOOP_JUDGE_ESCALATE", str),
-    ("model", "SEMLOOP_JUDGE_MODEL", str),
-    ("base_url", "SEMLOOP_JUDGE_BASE_URL", str),
-    ("timeout", "SEMLOOP_JUDGE_TIMEOUT", float),
-    ("concurrency", "SEMLOOP_JUDGE_CONCURRENCY", int),
-    ("cache", "SEMLOOP_JUDGE_CACHE", str),
-    ("input_usd_per_million", "SEMLOOP_JUDGE_INPUT_PRICE", float),
-    ("output_usd_per_million", "SEMLOOP_JUDGE_OUTPUT_PRICE", float),
-)
+def _escalation_text(value: Any) -> Any:
+    """A sample rate given as a number, as the text the setting holds (``0.25``)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}"
+    return value
 
 
 def make_judge(settings: JudgeSettings, backend: Any = None) -> Judge | None:
@@ -114,7 +118,7 @@ def make_judge(settings: JudgeSettings, backend: Any = None) -> Judge | None:
 
 
 def _backend(settings: JudgeSettings) -> Any:
-    if settings.judge in ("system-one", "openai"):
+    if settings.judge in (Backend.SYSTEM_ONE.value, Backend.OPENAI.value):
         try:
             import httpx  # noqa: F401
         except ImportError:

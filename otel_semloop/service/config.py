@@ -124,8 +124,8 @@ class ServiceConfig(BufferingSettings):
     #: Bytes of accepted requests held or queued (counted at acceptance, released when
     #: forwarded). Past it the receivers answer 503 / UNAVAILABLE with retry information.
     memory_limit_bytes: int = setting(512 * _MIB, kind="int", minimum=1)
-    #: Open HTTP connections; more are closed at once (the gRPC server is limited by
-    #: ``max_concurrent_streams`` per connection).
+    #: Open connections on each receiver (HTTP and gRPC); more are closed at once.
+    #: ``max_concurrent_streams`` bounds the requests per gRPC connection.
     max_connections: int = setting(512, kind="int", minimum=1)
     max_concurrent_streams: int = setting(64, kind="int", minimum=1)
     #: A client must send its request headers (HTTP) / finish the TLS and HTTP/2 handshake

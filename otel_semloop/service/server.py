@@ -20,12 +20,13 @@ acceptance, released when the downstream has them); the oldest trace waiting for
 verdict has used half its scoring budget (scoring fell behind: push back rather than let
 traces go out unscored); the durable queue at ``durable_queue_bytes``.
 
-Connections: at most ``max_connections`` HTTP connections (more are closed at once); a
-client that has not sent its request headers within ``header_timeout`` is disconnected,
-one whose body stalls for ``body_timeout`` gets 408; idle keep-alive connections close
-after ``keepalive_timeout``. gRPC: ``header_timeout`` bounds the TLS/HTTP2 handshake and
-``max_concurrent_streams`` the requests per connection. The file-descriptor soft limit is
-raised to the hard one at start so that the exporter can always open its sockets.
+Connections: at most ``max_connections`` connections on each receiver (more are closed
+at once); an HTTP client that has not sent its request headers within ``header_timeout`` is
+disconnected, one whose body stalls for ``body_timeout`` gets 408; idle keep-alive
+connections close after ``keepalive_timeout``. gRPC: ``header_timeout`` bounds the
+TLS/HTTP2 handshake and ``max_concurrent_streams`` the requests per connection. The
+file-descriptor soft limit is raised to the hard one at start so that the exporter can
+always open its sockets.
 
 Signals: SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and
 wake the loop; they do not depend on asyncio's wakeup pipe, which a burst of traffic can
@@ -378,6 +379,8 @@ class SemloopService:
             options=[
                 ("grpc.max_receive_message_length", config.max_decompressed_bytes),
                 ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+                # gRPC core closes connections past this at once (its ConnectionQuota).
+                ("grpc.max_allowed_incoming_connections", config.max_connections),
                 ("grpc.server_handshake_timeout_ms", int(config.header_timeout * 1000)),
                 ("grpc.max_connection_idle_ms", int(max(config.keepalive_timeout, 1) * 1000 * 10)),
                 ("grpc.so_reuseport", 0),

@@ -157,3 +157,48 @@ def test_a_missing_file_read_again_and_again_is_a_loop(convention):
 
 def test_a_missing_file_read_many_times_is_a_loop_even_if_the_agent_moves_on(convention):
     assert score_in(missing_file(5, recovers=True), convention).label is Label.LOOP
+
+
+# --- a footer id that comes out as hex or as digits ---------------------------------------------
+
+FOOTERS = ["run-3eab", "run-5340", "run-d1a8", "run-4fce", "run-1bcd", "run-2ace"]
+
+
+def test_rereading_a_file_whose_footer_id_changes_shape_is_a_loop(convention):
+    run = Scenario("find the bug in utils.py")
+    for footer in FOOTERS:
+        step(run, "view", {"path": "utils.py"}, f"{FILE}\n[cache miss {footer} in 14.2ms]")
+    assert score_in(run, convention).label is Label.LOOP
+
+
+def test_rereading_a_file_that_changes_between_edits_is_healthy(convention):
+    run = Scenario("fix utils.py")
+    for i, footer in enumerate(FOOTERS):
+        step(
+            run,
+            "view",
+            {"path": "utils.py"},
+            f"{FILE}\n5  # fix {'abcdef'[i]} applied\n[cache miss {footer}]",
+        )
+        step(run, "edit", {"path": "utils.py", "line": 5, "text": f"# fix {'abcdefg'[i + 1]} applied"}, "ok")
+    assert score_in(run, convention).label is Label.NO_LOOP
+
+
+# --- an "end" that goes back to an earlier answer was no end -------------------------------------
+
+
+def test_a_write_whose_ack_changes_then_goes_back_is_still_a_loop(convention):
+    run = Scenario("what does the doc say about pooling?")
+    for ack in ["Stored memory m1"] * 4 + ["Memory saved.", "Memory saved.", "Stored memory m1"]:
+        step(run, "save_memory", {"content": "User prefers answers in French."}, ack)
+    assert score_in(run, convention).label is Label.LOOP
+
+
+def test_a_poll_that_ends_and_is_checked_again_is_healthy(convention):
+    run = Scenario("deploy and report")
+    for state in ["running"] * 4 + ["succeeded", "succeeded"]:
+        step(run, "deploy_status", {"deployment": "dep-31"}, f"state: {state}")
+    step(run, "notify", {"channel": "#ops", "text": "dep-31 is live"}, "sent as message 1712")
+    step(run, "deploy", {"service": "web"}, "deployment dep-32 started")
+    step(run, "deploy_status", {"deployment": "dep-31"}, "state: running")  # another rollout of it
+    assert score_in(run, convention).label is Label.NO_LOOP

@@ -66,7 +66,9 @@ def plain_result_and_content(text: str) -> tuple[str, str]:
         folded = " ".join(text.casefold().split())
         return folded, folded
     ids = plain_mask_ids(text).casefold()
-    return " ".join(normalize._DIGITS.sub("#", ids).split()), " ".join(ids.split())
+    marks = normalize._DIGITS.sub("#", ids).replace("<id>", "#")
+    marks = normalize._JOINED_MARKS.sub("#", marks)
+    return " ".join(marks.split()), " ".join(ids.split())
 
 
 #: Pieces that sit on each gate's edge: ``0x`` before hex letters, hex runs of five and six,
@@ -76,7 +78,7 @@ MASK_PIECES = [
     "0", "7", "42", "0x", "0X", "ab", "cdef", "ABCDEF", "fade", "g", "xyz", "e0b0", "8f3k2",
     "0xcafeba", "a1", "1a", "Z9", "bb", "1",
     "-", "_", " ", "  ", "\n", "\x1c", "\x00", "2024-05-01", "T10:42:07Z", "1234", "5678",
-    "9abc", "\u0663", "\uff11", "\u00e9", "req_", "#", "<", ">", ":", ".",
+    "9abc", "\u0663", "\uff11", "\u00e9", "req_", "#", "<", ">", ":", ".", "3eab", "<id>", "#-", "_#",
 ]  # fmt: skip
 MASK_TEXT = st.lists(st.sampled_from(MASK_PIECES), max_size=24).map("".join)
 

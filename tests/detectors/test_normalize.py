@@ -35,6 +35,17 @@ def test_plain_words_made_of_hex_letters_are_not_masked():
     assert mask("deface the facade 1") == "deface the facade #"
 
 
+def test_a_generated_id_masks_alike_whether_it_came_out_hex_or_digits():
+    footers = [
+        "[cache miss run-d1a8]",
+        "[cache miss run-3eab]",
+        "[cache miss run-5340]",
+    ]
+    assert len({mask(f) for f in footers}) == 1
+    assert len({normalize_result(f) for f in footers}) == 1
+    assert mask("deface 3 cafe") == "deface # cafe"  # hex words hold no digit: kept
+
+
 def test_digit_runs_are_masked_so_counters_are_not_progress():
     assert normalize_result("request 48213 ok, pid 77") == normalize_result("request 9 ok, pid 12001")
 

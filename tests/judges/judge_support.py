@@ -8,7 +8,9 @@ payloads a judge client sends and drive it through 429s, 500s, timeouts and bad 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -166,3 +168,17 @@ def system_one_answers(questions: dict[str, Any], stagnant: float, level: int = 
                 "probabilities": {str(level): 0.9},
             }
     return answers
+
+
+class HashEmbedder:
+    """Bag-of-words vectors: texts sharing words are similar. Deterministic, no model."""
+
+    def encode(self, texts, normalize_embeddings=True, show_progress_bar=False):
+        out = []
+        for text in texts:
+            vector = [0.0] * 64
+            for word in text.lower().split():
+                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            out.append([v / norm for v in vector])
+        return out

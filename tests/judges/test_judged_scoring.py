@@ -3,9 +3,6 @@ and the scripted and local backends."""
 
 from __future__ import annotations
 
-import hashlib
-import math
-
 import pytest
 
 from otel_semloop.judges import Escalation, Judge, JudgedScorer, build_question_set
@@ -18,7 +15,7 @@ from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label
 from otel_semloop.writeback import verdict_attributes
-from tests.judges.judge_support import healthy_run, paraphrased_loop
+from tests.judges.judge_support import HashEmbedder, healthy_run, paraphrased_loop
 
 STUCK = {"progress": 0.05, "revisit": 0.9, "tool_repeat": 0.9, "stagnation": 3}
 FINE = {"progress": 0.95, "revisit": 0.05, "tool_repeat": 0.05, "stagnation": 0}
@@ -169,20 +166,6 @@ def test_a_slow_judge_past_the_budget_leaves_the_deterministic_verdict():
 
 
 # -- the local backend, with a stand-in embedder (the real model: test_local_model.py) ----------
-
-
-class HashEmbedder:
-    """Bag-of-words vectors: texts sharing words are similar. Deterministic, no model."""
-
-    def encode(self, texts, normalize_embeddings=True, show_progress_bar=False):
-        out = []
-        for text in texts:
-            vector = [0.0] * 64
-            for word in text.lower().split():
-                vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
-            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-            out.append([v / norm for v in vector])
-        return out
 
 
 def local_scorer() -> JudgedScorer:

@@ -2,7 +2,8 @@
 measured on its own): oversized bodies and gzip bombs are refused (413 /
 RESOURCE_EXHAUSTED) without being inflated, malformed bodies get a precise 400 /
 INVALID_ARGUMENT without a traceback in the log, slow clients are disconnected, surplus
-connections are closed, and a normal request still goes through afterwards."""
+connections are closed (on both receivers), and a normal request still goes through
+afterwards."""
 
 from __future__ import annotations
 
@@ -132,6 +133,17 @@ def test_slow_and_surplus_connections_are_closed_and_service_continues(
         sock.settimeout(5)
         assert _closed(sock)
     assert time.monotonic() - started < 4
+    # gRPC: the same cap, and the handshake deadline for clients that never speak HTTP/2.
+    silent = [socket.create_connection(("127.0.0.1", grpc_port)) for _ in range(8)]
+    time.sleep(0.1)
+    extra = socket.create_connection(("127.0.0.1", grpc_port))
+    extra.settimeout(0.6)  # well before the 1 s handshake deadline
+    assert _ends(extra), "a gRPC connection past max_connections must be closed at once"
+    started = time.monotonic()
+    for sock in silent:
+        sock.settimeout(8)
+        assert _ends(sock)
+    assert time.monotonic() - started < 8
     # A body that stalls gets 408.
     stalled = socket.create_connection(("127.0.0.1", http_port))
     stalled.sendall(
@@ -152,7 +164,7 @@ def test_slow_and_surplus_connections_are_closed_and_service_continues(
     assert ok.status_code == 200
     wanted = {trace_id_of(21, 0).hex(), trace_id_of(21, 1).hex()}
     wait_for(lambda: sum(s.trace_id in wanted for s in downstream.spans) >= 10, 10, "both traces")
-    for sock in (*slow, surplus, stalled):
+    for sock in (*slow, surplus, *silent, extra, stalled):
         sock.close()
 
 
@@ -163,3 +175,15 @@ def _closed(sock: socket.socket) -> bool:
         return True
     except TimeoutError:
         return False
+
+
+def _ends(sock: socket.socket) -> bool:
+    """The peer closes (after whatever it sent first: gRPC sends its HTTP/2 settings)."""
+    try:
+        while sock.recv(1024):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True

