@@ -181,7 +181,7 @@ class StepFacts:
         self.trivial = False
         self.poll_ended = False
         self.previous_action = 0
-        self._arg_words: frozenset[int] = frozenset()
+        self._arg_words: frozenset[int] | None = None  # None: not computed yet
         self.action = 0
         self.failure: Failure | None = None
         self.novel = False
@@ -202,23 +202,26 @@ class StepFacts:
 
         Computed on first use when the fingerprinter was replaying a finished trace (most
         steps never need it; the arguments are held by the trace anyway), at once live."""
-        if self._arguments is not None:
-            self._read_arguments()
+        if self._signature is None and self._arguments is not None:
+            arguments, volatile, positions, shell = self._arguments
+            self._signature = arg_signature(arguments, volatile, positions, shell=shell)
         return self._signature
 
     @property
     def arg_words(self) -> frozenset[int]:
         """The argument words (:func:`~otel_semloop.detectors.normalize.argument_words`),
         computed on first use like :attr:`signature`."""
-        if self._arguments is not None:
-            self._read_arguments()
+        if self._arg_words is None:
+            self._arg_words = (
+                argument_words(self._arguments[0], self._arguments[1])
+                if self._arguments is not None
+                else frozenset()
+            )
         return self._arg_words
 
     def _read_arguments(self) -> None:
-        assert self._arguments is not None
-        arguments, volatile, positions, shell = self._arguments
-        self._signature = arg_signature(arguments, volatile, positions, shell=shell)
-        self._arg_words = argument_words(arguments, volatile)
+        """Compute both now and let go of the arguments (live: no content is kept)."""
+        _ = self.signature, self.arg_words
         self._arguments = None
 
     @property

@@ -177,28 +177,29 @@ RUN_SAMPLE_CHARS = 2048
 _RUN = re.compile(rf"(.{{1,{RUN_UNIT_CHARS}}}?)\1{{3,}}", re.S)
 
 
-#: Characters of each probe of :func:`_may_hold_run`.
+#: Characters of each probe of :func:`_may_hold_run` (fewer in a short middle).
 _PROBE_CHARS = 16
 
 
 def _may_hold_run(middle: str) -> bool:
     """False only when ``middle`` provably holds no run of one unit (at most
-    :data:`RUN_UNIT_CHARS` long) covering half of it; found by ``str.find`` in C, where the
-    run pattern tries every unit length at every position.
+    :data:`RUN_UNIT_CHARS` long, repeated four times or more) covering half of it; found
+    by ``str.find`` in C, where the run pattern tries every unit length at every position.
 
-    Inside such a run ``[a, b)`` of unit length ``p`` any probe of :data:`_PROBE_CHARS`
-    characters starting at ``q`` with ``a <= q <= b - p - 16`` recurs ``p`` characters
-    later. Those ``q`` are ``len // 2 - 47`` consecutive integers or more (the run is at
-    least half long), so one probe every ``len // 2 - 47`` characters hits one of them."""
-    size = len(middle)
-    step = size // 2 - (RUN_UNIT_CHARS + _PROBE_CHARS) + 1
-    if step < 1:
-        return True
-    for start in range(0, size, step):
-        probe = middle[start : start + _PROBE_CHARS]
-        if len(probe) == _PROBE_CHARS and middle.find(
-            probe, start + 1, start + _PROBE_CHARS + RUN_UNIT_CHARS
-        ) != -1:
+    Inside such a run ``[a, b)`` of unit length ``p`` any probe of ``w`` characters
+    starting at ``q`` with ``a <= q <= b - p - w`` recurs ``p`` characters later. The run
+    is ``L >= len // 2`` long and ``p <= min(32, L // 4)``, so those ``q`` are at least
+    ``len // 2 - min(32, len // 8) - w + 1`` consecutive integers (the bound grows with
+    ``L``): one probe every that many characters hits one of them."""
+    half = len(middle) // 2
+    room = half - min(RUN_UNIT_CHARS, half // 4) + 1
+    width = min(_PROBE_CHARS, room // 2)
+    if width < 4:
+        return True  # too short to probe usefully: let the pattern decide
+    step = room - width
+    for start in range(0, len(middle), step):
+        probe = middle[start : start + width]
+        if len(probe) == width and middle.find(probe, start + 1, start + width + RUN_UNIT_CHARS) != -1:
             return True
     return False
 

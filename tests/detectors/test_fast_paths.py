@@ -8,6 +8,7 @@ favours the cases where the shortcut could go wrong.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from hypothesis import example, given, settings
@@ -196,8 +197,7 @@ def test_run_probe_is_exact(text: str, min_chars: int) -> None:
 def test_run_probe_finds_a_run_of_half_the_middle_wherever_it_lies() -> None:
     rng = random.Random(5)
     filler = "".join(rng.choice("klmnopqrstuvwxyz;:,") for _ in range(400))
-    size = 120
-    for unit in ("a", "abcde", "abcdefghijk"):
+    for size, unit in itertools.product((40, 60, 90, 120), ("a", "abcde", "abcdefghijk")):
         for length in (size // 2, size // 2 + len(unit)):
             run = unit * -(-length // len(unit))
             for at in range(size - len(run) + 1):
