@@ -171,7 +171,9 @@ def _sender_main(
             except grpc.RpcError as exc:
                 if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
                     refused += 1
-                    time.sleep(0.05)  # backpressure: the data waits here, as in an SDK exporter
+                    # Backpressure: the data waits here for the delay the service asks for
+                    # (RetryInfo, as the OTel Python exporter reads it), else 50 ms.
+                    time.sleep(_retry_delay(exc))
                     continue
                 errors += 1
                 break
@@ -181,6 +183,16 @@ def _sender_main(
             break
     channel.close()
     out.put({"acked": acked, "refused": refused, "errors": errors, "trace_ids": ids if keep_ids else None})
+
+
+def _retry_delay(error: Any) -> float:
+    from google.rpc import error_details_pb2
+
+    for key, value in error.trailing_metadata() or ():
+        if key == "google.rpc.retryinfo-bin":
+            info = error_details_pb2.RetryInfo.FromString(value)
+            return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
+    return 0.05
 
 
 def run_senders(

@@ -2,7 +2,8 @@
 
 Several sender processes send agent traces (an ``invoke_agent`` root, then ``chat`` and
 ``execute_tool`` spans; half of them loop) over OTLP/gRPC as fast as they are acknowledged
-(backing off 50 ms on UNAVAILABLE, as an SDK exporter would); the next hop is a real
+(backing off on UNAVAILABLE for the RetryInfo delay the service sends, as the OTel
+exporters do); the next hop is a real
 OTLP/gRPC receiver in its own process, all on loopback. Two services are measured side by
 side in each round:
 

@@ -131,7 +131,7 @@ class DurableQueue:
         keys: dict[int, list[bytes]] = defaultdict(list)
         for held in batch:
             if held.ticket:
-                keys[held.ticket].append(held.span.trace_id + held.span.span_id)
+                keys[held.ticket].append(held.key or held.view().trace_id + held.view().span_id)
         partial: dict[int, list[bytes]] = {}
         finished: list[int] = []
         for ticket, done in keys.items():

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -89,18 +90,57 @@ _KIND_KEYS = frozenset(
 
 
 class Held:
-    """One received span and the envelope it came in (kept for its Resource and Scope)."""
+    """One received span and the envelope it came in (kept for its Resource and Scope).
 
-    __slots__ = ("cost", "resource_spans", "scope_spans", "span", "ticket")
+    The span is kept as its protobuf wire bytes (``wire``: a few hundred bytes less than a
+    decoded message, and shipped to a scoring process or into an export request as they
+    are) until something changes it: :attr:`span` decodes it once and from then on the
+    message is the span. :meth:`view` reads it without keeping the decoded copy. ``key``
+    is ``trace_id + span_id`` when the durable queue needs it (else empty)."""
+
+    __slots__ = ("_span", "cost", "key", "resource_spans", "scope_spans", "ticket", "wire")
 
     def __init__(
-        self, span: Any, resource_spans: Any, scope_spans: Any, cost: int = 0, ticket: int = 0
+        self,
+        span: Any,
+        resource_spans: Any,
+        scope_spans: Any,
+        cost: int = 0,
+        ticket: int = 0,
+        key: bytes = b"",
     ) -> None:
-        self.span = span
+        if isinstance(span, bytes):
+            self.wire: bytes | None = span
+            self._span: Any = None
+        else:
+            self.wire, self._span = None, span
         self.resource_spans = resource_spans
         self.scope_spans = scope_spans
         self.cost = cost
         self.ticket = ticket
+        self.key = key
+
+    @property
+    def span(self) -> Any:
+        """The span as a protobuf message, to change it (decoded once, then kept)."""
+        if self._span is None:
+            self._span = _SPAN_FROM(self.wire)
+            self.wire = None
+        return self._span
+
+    def view(self) -> Any:
+        """The span as a message to read (a throwaway decoding while it is still bytes)."""
+        return self._span if self._span is not None else _SPAN_FROM(self.wire)
+
+    def serialized(self) -> bytes:
+        """The span's wire bytes (as received, unless it was changed)."""
+        return self.wire if self.wire is not None else self._span.SerializeToString()  # type: ignore[no-any-return]
+
+
+_SPAN_FROM = trace_pb2.Span.FromString
+#: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
+#: reads cannot be a step (checked before decoding anything).
+_MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(_KIND_KEYS)))
 
 
 def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
@@ -128,7 +168,7 @@ class ProtoSpans:
     __slots__ = ()
 
     def record(self, held: Held) -> SpanRecord:
-        record = record_from_proto_span(held.span)
+        record = record_from_proto_span(held.view())
         record.source = held
         return record
 
@@ -137,7 +177,7 @@ class ProtoSpans:
         return held
 
     def links(self, held: Held) -> SpanLinks:
-        span = held.span
+        span = held.view()
         return SpanLinks(
             span_id=span.span_id,
             parent_id=span.parent_span_id or None,
@@ -146,9 +186,15 @@ class ProtoSpans:
         )
 
     def may_have_steps(self, spans: Sequence[Held]) -> bool:
-        """Reads only the few attribute keys that classify a span (no decoding)."""
+        """Reads only the few attribute keys that classify a span; a span whose bytes hold
+        none of those keys is not even decoded."""
+        search = _MAY_BE_STEP.search
         for held in spans:
-            kinds = {kv.key: kv.value.string_value for kv in held.span.attributes if kv.key in _KIND_KEYS}
+            wire = held.wire
+            if wire is not None and search(wire) is None:
+                continue
+            span = held.view()
+            kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in _KIND_KEYS}
             if kinds and step_kind(kinds, top_level=True) is not StepKind.OTHER:
                 return True
         return False
@@ -168,9 +214,10 @@ class Accepted:
     message: str = ""
 
 
-#: Memory a held span costs beyond its wire bytes (its message, the holder, the buffer's
-#: and the export queue's entries), measured at about 1.5 KiB with one-span traces.
-SPAN_OVERHEAD_BYTES = 1536
+#: Memory a held span costs beyond its wire bytes (the holder, the buffer's and the export
+#: queue's entries, and the decoded request while it is copied), measured at about 650
+#: bytes with one-span traces (600,000 of them in one request: 390 MB above the idle RSS).
+SPAN_OVERHEAD_BYTES = 640
 
 
 @dataclasses.dataclass(slots=True)
@@ -182,8 +229,8 @@ class Prepared:
 
 
 def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Prepared:
-    """Check and copy a request's spans: O(spans), a few checks and a copy each (so that
-    no held span pins its request). Touches no shared state, so a large request is
+    """Check and copy a request's spans: O(spans), a few checks and each span's bytes (so
+    that no held span pins its request). Touches no shared state, so a large request is
     prepared on a thread while the loop serves on."""
     result = Accepted()
     out: list[tuple[bytes, bool, Held]] = []
@@ -202,10 +249,11 @@ def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> P
                     continue
                 if skip and span.trace_id + span.span_id in skip:
                     continue
-                own = trace_pb2.Span()
-                own.CopyFrom(span)
-                local_root = not own.parent_span_id or _remote_parent(own)
-                out.append((own.trace_id, local_root, Held(own, env_rs, env_ss, cost, ticket)))
+                trace_id = span.trace_id
+                local_root = not span.parent_span_id or _remote_parent(span)
+                key = trace_id + span.span_id if ticket else b""
+                held = Held(span.SerializeToString(), env_rs, env_ss, cost, ticket, key)
+                out.append((trace_id, local_root, held))
                 result.accepted += 1
     return Prepared(out, result)
 
@@ -245,6 +293,10 @@ class Pipeline:
     ) -> None:
         self._config = config
         self._evaluations = evaluations
+        #: Evaluation records go somewhere (logs or Phoenix): else none is built.
+        self._publish = evaluations is not None and (
+            evaluations.logs_enabled or evaluations.phoenix is not None
+        )
         self._forward_spans = forward
         self._telemetry = telemetry
         self._loop = asyncio.get_running_loop()
@@ -380,8 +432,8 @@ class Pipeline:
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
             _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
         self._forward(outcome.spans, outcome.patched)
-        if evaluation is not None and self._evaluations is not None:
-            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)
+        if evaluation is not None and self._publish:
+            self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)  # type: ignore[union-attr]
 
     def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
         count_forwarded(self._telemetry, len(spans), patched, state)

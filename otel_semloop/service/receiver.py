@@ -216,7 +216,8 @@ _SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
     """``grpc-status-details-bin`` carrying a ``RetryInfo``: how a gRPC server tells an OTLP
-    exporter when to retry (the OTLP exporters honour it)."""
+    exporter when to retry (the Collector's and the Go and Java exporters read it there,
+    the Python one from ``google.rpc.retryinfo-bin``, also sent)."""
     from google.protobuf import duration_pb2
     from google.rpc import error_details_pb2, status_pb2
 
@@ -225,7 +226,11 @@ def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[s
     )
     status = status_pb2.Status(code=code, message=message)
     status.details.add().Pack(info)
-    return (("grpc-status-details-bin", status.SerializeToString()),)
+    # The OTel Python exporter reads the RetryInfo from its own trailer instead.
+    return (
+        ("grpc-status-details-bin", status.SerializeToString()),
+        ("google.rpc.retryinfo-bin", info.SerializeToString()),
+    )
 
 
 def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int) -> grpc.GenericRpcHandler:
@@ -251,8 +256,11 @@ def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int
         try:
             ingest.admit(len(body))
         except Refusal as refusal:
+            # The common refusal under load: a status without raising (abort costs more).
             context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
-            await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
+            context.set_code(grpc.StatusCode.UNAVAILABLE)
+            context.set_details(refusal.message)
+            return b""
         request = _Request()
         try:
             request.ParseFromString(body)

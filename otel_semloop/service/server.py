@@ -153,11 +153,6 @@ def _raise_fd_limit() -> None:
         pass
 
 
-def _wire_bytes(held: Held) -> bytes:
-    """A held span as a scoring process receives it."""
-    return held.span.SerializeToString()  # type: ignore[no-any-return]
-
-
 def _read(path: str | None) -> bytes | None:
     if not path:
         return None
@@ -232,7 +227,9 @@ class SemloopService:
             reason, message = "durable_queue_full", "otel-semloop: durable queue full; retry later"
         if reason is not None:
             self.refused(reason)
-            raise Refusal(reason, message, 1.0 if reason != "export_queue_full" else 5.0)
+            # Scoring catches up within its budget share: come back soon; an outage lasts.
+            delay = {"scoring_behind": 0.5, "export_queue_full": 5.0}.get(reason, 1.0)
+            raise Refusal(reason, message, delay)
 
     def _scoring_behind(self) -> bool:
         """Scoring fell behind: a trace accepted now would wait for a scorer past a share
@@ -302,7 +299,7 @@ class SemloopService:
                 # Warm workers before ready: the first traces must not wait for a boot.
                 self._processes = ScoringProcesses(
                     config.scoring_processes,
-                    _wire_bytes,
+                    Held.serialized,
                     mode=getattr(self._scorer, "mode", "default"),
                     kill_after=max(10.0, 3 * config.scoring_budget_seconds),
                 )

@@ -8,9 +8,6 @@ favours the cases where the shortcut could go wrong.
 
 from __future__ import annotations
 
-import itertools
-import random
-
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -155,53 +152,3 @@ def test_unit_bound_is_an_upper_bound(text: str) -> None:
     assert text_detectors._most_units(text) >= len(plain_units(text))
     bounded = text_detectors.chant_units(text, 4, min_units=len(plain_units(text)))
     assert bounded == text_detectors.chant_units(text, 4, min_units=0)
-
-
-def plain_degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
-    size = len(text)
-    if size < min_chars:
-        return None
-    middle = text[size // 4 : size - size // 4]
-    if len(middle) > text_detectors.RUN_SAMPLE_CHARS:
-        start = (len(middle) - text_detectors.RUN_SAMPLE_CHARS) // 2
-        middle = middle[start : start + text_detectors.RUN_SAMPLE_CHARS]
-    match = text_detectors._RUN.search(middle)
-    if match is None or match.end() - match.start() < len(middle) // 2:
-        return None
-    unit = match.group(1)
-    if "\n" in unit or not any(c.isalpha() for c in unit):
-        return None
-    count = text.count(unit)
-    if count * len(unit) < text_detectors.SHORT_CHANT_SHARE * len(text.strip()):
-        return None
-    return unit, count
-
-
-#: Outputs around the edge of a degenerate run: a unit of 1 to 40 characters repeated, with
-#: text before and after it, so the run covers a little less or more than half the middle.
-RUNS = st.builds(
-    lambda before, unit, times, after: before + unit * times + after,
-    st.text(alphabet="abc .\n", max_size=300),
-    st.text(alphabet="abcdefgh \u4e0a", min_size=1, max_size=40),
-    st.integers(min_value=0, max_value=120),
-    st.text(alphabet="abcxyz .", max_size=300),
-)
-
-
-@settings(max_examples=700, deadline=None)
-@given(RUNS, st.sampled_from([0, 50, 200, 400]))
-def test_run_probe_is_exact(text: str, min_chars: int) -> None:
-    assert text_detectors.degenerate_run(text, min_chars) == plain_degenerate_run(text, min_chars)
-
-
-def test_run_probe_finds_a_run_of_half_the_middle_wherever_it_lies() -> None:
-    rng = random.Random(5)
-    filler = "".join(rng.choice("klmnopqrstuvwxyz;:,") for _ in range(400))
-    for size, unit in itertools.product((40, 60, 90, 120), ("a", "abcde", "abcdefghijk")):
-        for length in (size // 2, size // 2 + len(unit)):
-            run = unit * -(-length // len(unit))
-            for at in range(size - len(run) + 1):
-                middle = (filler[:at] + run + filler[at : size - len(run)])[:size]
-                pad = (unit * size)[: size // 2]  # the unit outside the middle too (its share)
-                text = pad + middle + pad
-                assert text_detectors.degenerate_run(text, 0) == plain_degenerate_run(text, 0), (unit, at)
