@@ -15,7 +15,9 @@ b) ``otel-semloop rescore FILE -o OUT -q`` as a user runs it (default detectors,
 
 Prints MB/s of each (input bytes / wall time; medians over rounds), the ratio rescore /
 floor (target >= 40%), and rescore's peak RSS at each size (target < 1 GB, flat from the
-smallest size to the largest).
+smallest size to the largest). On a shared machine wall time depends on the load, so it
+also prints the CPU seconds of each (rescore: the process and its workers) and the load
+average: floor CPU / rescore CPU times the number of cores is the ratio idle cores would give.
 """
 
 from __future__ import annotations
@@ -219,27 +221,38 @@ def write_file(path: Path, target_bytes: int, seed: int = 7) -> int:
     return spans_total
 
 
-def floor(path: Path, out: Path) -> float:
-    start = time.perf_counter()
+def floor(path: Path, out: Path) -> tuple[float, float]:
+    """Wall and CPU seconds of the parse-and-dump pass."""
+    start, cpu = time.perf_counter(), time.process_time()
     with open(path, "rb") as src, open(out, "wb") as dst:
         for line in src:
             dst.write(orjson.dumps(orjson.loads(line)) + b"\n")
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
-def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MiB, process + children), and the summary line."""
+def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, float, str]:
+    """Wall seconds, CPU seconds (process and children, user + system), peak RSS (MiB,
+    process + children), and the summary line."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "otel_semloop", "rescore", str(path), "-o", str(out), *extra]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     ps = psutil.Process(proc.pid)
     peak = 0
+    cpu: dict[int, float] = {}
     while proc.poll() is None:
+        rss = 0
         try:
-            rss = ps.memory_info().rss + sum(c.memory_info().rss for c in ps.children(recursive=True))
+            tree = [ps, *ps.children(recursive=True)]
         except psutil.Error:
-            rss = 0
+            tree = []
+        for p in tree:
+            try:
+                rss += p.memory_info().rss
+                times = p.cpu_times()
+                cpu[p.pid] = times.user + times.system  # last sample before it exits
+            except psutil.Error:
+                pass
         peak = max(peak, rss)
         time.sleep(0.05)
     seconds = time.perf_counter() - start
@@ -251,7 +264,7 @@ def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, str]
         f"{summary.get('agent_traces_scored', 0)} scored, {summary.get('loops', 0)} loops, "
         f"{summary.get('workers', 0)} workers"
     )
-    return seconds, peak / (1 << 20), said
+    return seconds, sum(cpu.values()), peak / (1 << 20), said
 
 
 def main() -> int:
@@ -265,7 +278,7 @@ def main() -> int:
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     extra = ["--summary", "/dev/stdout", "-q", *args.rescore_args.split()]
-    print(f"cores: {os.cpu_count()}; rescore {' '.join(extra)}")
+    print(f"cores: {os.cpu_count()}; load average {os.getloadavg()}; rescore {' '.join(extra)}", flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="rescore-bench-", dir=args.dir) as tmp:
         for n, size in enumerate(sizes):
@@ -275,18 +288,22 @@ def main() -> int:
             mb = path.stat().st_size / 1e6
             print(
                 f"\n{mb:.0f} MB, {spans:,} spans ({spans // SPANS_PER_TRACE:,} traces), "
-                f"written in {time.perf_counter() - t:.0f} s"
+                f"written in {time.perf_counter() - t:.0f} s",
+                flush=True,
             )
-            floors, rescores, peaks = [], [], []
+            floors, rescores, peaks, cpu_ratios = [], [], [], []
             for r in range(args.rounds if n == 0 else 1):
-                f = floor(path, Path(tmp) / "floor.jsonl")
-                s, peak, summary = rescore(path, Path(tmp) / "scored.jsonl", extra)
+                f, f_cpu = floor(path, Path(tmp) / "floor.jsonl")
+                s, s_cpu, peak, summary = rescore(path, Path(tmp) / "scored.jsonl", extra)
                 floors.append(mb / f)
                 rescores.append(mb / s)
                 peaks.append(peak)
+                cpu_ratios.append(f_cpu / s_cpu)
                 print(
-                    f"  round {r + 1}: floor {mb / f:6.1f} MB/s   rescore {mb / s:6.1f} MB/s   "
-                    f"peak RSS {peak:6.0f} MiB   ({summary})"
+                    f"  round {r + 1}: floor {mb / f:6.1f} MB/s   rescore {mb / s:6.1f} MB/s "
+                    f"({mb / s / (mb / f):.0%})   CPU s floor {f_cpu:.1f} rescore {s_cpu:.1f}   "
+                    f"peak RSS {peak:6.0f} MiB   load {os.getloadavg()[0]:.1f}   ({summary})",
+                    flush=True,
                 )
                 os.unlink(Path(tmp) / "floor.jsonl")
                 os.unlink(Path(tmp) / "scored.jsonl")
@@ -294,7 +311,10 @@ def main() -> int:
             results.append((mb, fl, rs, pk))
             print(
                 f"  median: floor {fl:.1f} MB/s, rescore {rs:.1f} MB/s = {rs / fl:.0%} of the floor "
-                f"(target >= 40%); peak RSS {pk:.0f} MiB"
+                f"(target >= 40%); peak RSS {pk:.0f} MiB; floor CPU / rescore CPU "
+                f"{statistics.median(cpu_ratios):.1%} (x{os.cpu_count()} cores: what wall time on idle "
+                "cores would give)",
+                flush=True,
             )
             os.unlink(path)
     print("\nsize MB   floor MB/s   rescore MB/s   ratio   peak RSS MiB")

@@ -23,22 +23,26 @@ bytes, as for any other trace. So a verdict never depends on where chunks were c
 from __future__ import annotations
 
 from collections import OrderedDict
+from itertools import chain
 from typing import Any
 
 import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from otel_semloop.batch.spans import dump_json, load_json, scan_json, scan_proto
+from otel_semloop.batch.spans import apply_json, dump_json, load_json, scan_json, scan_proto
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
 from otel_semloop.otlp._common import Bad
 
 __all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_unit", "render_json"]
 
 #: One parsed unit: (problem where, problem) for a unit that is not OTLP, else
-#: (None, None, ids, spans, gaps) where ids are (trace id, span id, root) per span.
+#: (None, None, ids, spans, gaps, groups) where ids are (trace id, span id, root) per span
+#: and groups are (trace id, span indexes, root span ids) per trace.
 Parsed = tuple[Any, ...]
-#: (parsed units, {trace id: (span count, roots, patches, row)})
+#: (parsed units, {trace id: (span count, roots, patched spans, row)}) where patched spans
+#: are (unit index in the chunk, span index, patch) and a patch is the span's new compact
+#: JSON when its unit has gaps, else the :class:`~otel_semloop.writeback.SpanPatch`.
 ChunkResult = tuple[list[Parsed], dict[str, tuple[int, tuple[str, ...], Any, Any]]]
 
 _LEVELS = ("resourceSpans", "scopeSpans", "spans")
@@ -64,12 +68,29 @@ def parse_unit(kind: str, raw: bytes, where: str) -> tuple[Parsed, list[Any]]:
     ids = [(s.trace_id, s.span_id, s.root) for s in scanned]
     objects = [s.span for s in scanned]
     if kind == "json":
-        spans = [dump_json(o) for o in objects]
+        # copied to their size: orjson's bytes keep its whole (much larger) buffer
+        spans = [bytes(memoryview(dump_json(o))) for o in objects]
         gaps = _gaps(doc, spans)
     else:
         spans = [o.SerializeToString() for o in objects]
         gaps = None
-    return (None, None, ids, spans, gaps), objects
+    return (None, None, ids, spans, gaps, _groups(ids)), objects
+
+
+def _groups(ids: list[tuple[str, str, bool]]) -> list[tuple[str, list[int], list[str]]]:
+    """The unit's spans by trace: ``(trace id, span indexes, root span ids)``, ordered by
+    each trace's last span in the unit (the order in which span-by-span grouping would
+    leave them most recently seen), so the engine handles a unit trace by trace."""
+    by_trace: dict[str, tuple[str, list[int], list[str]]] = {}
+    for i, (tid, sid, root) in enumerate(ids):
+        group = by_trace.pop(tid, None)
+        if group is None:
+            group = (tid, [], [])
+        group[1].append(i)
+        if root:
+            group[2].append(sid)
+        by_trace[tid] = group  # re-inserted: dict order is by last span
+    return list(by_trace.values())
 
 
 def _gaps(doc: Any, spans: list[bytes]) -> list[bytes] | None:
@@ -119,18 +140,17 @@ def _gaps(doc: Any, spans: list[bytes]) -> list[bytes] | None:
 
 def render_json(gaps: list[bytes], spans: list[bytes]) -> bytes:
     """``gaps[0] + spans[0] + gaps[1] + ... + gaps[-1]``."""
-    parts = [gaps[0]]
-    for span, gap in zip(spans, gaps[1:], strict=True):
-        parts.append(span)
-        parts.append(gap)
+    parts = list(chain.from_iterable(zip(gaps, spans, strict=False)))  # one gap more
+    parts.append(gaps[-1])
     return b"".join(parts)
 
 
 class _Local:
-    __slots__ = ("exact", "kinds", "last", "roots", "spans")
+    __slots__ = ("exact", "kinds", "last", "places", "roots", "spans")
 
     def __init__(self) -> None:
         self.spans: list[Any] = []
+        self.places: list[tuple[int, int, str, bool]] = []  # (unit, span index, span id, gaps?)
         self.roots: list[str] = []
         self.last = 0
         self.kinds: set[str] = set()
@@ -162,7 +182,16 @@ def parse_chunk(
         roots = tuple(t.roots)
         job = TraceJob(tid, next(iter(t.kinds)), b"", roots, False)
         _, patches, row = score_job(job, current, t.spans)
-        scored[tid] = (len(t.spans), roots, patches, row)
+        patched = []
+        if patches:
+            for span, (unit, index, sid, gaps) in zip(t.spans, t.places, strict=True):
+                patch = patches.get(sid)
+                if patch is not None:
+                    if gaps:  # written here, where the span is already decoded
+                        apply_json(span, patch)
+                        patch = bytes(memoryview(dump_json(span)))
+                    patched.append((unit, index, patch))
+        scored[tid] = (len(t.spans), roots, patched, row)
 
     for n, unit in enumerate(units, 1):
         if unit is None:
@@ -175,7 +204,8 @@ def parse_chunk(
                 # a line orjson cannot write may hold values it cannot read back either:
                 # its traces are scored by the engine from the span bytes, as before
                 exact = kind != "json" or p[4] is not None
-                for (tid, sid, root), obj in zip(p[2], objects, strict=True):
+                gaps = p[4] is not None
+                for i, ((tid, sid, root), obj) in enumerate(zip(p[2], objects, strict=True)):
                     if tid in closed:
                         continue  # late: the engine writes it untouched
                     t = open_.get(tid)
@@ -185,6 +215,7 @@ def parse_chunk(
                     else:
                         open_.move_to_end(tid)
                     t.spans.append(obj)
+                    t.places.append((n - 1, i, sid, gaps))
                     t.kinds.add(kind)
                     t.exact = t.exact and exact
                     t.last = n

@@ -73,7 +73,7 @@ DEFAULT_WINDOW = 16
 DEFAULT_MEMORY_BUDGET = 64 << 20
 #: Input bytes / units a worker parses and scores at a time. Larger chunks leave fewer
 #: traces cut by a chunk's edges (those are decoded twice), smaller ones hold less memory.
-DEFAULT_CHUNK_BYTES = 24 << 20
+DEFAULT_CHUNK_BYTES = 16 << 20
 DEFAULT_CHUNK_UNITS = 4096
 _JOBS_PER_TASK = 16
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
@@ -121,19 +121,20 @@ class _Held:
         self.ids: list[tuple[str, str, bool]] = []
         self.spans: list[bytes] = []
         self.gaps: list[bytes] | None = None
-        self.patches: dict[int, SpanPatch] | None = None
+        #: span index -> its patch, or (from a worker) its patched compact JSON
+        self.patches: dict[int, SpanPatch | bytes] | None = None
         self.waiting = 0
         self.late: set[str] | None = None  # spilled traces whose patches it still needs
 
 
 class _Open:
-    __slots__ = ("chunk", "last", "last_held", "mixed", "roots", "spans")
+    __slots__ = ("chunk", "count", "last", "mixed", "roots", "spans")
 
     def __init__(self, chunk: int) -> None:
-        self.spans: list[tuple[_Held, int]] = []
+        self.spans: list[tuple[_Held, list[int]]] = []  # per unit, its span indexes
+        self.count = 0
         self.roots: list[str] = []
         self.last = 0
-        self.last_held: _Held | None = None
         self.chunk = chunk  # the chunk of its first span
         self.mixed = False  # spans from more than one chunk
 
@@ -178,6 +179,7 @@ class Engine:
         self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
+        self._chunk_held: dict[int, list[_Held]] = {}  # units of this chunk and the previous one
         self._verdicts: dict[str, tuple[int, int, tuple[str, ...], Any, Any]] = {}
         self._last_ids: set[bytes] = set()
 
@@ -226,12 +228,14 @@ class Engine:
             for tid, (count, roots, patches, row) in verdicts.items():
                 self._verdicts[tid] = (number, count, roots, patches, row)
             self._chunk = number
+            self._chunk_held[number] = []
             for unit, p in zip(units, parsed, strict=True):
                 self._take(unit, p)
             # a verdict is used by the end of the next chunk or not at all
             stale = [tid for tid, v in self._verdicts.items() if v[0] < number]
             for tid in stale:
                 del self._verdicts[tid]
+            self._chunk_held.pop(number - 1, None)
             if one:
                 return
 
@@ -239,6 +243,7 @@ class Engine:
         self._n += 1
         self.stats.units += 1
         held = _Held(unit)
+        self._chunk_held[self._chunk].append(held)
         if unit.error is not None:
             self.stats.malformed.append(InputProblem(unit.where, unit.error))
         elif parsed[0] is not None or parsed[1] is not None:
@@ -255,25 +260,26 @@ class Engine:
             self._relieve()
 
     def _group(self, held: _Held, parsed: tuple[Any, ...]) -> None:
-        _, _, ids, held.spans, held.gaps = parsed
-        held.ids = ids
-        self.stats.spans += len(ids)
+        _, _, held.ids, held.spans, held.gaps, groups = parsed
+        self.stats.spans += len(held.ids)
         n = self._n
         chunk = self._chunk
         spill = self._spill
-        for i, (tid, sid, root) in enumerate(ids):
+        for tid, indexes, roots in groups:
             t = self._open.get(tid)
             if t is None:
                 if tid in self._done:
-                    self.stats.late_spans += 1
+                    self.stats.late_spans += len(indexes)
                     continue
                 if spill is not None and tid in spill.traces:
-                    spill.add(tid, sid, root, held.unit.kind, held.spans[i])
+                    for i in indexes:
+                        _, sid, root = held.ids[i]
+                        spill.add(tid, sid, root, held.unit.kind, held.spans[i])
                     if held.late is None:
                         held.late = set()
                     held.late.add(tid)
                     continue
-                t = self._stalled.pop(tid, None) or self._scoring_guard(tid, chunk)
+                t = self._stalled.pop(tid, None) or self._scoring_guard(tid, chunk, len(indexes))
                 if t is None:
                     continue
                 self._open[tid] = t
@@ -281,17 +287,16 @@ class Engine:
                 self._open.move_to_end(tid)
             if t.chunk != chunk:
                 t.mixed = True
-            t.spans.append((held, i))
-            if t.last_held is not held:
-                t.last_held = held
-                held.waiting += 1
+            t.spans.append((held, indexes))
+            t.count += len(indexes)
+            held.waiting += 1
             t.last = n
-            if root:
-                t.roots.append(sid)
+            if roots:
+                t.roots += roots
 
-    def _scoring_guard(self, tid: str, chunk: int) -> _Open | None:
-        if tid in self._scoring:  # a span of a trace being scored: it is late
-            self.stats.late_spans += 1
+    def _scoring_guard(self, tid: str, chunk: int, spans: int) -> _Open | None:
+        if tid in self._scoring:  # spans of a trace being scored: they are late
+            self.stats.late_spans += spans
             return None
         return _Open(chunk)
 
@@ -316,23 +321,31 @@ class Engine:
         self.stats.traces += 1
         roots = tuple(t.roots)
         known = self._verdicts.pop(tid, None)
-        if known is not None and not t.mixed and known[:3] == (t.chunk, len(t.spans), roots):
-            self._apply([(tid, known[3], known[4])])  # the worker scored exactly these spans
+        if known is not None and not t.mixed and known[:3] == (t.chunk, t.count, roots):
+            # the worker scored exactly these spans: its patches, by place in the chunk
+            units = self._chunk_held[t.chunk]
+            for unit_index, i, patch in known[3]:
+                held = units[unit_index]
+                if held.patches is None:
+                    held.patches = {}
+                held.patches[i] = patch
+            self._apply([(tid, None, known[4])])
             self.stats.scored_in_chunk += 1
             return
         kinds = {held.unit.kind for held, _ in t.spans}
         if kinds == {"proto"}:
-            spans = [Span.FromString(held.spans[i]) for held, i in t.spans]
+            spans = [Span.FromString(held.spans[i]) for held, indexes in t.spans for i in indexes]
             job = TraceJob(tid, "proto", payload_proto(spans), roots, not roots)
         elif kinds == {"json"}:
-            payload = b"[" + b",".join([held.spans[i] for held, i in t.spans]) + b"]"
+            payload = b"[" + b",".join([held.spans[i] for held, indexes in t.spans for i in indexes]) + b"]"
             job = TraceJob(tid, "json", payload, roots, not roots)
         else:
             decoded = [
                 orjson.loads(held.spans[i])
                 if held.unit.kind == "json"
                 else span_to_json(Span.FromString(held.spans[i]))
-                for held, i in t.spans
+                for held, indexes in t.spans
+                for i in indexes
             ]
             job = TraceJob(tid, "json", payload_json(decoded), roots, not roots)
         self._batch.append(job)
@@ -377,18 +390,16 @@ class Engine:
                 self.stats.loops += row.label == "loop"
             else:
                 self._order.pop(tid, None)
-            seen: set[int] = set()
-            for held, i in t.spans:
+            for held, indexes in t.spans:  # each unit once
                 if patches:
-                    patch = patches.get(held.ids[i][1])
-                    if patch is not None:
-                        if held.patches is None:
-                            held.patches = {}
-                        held.patches[i] = patch
-                key = id(held)
-                if key not in seen:
-                    seen.add(key)
-                    held.waiting -= 1
+                    ids = held.ids
+                    for i in indexes:
+                        patch = patches.get(ids[i][1])
+                        if patch is not None:
+                            if held.patches is None:
+                                held.patches = {}
+                            held.patches[i] = patch
+                held.waiting -= 1
 
     # -- output ------------------------------------------------------------------------
 
@@ -409,9 +420,12 @@ class Engine:
             if patches:
                 spans = list(spans)
                 for i, patch in patches.items():
-                    span = orjson.loads(spans[i])
-                    apply_json(span, patch)
-                    spans[i] = dump_json(span)
+                    if type(patch) is bytes:  # written by the worker
+                        spans[i] = patch
+                    else:
+                        span = orjson.loads(spans[i])
+                        apply_json(span, patch)
+                        spans[i] = dump_json(span)
             return render_json(held.gaps, spans)
         doc = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
         if patches:
@@ -430,6 +444,10 @@ class Engine:
                 self._spill.hold(held, doc)
             else:
                 self._write(held.unit, doc, bool(held.patches))
+            # written: only its place in the chunk is kept (until the chunk's verdicts go)
+            held.unit.raw = b""
+            held.spans = []
+            held.gaps = held.patches = None
 
     def _relieve(self) -> None:
         """Over the memory budget: spill the traces holding back the oldest unit."""
@@ -549,9 +567,10 @@ class _Spill:
     def spill(self, tid: str, t: _Open) -> None:
         self.traces[tid] = []
         seen: set[int] = set()
-        for held, i in t.spans:
-            _, sid, root = held.ids[i]
-            self.add(tid, sid, root, held.unit.kind, held.spans[i])
+        for held, indexes in t.spans:
+            for i in indexes:
+                _, sid, root = held.ids[i]
+                self.add(tid, sid, root, held.unit.kind, held.spans[i])
             if id(held) not in seen:
                 seen.add(id(held))
                 held.waiting -= 1

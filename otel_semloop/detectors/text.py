@@ -159,35 +159,40 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
 RUN_UNIT_CHARS = 32
 #: Characters of the middle of an output examined for a run (see :func:`degenerate_run`).
 RUN_SAMPLE_CHARS = 2048
-_RUN = re.compile(rf"(.{{1,{RUN_UNIT_CHARS}}}?)\1{{3,}}", re.S)
+_RUN_HEAD_CHARS = 8
 
 
 def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     """The unit and repeat count of an output that is mostly one short unit repeated back to
     back: one token emitted hundreds of times (``court court court``, ``courtcourt``,
     ``上一轮上一轮``), which has no lines or sentences to count. None unless such a unit,
-    holding a letter, makes up :data:`SHORT_CHANT_SHARE` of the output and the output is at
-    least ``min_chars`` long.
+    holding a letter and no line break, makes up :data:`SHORT_CHANT_SHARE` of the output
+    and the output is at least ``min_chars`` long.
 
-    Cost: O(length) for one ``str.count``, plus a scan of at most
-    :data:`RUN_SAMPLE_CHARS` characters; a normal text is rejected after a set of its
-    middle characters (a run of units of at most :data:`RUN_UNIT_CHARS` characters cannot
-    hold more distinct characters than that).
+    A run that covers three quarters of the text covers its middle half, so the middle
+    (at most :data:`RUN_SAMPLE_CHARS` characters of it) must be exactly periodic with a
+    period of at most :data:`RUN_UNIT_CHARS`: found by looking for its first characters
+    again within that distance and comparing the sample with itself shifted. Cost: a
+    slice and at most a few string comparisons (done in C), then one ``str.count`` when a
+    period is found; a normal text is rejected after one bounded ``find``.
     """
     size = len(text)
     if size < min_chars:
         return None
-    # A run covering three quarters of the text covers its middle half.
     middle = text[size // 4 : size - size // 4]
     if len(middle) > RUN_SAMPLE_CHARS:
         start = (len(middle) - RUN_SAMPLE_CHARS) // 2
         middle = middle[start : start + RUN_SAMPLE_CHARS]
-    if len(set(middle)) > RUN_UNIT_CHARS:
+    if len(middle) < 2 * _RUN_HEAD_CHARS:
         return None
-    match = _RUN.search(middle)
-    if match is None or match.end() - match.start() < len(middle) // 2:
+    head = middle[:_RUN_HEAD_CHARS]
+    limit = RUN_UNIT_CHARS + _RUN_HEAD_CHARS
+    period = middle.find(head, 1, limit)
+    while period != -1 and middle[period:] != middle[:-period]:
+        period = middle.find(head, period + 1, limit)
+    if period == -1:
         return None
-    unit = match.group(1)
+    unit = middle[:period]
     if "\n" in unit or not any(c.isalpha() for c in unit):
         # Whole lines repeated are left to the line counts (which skip code and tables);
         # rules, separators and padding ("-----", "0000") say nothing.

@@ -107,7 +107,7 @@ def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkey
 def test_a_line_is_its_gaps_and_spans(doc):
     raw = json.dumps(doc, indent=1).encode()  # spacing orjson would not write
     parsed, objects = parse_unit("json", raw, "x:1")
-    _, _, ids, spans, gaps = parsed
+    _, _, ids, spans, gaps, _ = parsed
     assert len(ids) == len(spans) == len(objects)
     assert render_json(gaps, spans) == orjson.dumps(orjson.loads(raw))
 
