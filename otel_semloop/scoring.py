@@ -32,6 +32,7 @@ The scorer interface
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -110,7 +111,7 @@ class DetectorScorer:
     per-trace state: one instance may score traces from many threads.
     """
 
-    __slots__ = ("config", "lexical", "mode", "policy")
+    __slots__ = ("_local", "config", "lexical", "mode", "policy")
 
     def __init__(
         self,
@@ -126,6 +127,19 @@ class DetectorScorer:
         self.config = config if config is not None else DetectorConfig.from_env()
         self.policy = policy or Policy()
         self.lexical = lexical or LexicalDetector()
+        # One detector suite per scoring thread, reset for each trace (building the eleven
+        # detectors costs more than resetting them).
+        self._local = threading.local()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its settings (process pools); the per-thread suites are not state."""
+        return (_detector_scorer, (self.mode, self.config, self.policy, self.lexical))
+
+    def _suite(self) -> DetectorSuite:
+        suite: DetectorSuite | None = getattr(self._local, "suite", None)
+        if suite is None:
+            suite = self._local.suite = DetectorSuite(self.config)
+        return suite
 
     def score(self, trace: Trace) -> Verdict:
         if not trace.steps:
@@ -142,13 +156,16 @@ class DetectorScorer:
                 partial=trace.partial,
                 threshold=lexical.threshold,
             )
-        suite = DetectorSuite(self.config)
-        findings = suite.detect(trace)
+        suite = self._suite()
+        try:
+            findings = suite.detect(trace)
+            calibration = suite.calibration if self.config.calibration else None
+        finally:
+            # Replaying a trace keeps references to its text until a repeat needs it: let
+            # go of them now rather than at the next trace (the novelty state alone).
+            suite.release()
         verdict = self.policy.verdict(
-            findings,
-            lexical=lexical,
-            partial=trace.partial,
-            calibration=suite.calibration if self.config.calibration else None,
+            findings, lexical=lexical, partial=trace.partial, calibration=calibration
         )
         if verdict.label is Label.NO_LOOP:
             unread = unreadable_steps(trace)
@@ -158,6 +175,12 @@ class DetectorScorer:
                     lexical=lexical,
                 )
         return verdict
+
+
+def _detector_scorer(
+    mode: ScorerMode, config: DetectorConfig, policy: Policy, lexical: LexicalDetector
+) -> DetectorScorer:
+    return DetectorScorer(mode=mode, config=config, policy=policy, lexical=lexical)
 
 
 # -- a picklable entry point for process pools ----------------------------------------------

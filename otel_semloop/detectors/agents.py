@@ -59,14 +59,18 @@ class HandoffCycleDetector(IncrementalDetector):
     def reset(self) -> None:
         super().reset()
         config = self.config
-        self._cycles = TailCycles(
-            HANDOFF_CYCLE,
-            config,
-            config.handoff_max_period,
-            config.identical_repeats,
-            config.handoff_repeats,
-            _describe,
-        )
+        cycles: TailCycles | None = getattr(self, "_cycles", None)
+        if cycles is not None:
+            cycles.reset()  # the same settings: reuse it
+        else:
+            self._cycles = TailCycles(
+                HANDOFF_CYCLE,
+                config,
+                config.handoff_max_period,
+                config.identical_repeats,
+                config.handoff_repeats,
+                _describe,
+            )
         self._marker: tuple[int, int] | None = None
         self._unique = 0
 

@@ -149,8 +149,15 @@ def _iso(year: int, month: int, day: int) -> str | None:
         return None
 
 
+#: Every date spelling holds a four-digit year: text without four digits in a row is left
+#: as it is without trying the patterns (a character-set scan in C).
+_FOUR_DIGITS = re.compile(r"\d\d\d\d")
+
+
 def canonical_date_text(text: str) -> str:
     """``text`` with every date spelling listed in the module doc rewritten as ISO."""
+    if _FOUR_DIGITS.search(text) is None:
+        return text
     compact = _DATE_COMPACT.match(text.strip())
     if compact:
         iso = _iso(int(compact.group(1)), int(compact.group(2)), int(compact.group(3)))

@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
-from typing import ClassVar, Protocol, runtime_checkable
+from collections.abc import Collection, Iterable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
 from otel_semloop.detectors.config import DetectorConfig
@@ -126,9 +126,11 @@ class StepFacts:
     """
 
     __slots__ = (
+        "_arg_words",
+        "_arguments",
+        "_signature",
         "action",
         "agent",
-        "arg_words",
         "args_known",
         "call",
         "call_epoch",
@@ -149,7 +151,6 @@ class StepFacts:
         "previous_action",
         "progressed",
         "result",
-        "signature",
         "span_id",
         "start_ns",
         "text",
@@ -169,7 +170,10 @@ class StepFacts:
         self.agent = step.agent
         self.call = 0
         self.args_known = False
-        self.signature: ArgSignature | None = None
+        self._signature: ArgSignature | None = None
+        # (arguments, volatile names, position names, shell) while the signature and the
+        # argument words are not computed yet (see :attr:`signature`).
+        self._arguments: tuple[Any, frozenset[str], Collection[str], bool] | None = None
         self.result: int | None = None
         self.content: int | None = None
         self.content_novel = False
@@ -177,7 +181,7 @@ class StepFacts:
         self.trivial = False
         self.poll_ended = False
         self.previous_action = 0
-        self.arg_words: frozenset[int] = frozenset()
+        self._arg_words: frozenset[int] | None = None  # None: not computed yet
         self.action = 0
         self.failure: Failure | None = None
         self.novel = False
@@ -191,6 +195,34 @@ class StepFacts:
         self.has_tool_calls = bool(step.tool_calls)
         self.tokens = (step.input_tokens or 0) + (step.output_tokens or 0)
         self.cost = step.cost or 0.0
+
+    @property
+    def signature(self) -> ArgSignature | None:
+        """The near-duplicate signature of the arguments (None when they are unknown).
+
+        Computed on first use when the fingerprinter was replaying a finished trace (most
+        steps never need it; the arguments are held by the trace anyway), at once live."""
+        if self._signature is None and self._arguments is not None:
+            arguments, volatile, positions, shell = self._arguments
+            self._signature = arg_signature(arguments, volatile, positions, shell=shell)
+        return self._signature
+
+    @property
+    def arg_words(self) -> frozenset[int]:
+        """The argument words (:func:`~otel_semloop.detectors.normalize.argument_words`),
+        computed on first use like :attr:`signature`."""
+        if self._arg_words is None:
+            self._arg_words = (
+                argument_words(self._arguments[0], self._arguments[1])
+                if self._arguments is not None
+                else frozenset()
+            )
+        return self._arg_words
+
+    def _read_arguments(self) -> None:
+        """Compute both now and let go of the arguments (live: no content is kept)."""
+        _ = self.signature, self.arg_words
+        self._arguments = None
 
     @property
     def time_ns(self) -> int | None:
@@ -254,12 +286,19 @@ class Fingerprinter:
         "_texts",
         "_unique",
         "_volatile",
+        "lazy",
     )
 
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
         self._volatile: dict[str, frozenset[str]] = {}
         self._shell: dict[str, bool] = {}
+        #: Replaying a finished trace: figures only a repeat of the same call or a
+        #: comparison with a neighbour needs (progress figures, counts and numbers of a
+        #: result, the argument signature and words) are computed when first needed, from
+        #: the step's own text and arguments, which the trace holds anyway. Live (False),
+        #: everything is computed at once and no text is kept. Same facts either way.
+        self.lazy = False
         self.reset()
 
     def reset(self) -> None:
@@ -306,8 +345,9 @@ class Fingerprinter:
         facts.args_known = arguments is not None
         if facts.args_known:
             facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
-            facts.signature = arg_signature(arguments, volatile, config.position_args, shell=shell)
-            facts.arg_words = argument_words(arguments, volatile)
+            facts._arguments = (arguments, volatile, config.position_args, shell)
+            if not self.lazy:
+                facts._read_arguments()
         else:
             facts.call = digest(f"{step.name}\0<no arguments>")
         raw = _result_text(step)
@@ -320,10 +360,11 @@ class Fingerprinter:
             normalised, content = normalize_result_and_content(raw)
             facts.result = digest(normalised)
             # Size in words, not characters: an id one character longer is not more output.
-            size = len(normalised.split()) if len(normalised) < _SIZE_SPLIT_CHARS else len(normalised) // 6
-            progress = progress_value(raw)
-            counts = remaining_counts(raw)
-            numbers = result_numbers(raw)
+            # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
+            if len(normalised) < _SIZE_SPLIT_CHARS:
+                size = normalised.count(" ") + 1 if normalised else 0
+            else:
+                size = len(normalised) // 6
             facts.content = digest(content) if content != normalised else facts.result
             facts.trivial = is_acknowledgement(normalised) and not (
                 not normalised and empty_means_none_found(step.name, arguments, shell=shell)
@@ -358,6 +399,18 @@ class Fingerprinter:
         best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
             previous if previous is not None else (None, 0, None, None, None, None, 0)  # type: ignore[misc]
         )
+        if isinstance(best_progress, _Unread):
+            # The call's first result, its figures not read yet: read them now (what
+            # storing them at the time would have stored; the best of one is itself).
+            best_progress, last_counts, last_numbers = _figures(best_progress.text)
+            top_numbers = last_numbers
+        if raw is None:
+            progress = None
+        elif facts.call_novel and self.lazy:
+            # Only a later call of the same call compares these: read them if one comes.
+            progress = _Unread(raw)
+        else:
+            progress, counts, numbers = _figures(raw)
         # ``streak``: calls in a row of this call answered with results it had already
         # given (the same one again, or a status flapping between known states).
         if facts.result is not None and (facts.result == last_result or (seen and failure is None)):
@@ -388,7 +441,9 @@ class Fingerprinter:
                 or counts_fell(last_counts, counts)
                 or numbers_progressed(last_numbers, top_numbers, numbers)
             )
-        if progress is not None and (best_progress is None or progress > best_progress):
+        if progress is not None and (
+            isinstance(progress, _Unread) or best_progress is None or progress > best_progress
+        ):
             best_progress = progress
         self._calls.replace(
             facts.call,
@@ -421,6 +476,20 @@ class Fingerprinter:
         facts.text_novel = not seen
         if facts.text_novel:
             self._text_epoch += 1
+
+
+class _Unread:
+    """A call's first result whose figures (:func:`_figures`) were not read yet."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _figures(raw: str) -> tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]:
+    """(progress figure, remaining counts, numbers) of a result's text."""
+    return progress_value(raw), remaining_counts(raw), result_numbers(raw)
 
 
 def _result_text(step: Step) -> str | None:

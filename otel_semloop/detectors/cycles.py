@@ -27,6 +27,7 @@ Cost
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable
 
@@ -38,6 +39,12 @@ from otel_semloop.verdict import Finding
 __all__ = ["ACTION_CYCLE", "ActionCycleDetector", "CycleTracker", "TailCycles"]
 
 ACTION_CYCLE = "action_cycle"
+
+
+@functools.lru_cache(maxsize=16)
+def _divisors(max_period: int) -> dict[int, tuple[int, ...]]:
+    """Per period up to ``max_period``, its proper divisors (shared: never modified)."""
+    return {p: tuple(d for d in range(1, p) if p % d == 0) for p in range(1, max_period + 1)}
 
 
 class CycleTracker:
@@ -52,9 +59,7 @@ class CycleTracker:
 
     def __init__(self, max_period: int) -> None:
         self._max_period = max(1, max_period)
-        self._divisors = {
-            p: tuple(d for d in range(1, p) if p % d == 0) for p in range(1, self._max_period + 1)
-        }
+        self._divisors = _divisors(self._max_period)
         self.reset()
 
     def reset(self) -> None:
@@ -201,14 +206,18 @@ class ActionCycleDetector(IncrementalDetector):
     def reset(self) -> None:
         super().reset()
         config = self.config
-        self._cycles = TailCycles(
-            ACTION_CYCLE,
-            config,
-            config.max_period,
-            config.identical_repeats,
-            config.cycle_repeats,
-            _describe_actions,
-        )
+        cycles: TailCycles | None = getattr(self, "_cycles", None)
+        if cycles is not None:
+            cycles.reset()  # the same settings: reuse it
+        else:
+            self._cycles = TailCycles(
+                ACTION_CYCLE,
+                config,
+                config.max_period,
+                config.identical_repeats,
+                config.cycle_repeats,
+                _describe_actions,
+            )
         self._progress_marks = 0
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:

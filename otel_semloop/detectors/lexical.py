@@ -409,9 +409,19 @@ def score_reasoning_stagnation(
     pair = (-1, -1)  # reported as is when nothing was compared and the threshold is <= 0
     # Only consecutive outputs are compared: a two-item window keeps memory (and the
     # garbage collector's work) constant however long the trace is.
-    b = _prepare(llm_outputs[0])
+    # An agent that repeats itself repeats outputs: each distinct output is cleaned once.
+    prepared: dict[str, _Output | None] = {}
+
+    def prepare(output: Any) -> _Output | None:
+        if not isinstance(output, str):
+            return None
+        if output not in prepared:
+            prepared[output] = _prepare(output)
+        return prepared[output]
+
+    b = prepare(llm_outputs[0])
     for i in range(len(llm_outputs) - 1):
-        a, b = b, _prepare(llm_outputs[i + 1])
+        a, b = b, prepare(llm_outputs[i + 1])
         if a is None or b is None:
             continue
         similarity = _bigram_jaccard(a, b)

@@ -113,6 +113,31 @@ _HEX_ONLY = re.compile(r"^[0-9a-fA-F]+$")
 #: parts a generator emits is not information either.
 _JOINED_IDS = re.compile(r"<(?:id|hex|uuid)>(?:[-_]<(?:id|hex|uuid)>)+")
 _HAS_DIGIT = re.compile(r"\d")
+
+
+def has_digit(text: str) -> bool:
+    """``_HAS_DIGIT.search(text)``: ASCII text by ten substring tests (memchr speed), other
+    text by the pattern (``\\d`` also matches other scripts' digits)."""
+    if text.isascii():
+        return (
+            "0" in text or "1" in text or "2" in text or "3" in text or "4" in text
+            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text
+        )  # fmt: skip
+    return _HAS_DIGIT.search(text) is not None
+
+
+#: ASCII digits to NUL, then runs of NUL to ``#``: ``_DIGITS.sub("#", text)`` for ASCII
+#: text without NUL, with one translation and a search for a literal (the digit pattern is
+#: a character set, which the regex engine tries at every position).
+_DIGITS_TO_NUL = bytes.maketrans(b"0123456789", b"\0" * 10)
+_NUL_RUN = re.compile(b"\0\0*")  # a literal first: the engine jumps from NUL to NUL
+
+
+def _mask_digits(text: str) -> str:
+    """``_DIGITS.sub("#", text)``."""
+    if text.isascii() and "\0" not in text:
+        return _NUL_RUN.sub(b"#", text.encode("ascii").translate(_DIGITS_TO_NUL)).decode("ascii")
+    return _DIGITS.sub("#", text)
 #: Punctuation becomes a blank (ASCII, plus the typographic quotes, dashes and bullets
 #: that models emit); ``#``, ``<`` and ``>`` survive because the masks use them.
 _PUNCTUATION = str.maketrans(
@@ -122,6 +147,20 @@ _PUNCTUATION = str.maketrans(
         " ",
     )
 )
+
+
+#: :data:`_PUNCTUATION` for ASCII text, as a byte table (a byte translation is several
+#: times faster than a ``str`` one).
+_PUNCTUATION_BYTES = bytes(
+    ord(" ") if c < 128 and _PUNCTUATION.get(c) == " " else c for c in range(256)
+)
+
+
+def _drop_punctuation(text: str) -> str:
+    """``text.translate(_PUNCTUATION)``."""
+    if text.isascii():
+        return text.encode("ascii").translate(_PUNCTUATION_BYTES).decode("ascii")
+    return text.translate(_PUNCTUATION)
 
 
 def _hex(match: re.Match[str]) -> str:
@@ -150,9 +189,37 @@ def mask(text: str) -> str:
 
     Each pattern runs only when a substring test (done in C) says it could match.
     """
-    if not _HAS_DIGIT.search(text):
+    if not has_digit(text):
         return text
     return _volatile_marks(_mask_ids(text))
+
+
+#: Gates for ASCII text: each is a necessary condition for its mask to change anything,
+#: found by a pattern that starts with a literal or a character set, which the regex
+#: engine scans for in C (the masks start with ``\b`` or a lookbehind and try every
+#: position). A UUID holds ``-hhhh-``; a timestamp ``-dd-dd``; a hex run six hex
+#: characters in a row; an identifier (a run of letters and digits holding both, as the
+#: lookaheads read it in ASCII) a digit next to a letter. Non-ASCII text skips
+#: the gates: there ``\d`` also matches other scripts' digits, which the lookaheads may
+#: cross, and case-insensitive classes follow Unicode case folding.
+_UUID_GATE = re.compile(r"-[0-9a-fA-F][0-9a-fA-F][0-9a-fA-F][0-9a-fA-F]-")
+_TIMESTAMP_GATE = re.compile(r"-\d\d-\d\d")
+#: Character classes for the hex and identifier gates (ASCII text as bytes): a digit
+#: becomes ``0``, a hex letter ``1``, another letter ``2``, anything else a blank.
+_CLASSES = bytes(
+    ord("0") if chr(c).isdigit() and c < 128
+    else ord("1") if chr(c) in "abcdefABCDEF"
+    else ord("2") if chr(c).isalpha() and c < 128
+    else ord(" ")
+    for c in range(256)
+)  # fmt: skip
+#: A digit next to a letter (searched forwards and in the reversed classes); six hex
+#: characters in a row of which one is a digit (the digit, then where the run lies around
+#: it). Both start with the literal ``0``: the engine jumps from digit to digit.
+_DIGIT_LETTER = re.compile(b"0[12]")
+_HEX_RUN = re.compile(
+    b"0(?:[01]{5}|(?<=[01]0)[01]{4}|(?<=[01]{2}0)[01]{3}|(?<=[01]{3}0)[01]{2}|(?<=[01]{4}0)[01]|(?<=[01]{5}0))"
+)
 
 
 #: A generated identifier and a number are one mark once numbers are masked too: an id
@@ -163,19 +230,30 @@ _JOINED_MARKS = re.compile(r"#(?:[-_]#)+")
 
 def _volatile_marks(ids_masked: str) -> str:
     """``ids_masked`` (identifiers already masked) with digit runs and ``<id>`` as ``#``."""
-    text = _DIGITS.sub("#", ids_masked).replace("<id>", "#")
+    text = _mask_digits(ids_masked).replace("<id>", "#")
     return _JOINED_MARKS.sub("#", text) if "#-#" in text or "#_#" in text else text
 
 
 def _mask_ids(text: str) -> str:
     """``text`` with UUIDs, ISO timestamps, hex runs and generated identifiers masked,
-    other numbers kept."""
-    if text.count("-") >= 4:
+    other numbers kept. Each mask runs only when its gate (above) says it could change
+    something (a hex run or identifier that is not masked is replaced by itself)."""
+    gated = text.isascii()  # O(1); masking only ever writes ASCII
+    if text.count("-") >= 4 and not (gated and _UUID_GATE.search(text) is None):
         text = _UUID.sub("<uuid>", text)
-    if "-" in text:
+    if "-" in text and not (gated and _TIMESTAMP_GATE.search(text) is None):
         text = _TIMESTAMP.sub("<ts>", text)
-    text = _HEX.sub(_hex, text)
-    text = _IDENT.sub(_ident, text)
+    if gated:
+        classes = text.encode("ascii").translate(_CLASSES)
+        # A masked hex run has the ``0x`` prefix, or six hex characters in a row and a digit.
+        hex_run = "0x" in text or "0X" in text or _HEX_RUN.search(classes) is not None
+        ident = _DIGIT_LETTER.search(classes) is not None or _DIGIT_LETTER.search(classes[::-1]) is not None
+    else:
+        hex_run = ident = True
+    if hex_run:
+        text = _HEX.sub(_hex, text)
+    if ident:
+        text = _IDENT.sub(_ident, text)
     if "<" in text:
         text = _JOINED_IDS.sub("<id>", text)
     return text
@@ -184,18 +262,20 @@ def _mask_ids(text: str) -> str:
 def normalize_result_and_content(text: str) -> tuple[str, str]:
     """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
     identifiers once for both."""
-    if not _HAS_DIGIT.search(text):
+    if not has_digit(text):
         folded = " ".join(text.casefold().split())
         return folded, folded
-    ids = _mask_ids(text).casefold()
-    return " ".join(_volatile_marks(ids).split()), " ".join(ids.split())
+    # Collapsing blanks commutes with masking (no mark holds a blank, and a collapsed
+    # blank still separates what it separated): one split for result and content.
+    content = " ".join(_mask_ids(text).casefold().split())
+    return _volatile_marks(content), content
 
 
 def normalize_content(text: str) -> str:
     """A result's content as compared *across different calls*: identifiers, UUIDs, hex
     and timestamps masked, case and blanks folded, but numbers kept (two cities at 18 and
     20 degrees are two answers; the same answer to two queries has the same numbers)."""
-    if _HAS_DIGIT.search(text):
+    if has_digit(text):
         text = _mask_ids(text)
     return " ".join(text.casefold().split())
 
@@ -238,16 +318,16 @@ def normalize_result(text: str) -> str:
 def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
-    return " ".join(mask(text).casefold().translate(_PUNCTUATION).split())
+    return " ".join(_drop_punctuation(mask(text).casefold()).split())
 
 
 def normalize_words(text: str) -> str:
     """Like :func:`normalize_text` with numbers kept: the lines of one output that differ
     only in a number (``Migrated table 3``, ``Migrated table 4``) are an enumeration, not
     the same line. Identifiers, UUIDs, hex and timestamps are still masked."""
-    if _HAS_DIGIT.search(text):
+    if has_digit(text):
         text = _mask_ids(text)
-    return " ".join(text.casefold().translate(_PUNCTUATION).split())
+    return " ".join(_drop_punctuation(text.casefold()).split())
 
 
 def digest(text: str) -> int:
@@ -270,6 +350,12 @@ DEFAULT_VOLATILE_ARGS: frozenset[str] = frozenset(
         "request_id", "requestid", "idempotency_key", "idempotencykey", "nonce", "trace_id",
         "traceid", "span_id", "spanid", "call_id", "callid", "tool_call_id", "toolcallid",
         "timestamp",
+        # client-generated ids that make a re-send unique (Slack's client_msg_id, AWS's
+        # client tokens, SQS deduplication ids, correlation ids)
+        "client_msg_id", "clientmsgid", "client_request_id", "clientrequestid", "client_token",
+        "clienttoken", "dedup_id", "dedupe_id", "dedup_key", "dedupe_key", "deduplication_id",
+        "message_deduplication_id", "correlation_id", "correlationid", "x_request_id",
+        "x-request-id",
     }
 )  # fmt: skip
 
@@ -550,7 +636,7 @@ def progress_value(text: str) -> float | None:
     has_percent = "%" in tail
     has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
     has_field = (":" in tail or "=" in tail) and _FIELD_HINT.search(tail) is not None
-    if not (has_percent or has_fraction or has_field) or not _HAS_DIGIT.search(tail):
+    if not (has_percent or has_fraction or has_field) or not has_digit(tail):
         return None
     best: tuple[int, float] | None = None
     if has_field:
@@ -598,7 +684,7 @@ def remaining_counts(text: str) -> tuple[int, ...] | None:
     errs toward a loop for unlabelled counters.
     """
     tail = text[-PROGRESS_TAIL_CHARS:]
-    if not _HAS_DIGIT.search(tail):
+    if not has_digit(tail):
         return None
     if tail.isascii():
         # Every match holds one of the words; substring tests in C rule most results out
@@ -653,7 +739,7 @@ def result_numbers(text: str) -> tuple[float, ...] | None:
     inside identifiers and numbers labelled as ids, pids, attempts, versions or clocks are
     left out. None when the tail holds none."""
     tail = text[-PROGRESS_TAIL_CHARS:]
-    if not _HAS_DIGIT.search(tail):
+    if not has_digit(tail):
         return None
     if ":" in tail:
         tail = _CLOCK.sub(" ", tail)

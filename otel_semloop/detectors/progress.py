@@ -78,7 +78,7 @@ from collections import deque
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
-from otel_semloop.detectors.normalize import ArgSignature, near_duplicate
+from otel_semloop.detectors.normalize import near_duplicate
 from otel_semloop.model import Step
 from otel_semloop.verdict import Finding
 
@@ -249,7 +249,7 @@ class NearDuplicateDetector(IncrementalDetector):
 
     def reset(self) -> None:
         super().reset()
-        self._anchor: tuple[str, ArgSignature, int] | None = None
+        self._anchor: tuple[str, StepFacts, int] | None = None
         self._anchor_facts: StepFacts | None = None
         self._calls: set[int] = set()
         self._count = 0
@@ -259,8 +259,7 @@ class NearDuplicateDetector(IncrementalDetector):
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action:
             return []
-        signature = facts.signature
-        if signature is None or facts.result is None:
+        if not facts.args_known or facts.result is None:  # no signature (or no result)
             self._anchor = None
             return []
         anchor = self._anchor
@@ -269,7 +268,7 @@ class NearDuplicateDetector(IncrementalDetector):
             and facts.name == anchor[0]
             and facts.result == anchor[2]
             and not facts.progressed
-            and near_duplicate(anchor[1], signature)
+            and near_duplicate(anchor[1].signature, facts.signature)
         ):
             self._count += 1
             if len(self._calls) < 2:
@@ -277,7 +276,8 @@ class NearDuplicateDetector(IncrementalDetector):
             if len(self._spans) < self.config.max_evidence_spans:
                 self._spans.append(facts.span_id)
         else:
-            self._anchor = (facts.name, signature, facts.result)
+            # The signature is read only when a later call is compared with it.
+            self._anchor = (facts.name, facts, facts.result)
             self._anchor_facts = facts
             self._calls = {facts.call}
             self._count = 1

@@ -71,6 +71,11 @@ class DetectorSuite:
         )
         self._fingerprinter = Fingerprinter(self.config)
 
+    def release(self) -> None:
+        """Forget the novelty state (digests and the text references a replay keeps), not
+        the detectors' findings: for a caller done with the trace that keeps the suite."""
+        self._fingerprinter.reset()
+
     def reset(self) -> None:
         self._fingerprinter.reset()
         for detector in self.detectors:
@@ -88,7 +93,12 @@ class DetectorSuite:
 
     def detect(self, trace: Trace) -> list[Finding]:
         """All findings of a finished trace (one per episode, at its peak)."""
-        return replay(self, trace)
+        fingerprinter = self._fingerprinter
+        lazy, fingerprinter.lazy = fingerprinter.lazy, True  # the trace holds the text anyway
+        try:
+            return replay(self, trace)
+        finally:
+            fingerprinter.lazy = lazy
 
     def findings(self) -> list[Finding]:
         return [finding for detector in self.detectors for finding in detector.findings()]

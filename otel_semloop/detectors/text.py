@@ -111,6 +111,19 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MAY_SPLIT = re.compile(r"[.!?]\s")
 
 
+#: What ``str.splitlines`` ends a line at.
+_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
+def _most_units(text: str) -> int:
+    """An upper bound on the units :func:`chant_units` can find in ``text``, by counting in C:
+    each line is one unit plus one per sentence end in it (``[.!?]`` then a blank)."""
+    lines = 1
+    for brk in _LINE_BREAKS:
+        lines += text.count(brk)
+    return lines + text.count(".") + text.count("!") + text.count("?")
+
+
 #: Share of an output's units that repeated short units must make up for short units to
 #: count as chanting: a reply that is three quarters "Checking." is degenerate; a reply with a few
 #: "Done." lines among real sentences is not.
@@ -123,6 +136,8 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     short units make up :data:`SHORT_CHANT_SHARE` of all units (a degenerate output).
     Empty when there are fewer than ``min_units`` candidate units (no count could reach
     it), without normalising any."""
+    if _most_units(text) < min_units:
+        return Counter()
     units: list[str] = []
     in_fence = False
     for line in text.splitlines():
