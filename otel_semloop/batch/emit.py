@@ -5,7 +5,7 @@ Re-sending scored spans to a backend that holds the originals shows every span t
 Instead each scored trace becomes one ``gen_ai.evaluation.result`` log record parented to
 its root (the shared record of :mod:`otel_semloop.evaluation`) and/or a carrier span, child
 of and linked to the root, for backends that take only traces; written to the output as OTLP JSON lines or
-length-prefixed protobuf, or sent to ``--export-endpoint`` by OTLP/HTTP protobuf.
+length-prefixed protobuf, or sent to ``--export-endpoint`` by OTLP (HTTP protobuf or gRPC).
 """
 
 from __future__ import annotations
@@ -152,32 +152,89 @@ def export_evaluations(
     headers: dict[str, str] | None = None,
     timeout: float = 10.0,
     retries: int = 5,
+    protocol: str = "http/protobuf",
 ) -> int:
-    """POST the records to ``endpoint`` (an OTLP/HTTP base URL; ``/v1/logs`` and
-    ``/v1/traces`` are appended) as protobuf. Retries 429/502/503/504 with backoff
-    (honouring ``Retry-After``). Returns the number of records sent; raises
-    ``RuntimeError`` when the endpoint refuses them."""
+    """Send the records to ``endpoint`` by OTLP: ``http/protobuf`` POSTs to the base URL
+    plus ``/v1/logs`` / ``/v1/traces`` and retries 429/502/503/504 with backoff (honouring
+    ``Retry-After``); ``grpc`` calls the Logs / Trace service at ``host:port`` (``http://``
+    plaintext, ``https://`` TLS, no scheme plaintext) and retries UNAVAILABLE,
+    RESOURCE_EXHAUSTED, ABORTED and DEADLINE_EXCEEDED. Returns the number of records sent;
+    raises ``RuntimeError`` when the endpoint refuses them."""
+    chosen = _rows(rows)
+    kinds = ("logs", "spans") if carrier == "both" else (carrier,)
+    batches = [(kind, chosen[i : i + BATCH]) for kind in kinds for i in range(0, len(chosen), BATCH)]
+    if protocol == "grpc":
+        _export_grpc(batches, endpoint, headers or {}, timeout, retries)
+        return sum(len(chunk) for _, chunk in batches)
     try:
         import httpx
     except ImportError:
         raise RuntimeError("--export-endpoint needs httpx (pip install 'otel-semloop[batch]')") from None
 
     base = endpoint.rstrip("/")
-    chosen = _rows(rows)
     sent = 0
-    kinds = ("logs", "spans") if carrier == "both" else (carrier,)
     with httpx.Client(timeout=timeout) as client:
-        for kind in kinds:
+        for kind, chunk in batches:
             url = f"{base}/v1/logs" if kind == "logs" else f"{base}/v1/traces"
-            for i in range(0, len(chosen), BATCH):
-                chunk = chosen[i : i + BATCH]
-                if kind == "logs":
-                    body = logs_data(chunk).SerializeToString()
-                else:
-                    body = traces_data(chunk).SerializeToString()
-                _post(client, url, body, headers or {}, retries)
-                sent += len(chunk)
+            body = (logs_data(chunk) if kind == "logs" else traces_data(chunk)).SerializeToString()
+            _post(client, url, body, headers or {}, retries)
+            sent += len(chunk)
     return sent
+
+
+def _export_grpc(
+    batches: list[tuple[str, list[TraceRow]]],
+    endpoint: str,
+    headers: dict[str, str],
+    timeout: float,
+    retries: int,
+) -> None:
+    try:
+        import grpc
+    except ImportError:
+        raise RuntimeError(
+            "--export-protocol grpc needs grpcio (pip install 'otel-semloop[collector]')"
+        ) from None
+    from urllib.parse import urlsplit
+
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2_grpc import LogsServiceStub
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+
+    parts = urlsplit(endpoint if "://" in endpoint else f"http://{endpoint}")
+    target = parts.netloc.rsplit("@", 1)[-1]
+    if parts.scheme == "https":
+        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials())
+    else:
+        channel = grpc.insecure_channel(target)
+    retryable = {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+    }
+    metadata = [(k.lower(), v) for k, v in headers.items()]
+    with channel:
+        logs, traces = LogsServiceStub(channel), TraceServiceStub(channel)
+        for kind, chunk in batches:
+            if kind == "logs":
+                call: Any = logs.Export
+                request: Any = ExportLogsServiceRequest(resource_logs=logs_data(chunk).resource_logs)
+            else:
+                call = traces.Export
+                request = ExportTraceServiceRequest(resource_spans=traces_data(chunk).resource_spans)
+            delay = 0.5
+            for attempt in range(retries + 1):
+                try:
+                    call(request, timeout=timeout, metadata=metadata)
+                    break
+                except grpc.RpcError as exc:
+                    code = exc.code()  # type: ignore[attr-defined]
+                    if code not in retryable or attempt == retries:
+                        raise RuntimeError(f"grpc {target} answered {code.name}") from None
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
 
 
 def _shown(url: str) -> str:

@@ -103,7 +103,14 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
         "spans linked to each root, or both (both needs --export-endpoint)",
     )
     rescore.add_argument(
-        "--export-endpoint", metavar="URL", help="send evaluation records to this OTLP/HTTP endpoint"
+        "--export-endpoint", metavar="URL", help="send evaluation records to this OTLP endpoint"
+    )
+    rescore.add_argument(
+        "--export-protocol",
+        choices=("http/protobuf", "grpc"),
+        default="http/protobuf",
+        help="OTLP protocol of --export-endpoint: a base URL for http/protobuf, host:port (or "
+        "http:// / https:// for TLS) for grpc (default %(default)s)",
     )
     rescore.add_argument(
         "--window",
@@ -388,7 +395,7 @@ def _emit(args: argparse.Namespace, rows: list[Any], output: Output | None, fmt:
         for data in records_for(rows, carrier, fmt):
             output.write_bytes(data)
     if args.export_endpoint:
-        export_evaluations(rows, args.export_endpoint, args.evaluations_as)
+        export_evaluations(rows, args.export_endpoint, args.evaluations_as, protocol=args.export_protocol)
 
 
 def _finish(

@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from datetime import date
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "canonical_shell",
     "canonical_string",
     "canonical_url",
+    "empty_means_none_found",
     "is_shell_tool",
     "shell_near_form",
 ]
@@ -245,3 +248,45 @@ def shell_near_form(command: str) -> str:
     if segments is None:
         return " ".join(command.split())
     return " ".join(_segment_form(words, keep_flags=False) for words in segments)
+
+
+#: Programs whose empty output means "nothing found" (a search, a listing, a read), not
+#: "done": ``grep`` printing nothing answered the question with no.
+QUERY_PROGRAMS = frozenset(
+    {"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "fd", "locate", "ls", "cat", "head", "tail",
+     "which", "whereis", "jq", "wc"}
+)  # fmt: skip
+#: ``git`` subcommands that ask (``git mv``, ``git add`` print nothing when they worked).
+GIT_QUERIES = frozenset({"grep", "log", "ls-files", "show", "diff", "status", "blame", "branch", "tag"})
+#: Tool names that ask a question (whose empty result is an answer, not an acknowledgement).
+_QUERY_TOOL = re.compile(r"search|find|query|lookup|grep|list|retriev|fetch|get|read|look|check|scan", re.I)
+
+
+def empty_means_none_found(name: str, arguments: Any, *, shell: bool) -> bool:
+    """True when an *empty* result of this call is an answer ("nothing found") rather than
+    an acknowledgement ("done"): a shell command whose pipeline runs a search, listing or
+    read program (``grep``, ``rg``, ``find``, ``ls``, ``cat``...; not ``mv``, ``mkdir``),
+    or a tool named like a question (``search_*``, ``find_*``, ``get_*``, ``list_*``...).
+    Only called for empty results: a few string operations."""
+    command = None
+    if isinstance(arguments, str) and shell:
+        command = arguments
+    elif isinstance(arguments, Mapping):
+        for key, value in arguments.items():
+            if isinstance(value, str) and (shell or str(key).lower() in SHELL_ARGUMENT_NAMES):
+                command = value
+                break
+    if command is not None:
+        segments = _shell_segments(command) or [command.split()]
+        return any(_asks(words) for words in segments)
+    return bool(_QUERY_TOOL.search(name))
+
+
+def _asks(words: list[str]) -> bool:
+    """True when one pipeline segment runs a search, listing or read program."""
+    if not words or words[0] in _SHELL_OPERATORS:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    if program == "git":
+        return len(words) > 1 and words[1] in GIT_QUERIES
+    return program in QUERY_PROGRAMS

@@ -51,7 +51,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from otel_semloop.detectors.arguments import is_shell_tool
+from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.normalize import (
     ArgSignature,
@@ -367,7 +367,9 @@ class Fingerprinter:
             else:
                 size = len(normalised) // 6
             facts.content = digest(content) if content != normalised else facts.result
-            facts.trivial = is_acknowledgement(normalised)
+            facts.trivial = is_acknowledgement(normalised) and not (
+                not normalised and empty_means_none_found(step.name, arguments, shell=shell)
+            )
             content_seen, _ = self._contents.touch(facts.content)
             if not content_seen:
                 self._content_epoch += 1

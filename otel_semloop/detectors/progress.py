@@ -32,7 +32,10 @@ Signals
         toggled flag, an edited URL parameter or date range that keeps returning the same
         text, the same ``[]`` or the same "not found". Acknowledgements ("ok", "saved",
         ``{"status": "ok"}``; :func:`otel_semloop.detectors.normalize.is_acknowledgement`) never
-        count: batch work writing many targets gets the same "ok" each time. Consecutive
+        count: batch work writing many targets gets the same "ok" each time. An *empty*
+        result is an answer, not an acknowledgement, when the call asked a question (a
+        ``grep``/``find``/``ls`` pipeline, a tool named ``search_*``, ``get_*``...:
+        :func:`otel_semloop.detectors.arguments.empty_means_none_found`). Consecutive
         calls must share a word in their argument values (or have none): two calls about
         unrelated things (two users, two cities) that both find nothing are a batch, not
         a reworded question. Conclusive at ``same_answer_repeats`` (4), reported once the

@@ -176,3 +176,46 @@ def test_a_password_in_the_export_url_never_reaches_a_message():
     with pytest.raises(RuntimeError) as failed:
         export_evaluations([row], "http://user:hunter2@127.0.0.1:1", "logs", retries=0)
     assert "hunter2" not in str(failed.value) and "***@127.0.0.1:1" in str(failed.value)
+
+
+def test_export_protocol_grpc_sends_logs_and_carrier_spans_and_retries_unavailable(tmp_path):
+    grpc = pytest.importorskip("grpc")
+    from concurrent import futures
+
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+    received: list[tuple[str, object, dict]] = []
+    refused = []
+
+    class Logs(logs_service_pb2_grpc.LogsServiceServicer):
+        def Export(self, request, context):
+            if not refused:  # the first call: the backend is busy
+                refused.append(1)
+                context.abort(grpc.StatusCode.UNAVAILABLE, "busy")
+            received.append(("logs", request, dict(context.invocation_metadata())))
+            return logs_service_pb2.ExportLogsServiceResponse()
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request, context):
+            received.append(("spans", request, dict(context.invocation_metadata())))
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    logs_service_pb2_grpc.add_LogsServiceServicer_to_server(Logs(), server)
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        source = write_jsonl(tmp_path / "in.jsonl", LINES)
+        command = ["rescore", str(source), "-q", "--emit", "evaluations", "--evaluations-as", "both"]
+        endpoint = ["--export-endpoint", f"http://127.0.0.1:{port}", "--export-protocol", "grpc"]
+        assert main([*command, *endpoint]) == 0
+    finally:
+        server.stop(None)
+    assert refused and [kind for kind, _, _ in received] == ["logs", "spans"]
+    records = received[0][1].resource_logs[0].scope_logs[0].log_records
+    spans = received[1][1].resource_spans[0].scope_spans[0].spans
+    assert len(records) == len(spans) == 12
+    assert all(r.event_name == "gen_ai.evaluation.result" and len(r.trace_id) == 16 for r in records)
+    assert {(r.trace_id, r.span_id) for r in records} == {(s.trace_id, s.parent_span_id) for s in spans}

@@ -202,3 +202,31 @@ def test_a_poll_that_ends_and_is_checked_again_is_healthy(convention):
     step(run, "deploy", {"service": "web"}, "deployment dep-32 started")
     step(run, "deploy_status", {"deployment": "dep-31"}, "state: running")  # another rollout of it
     assert score_in(run, convention).label is Label.NO_LOOP
+
+
+# --- an empty output is an answer when the call asked a question ------------------------------
+
+GREPS = ["grep -rn MAX_CONNECTIONS src", "grep -rn 'MAX_CONNECTIONS' src/", "rg -n MAX_CONNECTIONS src",
+         "cd src && grep -rn MAX_CONNECTIONS .", "grep -nr \"MAX_CONNECTIONS\" ./src"]  # fmt: skip
+
+
+def test_a_search_respelled_that_keeps_printing_nothing_is_a_loop(convention):
+    run = Scenario("find where MAX_CONNECTIONS is set")
+    for command in GREPS:
+        step(run, "bash", {"command": command}, "")
+    assert score_in(run, convention).label is Label.LOOP
+
+
+def test_a_search_tool_that_keeps_returning_nothing_to_rewordings_is_a_loop(convention):
+    run = Scenario("find the retry budget")
+    for query in ("retry budget", "retry_budget config", "budget for retries", "retry budget setting"):
+        step(run, "search_code", {"query": query}, "")
+    assert score_in(run, convention).label is Label.LOOP
+
+
+def test_commands_that_print_nothing_because_they_did_their_job_are_healthy(convention):
+    run = Scenario("move the models into a package")
+    for name in ("user", "order", "invoice", "payment", "refund"):
+        step(run, "bash", {"command": f"git mv src/models_{name}.py src/models/{name}.py"}, "")
+        step(run, "bash", {"command": f"mkdir -p src/models/{name}_tests"}, "")
+    assert score_in(run, convention).label is Label.NO_LOOP
