@@ -350,6 +350,12 @@ DEFAULT_VOLATILE_ARGS: frozenset[str] = frozenset(
         "request_id", "requestid", "idempotency_key", "idempotencykey", "nonce", "trace_id",
         "traceid", "span_id", "spanid", "call_id", "callid", "tool_call_id", "toolcallid",
         "timestamp",
+        # client-generated ids that make a re-send unique (Slack's client_msg_id, AWS's
+        # client tokens, SQS deduplication ids, correlation ids)
+        "client_msg_id", "clientmsgid", "client_request_id", "clientrequestid", "client_token",
+        "clienttoken", "dedup_id", "dedupe_id", "dedup_key", "dedupe_key", "deduplication_id",
+        "message_deduplication_id", "correlation_id", "correlationid", "x_request_id",
+        "x-request-id",
     }
 )  # fmt: skip
 

@@ -230,3 +230,27 @@ def test_commands_that_print_nothing_because_they_did_their_job_are_healthy(conv
         step(run, "bash", {"command": f"git mv src/models_{name}.py src/models/{name}.py"}, "")
         step(run, "bash", {"command": f"mkdir -p src/models/{name}_tests"}, "")
     assert score_in(run, convention).label is Label.NO_LOOP
+
+
+# --- a client-generated id in the arguments does not make a re-send new -------------------------
+
+
+def test_resending_one_message_with_a_fresh_client_id_each_time_is_a_loop(convention):
+    run = Scenario("post the daily report")
+    for i, client_id in enumerate(("run-ed16", "run-d716", "run-148f", "run-efcb", "run-2102")):
+        args = {"to": "#ops", "text": "Daily report attached.", "client_msg_id": client_id}
+        step(
+            run,
+            "slack_post",
+            args,
+            f"{{'ok': True, 'ts': '17249678{i}1.100111', 'id': 'msg-{i}e{i}f'}}",
+        )
+    assert score_in(run, convention).label is Label.LOOP
+
+
+def test_posting_different_messages_each_with_a_client_id_is_healthy(convention):
+    run = Scenario("notify the reviewers")
+    for i, who in enumerate(("gus", "eli", "bo", "fatima", "ana")):
+        args = {"to": f"@{who}", "text": f"Hi {who}, your review is due.", "client_msg_id": f"run-{i}f{i}a"}
+        step(run, "slack_post", args, f"{{'ok': True, 'ts': '17249678{i}1.100111', 'id': 'msg-{i}c{i}d'}}")
+    assert score_in(run, convention).label is Label.NO_LOOP

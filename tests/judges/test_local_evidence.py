@@ -5,6 +5,7 @@ end a wait (a new one does); and the judge never hides what the detectors found.
 
 from __future__ import annotations
 
+import random
 import uuid
 
 import pytest
@@ -197,9 +198,13 @@ def test_a_failed_model_call_answered_later_resolves_its_failures_and_one_never_
 def test_the_judge_never_hides_what_the_detectors_found():
     # New message ids each time: the local judge reads new results (progress); the detectors
     # mask the ids and see one call repeated. The detectors' loop stands.
+    # Fixed ids: with random ones the detectors see the repetition broken into short runs
+    # about 1 run in 9 (noted for the detectors' owner), which is not this test's subject.
+    ids = random.Random(0)
     turns = []
     for _ in range(6):
-        turns.append(("Sending the reminder.", "send_message", {"to": "team"}, f"sent id={uuid.uuid4()}"))
+        sent = f"sent id={uuid.UUID(int=ids.getrandbits(128), version=4)}"
+        turns.append(("Sending the reminder.", "send_message", {"to": "team"}, sent))
     trace = run(*turns)
     deterministic = Scorer().score(trace)
     verdict, attrs, judge_signals = judged(trace)

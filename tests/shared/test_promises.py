@@ -174,6 +174,11 @@ def test_a_span_ending_after_its_trace_left_is_forwarded_once_marked_late(open_d
         door.assert_each_span_forwarded_once()
 
 
+#: The budget of the hanging-scorer tests: long enough that a trace a fresh replacement
+#: thread scores is done within it on a loaded CI machine (load ~10 on 2 cores).
+BUDGET = 1.0
+
+
 class Hanging:
     """Hangs on traces whose agent is named "stuck" (all traces when ``always``) until
     released; scores the others."""
@@ -201,7 +206,7 @@ def test_a_trace_scored_past_its_budget_leaves_unscored_and_later_ones_are_score
     open_door: DoorFactory,
 ) -> None:
     for scorer in _hanging():
-        with open_door(scorer=scorer, scoring_budget_seconds=0.3) as door:
+        with open_door(scorer=scorer, scoring_budget_seconds=BUDGET) as door:
             started = time.monotonic()
             stuck = search_agent(door.tracer, ["no results"] * 4, name="stuck")
             root = root_of(door.wait_received(9))
@@ -220,7 +225,7 @@ def test_a_trace_scored_past_its_budget_leaves_unscored_and_later_ones_are_score
 def test_while_every_scorer_is_stuck_traces_leave_unscored_at_once(open_door: DoorFactory) -> None:
     for scorer in _hanging(always=True):
         with open_door(
-            scorer=scorer, scoring_budget_seconds=0.3, scoring_threads=1, max_stuck_scorers=0
+            scorer=scorer, scoring_budget_seconds=BUDGET, scoring_threads=1, max_stuck_scorers=0
         ) as door:
             looping(door, rounds=3)
             door.wait_received(7)  # past its budget: the only thread is stuck
