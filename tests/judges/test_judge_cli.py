@@ -39,7 +39,7 @@ def rescore(tmp_path: Path, server: ScriptedServer, *extra: str) -> subprocess.C
     command = [
         sys.executable, "-m", "otel_semloop.cli", "rescore", str(tmp_path / "in.jsonl"),
         "-o", str(tmp_path / "out.jsonl"), "--judge", "openai", "--judge-base-url", server.url,
-        "--escalate", "always", *extra,
+        "--escalate", "always", "--judge-timeout", "60", *extra,  # margin for a loaded machine
     ]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=120, check=False)
 
