@@ -156,6 +156,9 @@ def slow_clients() -> dict[str, Any]:
             except OSError:
                 time.sleep(0.01)
 
+    deadline = time.monotonic() + 10
+    while "options:" not in serve.log and time.monotonic() < deadline:
+        time.sleep(0.05)  # the start-up lines are not the attack's
     attacker = threading.Thread(target=attack)
     attacker.start()
     log_before = len(serve.log)

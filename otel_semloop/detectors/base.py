@@ -144,6 +144,7 @@ class StepFacts:
         "failure",
         "has_tool_calls",
         "index",
+        "is_action",
         "kind",
         "name",
         "novel",
@@ -192,6 +193,9 @@ class StepFacts:
         self.text: int | None = None
         self.text_novel = False
         self.text_epoch = 0
+        #: A tool step that counts for repetition and novelty (not a transient failure);
+        #: set once the failure is known (:meth:`Fingerprinter.facts`).
+        self.is_action = False
         self.has_tool_calls = bool(step.tool_calls)
         self.tokens = (step.input_tokens or 0) + (step.output_tokens or 0)
         self.cost = step.cost or 0.0
@@ -233,10 +237,6 @@ class StepFacts:
     def transient_failure(self) -> bool:
         return self.failure is not None and self.failure.kind is FailureKind.TRANSIENT
 
-    @property
-    def is_action(self) -> bool:
-        """A tool step that counts for repetition and novelty (not a transient failure)."""
-        return self.kind is StepKind.TOOL and not self.transient_failure
 
 
 class _LRU:
@@ -325,6 +325,7 @@ class Fingerprinter:
             self._text(step, facts, novelty=True)
         elif step.kind is StepKind.AGENT:
             self._text(step, facts, novelty=False)
+        facts.is_action = step.kind is StepKind.TOOL and not facts.transient_failure
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
         facts.text_epoch = self._text_epoch

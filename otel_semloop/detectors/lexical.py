@@ -377,6 +377,11 @@ def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold
     return bound > floor and bound >= similarity_threshold
 
 
+#: Distinct LLM outputs remembered while scoring stagnation (a cycle of repeated outputs is
+#: usually shorter; a longer one is cleaned again, with the same result).
+_RECENT_OUTPUTS = 16
+
+
 def score_reasoning_stagnation(
     llm_outputs: Sequence[Any], similarity_threshold: float = 0.85
 ) -> tuple[float, str]:
@@ -409,15 +414,19 @@ def score_reasoning_stagnation(
     pair = (-1, -1)  # reported as is when nothing was compared and the threshold is <= 0
     # Only consecutive outputs are compared: a two-item window keeps memory (and the
     # garbage collector's work) constant however long the trace is.
-    # An agent that repeats itself repeats outputs: each distinct output is cleaned once.
+    # An agent that repeats itself repeats outputs: a recent output is cleaned once. The
+    # memo is bounded (cleared when full), so memory stays constant however long the trace.
     prepared: dict[str, _Output | None] = {}
 
     def prepare(output: Any) -> _Output | None:
         if not isinstance(output, str):
             return None
-        if output not in prepared:
-            prepared[output] = _prepare(output)
-        return prepared[output]
+        found = prepared.get(output, _END)
+        if found is _END:
+            if len(prepared) >= _RECENT_OUTPUTS:
+                prepared.clear()
+            found = prepared[output] = _prepare(output)
+        return found  # type: ignore[return-value]
 
     b = prepare(llm_outputs[0])
     for i in range(len(llm_outputs) - 1):

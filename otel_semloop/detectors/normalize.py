@@ -743,8 +743,11 @@ def result_numbers(text: str) -> tuple[float, ...] | None:
         return None
     if ":" in tail:
         tail = _CLOCK.sub(" ", tail)
-    if "-" in tail:
-        tail = _TIMESTAMP.sub(" ", tail)
+    # UUIDs, timestamps, hex runs and generated identifiers first: a random id's digit
+    # groups (``f652-4008-b7b4``) are not counts, and they change on every call.
+    tail = _mask_ids(tail)
+    if not has_digit(tail):
+        return None
     numbers: list[float] = []
     for match in _NUMBER.finditer(tail):
         start, end = match.span()

@@ -34,7 +34,6 @@ from typing import Any
 from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits
 from opentelemetry.sdk.util import BoundedList
-from opentelemetry.trace import format_span_id, format_trace_id
 
 from otel_semloop.conventions import step_kind
 from otel_semloop.model import EventRecord, SpanRecord, StepKind
@@ -55,9 +54,9 @@ def span_to_record(span: ReadableSpan) -> SpanRecord:
     status = span.status
     events = span.events
     return SpanRecord(
-        trace_id=format_trace_id(context.trace_id) if context is not None else "",
-        span_id=format_span_id(context.span_id) if context is not None else "",
-        parent_span_id=format_span_id(parent.span_id) if parent is not None else "",
+        trace_id=_trace_id(context.trace_id) if context is not None else "",
+        span_id=format(context.span_id, "016x") if context is not None else "",  # format_span_id
+        parent_span_id=format(parent.span_id, "016x") if parent is not None else "",
         name=span.name,
         start_ns=span.start_time or 0,
         end_ns=span.end_time or 0,
@@ -72,12 +71,29 @@ def span_to_record(span: ReadableSpan) -> SpanRecord:
         )
         if events
         else (),
-        status_code=int(status.status_code.value) if status is not None else 0,
+        # ``_value_`` is the enum member's value without the ``value`` descriptor call.
+        status_code=int(status.status_code._value_) if status is not None else 0,
         status_message=(status.description or "") if status is not None else "",
-        kind=int(span.kind.value) + 1,
+        kind=int(span.kind._value_) + 1,
         parent_is_remote=bool(parent.is_remote) if parent is not None else False,
         source=span,
     )
+
+
+#: The last trace id formatted (the spans of a release share theirs): (int, hex).
+_last_trace_id: tuple[int, str] = (-1, "")
+
+
+def _trace_id(value: int) -> str:
+    """``format_trace_id(value)``, remembering the last one (threads may race on it: each
+    reads one consistent tuple, at worst formats again)."""
+    global _last_trace_id
+    last = _last_trace_id
+    if last[0] == value:
+        return last[1]
+    text = format(value, "032x")
+    _last_trace_id = (value, text)
+    return text
 
 
 def _plain_attributes(bounded: Any, public: Mapping[str, Any] | None) -> Mapping[str, Any]:

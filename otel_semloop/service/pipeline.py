@@ -340,6 +340,12 @@ class Pipeline:
         self._dispatch()  # overflow and span-limit releases leave at once
         return result
 
+    def release_held(self) -> None:
+        """Release every held trace now (after a durable replay: a replayed trace whose
+        root left before the crash can never complete, so it must not wait for ``idle``)."""
+        self.buffer.release_all(ReleaseReason.FLUSH)
+        self._dispatch()
+
     @property
     def held_spans(self) -> int:
         return self.buffer.held_spans

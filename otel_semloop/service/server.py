@@ -322,6 +322,7 @@ class SemloopService:
                 for size in replayed.values():
                     self.accepted_bytes += size
                 if replayed:
+                    self._pipeline.release_held()  # nothing else is held yet
                     _logger.info(
                         "otel-semloop: durable queue %s: %d unfinished requests replayed",
                         config.durable_queue,

@@ -7,6 +7,8 @@ the convention layer's reading is part of what is tested.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_semloop.detectors.agents import HANDOFF_CYCLE
 from otel_semloop.detectors.failures import RETRY_STORM
@@ -162,6 +164,26 @@ def test_a_fresh_request_id_in_every_result_is_not_progress(convention):
             run, "deploy", {"service": "api"}, f"queued as {ident} (run-{ident[-4:]}), message m-{ident[4:]}"
         )
     assert score_in(run, convention).label is Label.LOOP
+
+
+@settings(max_examples=25, deadline=None)
+@given(ids=st.lists(st.uuids(), min_size=6, max_size=6, unique=True))
+def test_a_fresh_uuid_in_every_result_is_not_progress_whatever_its_digits(convention, ids):
+    # A UUID's all-digit groups (``f652-4008-b7b4``) are not counts that changed.
+    run = Scenario("send the reminder")
+    for ident in ids:
+        step(run, "send_message", {"to": "team"}, f"sent id={ident}")
+    assert score_in(run, convention).label is Label.LOOP
+
+
+@settings(max_examples=10, deadline=None)
+@given(ids=st.lists(st.uuids(), min_size=8, max_size=8, unique=True))
+def test_rows_that_grow_beside_a_fresh_uuid_are_progress(convention, ids):
+    run = Scenario("wait for the import")
+    for n, ident in enumerate(ids):
+        step(run, "import_status", {"job": "users"}, f"job {ident}: {1000 * (n + 1)} rows imported")
+    run.think("Imported.")
+    assert score_in(run, convention).label is Label.NO_LOOP
 
 
 def test_a_changing_status_with_ids_is_progress(convention):
