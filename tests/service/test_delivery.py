@@ -74,3 +74,25 @@ def test_a_downstream_slower_than_the_export_timeout_gets_the_first_batch_again_
         assert len([key for key, n in counts.items() if n == 1]) >= len(expected) - 5
         # The next hop can de-duplicate: a repeated span is the same span, ids and all.
         assert repeated and all(len(downstream.bodies[key]) == 1 for key in repeated)
+
+
+def test_one_request_larger_than_the_export_queue_is_forwarded_whole_once() -> None:
+    # Issue 14: an acknowledged request of many one-span traces must never be trimmed to the
+    # export queue's size afterwards (backpressure is decided before acknowledging).
+    from opentelemetry.proto.trace.v1 import trace_pb2
+
+    from tests.e2e.otlp_receiver import GrpcOtlpReceiver
+
+    count = 20_000
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for i in range(1, count + 1):
+        spans.append(trace_pb2.Span(trace_id=i.to_bytes(16, "big"), span_id=i.to_bytes(8, "big"), name="plain"))
+    with GrpcOtlpReceiver() as downstream:
+        with running(downstream, export_queue_spans=500, export_batch_spans=512) as service:
+            grpc_export(service.grpc_port, request, timeout=60)  # acknowledged (raises otherwise)
+            downstream.wait_until(lambda got: len(got) >= count, timeout=60)
+            time.sleep(0.5)  # anything extra would arrive now
+        keys = Counter((s.trace_id, s.span_id) for s in downstream.spans)
+    assert len(keys) == count, f"{count - len(keys)} acknowledged spans lost"
+    assert max(keys.values()) == 1
