@@ -87,7 +87,8 @@ def test_one_request_larger_than_the_export_queue_is_forwarded_whole_once() -> N
     request = trace_service_pb2.ExportTraceServiceRequest()
     spans = request.resource_spans.add().scope_spans.add().spans
     for i in range(1, count + 1):
-        spans.append(trace_pb2.Span(trace_id=i.to_bytes(16, "big"), span_id=i.to_bytes(8, "big"), name="plain"))
+        span = trace_pb2.Span(trace_id=i.to_bytes(16, "big"), span_id=i.to_bytes(8, "big"), name="plain")
+        spans.append(span)
     with GrpcOtlpReceiver() as downstream:
         with running(downstream, export_queue_spans=500, export_batch_spans=512) as service:
             grpc_export(service.grpc_port, request, timeout=60)  # acknowledged (raises otherwise)
