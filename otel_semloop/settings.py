@@ -295,7 +295,8 @@ class BufferingSettings:
     #: is forwarded unscored, marked ``semloop.unscored.reason="scoring budget exceeded"``.
     scoring_budget_seconds: float = setting(5.0, kind="float", minimum=0.001, old_names=("scoring_budget",))
     #: Threads that run detectors. One suits the deterministic detectors (the GIL
-    #: serialises them anyway); more lets a remote judge's waits overlap.
+    #: serialises them anyway); more lets a remote judge's waits overlap (the processor
+    #: uses at least two when a judge is configured).
     scoring_threads: int = setting(1, kind="int", minimum=1)
     #: A scoring thread past its budget cannot be killed in Python; it is abandoned and
     #: replaced, up to this many abandoned threads alive at once. Past that, traces are

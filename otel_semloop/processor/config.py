@@ -17,7 +17,7 @@ argument                               environment variable                defau
 ``max_spans``                          ``SEMLOOP_MAX_SPANS``               100000
 ``recent_traces``                      ``SEMLOOP_RECENT_TRACES``           16384
 ``scoring_budget_seconds``             ``SEMLOOP_SCORING_BUDGET_SECONDS``  5
-``scoring_threads``                    ``SEMLOOP_SCORING_THREADS``         1
+``scoring_threads``                    ``SEMLOOP_SCORING_THREADS``         1 (2 with a judge)
 ``max_stuck_scorers``                  ``SEMLOOP_MAX_STUCK_SCORERS``       2
 ``tick_seconds``                       ``SEMLOOP_TICK_SECONDS``            0.1
 ``shutdown_timeout_seconds``           ``SEMLOOP_SHUTDOWN_TIMEOUT_SECONDS``  30

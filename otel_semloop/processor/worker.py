@@ -114,6 +114,20 @@ def _queue_size_of(downstream: SpanProcessor) -> int:
         return 2048
 
 
+
+#: A judged trace holds its scoring thread while the judge answers (up to the budget):
+#: with one thread, the traces queued behind it spend their budgets waiting.
+_JUDGED_SCORING_THREADS = 2
+
+
+def _scoring_threads(configured: int, scorer: object) -> int:
+    """``scoring_threads``, raised to two when a semantic judge is configured (its waits are
+    network I/O, so the second thread costs the application almost no CPU)."""
+    if getattr(scorer, "judge", None) is not None:
+        return max(configured, _JUDGED_SCORING_THREADS)
+    return configured
+
+
 class _FlushRequest:
     __slots__ = ("deadline", "done", "drained", "reason", "seq")
 
@@ -147,7 +161,7 @@ class Worker:
             SDK_SPANS,
             self._deliver,
             processor._telemetry,
-            threads=config.scoring_threads,
+            threads=_scoring_threads(config.scoring_threads, processor._scorer),
             max_stuck=config.max_stuck_scorers,
             budget=config.scoring_budget_seconds,
             notify=self._wake.set,

@@ -87,7 +87,6 @@ def test_the_processor_forwards_every_span_once_with_the_deterministic_verdict_w
         judge=scorer.judge,
         grace_seconds=0.05,
         scoring_budget_seconds=BUDGET,
-        scoring_threads=2,  # a judge waits on a thread: two traces wait side by side
         meter_provider=MeterProvider(metric_readers=[reader]),
     )
     provider.add_span_processor(processor)
@@ -247,3 +246,38 @@ def test_the_processor_reads_its_judge_from_the_environment(monkeypatch):
     assert isinstance(scorer, JudgedScorer) and scorer.judge.name == "openai"
     assert str(scorer.escalation) == "0.5" and scorer.budget_seconds == 2.0
     processor.shutdown()
+
+
+class _ArrivalsBackend(ScriptedBackend):
+    """The slow scripted judge, noting when each request arrives."""
+
+    def __init__(self) -> None:
+        super().__init__(STUCK, delay=JUDGE_DELAY)
+        self.arrivals: list[float] = []
+
+    async def ask(self, request: Any, deadline: float | None = None) -> Any:
+        self.arrivals.append(time.monotonic())
+        return await super().ask(request, deadline)
+
+
+def test_with_a_judge_the_processor_scores_two_traces_side_by_side(monkeypatch):
+    # With one scoring thread, a trace waiting for the judge would hold back the next one
+    # until its budget ran out (the next trace's budget then spent queueing).
+    monkeypatch.setenv("SEMLOOP_JUDGE_ESCALATE", "always")
+    backend = _ArrivalsBackend()
+    scorer = scorer_with_judge(
+        Judge(backend, timeout=30.0), budget_seconds=BUDGET, environ={"SEMLOOP_JUDGE_ESCALATE": "always"}
+    )
+    exported = InMemorySpanExporter()
+    provider = TracerProvider(shutdown_on_exit=False)
+    processor = SemloopSpanProcessor(
+        SimpleSpanProcessor(exported), judge=scorer.judge, grace_seconds=0.05, scoring_budget_seconds=BUDGET
+    )
+    provider.add_span_processor(processor)
+    run_agents(provider)
+    deadline = time.monotonic() + 10
+    while len(backend.arrivals) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    provider.shutdown()
+    assert len(backend.arrivals) == 2
+    assert backend.arrivals[1] - backend.arrivals[0] < BUDGET / 2
