@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -203,28 +204,33 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             break
     is_error = record.status_code == STATUS_ERROR or error_type is not None
     cost = _first_present(attrs, *_COST_KEYS)
+    # Positional: a keyword call matches each name against the parameters (several times
+    # the cost of the call itself for this many); the order is checked at import below.
     step = Step(
-        kind=kind,
-        name=name,
-        span_id=record.span_id,
-        trace_id=record.trace_id,
-        parent_span_id=record.parent_span_id,
-        input=step_input,
-        output=output,
-        input_text=input_text,
-        output_text=output_text,
-        tool_arguments=tool_arguments,
-        tool_result=tool_result,
-        tool_calls=tool_calls,
-        is_error=is_error,
-        error_type=str(error_type or "") if is_error else "",
-        error_message=(message or "") if is_error else "",
-        start_ns=record.start_ns or None,
-        end_ns=record.end_ns or None,
-        input_tokens=_as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS)),
-        output_tokens=_as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS)),
-        cost=float(cost) if isinstance(cost, (int, float)) else None,
-        handoff_to=handoff_to,
+        kind,
+        name,
+        record.span_id,
+        record.trace_id,
+        record.parent_span_id,
+        step_input,
+        output,
+        input_text,
+        output_text,
+        tool_arguments,
+        tool_result,
+        tool_calls,
+        is_error,
+        str(error_type or "") if is_error else "",
+        (message or "") if is_error else "",
+        record.start_ns or None,
+        record.end_ns or None,
+        None,  # agent: set by the builder
+        _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS)),
+        _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS)),
+        float(cost) if isinstance(cost, (int, float)) else None,
+        0,  # depth
+        False,  # synthetic
+        handoff_to,
     )
     if defer_input or defer_output:
         step._deferred = Deferred(raw_in, envelope, raw_out)
@@ -235,6 +241,14 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     return step
 
 
+_STEP_FIELDS = (
+    "kind", "name", "span_id", "trace_id", "parent_span_id", "input", "output", "input_text",
+    "output_text", "tool_arguments", "tool_result", "tool_calls", "is_error", "error_type",
+    "error_message", "start_ns", "end_ns", "agent", "input_tokens", "output_tokens", "cost",
+    "depth", "synthetic", "handoff_to",
+)  # fmt: skip
+if tuple(f.name for f in dataclasses.fields(Step))[: len(_STEP_FIELDS)] != _STEP_FIELDS:
+    raise ImportError("read_step builds a Step positionally: update it to Step's field order")
 _JSON_OPENERS = ("{", "[")
 _UNREAD: Any = object()
 _NAME_KEYS = {
@@ -313,6 +327,16 @@ _HANDOFF_TOOLS = frozenset(
 _HANDOFF_ARGS = ("agent_name", "agent", "coworker", "target", "to", "to_agent", "assignee")
 
 
+@functools.lru_cache(maxsize=1024)
+def _handoff_name(name: str) -> tuple[str | None, bool]:
+    """(the target a hand-off tool's name gives, whether the tool names it in an argument):
+    a function of the name alone, cached (a trace calls a few tools many times)."""
+    match = _HANDOFF_NAME.match(name)
+    if match and match.group(1) != "agent":
+        return match.group(1).strip(), False
+    return None, name.lower() in _HANDOFF_TOOLS
+
+
 def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str | None:
     """The agent a tool call hands the work to, or None when it is not a hand-off.
 
@@ -322,10 +346,10 @@ def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str |
     target = attrs.get("gen_ai.transfer.target.name") or attrs.get("gen_ai.transfer.target")
     if isinstance(target, str) and target:
         return target
-    match = _HANDOFF_NAME.match(name)
-    if match and match.group(1) != "agent":
-        return match.group(1).strip()
-    if name.lower() in _HANDOFF_TOOLS and isinstance(arguments, Mapping):
+    named, by_argument = _handoff_name(name)
+    if named is not None:
+        return named
+    if by_argument and isinstance(arguments, Mapping):
         for key in _HANDOFF_ARGS:
             value = arguments.get(key)
             if isinstance(value, str) and value:
@@ -639,10 +663,20 @@ def flatten_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
-        texts = [_message_text(m) for m in value]
-        if any(t is not None for t in texts):
-            return "\n".join(t for t in texts if t)
+    if isinstance(value, list) and value:
+        texts = []
+        message_seen = False
+        for message in value:
+            if not isinstance(message, dict):
+                break  # not a message list: rendered as JSON below
+            text = _message_text(message)
+            if text is not None:
+                message_seen = True
+                if text:
+                    texts.append(text)
+        else:
+            if message_seen:
+                return "\n".join(texts)
     if isinstance(value, dict):
         text = _message_text(value)
         if text is not None:
@@ -655,14 +689,20 @@ def flatten_text(value: Any) -> str:
     return str(value)
 
 
+_PART_TEXT_TYPES = ("text", "reasoning")  # a tuple: a part's type may be unhashable
+_ABSENT: Any = object()
+
+
 def _message_text(message: Mapping[str, Any]) -> str | None:
     """Text of one message, or None when the dict is not a message."""
     parts = message.get("parts")
     if isinstance(parts, list):
         texts = []
         for part in parts:
-            if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
-                content = part.get("content", part.get("text"))
+            if isinstance(part, dict) and part.get("type") in _PART_TEXT_TYPES:
+                content = part.get("content", _ABSENT)
+                if content is _ABSENT:
+                    content = part.get("text")
                 if isinstance(content, str):
                     texts.append(content)
         return "\n".join(texts)
@@ -689,7 +729,9 @@ def block_text(blocks: list[Any]) -> str:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
-        if kind in _TEXT_TYPES or (kind is None and isinstance(part.get("text"), str)):
+        # (A type that is not a string, even an unhashable list, is no text type.)
+        is_text = isinstance(kind, str) and kind in _TEXT_TYPES
+        if is_text or (kind is None and isinstance(part.get("text"), str)):
             texts.append(str(part.get("text", "")))
         elif isinstance(part.get("toolResult"), dict) and isinstance(part["toolResult"].get("content"), list):
             texts.append(block_text(part["toolResult"]["content"]))

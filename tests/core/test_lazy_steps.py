@@ -338,3 +338,74 @@ def test_lazy_and_eager_reads_give_the_same_step(
             assert _same(getattr(step, field), expected[field]), field
     for field, value in expected.items():
         assert _same(getattr(step, field), value), field
+
+
+def _flatten_reference(value: Any) -> str:
+    """flatten_text as first written (the specification its faster loop must equal)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        texts = [_message_text_reference(m) for m in value]
+        if any(t is not None for t in texts):
+            return "\n".join(t for t in texts if t)
+    if isinstance(value, dict):
+        text = _message_text_reference(value)
+        if text is not None:
+            return text
+    if isinstance(value, (list, dict)):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        except TypeError:
+            return str(value)
+    return str(value)
+
+
+def _message_text_reference(message: dict) -> str | None:
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = []
+        for part in parts:
+            if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
+                content = part.get("content", part.get("text"))
+                if isinstance(content, str):
+                    texts.append(content)
+        return "\n".join(texts)
+    if "content" in message or "role" in message:
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return cv.block_text(content)
+        return ""
+    return None
+
+
+PARTS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["text", "reasoning", "tool_call", "x"])
+            | st.lists(st.integers(), max_size=1),
+            "content": st.none() | st.text(max_size=5) | st.integers(),
+            "text": st.none() | st.text(max_size=5),
+        },
+    )
+    | json_values,
+    max_size=3,
+)
+MESSAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["user", "assistant"]),
+        "parts": PARTS | json_values,
+        "content": json_values | PARTS,
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.lists(MESSAGES | json_values, max_size=4), MESSAGES, json_values))
+def test_flatten_text_equals_its_specification(value: Any) -> None:
+    assert cv.flatten_text(value) == _flatten_reference(value)
