@@ -63,7 +63,6 @@ from otel_semloop.detectors.normalize import (
     canonical_args,
     classify_failure,
     counts_fell,
-    digest,
     failure_identity,
     is_acknowledgement,
     normalize_result_and_content,
@@ -320,7 +319,7 @@ class Fingerprinter:
             self._tool(step, facts)
         elif step.kind is StepKind.LLM:
             # The request's identity, so a retried call can be told from a new one.
-            facts.call = digest(f"{step.name}\0{step.input_text}")
+            facts.call = hash(f"{step.name}\0{step.input_text}")
             facts.failure = classify_failure(step)
             self._text(step, facts, novelty=True)
         elif step.kind is StepKind.AGENT:
@@ -345,12 +344,12 @@ class Fingerprinter:
             arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
         facts.args_known = arguments is not None
         if facts.args_known:
-            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
+            facts.call = hash(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
             facts._arguments = (arguments, volatile, config.position_args, shell)
             if not self.lazy:
                 facts._read_arguments()
         else:
-            facts.call = digest(f"{step.name}\0<no arguments>")
+            facts.call = hash(f"{step.name}\0<no arguments>")
         raw = _result_text(step)
         failure = classify_failure(step, raw)
         facts.failure = failure
@@ -359,14 +358,14 @@ class Fingerprinter:
         counts = numbers = None
         if raw is not None:
             normalised, content = normalize_result_and_content(raw)
-            facts.result = digest(normalised)
+            facts.result = hash(normalised)
             # Size in words, not characters: an id one character longer is not more output.
             # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
             if len(normalised) < _SIZE_SPLIT_CHARS:
                 size = normalised.count(" ") + 1 if normalised else 0
             else:
                 size = len(normalised) // 6
-            facts.content = digest(content) if content != normalised else facts.result
+            facts.content = hash(content) if content != normalised else facts.result
             facts.trivial = is_acknowledgement(normalised) and not (
                 not normalised and empty_means_none_found(step.name, arguments, shell=shell)
             )
@@ -375,21 +374,21 @@ class Fingerprinter:
                 self._content_epoch += 1
                 facts.content_novel = True
         elif failure is not None:
-            facts.result = digest(f"<failure>{failure.label}")
+            facts.result = hash(f"<failure>{failure.label}")
             size, progress = 0, None
         else:
             size, progress = 0, None
         if not facts.args_known and facts.result is None:
             # Nothing to compare: a unique fingerprint, novel by construction.
             self._unique += 1
-            facts.action = digest(f"<opaque>{self._unique}")
+            facts.action = hash(f"<opaque>{self._unique}")
         elif failure is not None:
             # A failure is identified by what failed and how, not by how it was asked: a
             # re-worded edit, an added hint argument, a wobbling search string that fail
             # with the same message learned nothing the first failure did not.
-            facts.action = digest(f"{step.name}\0<failed>\0{failure_identity(step, raw, failure)}")
+            facts.action = hash(f"{step.name}\0<failed>\0{failure_identity(step, raw, failure)}")
         else:
-            facts.action = digest(f"{facts.call}\0{facts.result}")
+            facts.action = hash((facts.call, facts.result))
         # Progress is measured against the best this call ever showed, not its last
         # result: a result alternating between a short and a long form, or a percentage
         # going down and up again, must not count as progress on every upswing. Counts
@@ -431,7 +430,7 @@ class Fingerprinter:
                 # it already gave (writes answered "ok", then "saved", then "ok") ends no
                 # wait.
                 facts.poll_ended = True
-                facts.previous_action = digest(f"{facts.call}\0{last_result}")
+                facts.previous_action = hash((facts.call, last_result))
             streak = 1 if facts.result is not None else 0
         if facts.call_novel:
             self._call_epoch += 1
@@ -470,7 +469,7 @@ class Fingerprinter:
         normalised = normalize_text(text)
         if not normalised:
             return
-        facts.text = digest(normalised)
+        facts.text = hash(normalised)
         if not novelty:
             return
         seen, _ = self._texts.touch(facts.text)
