@@ -163,6 +163,26 @@ def _drop_punctuation(text: str) -> str:
     return text.translate(_PUNCTUATION)
 
 
+#: ASCII as bytes: upper-case letters to lower case and every character ``str.split``
+#: splits on to a blank (``_FOLD``); the same, and punctuation to a blank too
+#: (``_FOLD_PUNCTUATION``). For ASCII text ``casefold`` is ``lower``.
+_FOLD = bytes(
+    c + 32 if 65 <= c <= 90 else ord(" ") if c < 128 and chr(c).isspace() else c for c in range(256)
+)
+_FOLD_PUNCTUATION = bytes(ord(" ") if _PUNCTUATION_BYTES[c] == ord(" ") else _FOLD[c] for c in range(256))
+_BLANKS = re.compile(b"  +")
+
+
+def _fold_ascii(text: str, table: bytes) -> str:
+    """``" ".join(text.casefold().split())`` of ASCII ``text`` (with :data:`_FOLD`;
+    punctuation dropped first with :data:`_FOLD_PUNCTUATION`): one byte translation, then
+    runs of blanks collapsed by a pattern that starts with a literal."""
+    folded = text.encode("ascii").translate(table)
+    if b"  " in folded:
+        folded = _BLANKS.sub(b" ", folded)
+    return folded.strip(b" ").decode("ascii")
+
+
 def _hex(match: re.Match[str]) -> str:
     run = match.group()
     if run[:2].lower() == "0x" or (_HEX_LETTER.search(run) and _HAS_DIGIT.search(run)):
@@ -266,11 +286,12 @@ def normalize_result_and_content(text: str) -> tuple[str, str]:
     """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
     identifiers once for both."""
     if not has_digit(text):
-        folded = " ".join(text.casefold().split())
+        folded = _fold_ascii(text, _FOLD) if text.isascii() else " ".join(text.casefold().split())
         return folded, folded
     # Collapsing blanks commutes with masking (no mark holds a blank, and a collapsed
     # blank still separates what it separated): one split for result and content.
-    content = " ".join(_mask_ids(text).casefold().split())
+    masked = _mask_ids(text)
+    content = _fold_ascii(masked, _FOLD) if masked.isascii() else " ".join(masked.casefold().split())
     return _volatile_marks(content), content
 
 
@@ -321,7 +342,10 @@ def normalize_result(text: str) -> str:
 def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
-    return " ".join(_drop_punctuation(mask(text).casefold()).split())
+    masked = mask(text)
+    if masked.isascii():
+        return _fold_ascii(masked, _FOLD_PUNCTUATION)
+    return " ".join(_drop_punctuation(masked.casefold()).split())
 
 
 def normalize_words(text: str) -> str:
