@@ -47,6 +47,10 @@ and its fair share of the queue (so that every thread gets work), claims each on
 scores them all in one call: one round trip to a worker process per batch instead of per
 release. Every rule above holds per release (each is claimed, settled and counted on its
 own; a batch past the budget makes its thread stuck once).
+
+Size: one state machine (a job's claim, its budget, the stuck-thread accounting and the
+batches a thread takes) under one lock; split apart, each piece would need the others'
+private state.
 """
 
 from __future__ import annotations
