@@ -4,24 +4,29 @@ Why: the receivers, the buffer and the exporter share one event loop, and scorin
 in the same process share its GIL, so a service scoring on threads uses about one core
 however many the host has. With :class:`ScoringProcesses` the
 :class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each one checks out a
-worker process for one release, sends the release's spans over a pipe as serialized
-protobuf and waits (the GIL is free meanwhile); the worker decodes them into records and
-calls :func:`~otel_semloop.scoring.score_records` (trace build, detectors, policy,
-patches); the verdict and the per-span patches come back pickled and are written back in
-the service process. The pool's rules (budget, stuck threads, exactly once) are unchanged:
-:meth:`ScoringProcesses.evaluate` is the pool's ``evaluator``.
+worker process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
+``batch_evaluator``: the release a thread took and those queued behind it), sends their
+spans over a pipe as serialized protobuf and waits (the GIL is free meanwhile); the worker
+decodes them into records and calls :func:`~otel_semloop.scoring.score_records` (trace
+build, detectors, policy, patches) for each, applies the patches to the spans it decoded
+and serializes those again. The pool's rules (budget, stuck threads, exactly once) hold
+per release.
 
 What crosses the pipe is small: the spans' wire bytes in (what the service already
-holds), a verdict and a few patches out. Each trip costs the service process about
-20 us plus 1-2 us a span (serializing, unpickling, one root decoded for the log line).
+holds); per release a verdict, the root's index and id and the patched spans' bytes out.
+The service process then only swaps bytes: each patched span becomes a new
+:class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
+abandoned past its budget changed nothing that left), and the root is decoded only when
+``wants_root(verdict)`` says a log line or an evaluation record needs it. A batch of one
+round trip costs the service process about 20 us plus a few us a span.
 
 Workers
     Started with ``forkserver`` (they inherit no gRPC or asyncio state of the service),
     ``processes`` of them, and warmed up (imports done, the scorer built) before the
     service reports ready, so the first traces do not spend their budget on a boot. A
-    worker that dies (a crash, the OOM killer) costs only its trace, which goes out
+    worker that dies (a crash, the OOM killer) costs only the traces it held, which go out
     unscored (``scoring failed: WorkerDied``); the next checkout starts a new one. A
-    watchdog terminates a worker still busy on one trace ``kill_after`` seconds after it
+    watchdog terminates a worker still busy on one batch ``kill_after`` seconds after it
     got it (a hung detector cannot hold a core for ever; its trace left unscored at the
     budget, and its thread, counted stuck by the pool, comes back).
     Replacements for workers abandoned past the budget are started on demand, so at most
