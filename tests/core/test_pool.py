@@ -402,7 +402,8 @@ def test_a_thread_takes_the_releases_queued_behind_its_own_as_one_batch(harnesse
     scorer.gate.set()
     outcomes = h.wait_delivered(10)
     assert batches.sizes == [1, 9]  # one round trip for the nine
-    assert sorted(o.spans[0].trace_id for o in outcomes) == sorted(agent_release(n).trace_key for n in range(10))
+    expected = sorted(agent_release(n).trace_key for n in range(10))
+    assert sorted(o.spans[0].trace_id for o in outcomes) == expected
     assert [o.label for o in outcomes] == ["loop"] * 10
     assert h.stats()["semloop.traces.loop"] == 10
 

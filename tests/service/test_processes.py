@@ -151,7 +151,8 @@ def test_releases_queued_together_go_to_a_worker_in_one_round_trip(workers: Scor
         pool.stop()
     assert sum(sizes) == 24 and len(sizes) < 24 and max(sizes) > 1
     labels = {o.spans[0].span.trace_id: o.label for o in delivered}
-    assert labels == {r.spans[0].span.trace_id: "loop" if i % 2 == 0 else "no_loop" for i, r in enumerate(releases)}
+    expected = {r.spans[0].span.trace_id: "no_loop" if i % 2 else "loop" for i, r in enumerate(releases)}
+    assert labels == expected
     for outcome in delivered:  # the verdict went on each trace's own root
         root = next(h.span for h in outcome.spans if not h.span.parent_span_id)
         attrs = {kv.key: kv.value.string_value for kv in root.attributes}
