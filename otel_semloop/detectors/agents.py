@@ -35,6 +35,8 @@ Cost
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from otel_semloop.detectors.base import IncrementalDetector, StepFacts
 from otel_semloop.detectors.cycles import TailCycles
 from otel_semloop.detectors.normalize import digest
@@ -55,6 +57,9 @@ class HandoffCycleDetector(IncrementalDetector):
     """``handoff_cycle``: agents handing work back and forth with nothing new (see module doc)."""
 
     signals = (HANDOFF_CYCLE,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): agent steps and
+    #: hand-off tool calls.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.AGENT, StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()

@@ -30,10 +30,11 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable
+from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.config import DetectorConfig
-from otel_semloop.model import Step
+from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
 __all__ = ["ACTION_CYCLE", "ActionCycleDetector", "CycleTracker", "TailCycles"]
@@ -202,6 +203,8 @@ class ActionCycleDetector(IncrementalDetector):
     """``action_cycle``: a (tool, arguments, result) pattern repeating at the tail (see module doc)."""
 
     signals = (ACTION_CYCLE,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()

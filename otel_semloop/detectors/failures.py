@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
+from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.normalize import FailureKind
@@ -91,6 +92,8 @@ class FailureDetector(IncrementalDetector):
     """``permanent_error``, ``repeated_error``, ``transient_error`` (see module doc)."""
 
     signals = (PERMANENT_ERROR, REPEATED_ERROR, TRANSIENT_ERROR)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool and LLM calls.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL, StepKind.LLM})
 
     def reset(self) -> None:
         super().reset()
@@ -157,6 +160,8 @@ class RetryStormDetector(IncrementalDetector):
     """``retry_storm``: failed LLM or tool calls in a row with nothing completed between."""
 
     signals = (RETRY_STORM,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool and LLM calls.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL, StepKind.LLM})
 
     def reset(self) -> None:
         super().reset()

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.normalize import normalize_words
@@ -57,6 +58,9 @@ class MonologueDetector(IncrementalDetector):
     """``monologue``: the same assistant message again and again with nothing between."""
 
     signals = (MONOLOGUE,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): LLM messages, and the
+    #: tool and agent steps that end a run of them.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.LLM, StepKind.TOOL, StepKind.AGENT})
 
     def reset(self) -> None:
         super().reset()
@@ -243,6 +247,9 @@ class ChantingDetector(IncrementalDetector):
     """``chanting``: one line or sentence repeated many times inside one LLM output."""
 
     signals = (CHANTING,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): LLM outputs and the
+    #: arguments of final-answer tools.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.LLM, StepKind.TOOL})
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if facts.kind is StepKind.LLM:
