@@ -48,11 +48,24 @@ def _constructed() -> Iterator[Trace]:
             steps.append(Step(agent, ("planner", "coder")[i % 2], output_text="handing over", start_ns=clock))
         elif phase == 1:
             steps.append(
-                Step(llm, "chat", output_text="Checking.\n" * 12, tool_calls=(ToolCall("search"),), start_ns=clock)
+                Step(
+                    llm,
+                    "chat",
+                    output_text="Checking.\n" * 12,
+                    tool_calls=(ToolCall("search"),),
+                    start_ns=clock,
+                )
             )
         elif phase == 2:
             steps.append(
-                Step(tool, "search", tool_arguments={"q": f"x{i % 3}"}, tool_result="[]", start_ns=clock, end_ns=clock)
+                Step(
+                    tool,
+                    "search",
+                    tool_arguments={"q": f"x{i % 3}"},
+                    tool_result="[]",
+                    start_ns=clock,
+                    end_ns=clock,
+                )
             )
         elif phase == 3:
             steps.append(
@@ -67,13 +80,17 @@ def _constructed() -> Iterator[Trace]:
                 )
             )
         elif phase == 4:
-            steps.append(Step(llm, "chat", is_error=True, error_type="429", input_text="retry", start_ns=clock))
+            steps.append(
+                Step(llm, "chat", is_error=True, error_type="429", input_text="retry", start_ns=clock)
+            )
         elif phase == 6:
             steps.append(Step(tool, "transfer_to_coder", handoff_to="coder", start_ns=clock))
         elif phase == 7:
             steps.append(Step(tool, "final_answer", tool_arguments={"answer": "Done. " * 15}, start_ns=clock))
         elif phase == 8:
-            steps.append(Step(llm, "chat", output_text="I will read the file again.", input_tokens=400, start_ns=clock))
+            steps.append(
+                Step(llm, "chat", output_text="I will read the file again.", input_tokens=400, start_ns=clock)
+            )
         else:
             steps.append(Step(StepKind.OTHER, "http", start_ns=clock))
     yield Trace.from_steps(steps)
