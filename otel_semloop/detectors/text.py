@@ -38,6 +38,7 @@ Cost
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sys
@@ -53,6 +54,10 @@ __all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "ch
 
 MONOLOGUE = "monologue"
 CHANTING = "chanting"
+
+#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
+#: through the enum metaclass's attribute hook (about ten times a global's cost).
+_LLM, _TOOL, _AGENT = StepKind.LLM, StepKind.TOOL, StepKind.AGENT
 
 
 class MonologueDetector(IncrementalDetector):
@@ -76,8 +81,9 @@ class MonologueDetector(IncrementalDetector):
         self._episode = None
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is not StepKind.LLM:
-            if facts.kind in (StepKind.TOOL, StepKind.AGENT):
+        kind = facts.kind
+        if kind is not _LLM:
+            if kind is _TOOL or kind is _AGENT:
                 self._break()
             return []
         if facts.has_tool_calls:
@@ -265,6 +271,13 @@ ANSWER_TOOL = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)
+def _is_answer_tool(name: str) -> bool:
+    """Whether ``name`` is a final-answer tool (:data:`ANSWER_TOOL`); tool names repeat, the
+    match is remembered."""
+    return ANSWER_TOOL.match(name) is not None
+
+
 def _string_leaves(value: object, depth: int = 0) -> str:
     """The strings inside a tool's arguments, one per line (keys and envelopes left out)."""
     if isinstance(value, str):
@@ -293,9 +306,10 @@ class ChantingDetector(IncrementalDetector):
         self._floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is StepKind.LLM:
+        kind = facts.kind
+        if kind is _LLM:
             text = step.output_text
-        elif facts.kind is StepKind.TOOL and ANSWER_TOOL.match(step.name):
+        elif kind is _TOOL and _is_answer_tool(step.name):
             text = _string_leaves(step.tool_arguments)  # the answer given through the tool
         else:
             return []
