@@ -182,7 +182,8 @@ def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tup
         with contextlib.suppress(Exception):  # deepeval keeps the raw string on any failure
             args = json.loads(args)
     if isinstance(args, dict):
-        return span.get("name", ""), tuple(sorted((str(k), str(v)) for k, v in args.items()))
+        # The sorted (str(key), str(value)) pairs, the pairs built by ``map`` in C.
+        return span.get("name", ""), tuple(sorted(zip(map(str, args), map(str, args.values()))))
     return span.get("name", ""), (str(args),)
 
 
@@ -283,6 +284,21 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
                 if not depths:
                     del by_prefix[node.prefix]
             continue
+        kids = child.get("children", _END)
+        leaf = kids is _END or (kids.__class__ is list and not kids)
+        if leaf and by_prefix is not None:
+            # A leaf (the usual span): compared with its ancestors, never pushed (it would
+            # be popped at once), no node built unless its prefix matches an ancestor's.
+            prefix = f"{child.get('type', 'unknown')}:{child.get('name', 'unnamed')}:"
+            if prefix.count(":") == 2:
+                depths = by_prefix.get(prefix)
+                if depths:
+                    label = prefix + _input_hash(child)
+                    start = next((d for d in depths if path[d].label == label), None)
+                    if start is not None:
+                        cycle = [*(n.label for n in path[start:]), label]
+                        break
+                continue
         node = _Node(child)
         depth = len(path)
         if by_prefix is not None and node.prefix.count(":") != 2:
@@ -304,8 +320,17 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
         if start is not None:
             cycle = [*(n.label for n in path[start:]), node.label]
             break
+        if leaf:
+            if by_prefix is None:
+                del position[node.label]
+            else:
+                depths = by_prefix[node.prefix]
+                depths.pop()
+                if not depths:
+                    del by_prefix[node.prefix]
+            continue
         path.append(node)
-        pending.append(_children(child))
+        pending.append(iter(kids))
     if cycle is None:
         return 1.0, "No execution cycles detected."
     shown = []
@@ -407,6 +432,15 @@ def score_reasoning_stagnation(
     was computed exactly and ``M' <= M < sim``. Every other pair gets its exact ``sim``.
     So at the end either both maxima are below the threshold (both report no
     stagnation) or they are equal with the same first pair.
+
+    Jaccard itself is skipped (taken as 0.0) when the bound ``min(|A|, |B|) / max(|A|,
+    |B|)`` on it (the intersection is at most the smaller set, the union at least the
+    larger; float division is monotone, so the computed value obeys it too) is below the
+    threshold: then ``sim >= threshold`` can only come from ``ratio``, which the skip
+    rules above compute whenever it can matter (with a floor that is only lower), and a
+    pair below the threshold gets a value below it. An output equal to the previous one
+    (one memo entry) has Jaccard exactly 1.0 and a ratio bound of 1.0, so neither is
+    computed.
     """
     if len(llm_outputs) < 2:
         return 1.0, "Not enough LLM spans to check for reasoning stagnation."
@@ -433,7 +467,23 @@ def score_reasoning_stagnation(
         a, b = b, prepare(llm_outputs[i + 1])
         if a is None or b is None:
             continue
-        similarity = _bigram_jaccard(a, b)
+        if a is b and a.bigrams:
+            # The same output again (the memo returns one object for equal texts): Jaccard
+            # 1.0, and no ratio can exceed it.
+            similarity = 1.0
+            if similarity > max_overlap:
+                max_overlap = similarity
+                pair = (i, i + 1)
+            continue
+        small, large = len(a.bigrams), len(b.bigrams)
+        if small > large:
+            small, large = large, small
+        if large and small / large < similarity_threshold:
+            # Jaccard is at most min/max of the set sizes, below the threshold: it cannot
+            # decide the result (see the docstring), so it is not computed.
+            similarity = 0.0
+        else:
+            similarity = _bigram_jaccard(a, b)
         floor = max_overlap if max_overlap > similarity else similarity
         if _ratio_can_matter(a, b, floor, similarity_threshold):
             ratio = SequenceMatcher(None, a.text, b.text).ratio()
