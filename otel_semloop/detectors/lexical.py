@@ -183,7 +183,7 @@ def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tup
             args = json.loads(args)
     if isinstance(args, dict):
         # The sorted (str(key), str(value)) pairs, the pairs built by ``map`` in C.
-        return span.get("name", ""), tuple(sorted(zip(map(str, args), map(str, args.values()))))
+        return span.get("name", ""), tuple(sorted(zip(map(str, args), map(str, args.values()), strict=True)))
     return span.get("name", ""), (str(args),)
 
 
@@ -478,12 +478,9 @@ def score_reasoning_stagnation(
         small, large = len(a.bigrams), len(b.bigrams)
         if small > large:
             small, large = large, small
-        if large and small / large < similarity_threshold:
-            # Jaccard is at most min/max of the set sizes, below the threshold: it cannot
-            # decide the result (see the docstring), so it is not computed.
-            similarity = 0.0
-        else:
-            similarity = _bigram_jaccard(a, b)
+        # Jaccard is at most min/max of the set sizes; below the threshold it cannot decide
+        # the result (see the docstring) and is not computed.
+        similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
         floor = max_overlap if max_overlap > similarity else similarity
         if _ratio_can_matter(a, b, floor, similarity_threshold):
             ratio = SequenceMatcher(None, a.text, b.text).ratio()
