@@ -97,6 +97,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from difflib import SequenceMatcher
 from typing import Any, ClassVar
@@ -193,10 +194,9 @@ def score_tool_repetition(
     """deepeval's tool-repetition sub-score and reason for the tool spans, in order."""
     if not tool_spans:
         return 1.0, "No tool spans found."
-    counts: dict[Any, int] = {}
-    for span in tool_spans:
-        key = _call_key(span)
-        counts[key] = counts.get(key, 0) + 1
+    # Counted in C (one hash of each nested key tuple, not two); a Counter keeps first-seen
+    # order like the dict deepeval fills.
+    counts = Counter(map(_call_key, tool_spans))
     # max() keeps the first of equal counts, i.e. the first call seen.
     (tool_name, _), count = max(counts.items(), key=lambda item: item[1])
     if count >= repetition_threshold * 2:
