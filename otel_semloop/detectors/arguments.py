@@ -73,7 +73,6 @@ _MAX_SHELL_CHARS = 2000
 _SHELL_OPERATORS = frozenset({"|", "||", "&&", ";", "&"})
 
 _NEEDS_QUOTES = re.compile(r"[\s'\"|&;]")
-_DIGIT = re.compile(r"\d")
 _URL = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$", re.IGNORECASE)
 
 _MONTHS = {
@@ -109,9 +108,7 @@ def canonical_string(value: str, *, shell: bool = False) -> str:
         return canonical_shell(value)
     if "://" in value and _URL.match(value.strip()):
         return canonical_url(value.strip())
-    if _DIGIT.search(value):
-        return canonical_date_text(value)
-    return value
+    return canonical_date_text(value)  # the very same string when it holds no date
 
 
 def canonical_url(url: str) -> str:

@@ -63,7 +63,6 @@ from otel_semloop.detectors.normalize import (
     canonical_args,
     classify_failure,
     counts_fell,
-    digest,
     failure_identity,
     is_acknowledgement,
     normalize_result_and_content,
@@ -270,7 +269,14 @@ class Fingerprinter:
     """Computes :class:`StepFacts` for each step, with the novelty state of one run.
 
     Cost per step: O(size of the step) to normalise and hash its arguments, result and
-    text, plus O(1) dictionary work; memory O(seen_capacity) digests.
+    text, plus O(1) dictionary work; memory O(seen_capacity) digests (and, replaying, up
+    to :data:`_MEMO_ENTRIES` references to texts of the trace).
+
+    The digests (``call``, ``result``, ``content``, ``action``, ``text``) are Python
+    hashes of the normalised strings: they are only compared with each other, within one
+    run, in one process (a string's hash is salted per process), and never printed or
+    sent anywhere. A 64-bit hash errs toward "same" with the same negligible odds as a
+    64-bit blake2b, at a small fraction of its cost.
     """
 
     __slots__ = (
@@ -280,9 +286,11 @@ class Fingerprinter:
         "_content_epoch",
         "_contents",
         "_epoch",
+        "_reads",
         "_seen",
         "_shell",
         "_text_epoch",
+        "_text_reads",
         "_texts",
         "_unique",
         "_volatile",
@@ -295,9 +303,11 @@ class Fingerprinter:
         self._shell: dict[str, bool] = {}
         #: Replaying a finished trace: figures only a repeat of the same call or a
         #: comparison with a neighbour needs (progress figures, counts and numbers of a
-        #: result, the argument signature and words) are computed when first needed, from
-        #: the step's own text and arguments, which the trace holds anyway. Live (False),
-        #: everything is computed at once and no text is kept. Same facts either way.
+        #: result, the argument signature and words, an LLM request's identity) are
+        #: computed when first needed, from the step's own text and arguments, which the
+        #: trace holds anyway, and a result or assistant text seen again in the run is not
+        #: read again (:meth:`_read`). Live (False), everything is computed at once and no
+        #: text is kept. Same facts either way.
         self.lazy = False
         self.reset()
 
@@ -308,6 +318,8 @@ class Fingerprinter:
         self._calls = _LRU(capacity)
         self._texts = _LRU(capacity)  # assistant text digests
         self._contents = _LRU(capacity)  # result content digests (digits kept)
+        self._reads: dict[str, _Read] = {}  # replay only: result text -> what it reads as
+        self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
         self._content_epoch = 0
         self._epoch = 0
         self._call_epoch = 0
@@ -315,17 +327,25 @@ class Fingerprinter:
         self._unique = 0
 
     def facts(self, step: Step, index: int) -> StepFacts:
-        facts = StepFacts(step, index)
-        if step.kind is StepKind.TOOL:
+        kind = step.kind
+        if kind is StepKind.TOOL:
+            facts = StepFacts(step, index)
             self._tool(step, facts)
-        elif step.kind is StepKind.LLM:
-            # The request's identity, so a retried call can be told from a new one.
-            facts.call = digest(f"{step.name}\0{step.input_text}")
+            facts.is_action = not facts.transient_failure
+        elif kind is StepKind.LLM:
+            # The request's identity (name and whole input), so a retried call can be told
+            # from a new one: only the failure detector reads it, and only about failures.
+            if self.lazy:
+                facts = _LazyCall(step, index)
+            else:
+                facts = StepFacts(step, index)
+                facts.call = _llm_call(step)
             facts.failure = classify_failure(step)
             self._text(step, facts, novelty=True)
-        elif step.kind is StepKind.AGENT:
-            self._text(step, facts, novelty=False)
-        facts.is_action = step.kind is StepKind.TOOL and not facts.transient_failure
+        else:
+            facts = StepFacts(step, index)
+            if kind is StepKind.AGENT:
+                self._text(step, facts, novelty=False)
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
         facts.text_epoch = self._text_epoch
@@ -333,97 +353,97 @@ class Fingerprinter:
         return facts
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
-        config = self._config
-        volatile = self._volatile.get(step.name)
+        name = step.name
+        volatile = self._volatile.get(name)
         if volatile is None:
-            volatile = self._volatile[step.name] = config.volatile_for(step.name)
-        shell = self._shell.get(step.name)
+            volatile = self._volatile[name] = self._config.volatile_for(name)
+        shell = self._shell.get(name)
         if shell is None:
-            shell = self._shell[step.name] = is_shell_tool(step.name)
+            shell = self._shell[name] = is_shell_tool(name)
         arguments = step.tool_arguments
         if arguments is None and step.handoff_to:
             arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
-        facts.args_known = arguments is not None
-        if facts.args_known:
-            facts.call = digest(f"{step.name}\0{canonical_args(arguments, volatile, shell=shell)}")
-            facts._arguments = (arguments, volatile, config.position_args, shell)
+        args_known = facts.args_known = arguments is not None
+        if args_known:
+            call = facts.call = hash(f"{name}\0{canonical_args(arguments, volatile, shell=shell)}")
+            facts._arguments = (arguments, volatile, self._config.position_args, shell)
             if not self.lazy:
                 facts._read_arguments()
         else:
-            facts.call = digest(f"{step.name}\0<no arguments>")
+            call = facts.call = hash(f"{name}\0<no arguments>")
         raw = _result_text(step)
         failure = classify_failure(step, raw)
         facts.failure = failure
         if failure is not None and failure.kind is FailureKind.TRANSIENT:
             return  # neither novel nor remembered: the call did not happen
-        counts = numbers = None
+        read = None
         if raw is not None:
-            normalised, content = normalize_result_and_content(raw)
-            facts.result = digest(normalised)
-            # Size in words, not characters: an id one character longer is not more output.
-            # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
-            if len(normalised) < _SIZE_SPLIT_CHARS:
-                size = normalised.count(" ") + 1 if normalised else 0
-            else:
-                size = len(normalised) // 6
-            facts.content = digest(content) if content != normalised else facts.result
-            facts.trivial = is_acknowledgement(normalised) and not (
-                not normalised and empty_means_none_found(step.name, arguments, shell=shell)
+            read = self._read(raw)
+            result = facts.result = read.result
+            size = read.size
+            facts.content = read.content
+            facts.trivial = read.acknowledges and not (
+                read.empty and empty_means_none_found(name, arguments, shell=shell)
             )
-            content_seen, _ = self._contents.touch(facts.content)
+            content_seen, _ = self._contents.touch(read.content)
             if not content_seen:
                 self._content_epoch += 1
                 facts.content_novel = True
         elif failure is not None:
-            facts.result = digest(f"<failure>{failure.label}")
-            size, progress = 0, None
+            result = facts.result = hash(f"<failure>{failure.label}")
+            size = 0
         else:
-            size, progress = 0, None
-        if not facts.args_known and facts.result is None:
+            result = None
+            size = 0
+        if not args_known and result is None:
             # Nothing to compare: a unique fingerprint, novel by construction.
             self._unique += 1
-            facts.action = digest(f"<opaque>{self._unique}")
+            facts.action = hash(f"<opaque>{self._unique}")
         elif failure is not None:
             # A failure is identified by what failed and how, not by how it was asked: a
             # re-worded edit, an added hint argument, a wobbling search string that fail
             # with the same message learned nothing the first failure did not.
-            facts.action = digest(f"{step.name}\0<failed>\0{failure_identity(step, raw, failure)}")
+            facts.action = hash(f"{name}\0<failed>\0{failure_identity(step, raw, failure)}")
         else:
-            facts.action = digest(f"{facts.call}\0{facts.result}")
+            facts.action = hash((call, result))
         # Progress is measured against the best this call ever showed, not its last
         # result: a result alternating between a short and a long form, or a percentage
         # going down and up again, must not count as progress on every upswing. Counts
         # (work remaining) are compared with the previous result: each fall is progress.
         seen, _ = self._seen.touch(facts.action)
-        call_seen, previous = self._calls.touch(facts.call)
-        facts.call_novel = not call_seen
-        best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
-            previous if previous is not None else (None, 0, None, None, None, None, 0)  # type: ignore[misc]
-        )
+        call_seen, previous = self._calls.touch(call)
+        call_novel = facts.call_novel = not call_seen
+        if previous is None:
+            best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
+                None, 0, None, None, None, None, 0
+            )
+        else:
+            best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = previous  # type: ignore[misc]
         if isinstance(best_progress, _Unread):
             # The call's first result, its figures not read yet: read them now (what
             # storing them at the time would have stored; the best of one is itself).
-            best_progress, last_counts, last_numbers = _figures(best_progress.text)
+            best_progress, last_counts, last_numbers = self._figures(best_progress.text)
             top_numbers = last_numbers
+        counts = numbers = None
         if raw is None:
             progress = None
-        elif facts.call_novel and self.lazy:
+        elif call_novel and self.lazy:
             # Only a later call of the same call compares these: read them if one comes.
             progress = _Unread(raw)
         else:
-            progress, counts, numbers = _figures(raw)
+            progress, counts, numbers = self._figures(raw, read)
         # ``streak``: calls in a row of this call answered with results it had already
         # given (the same one again, or a status flapping between known states).
-        if facts.result is not None and (facts.result == last_result or (seen and failure is None)):
+        if result is not None and (result == last_result or (seen and failure is None)):
             streak += 1
         else:
             if (
                 streak >= 2
                 and not seen
-                and facts.result is not None
+                and result is not None
                 and failure is None
                 and last_result is not None
-                and facts.args_known
+                and args_known
             ):
                 # The same call, after answering with results it had already given, gives
                 # one it never gave before: it was waiting on something outside that has
@@ -431,9 +451,9 @@ class Fingerprinter:
                 # it already gave (writes answered "ok", then "saved", then "ok") ends no
                 # wait.
                 facts.poll_ended = True
-                facts.previous_action = digest(f"{facts.call}\0{last_result}")
-            streak = 1 if facts.result is not None else 0
-        if facts.call_novel:
+                facts.previous_action = hash((call, last_result))
+            streak = 1 if result is not None else 0
+        if call_novel:
             self._call_epoch += 1
         else:
             facts.progressed = (
@@ -447,36 +467,138 @@ class Fingerprinter:
         ):
             best_progress = progress
         self._calls.replace(
-            facts.call,
+            call,
             (
                 best_progress,
                 max(size, best_size),
                 counts,
                 numbers,
                 best_numbers(top_numbers, numbers),
-                facts.result,
+                result,
                 streak,
             ),
         )
-        facts.novel = not seen or facts.progressed
-        if facts.novel:
+        novel = facts.novel = not seen or facts.progressed
+        if novel:
             self._epoch += 1
+
+    def _read(self, raw: str) -> _Read:
+        """What a result's text reads as; replaying, remembered for the run by the text
+        (loops repeat results verbatim), at most :data:`_MEMO_ENTRIES` of them."""
+        if not self.lazy:
+            return _Read(raw)
+        reads = self._reads
+        read = reads.get(raw)
+        if read is None:
+            read = reads[raw] = _Read(raw)
+            if len(reads) > _MEMO_ENTRIES:
+                del reads[next(iter(reads))]
+        return read
+
+    def _figures(self, raw: str, read: _Read | None = None) -> _Figures:
+        """(progress figure, remaining counts, numbers) of a result's text, read once per
+        :class:`_Read` (so once per distinct result text in a replay)."""
+        if read is None:
+            read = self._reads.get(raw) if self.lazy else None
+            if read is None:
+                return _figures(raw)
+        if read.figures is None:
+            read.figures = _figures(raw)
+        return read.figures
 
     def _text(self, step: Step, facts: StepFacts, *, novelty: bool) -> None:
         """Digest the output text; only assistant (LLM) text counts toward text novelty."""
         text = step.output_text
         if not text:
             return
-        normalised = normalize_text(text)
-        if not normalised:
+        if self.lazy:
+            reads = self._text_reads
+            if text in reads:
+                digest = reads[text]
+            else:
+                digest = reads[text] = _text_digest(text)
+                if len(reads) > _MEMO_ENTRIES:
+                    del reads[next(iter(reads))]
+        else:
+            digest = _text_digest(text)
+        if digest is None:
             return
-        facts.text = digest(normalised)
+        facts.text = digest
         if not novelty:
             return
-        seen, _ = self._texts.touch(facts.text)
+        seen, _ = self._texts.touch(digest)
         facts.text_novel = not seen
         if facts.text_novel:
             self._text_epoch += 1
+
+
+#: Distinct result texts (and assistant texts) a replay remembers what they read as: a
+#: bound on memory, not on correctness (a forgotten text is read again, the same way).
+_MEMO_ENTRIES = 256
+
+_Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
+
+
+class _Read:
+    """What one result text reads as: the digests of its normalised form (``result``) and
+    of its content (``content``, numbers kept), its size in words, whether it only
+    acknowledges, whether it is empty, and its figures once read (:func:`_figures`)."""
+
+    __slots__ = ("acknowledges", "content", "empty", "figures", "result", "size")
+
+    def __init__(self, raw: str) -> None:
+        normalised, content = normalize_result_and_content(raw)
+        self.result = hash(normalised)
+        self.content = hash(content) if content != normalised else self.result
+        # Size in words, not characters: an id one character longer is not more output.
+        # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
+        if len(normalised) < _SIZE_SPLIT_CHARS:
+            self.size = normalised.count(" ") + 1 if normalised else 0
+        else:
+            self.size = len(normalised) // 6
+        self.acknowledges = is_acknowledgement(normalised)
+        self.empty = not normalised
+        self.figures: _Figures | None = None
+
+
+def _text_digest(text: str) -> int | None:
+    """The digest of an output text's normalised form (None when nothing is left)."""
+    normalised = normalize_text(text)
+    return hash(normalised) if normalised else None
+
+
+def _llm_call(step: Step) -> int:
+    """An LLM request's identity: its name and whole input."""
+    return hash(f"{step.name}\0{step.input_text}")
+
+
+#: ``StepFacts.call`` itself (the slot), under :class:`_LazyCall`'s property.
+_CALL_SLOT = StepFacts.call
+
+
+class _LazyCall(StepFacts):
+    """The facts of an LLM step in a replay: ``call`` (:func:`_llm_call`, which reads the
+    whole input history) is computed when first read, so a step nobody asks about never
+    flattens or hashes its input. Tool steps keep the plain slot (read on every step)."""
+
+    __slots__ = ("_step",)
+
+    def __init__(self, step: Step, index: int) -> None:
+        super().__init__(step, index)
+        self._step: Step | None = step
+
+    @property  # type: ignore[override]
+    def call(self) -> int:
+        step = self._step
+        if step is not None:
+            self._step = None
+            _CALL_SLOT.__set__(self, _llm_call(step))
+        return _CALL_SLOT.__get__(self, StepFacts)  # type: ignore[no-any-return]
+
+    @call.setter
+    def call(self, value: int) -> None:
+        self._step = None
+        _CALL_SLOT.__set__(self, value)
 
 
 class _Unread:
@@ -488,7 +610,7 @@ class _Unread:
         self.text = text
 
 
-def _figures(raw: str) -> tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]:
+def _figures(raw: str) -> _Figures:
     """(progress figure, remaining counts, numbers) of a result's text."""
     return progress_value(raw), remaining_counts(raw), result_numbers(raw)
 

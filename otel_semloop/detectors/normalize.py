@@ -163,6 +163,26 @@ def _drop_punctuation(text: str) -> str:
     return text.translate(_PUNCTUATION)
 
 
+#: ASCII as bytes: upper-case letters to lower case and every character ``str.split``
+#: splits on to a blank (``_FOLD``); the same, and punctuation to a blank too
+#: (``_FOLD_PUNCTUATION``). For ASCII text ``casefold`` is ``lower``.
+_FOLD = bytes(
+    c + 32 if 65 <= c <= 90 else ord(" ") if c < 128 and chr(c).isspace() else c for c in range(256)
+)
+_FOLD_PUNCTUATION = bytes(ord(" ") if _PUNCTUATION_BYTES[c] == ord(" ") else _FOLD[c] for c in range(256))
+_BLANKS = re.compile(b"  +")
+
+
+def _fold_ascii(text: str, table: bytes) -> str:
+    """``" ".join(text.casefold().split())`` of ASCII ``text`` (with :data:`_FOLD`;
+    punctuation dropped first with :data:`_FOLD_PUNCTUATION`): one byte translation, then
+    runs of blanks collapsed by a pattern that starts with a literal."""
+    folded = text.encode("ascii").translate(table)
+    if b"  " in folded:
+        folded = _BLANKS.sub(b" ", folded)
+    return folded.strip(b" ").decode("ascii")
+
+
 def _hex(match: re.Match[str]) -> str:
     run = match.group()
     if run[:2].lower() == "0x" or (_HEX_LETTER.search(run) and _HAS_DIGIT.search(run)):
@@ -213,10 +233,11 @@ _CLASSES = bytes(
     else ord(" ")
     for c in range(256)
 )  # fmt: skip
-#: A digit next to a letter (searched forwards and in the reversed classes); six hex
-#: characters in a row of which one is a digit (the digit, then where the run lies around
-#: it). Both start with the literal ``0``: the engine jumps from digit to digit.
-_DIGIT_LETTER = re.compile(b"0[12]")
+#: A digit next to a letter (after it, or before it: the lookbehind over the digit).
+_DIGIT_LETTER = re.compile(b"0(?:[12]|(?<=[12]0))")
+#: Six hex characters in a row of which one is a digit (the digit, then where the run lies
+#: around it), in the classes. It starts with the literal ``0``: the engine jumps from
+#: digit to digit.
 _HEX_RUN = re.compile(
     b"0(?:[01]{5}|(?<=[01]0)[01]{4}|(?<=[01]{2}0)[01]{3}|(?<=[01]{3}0)[01]{2}|(?<=[01]{4}0)[01]|(?<=[01]{5}0))"
 )
@@ -245,9 +266,11 @@ def _mask_ids(text: str) -> str:
         text = _TIMESTAMP.sub("<ts>", text)
     if gated:
         classes = text.encode("ascii").translate(_CLASSES)
+        # A digit next to a letter: the identifier gate itself, and necessary for a masked
+        # hex run too (its ``0x`` prefix is one; a run holding a digit and a letter has one).
+        ident = _DIGIT_LETTER.search(classes) is not None
         # A masked hex run has the ``0x`` prefix, or six hex characters in a row and a digit.
-        hex_run = "0x" in text or "0X" in text or _HEX_RUN.search(classes) is not None
-        ident = _DIGIT_LETTER.search(classes) is not None or _DIGIT_LETTER.search(classes[::-1]) is not None
+        hex_run = ident and ("0x" in text or "0X" in text or _HEX_RUN.search(classes) is not None)
     else:
         hex_run = ident = True
     if hex_run:
@@ -263,11 +286,12 @@ def normalize_result_and_content(text: str) -> tuple[str, str]:
     """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
     identifiers once for both."""
     if not has_digit(text):
-        folded = " ".join(text.casefold().split())
+        folded = _fold_ascii(text, _FOLD) if text.isascii() else " ".join(text.casefold().split())
         return folded, folded
     # Collapsing blanks commutes with masking (no mark holds a blank, and a collapsed
     # blank still separates what it separated): one split for result and content.
-    content = " ".join(_mask_ids(text).casefold().split())
+    masked = _mask_ids(text)
+    content = _fold_ascii(masked, _FOLD) if masked.isascii() else " ".join(masked.casefold().split())
     return _volatile_marks(content), content
 
 
@@ -318,7 +342,10 @@ def normalize_result(text: str) -> str:
 def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
-    return " ".join(_drop_punctuation(mask(text).casefold()).split())
+    masked = mask(text)
+    if masked.isascii():
+        return _fold_ascii(masked, _FOLD_PUNCTUATION)
+    return " ".join(_drop_punctuation(masked.casefold()).split())
 
 
 def normalize_words(text: str) -> str:
@@ -413,14 +440,21 @@ def _rewrite_string(text: str, shell: bool) -> str:
     return canonical_string(text, shell=shell)
 
 
+#: Exact types of values that :func:`_canonical_value` returns unchanged (scalars): tested
+#: by ``type(...) in`` before the ``isinstance`` chain, whose ``Mapping`` test goes through
+#: the ABC machinery and costs several times more.
+_LEAF_TYPES = frozenset({int, float, bool, type(None)})
+
+
 def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: bool, rewrite: bool) -> Any:
     """``value`` without volatile keys and with its strings rewritten; the very same
     object when nothing changed."""
     if depth >= _MAX_ARG_DEPTH:
         return value
-    if isinstance(value, str):
+    kind = type(value)
+    if kind is str or (kind is not dict and isinstance(value, str)):
         return _rewrite_string(value, shell) if rewrite and value else value
-    if isinstance(value, Mapping):
+    if kind is dict or (kind not in _LEAF_TYPES and isinstance(value, Mapping)):
         out = {}
         changed = False
         for k, v in value.items():
@@ -428,7 +462,7 @@ def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: b
             if lowered in volatile:
                 changed = True
                 continue
-            if isinstance(v, (str, Mapping, list, tuple)):
+            if type(v) not in _LEAF_TYPES and isinstance(v, (str, Mapping, list, tuple)):
                 new = _canonical_value(
                     v, volatile, depth + 1, shell or lowered in SHELL_ARGUMENT_NAMES, rewrite
                 )
@@ -579,8 +613,12 @@ def argument_words(arguments: Any, volatile: Collection[str] = DEFAULT_VOLATILE_
 #: the bound keeps the cost per step constant on huge results.
 PROGRESS_TAIL_CHARS = 2048
 
-_PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?%")
-_FRACTION = re.compile(r"(?<![\w/.:-])(\d+)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.:-])", re.IGNORECASE)
+#: The patterns that read numbers start with the digit and check what precedes it by a
+#: lookbehind over that digit (``\d(?<![\d.]\d)`` is ``(?<![\d.])\d``): a pattern that
+#: starts with a character class is only tried where the text holds one (the engine scans
+#: for it in C), one that starts with a lookbehind or ``\b`` at every position.
+_PERCENT = re.compile(r"(\d(?<![\d.]\d)\d{0,2}(?:\.\d+)?)\s?%")
+_FRACTION = re.compile(r"(\d(?<![\w/.:-]\d)\d*)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.:-])", re.IGNORECASE)
 
 
 #: Structured progress fields: ``"progress": 0.45``, ``percent=45``, ``pct: 45.5``.
@@ -601,26 +639,83 @@ _TOTAL_FIELD = re.compile(
 
 
 _FIELD_HINT = re.compile(r"progress|percent|pct|completion|total|expected", re.IGNORECASE)
+#: The words every match of each field pattern starts with (:func:`_anchored`).
+_PROGRESS_KEYS = ("progress", "percent", "pct", "completion")
+_DONE_KEYS = (
+    "done", "completed", "processed", "finished", "succeeded", "current", "written",
+    "downloaded", "uploaded", "indexed",
+)  # fmt: skip
+_TOTAL_KEYS = ("total", "expected", "count_total")
+_FIELD_HINTS = ("progress", "percent", "pct", "completion", "total", "expected")
+#: More candidate starts than this and :func:`_anchored` lets the engine scan instead.
+_MAX_ANCHORS = 32
 
 
-def _field_progress(tail: str) -> tuple[int, float] | None:
-    """(position, fraction) of the last structured progress field, or None."""
+def _anchored(
+    pattern: re.Pattern[str], text: str, lowered: str | None, keys: tuple[str, ...], *, first: bool = False
+) -> list[re.Match[str]]:
+    """``list(pattern.finditer(text))`` (with ``first``: only its first match, as ``search``
+    finds it) for a pattern each of whose matches starts with one of ``keys`` (matched
+    case-insensitively), given ``lowered`` = ``text.lower()`` for ASCII text (None
+    otherwise: then the pattern scans).
+
+    ``pattern.match(text, start)`` at each place a key occurs, in order, skipping places
+    inside the previous match, is what ``finditer`` finds: it tries every position in turn
+    with the same matcher (a lookbehind and ``\b`` see the text before ``start``). The
+    keys are found by substring search in C; the pattern, which starts with ``\b`` and an
+    alternation under IGNORECASE, would be tried at every position (~50 ns a character
+    here). Lower-casing ASCII keeps every position; other text scans.
+    """
+    if lowered is None:
+        if first:
+            match = pattern.search(text)
+            return [match] if match is not None else []
+        return list(pattern.finditer(text))
+    starts: set[int] = set()
+    for key in keys:
+        at = lowered.find(key)
+        while at >= 0:
+            starts.add(at)
+            if len(starts) > _MAX_ANCHORS:
+                return _anchored(pattern, text, None, keys, first=first)
+            at = lowered.find(key, at + 1)
+    found: list[re.Match[str]] = []
+    end = 0
+    for start in sorted(starts):
+        if start < end:
+            continue
+        match = pattern.match(text, start)
+        if match is not None:
+            found.append(match)
+            if first:
+                break
+            end = match.end()
+    return found
+
+
+def _field_progress(tail: str, lowered: str | None = None) -> tuple[int, float] | None:
+    """(position, fraction) of the last structured progress field, or None.
+
+    ``lowered`` is ``tail.lower()`` when ``tail`` is ASCII (None: the patterns scan)."""
     best: tuple[int, float] | None = None
-    for match in _PROGRESS_FIELD.finditer(tail):
+    for match in _anchored(_PROGRESS_FIELD, tail, lowered, _PROGRESS_KEYS):
         value = float(match.group(2))
         key = match.group(1).lower()
         if value <= 1.0 and not key.startswith(("percent", "pct")) and "." in match.group(2):
             best = (match.start(), value)
         elif value <= 100.0:
             best = (match.start(), value / 100.0)
-    done = _DONE_FIELD.search(tail)
-    total = _TOTAL_FIELD.search(tail)
-    if done and total:
-        finished, whole = int(done.group(1)), int(total.group(1))
-        if whole >= 1 and finished <= whole:
-            position = max(done.start(), total.start())
-            if best is None or position > best[0]:
-                best = (position, finished / whole)
+    totals = _anchored(_TOTAL_FIELD, tail, lowered, _TOTAL_KEYS, first=True)
+    if totals:  # a done count matters only beside a total
+        total = totals[0]
+        dones = _anchored(_DONE_FIELD, tail, lowered, _DONE_KEYS, first=True)
+        if dones:
+            done = dones[0]
+            finished, whole = int(done.group(1)), int(total.group(1))
+            if whole >= 1 and finished <= whole:
+                position = max(done.start(), total.start())
+                if best is None or position > best[0]:
+                    best = (position, finished / whole)
     return best
 
 
@@ -635,12 +730,20 @@ def progress_value(text: str) -> float | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
     has_percent = "%" in tail
     has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
-    has_field = (":" in tail or "=" in tail) and _FIELD_HINT.search(tail) is not None
+    lowered = None
+    if ":" in tail or "=" in tail:
+        if tail.isascii():
+            lowered = tail.lower()
+            has_field = any(hint in lowered for hint in _FIELD_HINTS)
+        else:
+            has_field = _FIELD_HINT.search(tail) is not None
+    else:
+        has_field = False
     if not (has_percent or has_fraction or has_field) or not has_digit(tail):
         return None
     best: tuple[int, float] | None = None
     if has_field:
-        best = _field_progress(tail)
+        best = _field_progress(tail, lowered)
     for match in _PERCENT.finditer(tail) if has_percent else ():
         value = float(match.group(1))
         if value <= 100.0:
@@ -716,10 +819,10 @@ MAX_NUMBERS = 64
 #: Numbers that changed between two otherwise identical results from which the change is
 #: progress even if some fell: a log tail that moved on, metrics of a running job.
 MANY_CHANGED_NUMBERS = 3
-_NUMBER = re.compile(r"(?<![\w.])(\d{1,8}(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
+_NUMBER = re.compile(r"(\d(?<![\w.]\d)\d{0,7}(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
 #: Contexts that make a number volatile, not a count: clocks (``10:42:07``), durations
 #: (``35 ms``, ``2.5s``), and numbers labelled as identifiers, attempts or clocks.
-_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")
+_CLOCK = re.compile(r"\d(?<!\w\d)\d?:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")  # \b\d{1,2}:...
 _DURATION_UNIT = re.compile(
     r"\s?(?:ns|us|\u00b5s|ms|s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|days?)\b", re.IGNORECASE
 )

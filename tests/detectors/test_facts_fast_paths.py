@@ -1,0 +1,182 @@
+"""The per-step facts' shortcuts give exactly what the plain code gives.
+
+Each test keeps the plain computation as it was written before the shortcut (the original
+patterns, copied here) and compares it with the fast function on generated input that
+favours the edges where a shortcut could go wrong: keys in other cases, keys inside longer
+words, digits after letters, dots and slashes, other scripts' letters that fold to ASCII
+under IGNORECASE (the Kelvin sign, the long s, the dotless i).
+"""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from otel_semloop.detectors import normalize
+from otel_semloop.detectors.normalize import PROGRESS_TAIL_CHARS, progress_value, result_numbers
+
+# -- the patterns as they were: each starts with a lookbehind or \b ----------------------
+
+PLAIN_PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?%")
+PLAIN_FRACTION = re.compile(r"(?<![\w/.:-])(\d+)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.:-])", re.IGNORECASE)
+PLAIN_NUMBER = re.compile(r"(?<![\w.])(\d{1,8}(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
+PLAIN_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")
+
+
+def plain_field_progress(tail: str) -> tuple[int, float] | None:
+    best: tuple[int, float] | None = None
+    for match in normalize._PROGRESS_FIELD.finditer(tail):
+        value = float(match.group(2))
+        key = match.group(1).lower()
+        if value <= 1.0 and not key.startswith(("percent", "pct")) and "." in match.group(2):
+            best = (match.start(), value)
+        elif value <= 100.0:
+            best = (match.start(), value / 100.0)
+    done = normalize._DONE_FIELD.search(tail)
+    total = normalize._TOTAL_FIELD.search(tail)
+    if done and total:
+        finished, whole = int(done.group(1)), int(total.group(1))
+        if whole >= 1 and finished <= whole:
+            position = max(done.start(), total.start())
+            if best is None or position > best[0]:
+                best = (position, finished / whole)
+    return best
+
+
+def plain_progress_value(text: str) -> float | None:
+    tail = text[-PROGRESS_TAIL_CHARS:]
+    has_percent = "%" in tail
+    has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
+    has_field = (":" in tail or "=" in tail) and normalize._FIELD_HINT.search(tail) is not None
+    if not (has_percent or has_fraction or has_field) or not normalize._HAS_DIGIT.search(tail):
+        return None
+    best: tuple[int, float] | None = None
+    if has_field:
+        best = plain_field_progress(tail)
+    for match in PLAIN_PERCENT.finditer(tail) if has_percent else ():
+        value = float(match.group(1))
+        if value <= 100.0:
+            best = (match.start(), value / 100.0)
+    for match in PLAIN_FRACTION.finditer(tail) if has_fraction else ():
+        done, total = int(match.group(1)), int(match.group(2))
+        if total >= 2 and done <= total and (best is None or match.start() > best[0]):
+            best = (match.start(), done / total)
+    return best[1] if best is not None else None
+
+
+def plain_result_numbers(text: str) -> tuple[float, ...] | None:
+    tail = text[-PROGRESS_TAIL_CHARS:]
+    if not normalize._HAS_DIGIT.search(tail):
+        return None
+    if ":" in tail:
+        tail = PLAIN_CLOCK.sub(" ", tail)
+    tail = normalize._mask_ids(tail)
+    if not normalize._HAS_DIGIT.search(tail):
+        return None
+    numbers: list[float] = []
+    for match in PLAIN_NUMBER.finditer(tail):
+        start, end = match.span()
+        if normalize._DURATION_UNIT.match(tail, end) and not normalize._UNIT_NOT_DURATION.match(tail, end):
+            continue
+        if normalize._VOLATILE_LABEL.search(tail, max(0, start - 24), start):
+            continue
+        if normalize._VOLATILE_AFTER.match(tail, end):
+            continue
+        numbers.append(float(match.group(1)))
+    if not numbers:
+        return None
+    return tuple(numbers[-normalize.MAX_NUMBERS :])
+
+
+FIGURE_PIECES = [
+    "0", "3", "45", "100", "1234", "12345678", "123456789", "0.45", "7.5", ".", ",", "/", " / ",
+    "%", " %", ":", "=", ": ", "\"", "'", " ", "\n", "-", "_", "of", " of ", "OF", "oF", "Of",
+    "progress", "Progress", "PERCENT", "percentage_done", "pct", "completion", "percent_complete",
+    "done", "Completed", "processed", "current", "indexed", "total", "TOTAL", "count_total",
+    "total_count", "expected", "subtotal", "undone", "x", "a1", "v", "id", "pid", "ms", "s",
+    "ago", "times", "items", "10:42", "10:42:07.5", "2024-05-01", "e0b0-1c2d", "\u212a",
+    "\u017f", "\u0131", "\u0663", "t\u0131me", "progre\u017f\u017f",
+]  # fmt: skip
+FIGURE_TEXT = st.lists(st.sampled_from(FIGURE_PIECES), max_size=30).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(FIGURE_TEXT)
+@example("progress: 45 total: 10 done: 3")
+@example("subtotal: 4, done=3, total=9 total=2")
+@example("12 of 30, 45%, 7/9")
+@example("count_total: 12 processed: 4")
+def test_progress_value_is_exact(text: str) -> None:
+    assert progress_value(text) == plain_progress_value(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_progress_value_is_exact_on_any_text(text: str) -> None:
+    assert progress_value(text) == plain_progress_value(text)
+
+
+def test_progress_value_with_many_keys_is_exact() -> None:
+    # More candidate starts than the anchor bound: the pattern scans.
+    text = "total: 9 " * 40 + "done: 4 progress: 0.5 percent=40"
+    assert progress_value(text) == plain_progress_value(text)
+    assert progress_value(text + " 7 of 8") == plain_progress_value(text + " 7 of 8")
+
+
+@settings(max_examples=1500, deadline=None)
+@given(FIGURE_TEXT)
+@example("10:42:07 took 35 ms, rows 12 3.5s 17")
+def test_result_numbers_is_exact(text: str) -> None:
+    assert result_numbers(text) == plain_result_numbers(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_result_numbers_is_exact_on_any_text(text: str) -> None:
+    assert result_numbers(text) == plain_result_numbers(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(FIGURE_TEXT)
+def test_digit_first_patterns_match_what_the_plain_ones_match(text: str) -> None:
+    for fast, plain in (
+        (normalize._PERCENT, PLAIN_PERCENT),
+        (normalize._FRACTION, PLAIN_FRACTION),
+        (normalize._NUMBER, PLAIN_NUMBER),
+        (normalize._CLOCK, PLAIN_CLOCK),
+    ):
+        assert [(m.span(), m.groups()) for m in fast.finditer(text)] == [
+            (m.span(), m.groups()) for m in plain.finditer(text)
+        ]
+
+
+# -- folding ASCII text by bytes ---------------------------------------------------------
+
+FOLD_PIECES = [
+    "Retrying", "the FILE", ".", "!", "?", ",", "-", "_", "#", "<", ">", "<id>", "<ID>", " ",
+    "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "42", "e0b0", "caf\u00e9",
+    "\u2019", "\u00a0", "\x85", "\u2028", "\u017f", "\u212a", "ABC", "x",
+]  # fmt: skip
+FOLD_TEXT = st.lists(st.sampled_from(FOLD_PIECES), max_size=30).map("".join)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(FOLD_TEXT)
+@example("  Trailing and leading.  ")
+@example("\x1cOK\x1f")
+def test_text_folding_by_bytes_is_exact(text: str) -> None:
+    assert normalize.normalize_text(text) == " ".join(
+        normalize._drop_punctuation(normalize.mask(text).casefold()).split()
+    )
+    if text.isascii():
+        assert normalize._fold_ascii(text, normalize._FOLD) == " ".join(text.casefold().split())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=120))
+def test_text_folding_is_exact_on_any_text(text: str) -> None:
+    assert normalize.normalize_text(text) == " ".join(
+        normalize._drop_punctuation(normalize.mask(text).casefold()).split()
+    )
