@@ -27,7 +27,8 @@ other work does not count), median of ``--runs`` runs, each scoring about
   ``Scorer().score(trace)``, the default scorer with the deepeval-compatible lexical
   score: what every front door runs per trace (write-back excluded);
 * ``score``: ``Scorer().score(trace)`` alone on the built trace;
-* ``detectors`` and ``lexical`` (tree view included): the two halves of ``score``;
+* ``detectors`` and ``lexical`` (the lazy tree view the scorer builds included): the two
+  halves of ``score``;
 * ``floor``: what merely reading the same records costs (:func:`read_floor`: every JSON
   attribute decoded by orjson, each string attribute hashed once with blake2b and
   lower-cased and split once), and ``x floor``, records->verdict as a multiple of it: the
@@ -291,7 +292,7 @@ def main() -> int:
         full[size] = per_step_us(end_to_end, n, args.runs)
         score = per_step_us(lambda trace=trace: scorer.score(trace), n, args.runs)
         detectors = per_step_us(lambda trace=trace: DetectorSuite().detect(trace), n, args.runs)
-        lex = per_step_us(lambda trace=trace: lexical.evaluate(trace.tree_view()), n, args.runs)
+        lex = per_step_us(lambda trace=trace: lexical.evaluate(trace.tree_view(lazy=True)), n, args.runs)
         label = scorer.score(trace).label.value
         floor = per_step_us(lambda records=records: read_floor(records), n, args.runs)
         print(
