@@ -159,17 +159,24 @@ _END = object()
 # ----------------------------------------------------------------------------------------
 
 
-def _spans_preorder(tree: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    """All non-empty spans in pre-order, iteratively (deepeval recurses)."""
-    spans: list[Mapping[str, Any]] = []
+def _tool_spans_and_llm_outputs(tree: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], list[Any]]:
+    """The tool spans and the LLM spans' outputs, each in pre-order (a span, then its
+    children left to right), skipping falsy (empty) spans: what deepeval's pre-order span
+    list is filtered into, collected in one iterative walk (deepeval recurses)."""
+    tools: list[Mapping[str, Any]] = []
+    outputs: list[Any] = []
     stack: list[Any] = [tree]
     while stack:
         span = stack.pop()
         if not span:
             continue
-        spans.append(span)
+        kind = span.get("type")
+        if kind == "tool":
+            tools.append(span)
+        elif kind == "llm":
+            outputs.append(span.get("output", ""))
         stack.extend(reversed(list(span.get("children", []))))
-    return spans
+    return tools, outputs
 
 
 # ----------------------------------------------------------------------------------------
@@ -511,12 +518,10 @@ def deepeval_score(
     """deepeval's ``AgentLoopDetectionMetric`` on one nested span dict (see module doc)."""
     if tree is None:
         return LexicalResult(score=0.0, breakdown={}, reason=NO_TRACE_REASON, threshold=threshold)
-    spans = _spans_preorder(tree)
+    tools, outputs = _tool_spans_and_llm_outputs(tree)
     results = (
-        score_tool_repetition([s for s in spans if s.get("type") == "tool"], repetition_threshold),
-        score_reasoning_stagnation(
-            [s.get("output", "") for s in spans if s.get("type") == "llm"], similarity_threshold
-        ),
+        score_tool_repetition(tools, repetition_threshold),
+        score_reasoning_stagnation(outputs, similarity_threshold),
         score_call_graph_cycles(tree),
     )
     weights = 0.0
