@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from otel_semloop.detectors.agents import HandoffCycleDetector
-from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, StepFacts, replay
+from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, StepFacts
 from otel_semloop.detectors.budgets import BudgetDetector
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.cycles import ActionCycleDetector
@@ -118,7 +118,15 @@ class DetectorSuite:
         fingerprinter = self._fingerprinter
         lazy, fingerprinter.lazy = fingerprinter.lazy, True  # the trace holds the text anyway
         try:
-            return replay(self, trace)
+            # ``replay(self, trace)``, with the per-step findings (which a replay drops) not
+            # collected: the same calls in the same order.
+            self.reset()
+            facts_of, observers = fingerprinter.facts, self._observers
+            for index, step in enumerate(trace.steps):
+                facts = facts_of(step, index)
+                for observe in observers[facts.kind]:
+                    observe(facts, step)
+            return self.findings()
         finally:
             fingerprinter.lazy = lazy
 
