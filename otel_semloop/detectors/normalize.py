@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -424,6 +425,10 @@ def canonical_args(
         if rewrite:
             return _rewrite_string(arguments.strip(), shell)
         return arguments.strip()
+    if rewrite and type(arguments) is dict:
+        flat = _flat_canonical(arguments, volatile, shell)
+        if flat is not None:
+            return flat
     value = arguments
     if rewrite or volatile:
         value = _canonical_value(arguments, volatile, 0, shell, rewrite)
@@ -433,6 +438,36 @@ def canonical_args(
         ).decode()
     except (TypeError, orjson.JSONEncodeError):
         return repr(value)
+
+
+def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell: bool) -> str | None:
+    """:func:`canonical_args` (rewriting) of a dict whose keys are strings and whose values
+    are strings, numbers, booleans or null (most tool calls), in one loop; None for any
+    other dict (the general path). Exact types only: a subclass may serialise otherwise."""
+    out: dict[str, Any] | None = None
+    for position, (key, value) in enumerate(arguments.items()):
+        if type(key) is not str:
+            return None
+        lowered = key.lower()
+        if lowered in volatile:
+            if out is None:
+                out = dict(itertools.islice(arguments.items(), position))
+            continue
+        kind = type(value)
+        if kind is str:
+            new = canonical_string(value, shell=shell or lowered in SHELL_ARGUMENT_NAMES) if value else value
+        elif kind in _LEAF_TYPES:
+            new = value
+        else:
+            return None
+        if out is None and new is not value:
+            out = dict(itertools.islice(arguments.items(), position))
+        if out is not None:
+            out[key] = new
+    try:
+        return orjson.dumps(arguments if out is None else out, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return None  # an integer orjson cannot write: the general path says what then
 
 
 def _rewrite_string(text: str, shell: bool) -> str:
