@@ -102,9 +102,12 @@ FIGURE_PIECES = [
     "done", "Completed", "processed", "current", "indexed", "total", "TOTAL", "count_total",
     "total_count", "expected", "subtotal", "undone", "x", "a1", "v", "id", "pid", "ms", "s",
     "ago", "times", "items", "10:42", "10:42:07.5", "2024-05-01", "e0b0-1c2d", "\u212a",
-    "\u017f", "\u0131", "\u0663", "t\u0131me", "progre\u017f\u017f",
+    "\u017f", "\u0131", "\u0663", "t\u0131me", "progre\u017f\u017f", "pid", "PID", "Attempt",
+    "#", "x_pid", "pid2", "v", "no", "ts", "(", "\t", "version", "'", " took ", "Port=",
 ]  # fmt: skip
-FIGURE_TEXT = st.lists(st.sampled_from(FIGURE_PIECES), max_size=30).map("".join)
+FIGURE_TEXT = st.lists(st.sampled_from(FIGURE_PIECES), max_size=30).map("".join) | st.text(
+    alphabet=" 0123456789:/%.,-_=#'aAofOFsxv\t\n\u0663", max_size=40
+)
 
 
 @settings(max_examples=2000, deadline=None)
@@ -133,6 +136,7 @@ def test_progress_value_with_many_keys_is_exact() -> None:
 @settings(max_examples=1500, deadline=None)
 @given(FIGURE_TEXT)
 @example("10:42:07 took 35 ms, rows 12 3.5s 17")
+@example("pid: 12 attempt #3 v2 'port'= 8080 x_pid 4 no. 5 (pid) 6 rows 7")
 def test_result_numbers_is_exact(text: str) -> None:
     assert result_numbers(text) == plain_result_numbers(text)
 
@@ -276,3 +280,28 @@ def test_flat_arguments_fast_path_is_exact(arguments: dict[Any, Any], shell: boo
 @given(st.text(max_size=40))
 def test_four_digit_gate_is_exact(text: str) -> None:
     assert arguments_module._has_four_digits(text) == (arguments_module._FOUR_DIGITS.search(text) is not None)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(FIGURE_TEXT)
+@example("the pid: ")
+@example("x #\t")
+@example("(attempt)")
+def test_label_gate_is_necessary(window: str) -> None:
+    if window.isascii() and not normalize._may_be_labelled(window):
+        assert normalize._VOLATILE_LABEL.search(window + "7", 0, len(window)) is None
+
+
+def test_many_digit_runs_scan() -> None:
+    # More digit runs than the anchor bound: the number patterns scan; the same numbers.
+    table = " ".join(f"row {i}: {i * 7} items, 3/{i + 3} done" for i in range(60))
+    assert result_numbers(table) == plain_result_numbers(table)
+    assert progress_value(table + " 45%") == plain_progress_value(table + " 45%")
+
+
+@settings(max_examples=500, deadline=None)
+@given(FIGURE_TEXT)
+def test_digit_starts_are_where_digit_runs_start(text: str) -> None:
+    starts = normalize._digit_starts(text)
+    if starts is not None:
+        assert starts == [m.start() for m in re.finditer(r"(?<!\d)\d", text)]
