@@ -743,9 +743,9 @@ def _matches_at(
     return found
 
 
-#: ASCII digits to ``0``, anything else to a blank (then runs of ``0`` are digit runs).
+#: ASCII digits to ``0``, anything else to a blank (runs of ``0`` are digit runs, found
+#: by substring searches in C).
 _DIGIT_CLASS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") for c in range(256))
-_ZERO_RUN = re.compile(b"0+")  # a literal first: the engine jumps from digit to digit
 #: More digit runs than this and the number patterns scan instead (a table: matching at
 #: each run from Python would cost more than the engine's scan).
 _MAX_DIGIT_RUNS = 48
@@ -758,8 +758,18 @@ def _digit_starts(text: str) -> list[int] | None:
     Other scripts' digits are ``\d`` too, so other text scans."""
     if not text.isascii():
         return None
-    starts = [match.start() for match in _ZERO_RUN.finditer(text.encode("ascii").translate(_DIGIT_CLASS))]
-    return starts if len(starts) <= _MAX_DIGIT_RUNS else None
+    classes = text.encode("ascii").translate(_DIGIT_CLASS)
+    starts: list[int] = []
+    at = classes.find(b"0")
+    while at >= 0:
+        if len(starts) == _MAX_DIGIT_RUNS:
+            return None
+        starts.append(at)
+        at = classes.find(b" ", at)  # the end of the run
+        if at < 0:
+            break
+        at = classes.find(b"0", at)
+    return starts
 
 
 def _sub_at(pattern: re.Pattern[str], replacement: str, text: str, starts: list[int] | None) -> str:

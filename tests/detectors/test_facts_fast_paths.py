@@ -110,7 +110,7 @@ FIGURE_TEXT = st.lists(st.sampled_from(FIGURE_PIECES), max_size=30).map("".join)
 )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(FIGURE_TEXT)
 @example("progress: 45 total: 10 done: 3")
 @example("subtotal: 4, done=3, total=9 total=2")
@@ -133,7 +133,7 @@ def test_progress_value_with_many_keys_is_exact() -> None:
     assert progress_value(text + " 7 of 8") == plain_progress_value(text + " 7 of 8")
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(FIGURE_TEXT)
 @example("10:42:07 took 35 ms, rows 12 3.5s 17")
 @example("pid: 12 attempt #3 v2 'port'= 8080 x_pid 4 no. 5 (pid) 6 rows 7")
@@ -171,7 +171,7 @@ FOLD_PIECES = [
 FOLD_TEXT = st.lists(st.sampled_from(FOLD_PIECES), max_size=30).map("".join)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(FOLD_TEXT)
 @example("  Trailing and leading.  ")
 @example("\x1cOK\x1f")
@@ -260,7 +260,7 @@ ARG_VALUES = st.recursive(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(
     st.dictionaries(ARG_KEYS, ARG_VALUES, max_size=5) | st.dictionaries(ARG_KEYS, ARG_SCALARS, max_size=4),
     st.booleans(),
@@ -282,7 +282,7 @@ def test_four_digit_gate_is_exact(text: str) -> None:
     assert arguments_module._has_four_digits(text) == (arguments_module._FOUR_DIGITS.search(text) is not None)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(FIGURE_TEXT)
 @example("the pid: ")
 @example("x #\t")
