@@ -1,6 +1,6 @@
 """Cost per step of the default scoring, from span records to verdict, at 10 to 10,000 steps.
 
-    python bench/detector_speed.py [--runs 5] [--sizes 10 50 100 1000 10000]
+    python bench/detector_speed.py [--runs 5] [--sizes 10 50 100 1000 10000] [--history grow]
 
 Each trace is what a GenAI-instrumented agent records (:func:`genai_records`): an
 ``invoke_agent`` root over alternating ``chat`` and ``execute_tool`` spans carrying the
@@ -12,6 +12,12 @@ usage, model and response ids; tools with JSON ``gen_ai.tool.call.arguments`` an
 repeats an earlier one and one LLM output in ten repeats the previous one. (Real agents
 resend their whole history on every call, which makes input size, not step count, the
 cost driver; the window keeps the per-step input constant so growth in step count shows.)
+
+``--history grow`` makes every LLM call resend the whole history instead, as real agents
+do (system prompt, task, then every earlier assistant message and tool result): the input
+of step k holds k/2 exchanges, so anything that decodes or reads every LLM input is
+O(n^2) per trace and shows as per-step cost growing with the size (sizes default to 10 to
+1,000 steps there: the records of a 10,000-step run would hold gigabytes of history).
 
 Timed per size, CPU time of this process (``time.process_time``: a shared machine's
 other work does not count), median of ``--runs`` runs, each scoring about
@@ -58,6 +64,9 @@ MAX_RATIO = 2.0
 #: Each timed run scores the same trace until about this many steps were scored, so the
 #: small sizes are not timing a single microsecond-scale call.
 STEPS_PER_RUN = 10_000
+#: ``--history`` modes (see the module doc) and the default sizes of each.
+HISTORIES = ("window", "grow")
+DEFAULT_SIZES = {"window": [10, TARGET_SIZE, 100, 1_000, 10_000], "grow": [10, TARGET_SIZE, 100, 1_000]}
 
 _WORD_TEXT = (
     "the handler session request response guard middleware checkout order billing invoice "
@@ -88,9 +97,15 @@ def _text(role: str, content: str) -> dict:
     return {"role": role, "parts": [{"type": "text", "content": content}]}
 
 
-def genai_records(n_steps: int, seed: int = 7) -> list[SpanRecord]:
+def genai_records(n_steps: int, seed: int = 7, history: str = "window") -> list[SpanRecord]:
     """The span records of one agent run of ``n_steps`` LLM and tool steps (plus the
-    ``invoke_agent`` root), deterministic per seed. See the module doc."""
+    ``invoke_agent`` root), deterministic per seed. See the module doc. ``history``:
+    ``"window"`` (each LLM call sends the system prompt, the task and the latest tool
+    exchange) or ``"grow"`` (each sends the whole history so far)."""
+    if history not in HISTORIES:
+        raise ValueError(f"history must be one of {HISTORIES}, not {history!r}")
+    grow = history == "grow"
+    past: list[dict] = []  # every assistant message and tool result so far (grow)
     rng = random.Random(seed * 100_003 + n_steps)
     trace_id = f"{rng.getrandbits(128):032x}"
     root_id = f"{1:016x}"
@@ -124,10 +139,12 @@ def genai_records(n_steps: int, seed: int = 7) -> list[SpanRecord]:
                 calls.append((name, args, result))
             call_id = f"call_{rng.getrandbits(64):016x}"
             requested = (call_id, name, args, result)
-            history = [_text("system", SYSTEM_PROMPT), _text("user", TASK)]
-            if last_exchange is not None:
+            messages = [_text("system", SYSTEM_PROMPT), _text("user", TASK)]
+            if grow:
+                messages.extend(past)
+            elif last_exchange is not None:
                 cid, tool_name, tool_args, tool_result = last_exchange
-                history.append(
+                messages.append(
                     {
                         "role": "assistant",
                         "parts": [
@@ -135,7 +152,7 @@ def genai_records(n_steps: int, seed: int = 7) -> list[SpanRecord]:
                         ],
                     }
                 )
-                history.append(
+                messages.append(
                     {
                         "role": "tool",
                         "parts": [{"type": "tool_call_response", "id": cid, "response": tool_result}],
@@ -157,7 +174,7 @@ def genai_records(n_steps: int, seed: int = 7) -> list[SpanRecord]:
                 "gen_ai.response.model": "gpt-4o-mini-2024-07-18",
                 "gen_ai.response.id": f"chatcmpl-{rng.getrandbits(64):x}",
                 "gen_ai.response.finish_reasons": ("tool_calls",),
-                "gen_ai.input.messages": _json(history),
+                "gen_ai.input.messages": _json(messages),
                 "gen_ai.output.messages": _json([output]),
                 "gen_ai.usage.input_tokens": 900 + i,
                 "gen_ai.usage.output_tokens": 120,
@@ -166,6 +183,8 @@ def genai_records(n_steps: int, seed: int = 7) -> list[SpanRecord]:
             records.append(
                 SpanRecord(trace_id, span_id, root_id, "chat gpt-4o-mini", begin, clock, attributes, kind=3)
             )
+            if grow:
+                past.append(output)
         else:
             assert requested is not None
             call_id, name, args, result = requested
@@ -178,6 +197,13 @@ def genai_records(n_steps: int, seed: int = 7) -> list[SpanRecord]:
                 "gen_ai.tool.call.result": result,
             }
             last_exchange = requested
+            if grow:
+                past.append(
+                    {
+                        "role": "tool",
+                        "parts": [{"type": "tool_call_response", "id": call_id, "response": result}],
+                    }
+                )
             records.append(
                 SpanRecord(
                     trace_id, span_id, root_id, f"execute_tool {name}", begin, clock, attributes, kind=1
@@ -211,19 +237,33 @@ def per_step_us(work: Callable[[], object], steps: int, runs: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per size (the median is reported)")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, TARGET_SIZE, 100, 1_000, 10_000])
+    parser.add_argument(
+        "--sizes",
+        type=int,
+        nargs="+",
+        help="steps per trace (default: 10 50 100 1000 10000; without 10000 for --history grow)",
+    )
+    parser.add_argument(
+        "--history",
+        choices=HISTORIES,
+        default="window",
+        help="window: each LLM call sends a constant-size input (default); grow: each resends "
+        "the whole history, as real agents do",
+    )
     args = parser.parse_args()
+    if args.sizes is None:
+        args.sizes = DEFAULT_SIZES[args.history]
 
     scorer, lexical = Scorer(), LexicalDetector()
     print(
         f"CPU us per step, median of {args.runs} runs of ~{STEPS_PER_RUN} steps; GenAI span records "
-        f"(chat + execute_tool spans under invoke_agent)"
+        f"(chat + execute_tool spans under invoke_agent); LLM input history: {args.history}"
     )
     columns = ("records->verdict", "score", "detectors", "lexical", "label")
     print(f"{'steps':>7}  " + "  ".join(f"{c:>{max(len(c), 7)}}" for c in columns))
     full: dict[int, float] = {}
     for size in args.sizes:
-        records = genai_records(size)
+        records = genai_records(size, history=args.history)
         trace = build_trace(records)
         n = len(trace.steps)
 

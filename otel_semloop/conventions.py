@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -98,67 +99,218 @@ def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> Step
 
 
 def read_step(record: SpanRecord, kind: StepKind) -> Step:
-    """Build the :class:`Step` for a span already classified as ``kind``."""
+    """Build the :class:`Step` for a span already classified as ``kind``.
+
+    The step's ``input``/``input_text`` (and an LLM or agent step's decoded ``output``)
+    are left for their first read when decoding them would build something (see
+    :class:`Deferred`): an LLM call's input is the whole message history, read by the
+    detectors only in rare cases. The step's values are the same either way.
+    """
     attrs = record.attributes
-    step = Step(
-        kind=kind,
-        name=_step_name(record, kind),
-        span_id=record.span_id,
-        trace_id=record.trace_id,
-        parent_span_id=record.parent_span_id,
-        start_ns=record.start_ns or None,
-        end_ns=record.end_ns or None,
-    )
+    get = attrs.get
+    name = record.name
+    for key in _NAME_KEYS.get(kind, _SPAN_NAME_KEYS):
+        value = get(key)
+        if isinstance(value, str) and value:
+            name = value
+            break
+    raw_in = raw_out = None
     if kind is StepKind.LLM:
         # Message lists first: OpenInference's input.value/output.value on an LLM span is
         # the whole request/response body, not what was said.
         # Indexed messages are collected only when a message list attribute is missing.
-        step.input = attrs.get("gen_ai.input.messages")
-        step.output = attrs.get("gen_ai.output.messages")
-        if not step.input or not step.output:
+        raw_in = get("gen_ai.input.messages")
+        raw_out = get("gen_ai.output.messages")
+        if not raw_in or not raw_out:
             indexed = _indexed_messages(attrs)
-            step.input = step.input or _first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
-            step.output = step.output or _first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
-    if step.input is None:
-        step.input = _first_present(attrs, *_INPUT_KEYS)
-    if step.output is None:
-        step.output = _first_present(attrs, *_OUTPUT_KEYS)
-    if record.events and kind is not StepKind.AGENT and (step.input is None or step.output is None):
-        events_in, events_out = _event_messages(record.events)
+            raw_in = raw_in or _first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+            raw_out = raw_out or _first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+    if raw_in is None:
+        for key in _INPUT_KEYS:
+            raw_in = get(key)
+            if raw_in is not None:
+                break
+    if raw_out is None:
+        for key in _OUTPUT_KEYS:
+            raw_out = get(key)
+            if raw_out is not None:
+                break
+    events = record.events
+    if events and kind is not StepKind.AGENT and (raw_in is None or raw_out is None):
+        events_in, events_out = _event_messages(events)
         if kind is StepKind.TOOL:
             # On a tool span the tool message holds the arguments, the choice the result.
             events_in, events_out = _message_content(events_in), _message_content(events_out)
-        if step.input is None:
-            step.input = events_in
-        if step.output is None:
-            step.output = events_out
-    step.input = _decode_json(step.input)
-    step.output = _decode_json(step.output)
-    if "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs:
-        # OpenLLMetry's decorators record json.dumps({"args": [...], "kwargs": {...}}) as
-        # the input and json.dumps(return value) as the output: unwrap both.
-        step.input = unwrap_envelope(step.input)
-        step.output = _decode_json_string(step.output)
-    step.input_text = flatten_text(step.input)
-    step.output_text = flatten_text(step.output)
-    if kind is StepKind.LLM:
-        step.tool_calls = tuple(_tool_calls(step.output))
-    elif kind is StepKind.TOOL:
+        if raw_in is None:
+            raw_in = events_in
+        if raw_out is None:
+            raw_out = events_out
+    # OpenLLMetry's decorators record json.dumps({"args": [...], "kwargs": {...}}) as the
+    # input and json.dumps(return value) as the output: both are unwrapped.
+    envelope = "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs
+
+    output = _decode_json(raw_out)
+    if envelope:
+        output = _decode_json_string(output)
+    output_text = flatten_text(output)
+
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_arguments = tool_result = handoff_to = None
+    step_input: Any = _UNREAD
+    # The input is kept undecoded unless it is plain text (its own text) or nothing.
+    defer_input = raw_in is not None and not (isinstance(raw_in, str) and raw_in[:1] not in _JSON_OPENERS)
+    if kind is StepKind.TOOL:
         # Not OpenInference's ``tool.parameters``: that is the tool's JSON *schema*, the same
         # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
         # reading it as arguments would make every call of a tool look identical.
-        arguments = attrs.get("gen_ai.tool.call.arguments")
-        step.tool_arguments = _decode_json(arguments) if arguments is not None else step.input
-        result = attrs.get("gen_ai.tool.call.result")
-        step.tool_result = _decode_json(result) if result is not None else step.output
-        if isinstance(step.tool_arguments, dict) and "input_str" in step.tool_arguments:
-            step.tool_arguments = unwrap_callback_input(step.tool_arguments)
-        if isinstance(step.tool_result, dict):
-            step.tool_result = unwrap_tool_result(step.tool_result)
-        step.handoff_to = handoff_target(attrs, step.name, step.tool_arguments)
-    _read_error(record, step)
-    _read_usage(attrs, step)
+        arguments = get("gen_ai.tool.call.arguments")
+        if arguments is not None:
+            tool_arguments = _decode_json(arguments)
+        else:
+            # The arguments are the input itself (the same object): decoded now.
+            defer_input = False
+            tool_arguments = step_input = _decode_input(raw_in, envelope)
+        result = get("gen_ai.tool.call.result")
+        tool_result = _decode_json(result) if result is not None else output
+        if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
+            tool_arguments = unwrap_callback_input(tool_arguments)
+        if isinstance(tool_result, dict):
+            tool_result = unwrap_tool_result(tool_result)
+        handoff_to = handoff_target(attrs, name, tool_arguments)
+        # The tool result may be the decoded output itself: the output stays decoded.
+        defer_output = False
+    else:
+        if kind is StepKind.LLM:
+            tool_calls = tuple(_tool_calls(output))
+        # Only the text and the tool calls are read at once: the decoded messages are
+        # dropped (decoded again on a read of ``output``), fewer objects live per step.
+        defer_output = output is not raw_out and isinstance(raw_out, str)
+
+    if defer_input:
+        step_input = None
+        input_text = ""
+    else:
+        if step_input is _UNREAD:
+            step_input = _decode_input(raw_in, envelope)
+        input_text = flatten_text(step_input)
+
+    # Error and usage, read as _read_error / _read_usage do.
+    error_type = get("error.type")
+    message = record.status_message
+    for event in events:
+        if event.name == "exception":
+            error_type = error_type or event.attributes.get("exception.type")
+            message = message or str(event.attributes.get("exception.message", ""))
+            break
+    is_error = record.status_code == STATUS_ERROR or error_type is not None
+    cost = _first_present(attrs, *_COST_KEYS)
+    # Positional: a keyword call matches each name against the parameters (several times
+    # the cost of the call itself for this many); the order is checked at import below.
+    step = Step(
+        kind,
+        name,
+        record.span_id,
+        record.trace_id,
+        record.parent_span_id,
+        step_input,
+        output,
+        input_text,
+        output_text,
+        tool_arguments,
+        tool_result,
+        tool_calls,
+        is_error,
+        str(error_type or "") if is_error else "",
+        (message or "") if is_error else "",
+        record.start_ns or None,
+        record.end_ns or None,
+        None,  # agent: set by the builder
+        _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS)),
+        _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS)),
+        float(cost) if isinstance(cost, (int, float)) else None,
+        0,  # depth
+        False,  # synthetic
+        handoff_to,
+    )
+    if defer_input or defer_output:
+        step._deferred = Deferred(raw_in, envelope, raw_out)
+        if defer_input:
+            del step.input, step.input_text
+        if defer_output:
+            del step.output
     return step
+
+
+_STEP_FIELDS = (
+    "kind", "name", "span_id", "trace_id", "parent_span_id", "input", "output", "input_text",
+    "output_text", "tool_arguments", "tool_result", "tool_calls", "is_error", "error_type",
+    "error_message", "start_ns", "end_ns", "agent", "input_tokens", "output_tokens", "cost",
+    "depth", "synthetic", "handoff_to",
+)  # fmt: skip
+if tuple(f.name for f in dataclasses.fields(Step))[: len(_STEP_FIELDS)] != _STEP_FIELDS:
+    raise ImportError("read_step builds a Step positionally: update it to Step's field order")
+_JSON_OPENERS = ("{", "[")
+_UNREAD: Any = object()
+_NAME_KEYS = {
+    StepKind.TOOL: ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name"),
+    StepKind.AGENT: ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"),
+}
+_SPAN_NAME_KEYS = ("confident.span.name",)
+_INPUT_TOKEN_KEYS = (
+    "gen_ai.usage.input_tokens",
+    "gen_ai.usage.prompt_tokens",
+    "llm.token_count.prompt",
+    "confident.llm.input_token_count",
+)
+_OUTPUT_TOKEN_KEYS = (
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.completion_tokens",
+    "llm.token_count.completion",
+    "confident.llm.output_token_count",
+)
+_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+
+
+def _decode_input(raw: Any, envelope: bool) -> Any:
+    """A step's input value from its raw attribute (see :func:`read_step`)."""
+    value = _decode_json(raw)
+    return unwrap_envelope(value) if envelope else value
+
+
+class Deferred:
+    """What :func:`read_step` left undecoded on a step: the raw input and output
+    attribute values, decoded on the step's first read of ``input``, ``input_text`` or
+    ``output`` (:meth:`resolve`, called by :class:`~otel_semloop.model.Step`) exactly as
+    they would have been at once. The decoded input is kept here once read, so reading
+    ``input`` and ``input_text`` decodes it once. Holds references to the raw values only
+    (strings, in the common case): no decoded message objects per step."""
+
+    __slots__ = ("_input", "envelope", "raw_input", "raw_output")
+
+    def __init__(self, raw_input: Any, envelope: bool, raw_output: Any) -> None:
+        self.raw_input = raw_input
+        self.envelope = envelope
+        self.raw_output = raw_output
+        self._input: tuple[Any] | None = None
+
+    def input(self) -> Any:
+        """The decoded input (decoded on the first call)."""
+        if self._input is None:
+            self._input = (_decode_input(self.raw_input, self.envelope),)
+        return self._input[0]
+
+    def resolve(self, step: Step, name: str) -> Any:
+        """Decode field ``name`` of ``step``, store it on the step and return it."""
+        if name == "input":
+            value = self.input()
+        elif name == "input_text":
+            value = flatten_text(self.input())
+        else:
+            value = _decode_json(self.raw_output)
+            if self.envelope:
+                value = _decode_json_string(value)
+        setattr(step, name, value)
+        return value
 
 
 #: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,
@@ -175,6 +327,16 @@ _HANDOFF_TOOLS = frozenset(
 _HANDOFF_ARGS = ("agent_name", "agent", "coworker", "target", "to", "to_agent", "assignee")
 
 
+@functools.lru_cache(maxsize=1024)
+def _handoff_name(name: str) -> tuple[str | None, bool]:
+    """(the target a hand-off tool's name gives, whether the tool names it in an argument):
+    a function of the name alone, cached (a trace calls a few tools many times)."""
+    match = _HANDOFF_NAME.match(name)
+    if match and match.group(1) != "agent":
+        return match.group(1).strip(), False
+    return None, name.lower() in _HANDOFF_TOOLS
+
+
 def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str | None:
     """The agent a tool call hands the work to, or None when it is not a hand-off.
 
@@ -184,31 +346,15 @@ def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str |
     target = attrs.get("gen_ai.transfer.target.name") or attrs.get("gen_ai.transfer.target")
     if isinstance(target, str) and target:
         return target
-    match = _HANDOFF_NAME.match(name)
-    if match and match.group(1) != "agent":
-        return match.group(1).strip()
-    if name.lower() in _HANDOFF_TOOLS and isinstance(arguments, Mapping):
+    named, by_argument = _handoff_name(name)
+    if named is not None:
+        return named
+    if by_argument and isinstance(arguments, Mapping):
         for key in _HANDOFF_ARGS:
             value = arguments.get(key)
             if isinstance(value, str) and value:
                 return value
     return None
-
-
-def _step_name(record: SpanRecord, kind: StepKind) -> str:
-    attrs = record.attributes
-    keys: tuple[str, ...]
-    if kind is StepKind.TOOL:
-        keys = ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name")
-    elif kind is StepKind.AGENT:
-        keys = ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name")
-    else:
-        keys = ("confident.span.name",)
-    for key in keys:
-        value = attrs.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return record.name
 
 
 _INPUT_KEYS = (
@@ -517,10 +663,20 @@ def flatten_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
-        texts = [_message_text(m) for m in value]
-        if any(t is not None for t in texts):
-            return "\n".join(t for t in texts if t)
+    if isinstance(value, list) and value:
+        texts = []
+        message_seen = False
+        for message in value:
+            if not isinstance(message, dict):
+                break  # not a message list: rendered as JSON below
+            text = _message_text(message)
+            if text is not None:
+                message_seen = True
+                if text:
+                    texts.append(text)
+        else:
+            if message_seen:
+                return "\n".join(texts)
     if isinstance(value, dict):
         text = _message_text(value)
         if text is not None:
@@ -533,14 +689,20 @@ def flatten_text(value: Any) -> str:
     return str(value)
 
 
+_PART_TEXT_TYPES = ("text", "reasoning")  # a tuple: a part's type may be unhashable
+_ABSENT: Any = object()
+
+
 def _message_text(message: Mapping[str, Any]) -> str | None:
     """Text of one message, or None when the dict is not a message."""
     parts = message.get("parts")
     if isinstance(parts, list):
         texts = []
         for part in parts:
-            if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
-                content = part.get("content", part.get("text"))
+            if isinstance(part, dict) and part.get("type") in _PART_TEXT_TYPES:
+                content = part.get("content", _ABSENT)
+                if content is _ABSENT:
+                    content = part.get("text")
                 if isinstance(content, str):
                     texts.append(content)
         return "\n".join(texts)
@@ -567,7 +729,9 @@ def block_text(blocks: list[Any]) -> str:
         if not isinstance(part, dict):
             continue
         kind = part.get("type")
-        if kind in _TEXT_TYPES or (kind is None and isinstance(part.get("text"), str)):
+        # (A type that is not a string, even an unhashable list, is no text type.)
+        is_text = isinstance(kind, str) and kind in _TEXT_TYPES
+        if is_text or (kind is None and isinstance(part.get("text"), str)):
             texts.append(str(part.get("text", "")))
         elif isinstance(part.get("toolResult"), dict) and isinstance(part["toolResult"].get("content"), list):
             texts.append(block_text(part["toolResult"]["content"]))
@@ -603,44 +767,6 @@ def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
         arguments=_decode_json(arguments),
         call_id=str(call_id) if call_id else None,
     )
-
-
-def _read_error(record: SpanRecord, step: Step) -> None:
-    attrs = record.attributes
-    error_type = attrs.get("error.type")
-    message = record.status_message
-    for event in record.events:
-        if event.name == "exception":
-            error_type = error_type or event.attributes.get("exception.type")
-            message = message or str(event.attributes.get("exception.message", ""))
-            break
-    step.is_error = record.status_code == STATUS_ERROR or error_type is not None
-    if step.is_error:
-        step.error_type = str(error_type or "")
-        step.error_message = message or ""
-
-
-def _read_usage(attrs: Mapping[str, Any], step: Step) -> None:
-    step.input_tokens = _as_int(
-        _first_present(
-            attrs,
-            "gen_ai.usage.input_tokens",
-            "gen_ai.usage.prompt_tokens",
-            "llm.token_count.prompt",
-            "confident.llm.input_token_count",
-        )
-    )
-    step.output_tokens = _as_int(
-        _first_present(
-            attrs,
-            "gen_ai.usage.output_tokens",
-            "gen_ai.usage.completion_tokens",
-            "llm.token_count.completion",
-            "confident.llm.output_token_count",
-        )
-    )
-    cost = _first_present(attrs, "gen_ai.usage.cost", "llm.cost.total")
-    step.cost = float(cost) if isinstance(cost, (int, float)) else None
 
 
 def _as_int(value: Any) -> int | None:

@@ -92,6 +92,14 @@ class Step:
     the call's arguments and result; when the span lacks them they are filled from the
     matching tool call requested by the preceding LLM output (``ToolCall``).
     ``agent`` is the name of the nearest enclosing agent step, if any.
+
+    Read lazily: a step read from a span (:func:`otel_semloop.conventions.read_step`)
+    may leave ``input``, ``input_text`` and ``output`` undecoded until first read (an LLM
+    call's input is the whole message history the agent resent, so decoding it for every
+    step costs O(history) per step and O(n^2) per trace, while detectors rarely read it).
+    The first read decodes and stores the value; assigning one replaces it as for any
+    field. Values, ``repr``, ``dataclasses.replace``, copies and pickles are as if
+    everything had been decoded at once.
     """
 
     kind: StepKind
@@ -123,8 +131,31 @@ class Step:
     #: :func:`otel_semloop.conventions.read_step`; None for every other step.
     handoff_to: str | None = None
     children: list[Step] = field(default_factory=list, repr=False)
+    #: What decodes the fields left unset (``input``, ``input_text``, ``output``) on first
+    #: read: an object with ``resolve(step, name) -> value`` that also stores the value on
+    #: the step (see :class:`otel_semloop.conventions.Deferred`); None when nothing is.
+    _deferred: Any = field(default=None, init=False, repr=False)
 
-    def tree_view(self) -> dict[str, Any]:
+    def __getattr__(self, name: str) -> Any:
+        # Called only when a slot is unset: a deferred field on its first read.
+        if name in _DEFERRED_FIELDS:
+            try:
+                deferred = _DEFERRED_SLOT.__get__(self)
+            except AttributeError:
+                deferred = None
+            if deferred is not None:
+                return deferred.resolve(self, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def is_decoded(self, name: str) -> bool:
+        """Whether field ``name`` holds its value already (False: its first read decodes it)."""
+        try:
+            _SLOTS[name].__get__(self)
+        except AttributeError:
+            return False
+        return True
+
+    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
         """The deepeval/semloop nested span dict (``type``, ``name``, ``input``,
         ``output``, ``children``) rooted at this step.
 
@@ -132,31 +163,127 @@ class Step:
         other steps show their flattened input/output text (``None`` when absent),
         so deepeval's scoring and semloop's question protocol run on it unchanged.
         Built iteratively: deep agent nesting cannot exhaust the recursion limit.
+
+        ``lazy=True`` is for a reader in this process that looks a node's ``"input"`` up
+        by key (``node["input"]``, ``node.get("input")``, as the lexical metric does, on a
+        type:name collision only): a step whose input is not decoded yet gets a node that
+        decodes it on that lookup (any other dict method decodes it first too). Native
+        serialisers that read a dict's storage directly (``orjson``) would miss the key:
+        serialise the default, eager view.
         """
-        top = self._node()
+        top = self._node(lazy)
         stack = [(self, top)]
         while stack:
             step, node = stack.pop()
             for child in step.children:
-                child_node = child._node()
+                child_node = child._node(lazy)
                 node["children"].append(child_node)
                 stack.append((child, child_node))
         return top
 
-    def _node(self) -> dict[str, Any]:
-        if self.kind is StepKind.TOOL:
-            node_input = self.tool_arguments if self.tool_arguments is not None else self.input
+    def _node(self, lazy: bool = False) -> dict[str, Any]:
+        kind = self.kind
+        if kind is StepKind.TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
+            if self.tool_arguments is not None:
+                node_input = self.tool_arguments
+            elif lazy and not self.is_decoded("input"):
+                return _LazyInputNode(self, "tool", node_output)
+            else:
+                node_input = self.input
         else:
-            node_input = self.input_text if self.input is not None else None
+            kind_value = kind.value if kind is not StepKind.OTHER else "base"
+            if lazy and not (self.is_decoded("input_text") and self.is_decoded("input")):
+                return _LazyInputNode(self, kind_value, self.output_text)
+            node_input = self._node_input()
             node_output = self.output_text
         return {
-            "type": self.kind.value if self.kind is not StepKind.OTHER else "base",
+            "type": kind.value if kind is not StepKind.OTHER else "base",
             "name": self.name,
             "input": node_input,
             "output": node_output,
             "children": [],
         }
+
+    def _node_input(self) -> Any:
+        """The tree-view ``input`` of this step (see :meth:`tree_view`)."""
+        if self.kind is StepKind.TOOL:
+            return self.tool_arguments if self.tool_arguments is not None else self.input
+        return self.input_text if self.input is not None else None
+
+
+_DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
+_SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
+_DEFERRED_SLOT = Step.__dict__["_deferred"]
+
+
+class _LazyInputNode(dict):  # type: ignore[type-arg]
+    """A tree-view node (see :meth:`Step.tree_view`) whose ``"input"`` is read from its
+    step on first lookup. Until then the key is missing from the dict's own storage;
+    ``[]``, ``get`` and ``in`` see it, and every other method fills it in first (in its
+    place: type, name, input, output, children)."""
+
+    __slots__ = ("_step",)
+
+    def __init__(self, step: Step, kind: str, output: Any) -> None:
+        dict.__init__(self, type=kind, name=step.name, output=output, children=[])
+        self._step: Step | None = step
+
+    def _fill(self) -> None:
+        step = self._step
+        if step is not None:
+            self._step = None
+            output = dict.pop(self, "output")
+            children = dict.pop(self, "children")
+            dict.__setitem__(self, "input", step._node_input())
+            dict.__setitem__(self, "output", output)
+            dict.__setitem__(self, "children", children)
+
+    def __missing__(self, key: Any) -> Any:
+        if key == "input" and self._step is not None:
+            self._fill()
+            return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        if key == "input" and self._step is not None:
+            self._fill()
+        return dict.get(self, key, default)
+
+    def __contains__(self, key: object) -> bool:
+        return (key == "input" and self._step is not None) or dict.__contains__(self, key)
+
+    def __len__(self) -> int:
+        return dict.__len__(self) + (self._step is not None)
+
+    def __bool__(self) -> bool:
+        return True  # type, name, output and children at least: never empty
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        self._fill()
+        return (dict, (dict(self),))
+
+
+def _filled_first(name: str) -> Any:
+    method = getattr(dict, name)
+
+    def call(self: _LazyInputNode, *args: Any, **kwargs: Any) -> Any:
+        self._fill()
+        for arg in args:  # dict's C code reads another node's storage directly
+            if isinstance(arg, _LazyInputNode):
+                arg._fill()
+        return method(self, *args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+for _name in (
+    "__iter__", "__eq__", "__ne__", "__repr__", "__setitem__", "__delitem__",
+    "__or__", "__ior__", "__reversed__", "keys", "items", "values", "copy", "pop", "popitem",
+    "setdefault", "update", "clear",
+):  # fmt: skip
+    setattr(_LazyInputNode, _name, _filled_first(_name))
 
 
 @dataclass(slots=True, eq=False)
@@ -230,19 +357,20 @@ class Trace:
     def llm_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind is StepKind.LLM]
 
-    def tree_view(self) -> dict[str, Any]:
-        """deepeval's nested span dict for the whole trace.
+    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
+        """deepeval's nested span dict for the whole trace (``lazy``: see
+        :meth:`Step.tree_view`).
 
         One top-level step is the root itself; several are wrapped in a ``base`` node
         named after the trace's root span so nothing is lost.
         """
         if len(self.roots) == 1:
-            return self.roots[0].tree_view()
+            return self.roots[0].tree_view(lazy=lazy)
         root_record = self.spans.get(self.root_span_id)
         return {
             "type": "base",
             "name": root_record.name if root_record else "trace",
             "input": None,
             "output": "",
-            "children": [r.tree_view() for r in self.roots],
+            "children": [r.tree_view(lazy=lazy) for r in self.roots],
         }

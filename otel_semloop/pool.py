@@ -40,6 +40,17 @@ that already left.
 Threads deliver their own results: the owner is not woken per release (only when a
 flush waits: :attr:`ScoringPool.waiting`), which keeps thread switches, and GIL hand-offs
 on an application's thread, to a few per tick.
+
+Batches: with a ``batch_evaluator`` (the service's worker processes), a scoring thread
+that takes a release also takes the releases queued behind it, up to ``batch`` of them
+and its fair share of the queue (so that every thread gets work), claims each one, and
+scores them all in one call: one round trip to a worker process per batch instead of per
+release. Every rule above holds per release (each is claimed, settled and counted on its
+own; a batch past the budget makes its thread stuck once).
+
+Size: one state machine (a job's claim, its budget, the stuck-thread accounting and the
+batches a thread takes) under one lock; split apart, each piece would need the others'
+private state.
 """
 
 from __future__ import annotations
@@ -76,7 +87,15 @@ _logger = get_logger(__name__)
 #: queueing (cheap); bigger ones go to a scoring thread, where the check is the build.
 PREFILTER_SPANS = 1000
 
+#: A batch stops growing once it holds this many spans (a large trace goes alone).
+BATCH_SPANS = 2000
+
 _PENDING, _RUNNING, _DONE = 0, 1, 2
+
+#: What a ``batch_evaluator`` returns for each release: an evaluation, None (no agent
+#: steps), or the exception its scoring raised.
+BatchResult = Evaluation | Exception | None
+BatchEvaluator = Callable[[list[Release[Any]], Any, Scorer], list[BatchResult]]
 
 
 class _Lane:
@@ -121,9 +140,13 @@ class ScoringPool(Generic[S]):
         notify: Callable[[], None] | None = None,
         thread_name: str = "semloop-scorer",
         evaluator: Evaluator[S] = evaluate,
+        batch_evaluator: BatchEvaluator | None = None,
+        batch: int = 16,
     ) -> None:
         self._scorer = scorer
         self._evaluator = evaluator
+        self._batch_evaluator = batch_evaluator
+        self._batch = max(1, batch) if batch_evaluator is not None else 1
         self._adapter = adapter
         self._deliver = deliver
         self._telemetry = telemetry
@@ -324,51 +347,90 @@ class ScoringPool(Generic[S]):
             extra={"semloop_limit": where},
         )
 
+    def _take(self, first: _Job[S]) -> tuple[list[_Job[S]], bool]:
+        """``first`` and, when batching, the jobs queued behind it (up to the batch size,
+        its share of the queue among the threads, and :data:`BATCH_SPANS`). Also whether
+        the stop sentinel was met (the thread exits after this batch)."""
+        jobs = [first]
+        if self._batch == 1:
+            return jobs, False
+        limit = min(self._batch, 1 + self._queue.qsize() // max(1, self._threads))
+        spans = len(first.release.spans)
+        while len(jobs) < limit and spans < BATCH_SPANS:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is None:
+                return jobs, True
+            jobs.append(job)
+            spans += len(job.release.spans)
+        return jobs, False
+
+    def _score(self, jobs: list[_Job[S]]) -> list[tuple[Evaluation | None, Exception | None]]:
+        """Each claimed job's evaluation or failure (in order)."""
+        if self._batch_evaluator is None:
+            job = jobs[0]
+
+            def keep(stage: Evaluation, job: _Job[S] = job) -> None:
+                job.best = stage
+
+            try:
+                return [(self._evaluator(job.release, self._adapter, self._scorer, keep), None)]
+            except Exception as exc:
+                return [(None, exc)]
+        try:
+            results = self._batch_evaluator([job.release for job in jobs], self._adapter, self._scorer)
+        except Exception as exc:  # the whole batch failed (a worker died)
+            return [(None, exc)] * len(jobs)
+        return [(None, r) if isinstance(r, Exception) else (r, None) for r in results]
+
     def _run(self) -> None:
         lane = _Lane()
         lock = self._lock
         telemetry = self._telemetry
         try:
             while True:
-                job = self._queue.get()
-                if job is None:
+                first = self._queue.get()
+                if first is None:
                     return
+                taken, stop = self._take(first)
+                jobs: list[_Job[S]] = []
                 with lock:
-                    if job.state != _PENDING:
-                        continue  # already delivered by the owner
-                    job.state = _RUNNING
-                    job.lane = lane
+                    for job in taken:
+                        if job.state == _PENDING:  # else already delivered by the owner
+                            job.state = _RUNNING
+                            job.lane = lane
+                            jobs.append(job)
+                del taken, first
+                if not jobs:
+                    if stop:
+                        return
+                    continue
                 started = time.perf_counter()
-                evaluation: Evaluation | None = None
-                failure: Exception | None = None
-
-                def keep(stage: Evaluation, job: _Job[S] = job) -> None:
-                    job.best = stage
-
-                try:
-                    evaluation = self._evaluator(job.release, self._adapter, self._scorer, keep)
-                except Exception as exc:
-                    failure = exc
-                duration = time.perf_counter() - started
+                results = self._score(jobs)
+                duration = (time.perf_counter() - started) / len(jobs)
                 with lock:
-                    mine = job.state == _RUNNING
-                    if mine:
-                        job.state = _DONE
+                    mine = [job.state == _RUNNING for job in jobs]
+                    for job, won in zip(jobs, mine, strict=True):
+                        if won:
+                            job.state = _DONE
                     retire = False
                     if lane.stuck:
                         lane.stuck = False
                         self._stuck -= 1
                         retire = self._alive - self._stuck > self._threads
-                telemetry.scoring_duration.record(duration)
-                if mine:
-                    yield_gil()
-                    self._settle(job, self._outcome(job, evaluation, failure))
-                else:
-                    telemetry.add("semloop.scoring.discarded", "late")
-                del job, evaluation, keep
+                yield_gil()
+                for job, won, (evaluation, failure) in zip(jobs, mine, results, strict=True):
+                    telemetry.scoring_duration.record(duration)
+                    if won:
+                        self._settle(job, self._outcome(job, evaluation, failure))
+                    else:
+                        telemetry.add("semloop.scoring.discarded", "late")
+                del jobs, results, job, evaluation
                 if self.waiting and self._notify is not None:
                     self._notify()
-                if retire:
+                if retire or stop:
                     return
         finally:
             with lock:

@@ -132,6 +132,11 @@ class Held:
         """The span as a message to read (a throwaway decoding while it is still bytes)."""
         return self._span if self._span is not None else _SPAN_FROM(self.wire)
 
+    def replaced(self, wire: bytes) -> Held:
+        """A copy holding ``wire`` (the span patched elsewhere), with the same envelopes,
+        cost, ticket and key; this one is left as it was."""
+        return Held(wire, self.resource_spans, self.scope_spans, self.cost, self.ticket, self.key)
+
     def serialized(self) -> bytes:
         """The span's wire bytes (as received, unless it was changed)."""
         return self.wire if self.wire is not None else self._span.SerializeToString()  # type: ignore[no-any-return]
@@ -173,7 +178,8 @@ class ProtoSpans:
         return record
 
     def patched(self, held: Held, patch: SpanPatch) -> Held:
-        apply_patch_proto(held.span, patch)
+        if patch.attributes or patch.events:  # an empty patch: applied where it was made
+            apply_patch_proto(held.span, patch)
         return held
 
     def links(self, held: Held) -> SpanLinks:
@@ -311,13 +317,22 @@ class Pipeline:
             threads=config.scoring_processes if processes is not None else config.scoring_threads,
             max_stuck=config.max_stuck_scorers,
             budget=config.scoring_budget_seconds,
-            **({"evaluator": processes.evaluate} if processes is not None else {}),
+            **(
+                {"evaluator": processes.evaluate, "batch_evaluator": processes.evaluate_many}
+                if processes is not None
+                else {}
+            ),
         )
+        if processes is not None:
+            processes.wants_root = self._wants_root
         scorers = config.scoring_processes if processes is not None else config.scoring_threads
         self.load = ScoringLoad(config.grace_seconds, scorers)
         #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.
         self._submitting = False
         self._delivered_now = False
+        #: Outcomes scoring threads delivered, for the loop to take in one callback.
+        self._inbox: list[Outcome[Held]] = []
+        self._inbox_lock = threading.Lock()
 
     # -- receive path --------------------------------------------------------------------
 
@@ -424,12 +439,34 @@ class Pipeline:
     def _deliver(self, outcome: Outcome[Held]) -> None:
         """The pool's delivery: on the loop, or handed to it from a scoring thread."""
         if threading.get_ident() != self._loop_thread:
-            self._loop.call_soon_threadsafe(self._delivered, outcome, True, True)
+            # One wake-up of the loop for all the outcomes delivered until it runs.
+            with self._inbox_lock:
+                self._inbox.append(outcome)
+                first = len(self._inbox) == 1
+            if first:
+                self._loop.call_soon_threadsafe(self._take_inbox)
         elif self._submitting:
             self._delivered_now = True
             self._delivered(outcome, False)
         else:
             self._delivered(outcome, True)  # past its budget, or at the end of a drain
+
+    def _wants_root(self, verdict: Verdict) -> bool:
+        """Whether :meth:`_delivered` reads the root of a trace with this verdict."""
+        return self._publish or (self._config.log_loops and verdict.label.value == "loop")
+
+    def _take_inbox(self) -> None:
+        with self._inbox_lock:
+            outcomes, self._inbox = self._inbox, []
+        for outcome in outcomes:
+            try:
+                self._delivered(outcome, True, True)
+            except Exception:  # as a callback of its own would: the others still go out
+                self._telemetry.add("semloop.errors", "pipeline")
+                _logger.exception(
+                    "otel-semloop: error forwarding a scored trace (counted in semloop.errors)",
+                    extra={"semloop_limit": "pipeline"},
+                )
 
     def _delivered(self, outcome: Outcome[Held], queued: bool, scored: bool = False) -> None:
         if queued:

@@ -4,24 +4,29 @@ Why: the receivers, the buffer and the exporter share one event loop, and scorin
 in the same process share its GIL, so a service scoring on threads uses about one core
 however many the host has. With :class:`ScoringProcesses` the
 :class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each one checks out a
-worker process for one release, sends the release's spans over a pipe as serialized
-protobuf and waits (the GIL is free meanwhile); the worker decodes them into records and
-calls :func:`~otel_semloop.scoring.score_records` (trace build, detectors, policy,
-patches); the verdict and the per-span patches come back pickled and are written back in
-the service process. The pool's rules (budget, stuck threads, exactly once) are unchanged:
-:meth:`ScoringProcesses.evaluate` is the pool's ``evaluator``.
+worker process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
+``batch_evaluator``: the release a thread took and those queued behind it), sends their
+spans over a pipe as serialized protobuf and waits (the GIL is free meanwhile); the worker
+decodes them into records and calls :func:`~otel_semloop.scoring.score_records` (trace
+build, detectors, policy, patches) for each, applies the patches to the spans it decoded
+and serializes those again. The pool's rules (budget, stuck threads, exactly once) hold
+per release.
 
 What crosses the pipe is small: the spans' wire bytes in (what the service already
-holds), a verdict and a few patches out. Each trip costs the service process about
-20 us plus 1-2 us a span (serializing, unpickling, one root decoded for the log line).
+holds); per release a verdict, the root's index and id and the patched spans' bytes out.
+The service process then only swaps bytes: each patched span becomes a new
+:class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
+abandoned past its budget changed nothing that left), and the root is decoded only when
+``wants_root(verdict)`` says a log line or an evaluation record needs it. A batch of one
+round trip costs the service process about 20 us plus a few us a span.
 
 Workers
     Started with ``forkserver`` (they inherit no gRPC or asyncio state of the service),
     ``processes`` of them, and warmed up (imports done, the scorer built) before the
     service reports ready, so the first traces do not spend their budget on a boot. A
-    worker that dies (a crash, the OOM killer) costs only its trace, which goes out
+    worker that dies (a crash, the OOM killer) costs only the traces it held, which go out
     unscored (``scoring failed: WorkerDied``); the next checkout starts a new one. A
-    watchdog terminates a worker still busy on one trace ``kill_after`` seconds after it
+    watchdog terminates a worker still busy on one batch ``kill_after`` seconds after it
     got it (a hung detector cannot hold a core for ever; its trace left unscored at the
     budget, and its thread, counted stuck by the pool, comes back).
     Replacements for workers abandoned past the budget are started on demand, so at most
@@ -46,10 +51,11 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.grouping import Release
 from otel_semloop.model import SpanRecord, Trace
-from otel_semloop.otlp import record_from_proto_span
+from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.release import Evaluation, SpanAdapter
 from otel_semloop.scoring import DetectorScorer, Scorer, score_records
 from otel_semloop.telemetry import get_logger
+from otel_semloop.writeback import SpanPatch
 
 __all__ = ["ScoringProcesses", "WorkerDied", "runs_in_workers"]
 
@@ -84,32 +90,65 @@ def runs_in_workers(scorer: Scorer) -> bool:
 
 
 def _worker_main(conn: Any, mode: str) -> None:
-    """A scoring process: ``(span bytes, partial)`` in; ``("ok", None)`` (no agent steps),
-    ``("ok", (verdict, patches, span ids in order))`` or ``("error", exception)`` out,
-    until the pipe closes."""
-    span_from = trace_pb2.Span.FromString
+    """A scoring process: a batch of ``(span bytes, partial)`` in; per release
+    ``("ok", None)`` (no agent steps), ``("ok", (verdict, patches, span ids in order))``
+    or ``("error", exception)`` out, until the pipe closes."""
     score_records([], mode=mode)  # type: ignore[arg-type]  # imports and the scorer, before ready
     conn.send_bytes(_READY)
     while True:
         try:
-            spans, partial = pickle.loads(conn.recv_bytes())
+            batch = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
+        results = [_score_one(spans, partial, mode) for spans, partial in batch]
         try:
-            records = [record_from_proto_span(span_from(data)) for data in spans]
-            scored = score_records(records, partial=partial, mode=mode)  # type: ignore[arg-type]
-            ids = [record.span_id for record in records]
-            result: tuple[Any, ...] = ("ok", None if scored is None else (*scored, ids))
-        except Exception as exc:  # the trace goes out unscored with this error's type
-            result = ("error", exc)
-        try:
-            reply = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # an exception that does not pickle
-            reply = pickle.dumps(("error", RuntimeError(f"{type(exc).__name__}: {exc}")))
+            reply = pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception:  # an exception that does not pickle: only its release says so
+            reply = pickle.dumps([_picklable(result) for result in results], protocol=pickle.HIGHEST_PROTOCOL)
         try:
             conn.send_bytes(reply)
         except (EOFError, OSError):
             return
+
+
+def _score_one(spans: list[bytes], partial: bool, mode: str) -> tuple[str, Any]:
+    """Score one release's spans: ``("ok", None)`` without agent steps, else ``("ok",
+    (verdict, root index, root span id, [(span index, patched span bytes)]))``; the patches are applied
+    here, to the spans this process decoded anyway, so the service process only swaps
+    bytes."""
+    span_from = _SPAN_FROM
+    try:
+        messages = [span_from(data) for data in spans]
+        records = [record_from_proto_span(message) for message in messages]
+        scored = score_records(records, partial=partial, mode=mode)  # type: ignore[arg-type]
+        if scored is None:
+            return ("ok", None)
+        verdict, patches = scored
+        root = -1
+        patched: list[tuple[int, bytes]] = []
+        for index, record in enumerate(records):
+            patch = patches.get(record.span_id)
+            if patch is None:
+                continue
+            if patch.events and root < 0:
+                root = index
+            message = messages[index]
+            apply_patch_proto(message, patch)
+            patched.append((index, message.SerializeToString()))
+        return ("ok", (verdict, root, records[root].span_id if root >= 0 else "", patched))
+    except Exception as exc:  # the trace goes out unscored with this error's type
+        return ("error", exc)
+
+
+def _picklable(result: tuple[str, Any]) -> tuple[str, Any]:
+    try:
+        pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:
+        return ("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
+    return result
+
+
+_SPAN_FROM = trace_pb2.Span.FromString
 
 
 class _Worker:
@@ -173,6 +212,9 @@ class ScoringProcesses:
         self.started = 0
         #: Workers terminated for holding one trace past ``kill_after``.
         self.killed = 0
+        #: Whether a verdict's root span must be decoded in this process (its log line or
+        #: evaluation record needs it); None: always.
+        self.wants_root: Callable[[Any], bool] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -280,52 +322,80 @@ class ScoringProcesses:
         the workers rebuild, ``on_stage`` unused: the default scorer has one stage).
         None when the trace has no agent steps. Raises what the scorer raised, or
         :class:`WorkerDied`."""
-        spans = release.spans
-        wire = [self._serialize(span) for span in spans]
-        payload = pickle.dumps((wire, release.partial), pickle.HIGHEST_PROTOCOL)
+        (result,) = self.evaluate_many([release], adapter, scorer)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def evaluate_many(
+        self, releases: list[Release[Any]], adapter: SpanAdapter[Any], scorer: Scorer
+    ) -> list[Evaluation | Exception | None]:
+        """Score several releases in one round trip to one worker (the pool's
+        ``batch_evaluator``): per release its evaluation, None (no agent steps) or the
+        exception its scoring raised. Raises :class:`WorkerDied` when the worker exits
+        (every release of the batch then goes out unscored)."""
+        serialize = self._serialize
+        payload = pickle.dumps(
+            [([serialize(span) for span in release.spans], release.partial) for release in releases],
+            pickle.HIGHEST_PROTOCOL,
+        )
         worker = self._checkout()
         healthy = False
         try:
             worker.conn.send_bytes(payload)
-            reply = pickle.loads(worker.conn.recv_bytes())  # blocks without the GIL
+            del payload
+            replies = pickle.loads(worker.conn.recv_bytes())  # blocks without the GIL
             healthy = True
         except (EOFError, OSError) as exc:
             raise WorkerDied(f"a scoring process exited: {exc!r}") from exc
         finally:
             self._checkin(worker, healthy)
-        if reply[0] == "error":
-            raise reply[1]
-        if reply[1] is None:
-            return None
-        verdict, patches, ids = reply[1]
-        return _evaluation(spans, ids, adapter, verdict, patches, release.partial)
+        out: list[Evaluation | Exception | None] = []
+        for release, reply in zip(releases, replies, strict=True):
+            if reply[0] == "error":
+                out.append(reply[1])
+            elif reply[1] is None:
+                out.append(None)
+            else:
+                verdict, root, root_id, patched = reply[1]
+                decode = self.wants_root is None or self.wants_root(verdict)
+                root_of = (root, root_id, decode)
+                out.append(_evaluation(release.spans, adapter, verdict, root_of, patched, release.partial))
+        return out
 
 
 def _evaluation(
     spans: Sequence[Any],
-    ids: Sequence[str],
     adapter: SpanAdapter[Any],
     verdict: Any,
-    patches: dict[str, Any],
+    root: tuple[int, str, bool],
+    patched: list[tuple[int, bytes]],
     partial: bool,
 ) -> Evaluation:
-    """What the pool writes back: the worker's patches, references holding only span ids
-    and sources, and a trace of the root alone (for the loop log line and the evaluation
-    record). The root is the span whose patch carries the evaluation event."""
-    root_id = next((span_id for span_id, patch in patches.items() if patch.events), "")
-    root: SpanRecord | None = None
-    records: list[Any] = []
-    for span_id, held in zip(ids, spans, strict=True):
-        if root is None and span_id == root_id:
-            root = adapter.record(held)
-            records.append(root)
-        else:
-            records.append(_Ref(span_id, held))
+    """What the pool writes back: each patched span as a new :class:`Held` of the bytes
+    the worker patched (an empty patch each: nothing is left to apply, and a thread
+    abandoned past its budget has changed no span that left), references holding only
+    the sources of the others, and a trace of the root alone: ``root`` is its index, span
+    id and whether to decode it (for the loop log line and the evaluation record; else
+    the trace holds only its id, for the release reason)."""
+    records: list[Any] = [_Ref("", held) for held in spans]
+    patches: dict[str, SpanPatch] = {}
+    for index, wire in patched:
+        key = f"#{index}"  # patches are keyed by these references' ids, not span ids
+        records[index] = _Ref(key, spans[index].replaced(wire))
+        patches[key] = SpanPatch()
+    root_index, root_id, decode = root
+    decoded: dict[str, SpanRecord] = {}
+    if root_index >= 0:
+        records[root_index].span_id = root_id
+        patches[root_id] = patches.pop(f"#{root_index}")
+        if decode:
+            decoded[root_id] = adapter.record(records[root_index].source)
     trace = Trace(
-        trace_id=root.trace_id if root is not None else "",
+        trace_id=next(iter(decoded.values())).trace_id if decoded else "",
         steps=[],
-        spans={root_id: root} if root is not None else {},
-        root_span_id=root_id if root is not None else "",
+        spans=decoded,
+        root_span_id=root_id,
         partial=partial,
     )
     return Evaluation(trace, records, verdict, patches)

@@ -206,3 +206,9 @@ def test_chat_content_lists_flatten_to_their_text():
     )
     assert flatten_text({"b": 1, "a": 2}) == '{"a":2,"b":1}'
     assert flatten_text(None) == ""
+
+
+def test_a_content_block_whose_type_is_not_a_string_is_no_text_and_no_error():
+    """Found by the flatten_text specification test: ``{"type": []}`` raised TypeError
+    (unhashable) and lost the trace's verdict."""
+    assert flatten_text([{"role": "assistant", "content": [{"type": [], "text": "x"}, {"text": "y"}]}]) == "y"

@@ -20,7 +20,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.pool import ScoringPool
-from otel_semloop.release import Outcome, SpanLinks
+from otel_semloop.release import Outcome, SpanLinks, evaluate
 from otel_semloop.telemetry import SelfTelemetry
 from otel_semloop.verdict import Action, Label, Verdict
 from otel_semloop.writeback import SpanPatch
@@ -109,9 +109,38 @@ class Staged:
         yield NO_LOOP
 
 
+class Batches:
+    """A batch evaluator (as the service's worker processes are): scores each release of
+    a batch with the in-process path and records the batch sizes; ``error`` fails a
+    whole batch (a worker that died)."""
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.sizes: list[int] = []
+        self.error = error
+
+    def __call__(self, releases: list[Release[SpanRecord]], adapter: Any, scorer: Any) -> list[Any]:
+        self.sizes.append(len(releases))
+        if self.error is not None:
+            raise self.error
+        out: list[Any] = []
+        for release in releases:
+            try:
+                out.append(evaluate(release, adapter, scorer))
+            except Exception as exc:
+                out.append(exc)
+        return out
+
+
 class Harness:
     def __init__(
-        self, scorer: Any, *, agent: bool = True, threads: int = 1, max_stuck: int = 1, budget: float = 5.0
+        self,
+        scorer: Any,
+        *,
+        agent: bool = True,
+        threads: int = 1,
+        max_stuck: int = 1,
+        budget: float = 5.0,
+        batches: Batches | None = None,
     ) -> None:
         self.delivered: list[Outcome[SpanRecord]] = []
         self.threads: list[int] = []
@@ -125,6 +154,7 @@ class Harness:
             threads=threads,
             max_stuck=max_stuck,
             budget=budget,
+            **({"batch_evaluator": batches, "batch": 16} if batches is not None else {}),
         )
 
     def deliver(self, outcome: Outcome[SpanRecord]) -> None:
@@ -330,11 +360,12 @@ def test_take_back_all_delivers_whatever_is_pending(harnesses: list[Harness]) ->
     scorer.gate.set()
 
 
+@pytest.mark.parametrize("batched", [False, True])
 def test_every_release_is_delivered_exactly_once_when_verdicts_race_the_budget(
-    harnesses: list[Harness],
+    harnesses: list[Harness], batched: bool
 ) -> None:
-    """Scorers finishing right around their deadline, two threads: each release leaves
-    exactly once, scored or not."""
+    """Scorers finishing right around their deadline, two threads (taking batches or
+    not): each release leaves exactly once, scored or not."""
 
     class Jittery:
         def __init__(self) -> None:
@@ -345,7 +376,8 @@ def test_every_release_is_delivered_exactly_once_when_verdicts_race_the_budget(
             threading.Event().wait((self.count % 5) * 0.001)
             return LOOP
 
-    h = make(harnesses, Jittery(), threads=2, max_stuck=4, budget=0.002)
+    batches = Batches() if batched else None
+    h = make(harnesses, Jittery(), threads=2, max_stuck=4, budget=0.002, batches=batches)
     releases = [agent_release(n) for n in range(300)]
     clock = 0.0
     for release in releases:
@@ -357,6 +389,76 @@ def test_every_release_is_delivered_exactly_once_when_verdicts_race_the_budget(
     delivered = Counter(o.spans[0].trace_id for o in h.delivered)
     assert sorted(delivered) == sorted(r.spans[0].trace_id for r in releases)
     assert set(delivered.values()) == {1}
+
+
+def test_a_thread_takes_the_releases_queued_behind_its_own_as_one_batch(harnesses: list[Harness]) -> None:
+    scorer = Gate()
+    batches = Batches()
+    h = make(harnesses, scorer, threads=1, batches=batches)
+    h.pool.submit(agent_release(0), now=0.0)
+    scorer.wait_entered()  # the thread holds the first release; nine queue behind it
+    for n in range(1, 10):
+        h.pool.submit(agent_release(n), now=0.0)
+    scorer.gate.set()
+    outcomes = h.wait_delivered(10)
+    assert batches.sizes == [1, 9]  # one round trip for the nine
+    expected = sorted(agent_release(n).trace_key for n in range(10))
+    assert sorted(o.spans[0].trace_id for o in outcomes) == expected
+    assert [o.label for o in outcomes] == ["loop"] * 10
+    assert h.stats()["semloop.traces.loop"] == 10
+
+
+def test_a_batch_past_its_budget_makes_its_thread_stuck_once_and_its_late_verdicts_are_discarded(
+    harnesses: list[Harness],
+) -> None:
+    class Turnstile:
+        """One verdict per permit."""
+
+        def __init__(self) -> None:
+            self.entered = threading.Semaphore(0)
+            self.permits = threading.Semaphore(0)
+
+        def score(self, trace: Trace) -> Verdict:
+            self.entered.release()
+            self.permits.acquire(timeout=WAIT * 3)
+            return LOOP
+
+    scorer = Turnstile()
+    batches = Batches()
+    h = make(harnesses, scorer, threads=1, max_stuck=1, batches=batches)
+    h.pool.submit(agent_release(0), now=0.0)
+    assert scorer.entered.acquire(timeout=WAIT)
+    for n in range(1, 4):
+        h.pool.submit(agent_release(n), now=0.0)
+    scorer.permits.release()  # the first one is scored; the thread takes the other three
+    assert scorer.entered.acquire(timeout=WAIT)
+    assert h.wait_delivered(1)[0].label == "loop"
+    assert batches.sizes == [1, 3]
+    h.pool.expire(6.0)  # the batch of three is past its budget
+    outcomes = h.wait_delivered(4)
+    assert [o.label for o in outcomes[1:]] == ["unscored"] * 3
+    assert h.pool.stuck == 1  # one thread, stuck once
+    scorer.permits.release(3)
+    for _ in range(1000):
+        if h.pool.stuck == 0:
+            break
+        threading.Event().wait(0.01)
+    assert h.pool.stuck == 0
+    assert len(h.delivered) == 4
+    assert h.stats()["semloop.scoring.discarded.late"] == 3
+    assert h.stats()["semloop.unscored.budget"] == 3
+
+
+def test_a_batch_that_fails_whole_leaves_every_release_in_it_unscored_with_the_error_type(
+    harnesses: list[Harness],
+) -> None:
+    h = make(harnesses, Gate(hold=False), batches=Batches(error=ConnectionError("worker exited")))
+    for n in range(3):
+        h.pool.submit(agent_release(n), now=0.0)
+    outcomes = h.wait_delivered(3)
+    for outcome in outcomes:
+        assert outcome.label == "unscored"
+        assert h.root(outcome).attributes["semloop.unscored.reason"] == "scoring failed: ConnectionError"
 
 
 def test_a_release_queued_behind_a_stuck_thread_is_scored_by_its_replacement(

@@ -113,6 +113,52 @@ def test_a_worker_that_dies_costs_only_its_own_trace(workers: ScoringProcesses) 
         pool.stop()
 
 
+def test_releases_queued_together_go_to_a_worker_in_one_round_trip(workers: ScoringProcesses) -> None:
+    """The pool's thread takes what queued behind its release as one batch: one pipe
+    round trip for many traces, each still delivered once with its own verdict."""
+    delivered: list[Outcome[Held]] = []
+    done = threading.Condition()
+    sizes: list[int] = []
+
+    def deliver(outcome: Outcome[Held]) -> None:
+        with done:
+            delivered.append(outcome)
+            done.notify_all()
+
+    def batch(releases: list[Release[Held]], adapter: object, scorer: Scorer) -> list[object]:
+        sizes.append(len(releases))
+        return workers.evaluate_many(releases, PROTO_SPANS, scorer)
+
+    pool: ScoringPool[Held] = ScoringPool(
+        Scorer(),
+        PROTO_SPANS,
+        deliver,
+        SelfTelemetry(MeterProvider(), dict, "service"),
+        threads=1,
+        max_stuck=1,
+        budget=60.0,
+        evaluator=workers.evaluate,
+        batch_evaluator=batch,
+        batch=16,
+    )
+    try:
+        releases = [_release(100 + i, loop=i % 2 == 0) for i in range(24)]
+        for release in releases:
+            pool.submit(release)
+        with done:
+            assert done.wait_for(lambda: len(delivered) == 24, 60)
+    finally:
+        pool.stop()
+    assert sum(sizes) == 24 and len(sizes) < 24 and max(sizes) > 1
+    labels = {o.spans[0].span.trace_id: o.label for o in delivered}
+    expected = {r.spans[0].span.trace_id: "no_loop" if i % 2 else "loop" for i, r in enumerate(releases)}
+    assert labels == expected
+    for outcome in delivered:  # the verdict went on each trace's own root
+        root = next(h.span for h in outcome.spans if not h.span.parent_span_id)
+        attrs = {kv.key: kv.value.string_value for kv in root.attributes}
+        assert attrs["semloop.label"] == outcome.label
+
+
 def test_a_worker_busy_on_one_trace_past_kill_after_is_terminated(workers: ScoringProcesses) -> None:
     (pid,) = workers.pids()
     os.kill(pid, signal.SIGSTOP)  # hangs as a runaway detector would

@@ -1,0 +1,411 @@
+"""Steps read from spans decode their input (and an LLM's messages) on first read.
+
+An agent resends its whole message history on every LLM call: decoding and flattening
+it for every step is O(history) per step, O(n^2) per trace. These tests pin down that a
+step's input is not decoded until something reads it, and that what a read returns is
+exactly what reading everything at once returned (the eager reference below is the
+plain algorithm :func:`read_step` followed before it was made lazy)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import pickle
+from typing import Any
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bench.detector_speed import genai_records
+from otel_semloop import conventions as cv
+from otel_semloop.builder import build_trace
+from otel_semloop.conventions import read_step, step_kind
+from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
+from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
+from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like
+
+TRACE = "0" * 31 + "1"
+
+
+def _llm(messages: Any, output: Any = None, **extra: Any) -> SpanRecord:
+    attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": messages, **extra}
+    if output is not None:
+        attributes["gen_ai.output.messages"] = output
+    return SpanRecord(TRACE, "00000000000000a1", "", "chat", 1, 2, attributes)
+
+
+HISTORY = json.dumps(
+    [
+        {"role": "system", "parts": [{"type": "text", "content": "Be brief."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "Fix the build."}]},
+    ]
+)
+OUTPUT = json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Reading the log."}]}])
+
+
+def test_a_built_trace_decodes_no_llm_input_and_keeps_no_decoded_messages():
+    trace = build_trace(genai_records(40))
+    llm = [s for s in trace.steps if s.kind is StepKind.LLM]
+    assert llm
+    for step in llm:
+        assert not step.is_decoded("input") and not step.is_decoded("input_text")
+        assert not step.is_decoded("output")  # the text and tool calls were read, the messages dropped
+        assert step.output_text and step.tool_calls
+
+
+def test_the_lazy_tree_view_and_the_lexical_score_leave_inputs_undecoded():
+    trace = build_trace(genai_records(40))
+    view = trace.tree_view(lazy=True)
+    result = LexicalDetector().evaluate(view)
+    assert all(not s.is_decoded("input_text") for s in trace.steps if s.kind is StepKind.LLM)
+    # ... and score exactly as the eager view does.
+    assert result == LexicalDetector().evaluate(trace.tree_view())
+
+
+def test_reading_the_input_decodes_it_once_and_gives_what_an_eager_read_gives():
+    step = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    assert step.input_text == "Be brief.\nFix the build."
+    assert step.is_decoded("input_text") and not step.is_decoded("input")
+    assert step.input == json.loads(HISTORY)
+    assert step.input is step.input  # stored on first read
+    assert step.output == json.loads(OUTPUT)
+    assert step.output_text == "Reading the log."
+
+
+def test_assigning_input_or_input_text_works_before_and_after_a_read():
+    step = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    step.input_text = "replaced"
+    assert step.input_text == "replaced"
+    assert step.input == json.loads(HISTORY)  # the other field still decodes from the span
+    step.input = "new input"
+    assert step.input == "new input" and step.input_text == "replaced"
+
+    other = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    assert other.input_text == "Be brief.\nFix the build."
+    other.input_text = "after a read"
+    other.output = None
+    assert (other.input_text, other.output) == ("after a read", None)
+
+
+def test_a_step_built_by_hand_is_plain_and_unknown_attributes_still_raise():
+    step = Step(StepKind.LLM, "chat", input=[{"role": "user", "content": "hi"}], input_text="hi")
+    assert step.is_decoded("input") and step.input_text == "hi"
+    try:
+        _ = step.no_such_field  # type: ignore[attr-defined]
+    except AttributeError as e:
+        assert "no_such_field" in str(e)
+    else:
+        raise AssertionError("an unknown attribute must raise AttributeError")
+
+
+def test_repr_replace_copy_and_pickle_see_the_decoded_values():
+    def fresh() -> Step:
+        return read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+
+    assert "Fix the build." in repr(fresh())
+    replaced = dataclasses.replace(fresh(), name="other")
+    assert replaced.input == json.loads(HISTORY) and replaced.input_text == "Be brief.\nFix the build."
+    for clone in (copy.copy(fresh()), copy.deepcopy(fresh()), pickle.loads(pickle.dumps(fresh()))):
+        assert clone.input == json.loads(HISTORY)
+        assert clone.input_text == "Be brief.\nFix the build."
+        assert clone.output == json.loads(OUTPUT)
+
+
+def test_lazy_tree_nodes_behave_as_the_eager_dicts():
+    trace = build_trace(genai_records(12))
+    eager = trace.tree_view()
+    for lazy in (
+        trace.tree_view(lazy=True),
+        build_trace(genai_records(12)).tree_view(lazy=True),
+    ):
+        assert lazy == eager and eager == lazy
+        assert json.dumps(lazy) == json.dumps(eager)  # key order too
+    fresh = build_trace(genai_records(12)).tree_view(lazy=True)["children"][0]
+    assert len(fresh) == 5 and "input" in fresh and bool(fresh)
+    assert list(fresh) == ["type", "name", "input", "output", "children"]
+    node = build_trace(genai_records(12)).tree_view(lazy=True)["children"][0]
+    assert node["input"] == eager["children"][0]["input"]
+    assert copy.deepcopy(build_trace(genai_records(12)).tree_view(lazy=True)) == eager
+
+
+def test_the_golden_traces_score_the_same_on_the_lazy_view():
+    from bench.deepeval_tree import trace_from_tree
+    from tests.support.repo_data import GOLDEN, read_jsonl
+
+    for row in read_jsonl(GOLDEN):
+        result = deepeval_score(trace_from_tree(row["trace"], row["case"]).tree_view(lazy=True))
+        assert (result.score, dict(result.breakdown), result.reason) == (
+            row["score"],
+            row["breakdown"],
+            row["reason"],
+        ), row["case"]
+
+
+# -- the eager reference ------------------------------------------------------------------
+
+
+def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
+    """What read_step computed before it was lazy: every field at once, step by step."""
+    attrs = record.attributes
+    name = record.name
+    keys = {
+        StepKind.TOOL: ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name"),
+        StepKind.AGENT: ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"),
+    }.get(kind, ("confident.span.name",))
+    for key in keys:
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            name = value
+            break
+    step_in = step_out = None
+    if kind is StepKind.LLM:
+        step_in = attrs.get("gen_ai.input.messages")
+        step_out = attrs.get("gen_ai.output.messages")
+        if not step_in or not step_out:
+            indexed = cv._indexed_messages(attrs)
+            step_in = step_in or cv._first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+            step_out = step_out or cv._first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+    if step_in is None:
+        step_in = cv._first_present(attrs, *cv._INPUT_KEYS)
+    if step_out is None:
+        step_out = cv._first_present(attrs, *cv._OUTPUT_KEYS)
+    if record.events and kind is not StepKind.AGENT and (step_in is None or step_out is None):
+        events_in, events_out = cv._event_messages(record.events)
+        if kind is StepKind.TOOL:
+            events_in, events_out = cv._message_content(events_in), cv._message_content(events_out)
+        step_in = events_in if step_in is None else step_in
+        step_out = events_out if step_out is None else step_out
+    step_in, step_out = cv._decode_json(step_in), cv._decode_json(step_out)
+    if "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs:
+        step_in, step_out = cv.unwrap_envelope(step_in), cv._decode_json_string(step_out)
+    out: dict[str, Any] = {
+        "name": name,
+        "input": step_in,
+        "output": step_out,
+        "input_text": cv.flatten_text(step_in),
+        "output_text": cv.flatten_text(step_out),
+        "tool_calls": tuple(cv._tool_calls(step_out)) if kind is StepKind.LLM else (),
+        "tool_arguments": None,
+        "tool_result": None,
+        "handoff_to": None,
+    }
+    if kind is StepKind.TOOL:
+        arguments = attrs.get("gen_ai.tool.call.arguments")
+        tool_arguments = cv._decode_json(arguments) if arguments is not None else step_in
+        result = attrs.get("gen_ai.tool.call.result")
+        tool_result = cv._decode_json(result) if result is not None else step_out
+        if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
+            tool_arguments = cv.unwrap_callback_input(tool_arguments)
+        if isinstance(tool_result, dict):
+            tool_result = cv.unwrap_tool_result(tool_result)
+        out["tool_arguments"], out["tool_result"] = tool_arguments, tool_result
+        out["handoff_to"] = cv.handoff_target(attrs, name, tool_arguments)
+    error_type = attrs.get("error.type")
+    message = record.status_message
+    for event in record.events:
+        if event.name == "exception":
+            error_type = error_type or event.attributes.get("exception.type")
+            message = message or str(event.attributes.get("exception.message", ""))
+            break
+    out["is_error"] = record.status_code == 2 or error_type is not None
+    out["error_type"] = str(error_type or "") if out["is_error"] else ""
+    out["error_message"] = (message or "") if out["is_error"] else ""
+    out["input_tokens"] = cv._as_int(
+        cv._first_present(
+            attrs,
+            "gen_ai.usage.input_tokens",
+            "gen_ai.usage.prompt_tokens",
+            "llm.token_count.prompt",
+            "confident.llm.input_token_count",
+        )
+    )
+    out["output_tokens"] = cv._as_int(
+        cv._first_present(
+            attrs,
+            "gen_ai.usage.output_tokens",
+            "gen_ai.usage.completion_tokens",
+            "llm.token_count.completion",
+            "confident.llm.output_token_count",
+        )
+    )
+    cost = cv._first_present(attrs, "gen_ai.usage.cost", "llm.cost.total")
+    out["cost"] = float(cost) if isinstance(cost, (int, float)) else None
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values, NaN included (a float attribute may be NaN)."""
+    return (
+        orjson.dumps(a, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+        == orjson.dumps(b, option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+        if _dumpable(a) and _dumpable(b)
+        else repr(a) == repr(b)
+    )
+
+
+def _dumpable(value: Any) -> bool:
+    try:
+        orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return False
+    return True
+
+
+ENVELOPES = st.one_of(
+    message_like.map(json.dumps),
+    st.builds(
+        lambda a, k: json.dumps({"args": a, "kwargs": k}),
+        st.lists(json_values, max_size=2),
+        st.dictionaries(st.text(max_size=4), json_values, max_size=2),
+    ),
+    json_values.map(json.dumps),
+    st.text(max_size=12),
+)
+EXTRA_KEYS = [
+    *KEYS,
+    "traceloop.entity.output",
+    "confident.span.input",
+    "confident.span.output",
+    "gen_ai.usage.output_tokens",
+    "gen_ai.usage.cost",
+    "tool.name",
+    "gen_ai.transfer.target.name",
+]
+
+
+@st.composite
+def records(draw: st.DrawFn) -> SpanRecord:
+    attributes = draw(st.dictionaries(st.sampled_from(EXTRA_KEYS), attribute_values, max_size=8))
+    for key in (
+        "gen_ai.input.messages",
+        "input.value",
+        "traceloop.entity.input",
+        "gen_ai.tool.call.arguments",
+    ):
+        if draw(st.booleans()):
+            attributes[key] = draw(ENVELOPES)
+    for key in (
+        "gen_ai.output.messages",
+        "output.value",
+        "traceloop.entity.output",
+        "gen_ai.tool.call.result",
+    ):
+        if draw(st.booleans()):
+            attributes[key] = draw(ENVELOPES | st.text(max_size=8).map(json.dumps))
+    events = draw(
+        st.lists(
+            st.builds(
+                EventRecord,
+                st.sampled_from(
+                    ["exception", "gen_ai.user.message", "gen_ai.choice", "gen_ai.content.prompt"]
+                ),
+                st.integers(0, 9),
+                st.dictionaries(
+                    st.sampled_from(["content", "body", "gen_ai.prompt", "exception.type"]),
+                    attribute_values,
+                    max_size=2,
+                ),
+            ),
+            max_size=2,
+        )
+    )
+    return SpanRecord(
+        TRACE,
+        "00000000000000a1",
+        "",
+        draw(st.text(max_size=6)),
+        1,
+        2,
+        attributes,
+        events,
+        status_code=draw(st.sampled_from([0, 2])),
+    )
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records(), st.sampled_from(list(StepKind)), st.permutations(["input", "input_text", "output", "x"]))
+def test_lazy_and_eager_reads_give_the_same_step(
+    record: SpanRecord, kind: StepKind, order: list[str]
+) -> None:
+    if kind is StepKind.OTHER:
+        kind = step_kind(record.attributes)
+    expected = _eager(record, kind)
+    step = read_step(record, kind)
+    for field in order:  # whatever is read first, each field is what the eager read gave
+        if field != "x":
+            assert _same(getattr(step, field), expected[field]), field
+    for field, value in expected.items():
+        assert _same(getattr(step, field), value), field
+
+
+def _flatten_reference(value: Any) -> str:
+    """flatten_text as first written (the specification its faster loop must equal)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
+        texts = [_message_text_reference(m) for m in value]
+        if any(t is not None for t in texts):
+            return "\n".join(t for t in texts if t)
+    if isinstance(value, dict):
+        text = _message_text_reference(value)
+        if text is not None:
+            return text
+    if isinstance(value, (list, dict)):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        except TypeError:
+            return str(value)
+    return str(value)
+
+
+def _message_text_reference(message: dict) -> str | None:
+    parts = message.get("parts")
+    if isinstance(parts, list):
+        texts = []
+        for part in parts:
+            if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
+                content = part.get("content", part.get("text"))
+                if isinstance(content, str):
+                    texts.append(content)
+        return "\n".join(texts)
+    if "content" in message or "role" in message:
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return cv.block_text(content)
+        return ""
+    return None
+
+
+PARTS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": st.sampled_from(["text", "reasoning", "tool_call", "x"])
+            | st.lists(st.integers(), max_size=1),
+            "content": st.none() | st.text(max_size=5) | st.integers(),
+            "text": st.none() | st.text(max_size=5),
+        },
+    )
+    | json_values,
+    max_size=3,
+)
+MESSAGES = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["user", "assistant"]),
+        "parts": PARTS | json_values,
+        "content": json_values | PARTS,
+    },
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.lists(MESSAGES | json_values, max_size=4), MESSAGES, json_values))
+def test_flatten_text_equals_its_specification(value: Any) -> None:
+    assert cv.flatten_text(value) == _flatten_reference(value)
