@@ -143,6 +143,7 @@ class Held:
 
 
 _SPAN_FROM = trace_pb2.Span.FromString
+_SERIALIZE = trace_pb2.Span.SerializeToString
 #: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
 #: reads cannot be a step (checked before decoding anything).
 _MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(_KIND_KEYS)))
@@ -243,24 +244,28 @@ def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> P
     total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
     # A held span costs its share of the wire bytes plus the Python objects around it.
     cost = (size // total if total else 0) + SPAN_OVERHEAD_BYTES
+    zero = _ZERO_TRACE_ID
+    serialize = _SERIALIZE
     for i, rs in enumerate(request.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             env_rs, env_ss = _envelopes(rs, ss)
             for k, span in enumerate(ss.spans):
-                reason = invalid_span_reason(span)
-                if reason is not None:
-                    result.rejected += 1
-                    if not result.message:
-                        result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
+                # Each field read of a protobuf message makes a new object: read them once.
+                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
+                bad_parent = parent and len(parent) != 8
+                if len(trace_id) != 16 or len(span_id) != 8 or bad_parent or trace_id == zero:
+                    reason = invalid_span_reason(span)
+                    if reason is not None:
+                        result.rejected += 1
+                        if not result.message:
+                            result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
+                        continue
+                if skip and trace_id + span_id in skip:
                     continue
-                if skip and span.trace_id + span.span_id in skip:
-                    continue
-                trace_id = span.trace_id
-                local_root = not span.parent_span_id or _remote_parent(span)
-                key = trace_id + span.span_id if ticket else b""
-                held = Held(span.SerializeToString(), env_rs, env_ss, cost, ticket, key)
-                out.append((trace_id, local_root, held))
-                result.accepted += 1
+                local_root = not parent or _remote_parent(span)
+                key = trace_id + span_id if ticket else b""
+                out.append((trace_id, local_root, Held(serialize(span), env_rs, env_ss, cost, ticket, key)))
+    result.accepted = len(out)
     return Prepared(out, result)
 
 

@@ -35,6 +35,10 @@ Workers
 Only the default deterministic scorer is run in workers (:func:`runs_in_workers`): its
 configuration comes from the same ``SEMLOOP_DETECT_*`` environment in each worker. A
 judged or custom scorer keeps scoring on the pool's threads in the service process.
+
+Size: the worker's loop and the service side of its pipe (what is sent, what comes back
+and how it is written back) are one protocol, and the workers' lifecycle (start, check
+out, watchdog, replacement) is the state both sides share.
 """
 
 from __future__ import annotations
