@@ -750,7 +750,7 @@ def _tool_calls(output: Any) -> list[ToolCall]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for part in message.get("parts") or ():
+        for part in _items(message.get("parts")):
             if isinstance(part, dict) and part.get("type") == "tool_call":
                 calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
         content = message.get("content")
@@ -758,12 +758,18 @@ def _tool_calls(output: Any) -> list[ToolCall]:
             use = part.get("toolUse") if isinstance(part, dict) else None
             if isinstance(use, dict):  # a Bedrock Converse block (Strands)
                 calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
-        for call in message.get("tool_calls") or ():
+        for call in _items(message.get("tool_calls")):
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else call
             calls.append(_tool_call(function.get("name"), function.get("arguments"), call.get("id")))
     return calls
+
+
+def _items(value: Any) -> Any:
+    """The entries of a list or tuple; nothing for anything else. (Iterating a string or a
+    dict yields no message parts either; a bool or number there raised TypeError.)"""
+    return value if isinstance(value, (list, tuple)) else ()
 
 
 def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
@@ -797,7 +803,7 @@ def tool_responses(messages: Any) -> dict[str, Any]:
         call_id = message.get("tool_call_id")
         if call_id and message.get("role") == "tool":
             found[str(call_id)] = _decode_json(message.get("content"))
-        for part in message.get("parts") or ():
+        for part in _items(message.get("parts")):
             if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
                 found[str(part["id"])] = _decode_json(part.get("response"))
     return found
