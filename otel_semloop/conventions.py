@@ -208,7 +208,12 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             message = message or str(event.attributes.get("exception.message", ""))
             break
     is_error = record.status_code == STATUS_ERROR or error_type is not None
-    cost = _first_present(attrs, *_COST_KEYS)
+    if _USAGE_KEYS.isdisjoint(attrs):  # most spans but LLM calls: one pass in C
+        input_tokens = output_tokens = cost = None
+    else:
+        input_tokens = _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS))
+        output_tokens = _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS))
+        cost = _first_present(attrs, *_COST_KEYS)
     # Positional: a keyword call matches each name against the parameters (several times
     # the cost of the call itself for this many); the order is checked at import below.
     step = Step(
@@ -230,8 +235,8 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         record.start_ns or None,
         record.end_ns or None,
         None,  # agent: set by the builder
-        _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS)),
-        _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS)),
+        input_tokens,
+        output_tokens,
         float(cost) if isinstance(cost, (int, float)) else None,
         0,  # depth
         False,  # synthetic
@@ -274,6 +279,7 @@ _OUTPUT_TOKEN_KEYS = (
     "confident.llm.output_token_count",
 )
 _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+_USAGE_KEYS = frozenset(_INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS + _COST_KEYS)
 
 
 def _decode_input(raw: Any, envelope: bool) -> Any:

@@ -190,22 +190,21 @@ class Step:
 
     def _node(self, lazy: bool = False) -> dict[str, Any]:
         kind = self.kind
+        node_type = _NODE_TYPES[kind]
         if kind is _TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
-            if self.tool_arguments is not None:
-                node_input = self.tool_arguments
-            elif lazy and not self.is_decoded("input"):
-                return _LazyInputNode(self, "tool", node_output)
-            else:
+            node_input = self.tool_arguments
+            if node_input is None:
+                if lazy and self._deferred is not None and _undecoded_input(self):
+                    return _lazy_node(self, node_type, node_output)
                 node_input = self.input
         else:
-            kind_value = kind.value if kind is not _OTHER else "base"
-            if lazy and not (self.is_decoded("input_text") and self.is_decoded("input")):
-                return _LazyInputNode(self, kind_value, self.output_text)
-            node_input = self._node_input()
             node_output = self.output_text
+            if lazy and self._deferred is not None and _undecoded_input(self):
+                return _lazy_node(self, node_type, node_output)
+            node_input = self.input_text if self.input is not None else None
         return {
-            "type": kind.value if kind is not _OTHER else "base",
+            "type": node_type,
             "name": self.name,
             "input": node_input,
             "output": node_output,
@@ -222,6 +221,26 @@ class Step:
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
 _SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
 _DEFERRED_SLOT = Step.__dict__["_deferred"]
+_INPUT_SLOT = _SLOTS["input"]
+_INPUT_TEXT_SLOT = _SLOTS["input_text"]
+#: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).
+_NODE_TYPES = {_AGENT: "agent", _LLM: "llm", _TOOL: "tool", _OTHER: "base"}
+
+
+def _undecoded_input(step: Step) -> bool:
+    """Whether ``input`` or ``input_text`` of ``step`` is left for its first read."""
+    try:
+        _INPUT_SLOT.__get__(step)
+        _INPUT_TEXT_SLOT.__get__(step)
+    except AttributeError:
+        return True
+    return False
+
+
+def _lazy_node(step: Step, node_type: str, output: Any) -> _LazyInputNode:
+    node = _LazyInputNode(type=node_type, name=step.name, output=output, children=[])
+    node._step = step
+    return node
 
 
 class _LazyInputNode(dict):  # type: ignore[type-arg]
@@ -231,10 +250,7 @@ class _LazyInputNode(dict):  # type: ignore[type-arg]
     place: type, name, input, output, children)."""
 
     __slots__ = ("_step",)
-
-    def __init__(self, step: Step, kind: str, output: Any) -> None:
-        dict.__init__(self, type=kind, name=step.name, output=output, children=[])
-        self._step: Step | None = step
+    _step: Step | None  # set by _lazy_node
 
     def _fill(self) -> None:
         step = self._step
