@@ -108,7 +108,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
 
     The step's ``input``/``input_text`` (and an LLM or agent step's decoded ``output``)
     are left for their first read when decoding them would build something (see
-    :class:`Deferred`): an LLM call's input is the whole message history, read by the
+    :func:`resolve_deferred`): an LLM call's input is the whole message history, read by the
     detectors only in rare cases. The step's values are the same either way.
     """
     attrs = record.attributes
@@ -243,7 +243,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         handoff_to,
     )
     if defer_input or defer_output:
-        step._deferred = Deferred(raw_in, envelope, raw_out)
+        step._deferred = (raw_in, envelope, raw_out)
         if defer_input:
             del step.input, step.input_text
         if defer_output:
@@ -288,40 +288,29 @@ def _decode_input(raw: Any, envelope: bool) -> Any:
     return unwrap_envelope(value) if envelope else value
 
 
-class Deferred:
-    """What :func:`read_step` left undecoded on a step: the raw input and output
-    attribute values, decoded on the step's first read of ``input``, ``input_text`` or
-    ``output`` (:meth:`resolve`, called by :class:`~otel_semloop.model.Step`) exactly as
-    they would have been at once. The decoded input is kept here once read, so reading
-    ``input`` and ``input_text`` decodes it once. Holds references to the raw values only
-    (strings, in the common case): no decoded message objects per step."""
-
-    __slots__ = ("_input", "envelope", "raw_input", "raw_output")
-
-    def __init__(self, raw_input: Any, envelope: bool, raw_output: Any) -> None:
-        self.raw_input = raw_input
-        self.envelope = envelope
-        self.raw_output = raw_output
-        self._input: tuple[Any] | None = None
-
-    def input(self) -> Any:
-        """The decoded input (decoded on the first call)."""
-        if self._input is None:
-            self._input = (_decode_input(self.raw_input, self.envelope),)
-        return self._input[0]
-
-    def resolve(self, step: Step, name: str) -> Any:
-        """Decode field ``name`` of ``step``, store it on the step and return it."""
-        if name == "input":
-            value = self.input()
-        elif name == "input_text":
-            value = flatten_text(self.input())
-        else:
-            value = _decode_json(self.raw_output)
-            if self.envelope:
-                value = _decode_json_string(value)
-        setattr(step, name, value)
+def resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
+    """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
+    :func:`read_step` left undecoded, store it on the step and return it: exactly what
+    reading everything at once gave. ``deferred`` is the step's ``(raw input, envelope,
+    raw output)``: the attribute values themselves (strings, in the common case), a tuple
+    of which the garbage collector stops tracking, so a step keeps no decoded messages and
+    no extra tracked object. Called by :class:`~otel_semloop.model.Step` on a first read.
+    """
+    raw_input, envelope, raw_output = deferred
+    if name == "output":
+        value = _decode_json(raw_output)
+        if envelope:
+            value = _decode_json_string(value)
+        step.output = value
         return value
+    value = _decode_input(raw_input, envelope)
+    if name == "input":
+        step.input = value
+        return value
+    if not step.is_decoded("input"):
+        step.input = value  # decoded anyway: kept (an assigned input is left alone)
+    text = step.input_text = flatten_text(value)
+    return text
 
 
 #: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,

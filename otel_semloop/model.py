@@ -138,9 +138,9 @@ class Step:
     #: :func:`otel_semloop.conventions.read_step`; None for every other step.
     handoff_to: str | None = None
     children: list[Step] = field(default_factory=list, repr=False)
-    #: What decodes the fields left unset (``input``, ``input_text``, ``output``) on first
-    #: read: an object with ``resolve(step, name) -> value`` that also stores the value on
-    #: the step (see :class:`otel_semloop.conventions.Deferred`); None when nothing is.
+    #: What the fields left unset (``input``, ``input_text``, ``output``) are decoded from
+    #: on first read (see :func:`otel_semloop.conventions.resolve_deferred`); None when
+    #: nothing is left.
     _deferred: Any = field(default=None, init=False, repr=False)
 
     def __getattr__(self, name: str) -> Any:
@@ -151,7 +151,9 @@ class Step:
             except AttributeError:
                 deferred = None
             if deferred is not None:
-                return deferred.resolve(self, name)
+                from otel_semloop.conventions import resolve_deferred  # it imports this module
+
+                return resolve_deferred(self, deferred, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def is_decoded(self, name: str) -> bool:
