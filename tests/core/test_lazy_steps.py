@@ -82,6 +82,10 @@ def test_assigning_input_or_input_text_works_before_and_after_a_read():
     step.input = "new input"
     assert step.input == "new input" and step.input_text == "replaced"
 
+    assigned = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    assigned.input = "assigned"  # the text is still the span's, as when read at once
+    assert (assigned.input, assigned.input_text) == ("assigned", "Be brief.\nFix the build.")
+
     other = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
     assert other.input_text == "Be brief.\nFix the build."
     other.input_text = "after a read"
