@@ -75,6 +75,12 @@ from otel_semloop.detectors.normalize import (
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
+#: Enum members as module constants: in Python 3.11 reading one through its class
+#: (``StepKind.TOOL``) goes through the enum type's ``__getattr__`` hook, several times
+#: the cost of a global (same objects, same ``is``).
+_TOOL, _LLM, _AGENT = StepKind.TOOL, StepKind.LLM, StepKind.AGENT
+_TRANSIENT = FailureKind.TRANSIENT
+
 __all__ = [
     "Detector",
     "Episode",
@@ -234,7 +240,7 @@ class StepFacts:
 
     @property
     def transient_failure(self) -> bool:
-        return self.failure is not None and self.failure.kind is FailureKind.TRANSIENT
+        return self.failure is not None and self.failure.kind is _TRANSIENT
 
 
 
@@ -328,11 +334,11 @@ class Fingerprinter:
 
     def facts(self, step: Step, index: int) -> StepFacts:
         kind = step.kind
-        if kind is StepKind.TOOL:
+        if kind is _TOOL:
             facts = StepFacts(step, index)
             self._tool(step, facts)
             facts.is_action = not facts.transient_failure
-        elif kind is StepKind.LLM:
+        elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
             # from a new one: only the failure detector reads it, and only about failures.
             if self.lazy:
@@ -344,7 +350,7 @@ class Fingerprinter:
             self._text(step, facts, novelty=True)
         else:
             facts = StepFacts(step, index)
-            if kind is StepKind.AGENT:
+            if kind is _AGENT:
                 self._text(step, facts, novelty=False)
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
@@ -374,7 +380,7 @@ class Fingerprinter:
         raw = _result_text(step)
         failure = classify_failure(step, raw)
         facts.failure = failure
-        if failure is not None and failure.kind is FailureKind.TRANSIENT:
+        if failure is not None and failure.kind is _TRANSIENT:
             return  # neither novel nor remembered: the call did not happen
         read = None
         if raw is not None:

@@ -1078,6 +1078,9 @@ _ERROR_RESULT = re.compile(r"^\s*(?:error|exception|traceback|fatal)\b", re.IGNO
 _ERROR_CHARS = 300
 
 
+_TOOL_STEP = StepKind.TOOL  # a module constant: cheaper than the enum class's attribute
+
+
 def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     """How ``step`` failed, or None when it did not.
 
@@ -1088,7 +1091,7 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     match wins in that order, and anything else is ``other``.
     """
     failed = step.is_error
-    if not failed and step.kind is StepKind.TOOL and result_text and _ERROR_RESULT.match(result_text):
+    if not failed and step.kind is _TOOL_STEP and result_text and _ERROR_RESULT.match(result_text):
         failed = True
     if not failed:
         return None
