@@ -294,19 +294,18 @@ class Fingerprinter:
         "_epoch",
         "_reads",
         "_seen",
-        "_shell",
         "_text_epoch",
         "_text_reads",
         "_texts",
+        "_tools",
         "_unique",
-        "_volatile",
         "lazy",
     )
 
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
-        self._volatile: dict[str, frozenset[str]] = {}
-        self._shell: dict[str, bool] = {}
+        # Per tool name: (volatile argument names, position argument names, runs commands).
+        self._tools: dict[str, tuple[frozenset[str], Collection[str], bool]] = {}
         #: Replaying a finished trace: figures only a repeat of the same call or a
         #: comparison with a neighbour needs (progress figures, counts and numbers of a
         #: result, the argument signature and words, an LLM request's identity) are
@@ -360,19 +359,18 @@ class Fingerprinter:
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
         name = step.name
-        volatile = self._volatile.get(name)
-        if volatile is None:
-            volatile = self._volatile[name] = self._config.volatile_for(name)
-        shell = self._shell.get(name)
-        if shell is None:
-            shell = self._shell[name] = is_shell_tool(name)
+        tool = self._tools.get(name)
+        if tool is None:
+            config = self._config
+            tool = self._tools[name] = (config.volatile_for(name), config.position_args, is_shell_tool(name))
+        volatile, positions, shell = tool
         arguments = step.tool_arguments
         if arguments is None and step.handoff_to:
             arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
         args_known = facts.args_known = arguments is not None
         if args_known:
             call = facts.call = hash(f"{name}\0{canonical_args(arguments, volatile, shell=shell)}")
-            facts._arguments = (arguments, volatile, self._config.position_args, shell)
+            facts._arguments = (arguments, volatile, positions, shell)
             if not self.lazy:
                 facts._read_arguments()
         else:
