@@ -177,17 +177,17 @@ class Step:
         by key (``node["input"]``, ``node.get("input")``, as the lexical metric does, on a
         type:name collision only): a step whose input is not decoded yet gets a node that
         decodes it on that lookup (any other dict method decodes it first too). Native
-        serialisers that read a dict's storage directly (``orjson``) would miss the key:
+        serialisers that read a dict's storage directly (``orjson``) cannot serialise it:
         serialise the default, eager view.
         """
         top = self._node(lazy)
-        stack = [(self, top)]
+        stack = [(self, dict.__getitem__(top, "children"))]
         while stack:
-            step, node = stack.pop()
+            step, siblings = stack.pop()
             for child in step.children:
                 child_node = child._node(lazy)
-                node["children"].append(child_node)
-                stack.append((child, child_node))
+                siblings.append(child_node)
+                stack.append((child, dict.__getitem__(child_node, "children")))
         return top
 
     def _node(self, lazy: bool = False) -> dict[str, Any]:
@@ -240,16 +240,18 @@ def _undecoded_input(step: Step) -> bool:
 
 
 def _lazy_node(step: Step, node_type: str, output: Any) -> _LazyInputNode:
-    node = _LazyInputNode(type=node_type, name=step.name, output=output, children=[])
+    node = _LazyInputNode(type=node_type, name=step.name, input=_UNFILLED, output=output, children=[])
     node._step = step
     return node
 
 
 class _LazyInputNode(dict):  # type: ignore[type-arg]
     """A tree-view node (see :meth:`Step.tree_view`) whose ``"input"`` is read from its
-    step on first lookup. Until then the key is missing from the dict's own storage;
-    ``[]``, ``get`` and ``in`` see it, and every other method fills it in first (in its
-    place: type, name, input, output, children)."""
+    step on first lookup (``get``, ``[]``). Its keys are there from the start (``len``,
+    ``in``, truth and key order are the dict's own, at C speed); every method that would
+    show the value (items, values, equality, repr, copies, ``dict(node)``) fills it in
+    first. A serialiser that reads dict storage directly (``orjson``) meets a stand-in it
+    cannot serialise (a TypeError, never a wrong value)."""
 
     __slots__ = ("_step",)
     _step: Step | None  # set by _lazy_node
@@ -258,35 +260,33 @@ class _LazyInputNode(dict):  # type: ignore[type-arg]
         step = self._step
         if step is not None:
             self._step = None
-            output = dict.pop(self, "output")
-            children = dict.pop(self, "children")
             dict.__setitem__(self, "input", step._node_input())
-            dict.__setitem__(self, "output", output)
-            dict.__setitem__(self, "children", children)
-
-    def __missing__(self, key: Any) -> Any:
-        if key == "input" and self._step is not None:
-            self._fill()
-            return dict.__getitem__(self, key)
-        raise KeyError(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
         if key == "input" and self._step is not None:
             self._fill()
         return dict.get(self, key, default)
 
-    def __contains__(self, key: object) -> bool:
-        return (key == "input" and self._step is not None) or dict.__contains__(self, key)
-
-    def __len__(self) -> int:
-        return dict.__len__(self) + (self._step is not None)
-
-    def __bool__(self) -> bool:
-        return True  # type, name, output and children at least: never empty
+    def __getitem__(self, key: Any) -> Any:
+        if key == "input" and self._step is not None:
+            self._fill()
+        return dict.__getitem__(self, key)
 
     def __reduce__(self) -> tuple[Any, ...]:
         self._fill()
         return (dict, (dict(self),))
+
+
+class _Unfilled:
+    """The stand-in for a lazy node's input until it is read (see :class:`_LazyInputNode`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<input not read yet>"
+
+
+_UNFILLED = _Unfilled()
 
 
 def _filled_first(name: str) -> Any:
@@ -304,6 +304,7 @@ def _filled_first(name: str) -> Any:
 
 
 for _name in (
+    # __iter__: dict(node) and {**node} copy a dict's storage directly unless it is overridden.
     "__iter__", "__eq__", "__ne__", "__repr__", "__setitem__", "__delitem__",
     "__or__", "__ior__", "__reversed__", "keys", "items", "values", "copy", "pop", "popitem",
     "setdefault", "update", "clear",
