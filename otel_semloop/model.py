@@ -12,6 +12,9 @@ Three layers, each with one job:
 
 Steps are ordered by start time with ties broken by tree (pre-)order, never by span id:
 span ids are random, so ordering by them pairs arbitrary steps.
+
+Size: the three layers plus what makes a step cheap to hold (fields decoded on first read,
+the lazy tree-view node): both are how a Step behaves, so they stay with it.
 """
 
 from __future__ import annotations
