@@ -27,7 +27,12 @@ other work does not count), median of ``--runs`` runs, each scoring about
   ``Scorer().score(trace)``, the default scorer with the deepeval-compatible lexical
   score: what every front door runs per trace (write-back excluded);
 * ``score``: ``Scorer().score(trace)`` alone on the built trace;
-* ``detectors`` and ``lexical`` (tree view included): the two halves of ``score``.
+* ``detectors`` and ``lexical`` (the lazy tree view the scorer builds included): the two
+  halves of ``score``;
+* ``floor``: what merely reading the same records costs (:func:`read_floor`: every JSON
+  attribute decoded by orjson, each string attribute hashed once with blake2b and
+  lower-cased and split once), and ``x floor``, records->verdict as a multiple of it: the
+  target seen against the cost of reading the spans at all.
 
 Promises checked (exit status 1 when broken): the full records->verdict cost at 50 steps
 is at most ``TARGET_US`` (25) microseconds per step, and the per-step cost at the largest
@@ -38,6 +43,7 @@ term).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import random
 import statistics
 import sys
@@ -221,6 +227,19 @@ def genai_records(n_steps: int, seed: int = 7, history: str = "window") -> list[
     return [root, *records]
 
 
+def read_floor(records: list[SpanRecord]) -> None:
+    """The least any scorer must do with ``records``: decode each JSON attribute (a string
+    starting with ``[`` or ``{``) with orjson, hash each string attribute once (blake2b) and
+    lower-case and split it once."""
+    for record in records:
+        for value in record.attributes.values():
+            if isinstance(value, str):
+                if value[:1] in ("[", "{"):
+                    orjson.loads(value)
+                hashlib.blake2b(value.encode(), digest_size=8).digest()
+                value.lower().split()
+
+
 def per_step_us(work: Callable[[], object], steps: int, runs: int) -> float:
     """Median over ``runs`` of the CPU microseconds per step of ``work`` (one call scores ``steps``)."""
     repeats = max(1, STEPS_PER_RUN // steps)
@@ -259,7 +278,7 @@ def main() -> int:
         f"CPU us per step, median of {args.runs} runs of ~{STEPS_PER_RUN} steps; GenAI span records "
         f"(chat + execute_tool spans under invoke_agent); LLM input history: {args.history}"
     )
-    columns = ("records->verdict", "score", "detectors", "lexical", "label")
+    columns = ("records->verdict", "score", "detectors", "lexical", "label", "floor", "x floor")
     print(f"{'steps':>7}  " + "  ".join(f"{c:>{max(len(c), 7)}}" for c in columns))
     full: dict[int, float] = {}
     for size in args.sizes:
@@ -273,9 +292,13 @@ def main() -> int:
         full[size] = per_step_us(end_to_end, n, args.runs)
         score = per_step_us(lambda trace=trace: scorer.score(trace), n, args.runs)
         detectors = per_step_us(lambda trace=trace: DetectorSuite().detect(trace), n, args.runs)
-        lex = per_step_us(lambda trace=trace: lexical.evaluate(trace.tree_view()), n, args.runs)
+        lex = per_step_us(lambda trace=trace: lexical.evaluate(trace.tree_view(lazy=True)), n, args.runs)
         label = scorer.score(trace).label.value
-        print(f"{size:>7}  {full[size]:>16.1f}  {score:>7.1f}  {detectors:>9.1f}  {lex:>7.1f}  {label:>7}")
+        floor = per_step_us(lambda records=records: read_floor(records), n, args.runs)
+        print(
+            f"{size:>7}  {full[size]:>16.1f}  {score:>7.1f}  {detectors:>9.1f}  {lex:>7.1f}  {label:>7}"
+            f"  {floor:>7.1f}  {full[size] / floor:>6.1f}x"
+        )
     ok = True
     if TARGET_SIZE in full:
         met = full[TARGET_SIZE] <= TARGET_US

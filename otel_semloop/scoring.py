@@ -144,7 +144,9 @@ class DetectorScorer:
     def score(self, trace: Trace) -> Verdict:
         if not trace.steps:
             return Verdict.unscored("no agent steps in trace", partial=trace.partial)
-        lexical = self.lexical.evaluate(trace.tree_view())
+        # The lazy view: an LLM step's input (its whole message history) is decoded only
+        # if the lexical walk looks it up (a type:name collision on the ancestry path).
+        lexical = self.lexical.evaluate(trace.tree_view(lazy=True))
         if self.mode == "lexical":
             loop = lexical.loop
             return Verdict(
@@ -227,11 +229,12 @@ def unreadable_steps(trace: Trace) -> int:
     and visible rather than passing as healthy; a trace whose failures alone prove a loop
     (a retry storm read from span status) keeps that verdict."""
     count = 0
+    llm, tool = StepKind.LLM, StepKind.TOOL  # read once: enum class attributes are slow on 3.11
     for step in trace.steps:
-        if step.kind is StepKind.LLM:
+        if step.kind is llm:
             if step.output_text or step.tool_calls or step.input is not None:
                 return 0
-        elif step.kind is StepKind.TOOL:
+        elif step.kind is tool:
             if step.tool_arguments is not None or step.tool_result is not None or step.output_text:
                 return 0
         else:

@@ -35,6 +35,8 @@ Cost
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from otel_semloop.detectors.base import IncrementalDetector, StepFacts
 from otel_semloop.detectors.cycles import TailCycles
 from otel_semloop.detectors.normalize import digest
@@ -44,6 +46,10 @@ from otel_semloop.verdict import Finding
 __all__ = ["HANDOFF_CYCLE", "HandoffCycleDetector"]
 
 HANDOFF_CYCLE = "handoff_cycle"
+
+#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
+#: through the enum metaclass's attribute hook (about ten times a global's cost).
+_TOOL, _AGENT = StepKind.TOOL, StepKind.AGENT
 
 
 def _describe(names: list[str], no_progress: bool) -> str:
@@ -55,6 +61,9 @@ class HandoffCycleDetector(IncrementalDetector):
     """``handoff_cycle``: agents handing work back and forth with nothing new (see module doc)."""
 
     signals = (HANDOFF_CYCLE,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): agent steps and
+    #: hand-off tool calls.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.AGENT, StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()
@@ -75,15 +84,16 @@ class HandoffCycleDetector(IncrementalDetector):
         self._unique = 0
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is StepKind.AGENT:
+        kind = facts.kind
+        if kind is _AGENT:
             name = facts.name
-        elif facts.kind is StepKind.TOOL and step.handoff_to:
+        elif kind is _TOOL and step.handoff_to:
             name = f"-> {step.handoff_to}"
         else:
             return []
         # A hand-off call's own novelty (its first occurrence is a new action) is not
         # new work: compare the epochs as they were before it.
-        marker = (facts.epoch - (facts.novel and facts.kind is StepKind.TOOL), facts.text_epoch)
+        marker = (facts.epoch - (facts.novel and kind is _TOOL), facts.text_epoch)
         fresh = marker != self._marker
         self._marker = marker
         if fresh:

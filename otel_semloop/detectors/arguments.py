@@ -149,11 +149,21 @@ def _iso(year: int, month: int, day: int) -> str | None:
 #: Every date spelling holds a four-digit year: text without four digits in a row is left
 #: as it is without trying the patterns (a character-set scan in C).
 _FOUR_DIGITS = re.compile(r"\d\d\d\d")
+#: ASCII digits to ``0``, anything else to a blank: four digits in a row are ``0000`` (a
+#: substring search in C; the pattern above is tried at every position).
+_DIGITS_ONLY = bytes(ord("0") if 48 <= c <= 57 else ord(" ") for c in range(256))
+
+
+def _has_four_digits(text: str) -> bool:
+    """``_FOUR_DIGITS.search(text) is not None``."""
+    if text.isascii():
+        return b"0000" in text.encode("ascii").translate(_DIGITS_ONLY)
+    return _FOUR_DIGITS.search(text) is not None
 
 
 def canonical_date_text(text: str) -> str:
     """``text`` with every date spelling listed in the module doc rewritten as ISO."""
-    if _FOUR_DIGITS.search(text) is None:
+    if not _has_four_digits(text):
         return text
     compact = _DATE_COMPACT.match(text.strip())
     if compact:

@@ -38,6 +38,10 @@ BUDGET_TOKENS = "budget_tokens"
 BUDGET_COST = "budget_cost"
 BUDGET_WALL_TIME = "budget_wall_time"
 
+#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
+#: through the enum metaclass's attribute hook (about ten times a global's cost).
+_LLM, _TOOL = StepKind.LLM, StepKind.TOOL
+
 _DESCRIPTIONS = {
     BUDGET_STEPS: "{count} LLM and tool steps used of the step budget",
     BUDGET_TOOL_CALLS: "{count} tool calls used of the tool-call budget",
@@ -75,9 +79,10 @@ class BudgetDetector(IncrementalDetector):
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         used = self._used
-        if facts.kind in (StepKind.LLM, StepKind.TOOL):
+        kind = facts.kind
+        if kind is _LLM or kind is _TOOL:
             used[BUDGET_STEPS] += 1
-        if facts.kind is StepKind.TOOL:
+        if kind is _TOOL:
             used[BUDGET_TOOL_CALLS] += 1
         used[BUDGET_TOKENS] += facts.tokens
         used[BUDGET_COST] += facts.cost

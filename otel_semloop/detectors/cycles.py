@@ -30,10 +30,11 @@ from __future__ import annotations
 import functools
 from collections import deque
 from collections.abc import Callable
+from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.config import DetectorConfig
-from otel_semloop.model import Step
+from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
 __all__ = ["ACTION_CYCLE", "ActionCycleDetector", "CycleTracker", "TailCycles"]
@@ -55,7 +56,7 @@ class CycleTracker:
     ``p`` over ``match[p] + p`` items. O(max_period) per item for the counters.
     """
 
-    __slots__ = ("_count", "_divisors", "_history", "_match", "_max_period")
+    __slots__ = ("_count", "_divisors", "_history", "_match", "_matching", "_max_period")
 
     def __init__(self, max_period: int) -> None:
         self._max_period = max(1, max_period)
@@ -65,6 +66,7 @@ class CycleTracker:
     def reset(self) -> None:
         self._history: list[int | None] = [None] * self._max_period
         self._match = [0] * (self._max_period + 1)
+        self._matching = False  # some counter is not zero
         self._count = 0
 
     def push(self, item: int) -> list[tuple[int, int]]:
@@ -72,6 +74,17 @@ class CycleTracker:
         pattern now repeats at least twice at the tail."""
         size = self._max_period
         history, match, n = self._history, self._match, self._count
+        if item not in history:
+            # The ring holds the latest ``max_period`` items (None before there are that
+            # many): an item none of them equals matches at no period, so every counter
+            # falls to zero. The usual case, decided by one scan in C.
+            if self._matching:
+                match[:] = [0] * (size + 1)
+                self._matching = False
+            history[n % size] = item
+            self._count = n + 1
+            return []
+        self._matching = True
         for period in range(1, size + 1):
             if n >= period and history[(n - period) % size] == item:
                 match[period] += 1
@@ -202,6 +215,8 @@ class ActionCycleDetector(IncrementalDetector):
     """``action_cycle``: a (tool, arguments, result) pattern repeating at the tail (see module doc)."""
 
     signals = (ACTION_CYCLE,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import replace
+from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.normalize import FailureKind
@@ -68,6 +69,10 @@ PERMANENT_ERROR = "permanent_error"
 REPEATED_ERROR = "repeated_error"
 TRANSIENT_ERROR = "transient_error"
 RETRY_STORM = "retry_storm"
+
+#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
+#: through the enum metaclass's attribute hook (about ten times a global's cost).
+_LLM, _TOOL = StepKind.LLM, StepKind.TOOL
 
 _SIGNAL = {
     FailureKind.PERMANENT: PERMANENT_ERROR,
@@ -91,6 +96,8 @@ class FailureDetector(IncrementalDetector):
     """``permanent_error``, ``repeated_error``, ``transient_error`` (see module doc)."""
 
     signals = (PERMANENT_ERROR, REPEATED_ERROR, TRANSIENT_ERROR)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool and LLM calls.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL, StepKind.LLM})
 
     def reset(self) -> None:
         super().reset()
@@ -99,15 +106,18 @@ class FailureDetector(IncrementalDetector):
         self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind not in (StepKind.TOOL, StepKind.LLM) or not facts.call:
+        kind = facts.kind
+        if kind is not _TOOL and kind is not _LLM:
             return []
         failure = facts.failure
         failing = self._failing
         if failure is None:
-            done = failing.pop(facts.call, None)
+            # ``facts.call`` is read only when some call is failing: for an LLM step it may
+            # be computed on first read (the digest of the whole input).
+            done = failing.pop(facts.call, None) if failing else None
             if done is not None and done.episode is not None and done.episode.signal == TRANSIENT_ERROR:
                 done.episode.resolved = True  # the retry worked: not a loop
-            if facts.kind is StepKind.TOOL and facts.novel and self._open:
+            if self._open and kind is _TOOL and facts.novel:
                 # New successful work after the failures: the agent gave up on the failing
                 # call and moved on (a missing path, then listing the folder and reading
                 # the right file). A long failing run is still caught by the repetition
@@ -157,6 +167,8 @@ class RetryStormDetector(IncrementalDetector):
     """``retry_storm``: failed LLM or tool calls in a row with nothing completed between."""
 
     signals = (RETRY_STORM,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool and LLM calls.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL, StepKind.LLM})
 
     def reset(self) -> None:
         super().reset()
@@ -179,10 +191,11 @@ class RetryStormDetector(IncrementalDetector):
         return [stuck if finding == last else finding for finding in found]
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind not in (StepKind.TOOL, StepKind.LLM):
+        kind = facts.kind
+        if kind is not _TOOL and kind is not _LLM:
             return []
         if facts.failure is None:
-            if facts.kind is StepKind.LLM and facts.has_tool_calls:
+            if kind is _LLM and facts.has_tool_calls:
                 return []  # the agent asking for its next attempt: not a recovery
             if self._episode is not None and self._episode.registered:
                 self._episode.resolved = True  # the failures stopped: not a stuck run

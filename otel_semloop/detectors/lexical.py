@@ -97,6 +97,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from difflib import SequenceMatcher
 from typing import Any, ClassVar
@@ -158,17 +159,24 @@ _END = object()
 # ----------------------------------------------------------------------------------------
 
 
-def _spans_preorder(tree: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
-    """All non-empty spans in pre-order, iteratively (deepeval recurses)."""
-    spans: list[Mapping[str, Any]] = []
+def _tool_spans_and_llm_outputs(tree: Mapping[str, Any]) -> tuple[list[Mapping[str, Any]], list[Any]]:
+    """The tool spans and the LLM spans' outputs, each in pre-order (a span, then its
+    children left to right), skipping falsy (empty) spans: what deepeval's pre-order span
+    list is filtered into, collected in one iterative walk (deepeval recurses)."""
+    tools: list[Mapping[str, Any]] = []
+    outputs: list[Any] = []
     stack: list[Any] = [tree]
     while stack:
         span = stack.pop()
         if not span:
             continue
-        spans.append(span)
+        kind = span.get("type")
+        if kind == "tool":
+            tools.append(span)
+        elif kind == "llm":
+            outputs.append(span.get("output", ""))
         stack.extend(reversed(list(span.get("children", []))))
-    return spans
+    return tools, outputs
 
 
 # ----------------------------------------------------------------------------------------
@@ -182,7 +190,8 @@ def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tup
         with contextlib.suppress(Exception):  # deepeval keeps the raw string on any failure
             args = json.loads(args)
     if isinstance(args, dict):
-        return span.get("name", ""), tuple(sorted((str(k), str(v)) for k, v in args.items()))
+        # The sorted (str(key), str(value)) pairs, the pairs built by ``map`` in C.
+        return span.get("name", ""), tuple(sorted(zip(map(str, args), map(str, args.values()), strict=True)))
     return span.get("name", ""), (str(args),)
 
 
@@ -192,10 +201,9 @@ def score_tool_repetition(
     """deepeval's tool-repetition sub-score and reason for the tool spans, in order."""
     if not tool_spans:
         return 1.0, "No tool spans found."
-    counts: dict[Any, int] = {}
-    for span in tool_spans:
-        key = _call_key(span)
-        counts[key] = counts.get(key, 0) + 1
+    # Counted in C (one hash of each nested key tuple, not two); a Counter keeps first-seen
+    # order like the dict deepeval fills.
+    counts = Counter(map(_call_key, tool_spans))
     # max() keeps the first of equal counts, i.e. the first call seen.
     (tool_name, _), count = max(counts.items(), key=lambda item: item[1])
     if count >= repetition_threshold * 2:
@@ -283,6 +291,21 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
                 if not depths:
                     del by_prefix[node.prefix]
             continue
+        kids = child.get("children", _END)
+        leaf = kids is _END or (kids.__class__ is list and not kids)
+        if leaf and by_prefix is not None:
+            # A leaf (the usual span): compared with its ancestors, never pushed (it would
+            # be popped at once), no node built unless its prefix matches an ancestor's.
+            prefix = f"{child.get('type', 'unknown')}:{child.get('name', 'unnamed')}:"
+            if prefix.count(":") == 2:
+                depths = by_prefix.get(prefix)
+                if depths:
+                    label = prefix + _input_hash(child)
+                    start = next((d for d in depths if path[d].label == label), None)
+                    if start is not None:
+                        cycle = [*(n.label for n in path[start:]), label]
+                        break
+                continue
         node = _Node(child)
         depth = len(path)
         if by_prefix is not None and node.prefix.count(":") != 2:
@@ -304,8 +327,17 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
         if start is not None:
             cycle = [*(n.label for n in path[start:]), node.label]
             break
+        if leaf:
+            if by_prefix is None:
+                del position[node.label]
+            else:
+                depths = by_prefix[node.prefix]
+                depths.pop()
+                if not depths:
+                    del by_prefix[node.prefix]
+            continue
         path.append(node)
-        pending.append(_children(child))
+        pending.append(iter(kids))
     if cycle is None:
         return 1.0, "No execution cycles detected."
     shown = []
@@ -407,6 +439,15 @@ def score_reasoning_stagnation(
     was computed exactly and ``M' <= M < sim``. Every other pair gets its exact ``sim``.
     So at the end either both maxima are below the threshold (both report no
     stagnation) or they are equal with the same first pair.
+
+    Jaccard itself is skipped (taken as 0.0) when the bound ``min(|A|, |B|) / max(|A|,
+    |B|)`` on it (the intersection is at most the smaller set, the union at least the
+    larger; float division is monotone, so the computed value obeys it too) is below the
+    threshold: then ``sim >= threshold`` can only come from ``ratio``, which the skip
+    rules above compute whenever it can matter (with a floor that is only lower), and a
+    pair below the threshold gets a value below it. An output equal to the previous one
+    (one memo entry) has Jaccard exactly 1.0 and a ratio bound of 1.0, so neither is
+    computed.
     """
     if len(llm_outputs) < 2:
         return 1.0, "Not enough LLM spans to check for reasoning stagnation."
@@ -433,7 +474,20 @@ def score_reasoning_stagnation(
         a, b = b, prepare(llm_outputs[i + 1])
         if a is None or b is None:
             continue
-        similarity = _bigram_jaccard(a, b)
+        if a is b and a.bigrams:
+            # The same output again (the memo returns one object for equal texts): Jaccard
+            # 1.0, and no ratio can exceed it.
+            similarity = 1.0
+            if similarity > max_overlap:
+                max_overlap = similarity
+                pair = (i, i + 1)
+            continue
+        small, large = len(a.bigrams), len(b.bigrams)
+        if small > large:
+            small, large = large, small
+        # Jaccard is at most min/max of the set sizes; below the threshold it cannot decide
+        # the result (see the docstring) and is not computed.
+        similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
         floor = max_overlap if max_overlap > similarity else similarity
         if _ratio_can_matter(a, b, floor, similarity_threshold):
             ratio = SequenceMatcher(None, a.text, b.text).ratio()
@@ -464,12 +518,10 @@ def deepeval_score(
     """deepeval's ``AgentLoopDetectionMetric`` on one nested span dict (see module doc)."""
     if tree is None:
         return LexicalResult(score=0.0, breakdown={}, reason=NO_TRACE_REASON, threshold=threshold)
-    spans = _spans_preorder(tree)
+    tools, outputs = _tool_spans_and_llm_outputs(tree)
     results = (
-        score_tool_repetition([s for s in spans if s.get("type") == "tool"], repetition_threshold),
-        score_reasoning_stagnation(
-            [s.get("output", "") for s in spans if s.get("type") == "llm"], similarity_threshold
-        ),
+        score_tool_repetition(tools, repetition_threshold),
+        score_reasoning_stagnation(outputs, similarity_threshold),
         score_call_graph_cycles(tree),
     )
     weights = 0.0

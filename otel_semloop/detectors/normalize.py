@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import itertools
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
@@ -424,6 +425,10 @@ def canonical_args(
         if rewrite:
             return _rewrite_string(arguments.strip(), shell)
         return arguments.strip()
+    if rewrite and type(arguments) is dict:
+        flat = _flat_canonical(arguments, volatile, shell)
+        if flat is not None:
+            return flat
     value = arguments
     if rewrite or volatile:
         value = _canonical_value(arguments, volatile, 0, shell, rewrite)
@@ -433,6 +438,36 @@ def canonical_args(
         ).decode()
     except (TypeError, orjson.JSONEncodeError):
         return repr(value)
+
+
+def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell: bool) -> str | None:
+    """:func:`canonical_args` (rewriting) of a dict whose keys are strings and whose values
+    are strings, numbers, booleans or null (most tool calls), in one loop; None for any
+    other dict (the general path). Exact types only: a subclass may serialise otherwise."""
+    out: dict[str, Any] | None = None
+    for position, (key, value) in enumerate(arguments.items()):
+        if type(key) is not str:
+            return None
+        lowered = key.lower()
+        if lowered in volatile:
+            if out is None:
+                out = dict(itertools.islice(arguments.items(), position))
+            continue
+        kind = type(value)
+        if kind is str:
+            new = canonical_string(value, shell=shell or lowered in SHELL_ARGUMENT_NAMES) if value else value
+        elif kind in _LEAF_TYPES:
+            new = value
+        else:
+            return None
+        if out is None and new is not value:
+            out = dict(itertools.islice(arguments.items(), position))
+        if out is not None:
+            out[key] = new
+    try:
+        return orjson.dumps(arguments if out is None else out, option=orjson.OPT_SORT_KEYS).decode()
+    except orjson.JSONEncodeError:
+        return None  # an integer orjson cannot write: the general path says what then
 
 
 def _rewrite_string(text: str, shell: bool) -> str:
@@ -654,34 +689,49 @@ _MAX_ANCHORS = 32
 def _anchored(
     pattern: re.Pattern[str], text: str, lowered: str | None, keys: tuple[str, ...], *, first: bool = False
 ) -> list[re.Match[str]]:
-    """``list(pattern.finditer(text))`` (with ``first``: only its first match, as ``search``
+    r"""``list(pattern.finditer(text))`` (with ``first``: only its first match, as ``search``
     finds it) for a pattern each of whose matches starts with one of ``keys`` (matched
     case-insensitively), given ``lowered`` = ``text.lower()`` for ASCII text (None
     otherwise: then the pattern scans).
 
-    ``pattern.match(text, start)`` at each place a key occurs, in order, skipping places
-    inside the previous match, is what ``finditer`` finds: it tries every position in turn
-    with the same matcher (a lookbehind and ``\b`` see the text before ``start``). The
-    keys are found by substring search in C; the pattern, which starts with ``\b`` and an
-    alternation under IGNORECASE, would be tried at every position (~50 ns a character
-    here). Lower-casing ASCII keeps every position; other text scans.
+    The keys are found by substring search in C and the pattern is matched there only
+    (:func:`_matches_at`); the pattern, which starts with ``\b`` and an alternation under
+    IGNORECASE, would be tried at every position (~50 ns a character here). Lower-casing
+    ASCII keeps every position; other text scans.
     """
-    if lowered is None:
+    starts: set[int] | None = None
+    if lowered is not None:
+        starts = set()
+        for key in keys:
+            at = lowered.find(key)
+            while at >= 0 and starts is not None:
+                starts.add(at)
+                if len(starts) > _MAX_ANCHORS:
+                    starts = None
+                else:
+                    at = lowered.find(key, at + 1)
+    return _matches_at(pattern, text, sorted(starts) if starts is not None else None, first=first)
+
+
+def _matches_at(
+    pattern: re.Pattern[str], text: str, starts: list[int] | None, *, first: bool = False
+) -> list[re.Match[str]]:
+    r"""``list(pattern.finditer(text))`` (``first``: its first match only) when every match
+    of ``pattern`` starts at one of ``starts`` (ascending; None: scan the whole text).
+
+    ``pattern.match(text, start)`` at each start in order, skipping starts inside the
+    previous match, is what ``finditer`` finds: it tries every position in turn with the
+    same matcher (a lookbehind and ``\b`` see the text before ``start``), and no other
+    position can match.
+    """
+    if starts is None:
         if first:
             match = pattern.search(text)
             return [match] if match is not None else []
         return list(pattern.finditer(text))
-    starts: set[int] = set()
-    for key in keys:
-        at = lowered.find(key)
-        while at >= 0:
-            starts.add(at)
-            if len(starts) > _MAX_ANCHORS:
-                return _anchored(pattern, text, None, keys, first=first)
-            at = lowered.find(key, at + 1)
     found: list[re.Match[str]] = []
     end = 0
-    for start in sorted(starts):
+    for start in starts:
         if start < end:
             continue
         match = pattern.match(text, start)
@@ -691,6 +741,52 @@ def _anchored(
                 break
             end = match.end()
     return found
+
+
+#: ASCII digits to ``0``, anything else to a blank (runs of ``0`` are digit runs, found
+#: by substring searches in C).
+_DIGIT_CLASS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") for c in range(256))
+#: More digit runs than this and the number patterns scan instead (a table: matching at
+#: each run from Python would cost more than the engine's scan).
+_MAX_DIGIT_RUNS = 48
+
+
+def _digit_starts(text: str) -> list[int] | None:
+    r"""Where the runs of digits of ASCII ``text`` start (None for other text, or for more
+    than :data:`_MAX_DIGIT_RUNS` runs): the only places where a pattern that starts with a
+    digit not preceded by a word character or a digit can match (:func:`_matches_at`).
+    Other scripts' digits are ``\d`` too, so other text scans."""
+    if not text.isascii():
+        return None
+    classes = text.encode("ascii").translate(_DIGIT_CLASS)
+    starts: list[int] = []
+    at = classes.find(b"0")
+    while at >= 0:
+        if len(starts) == _MAX_DIGIT_RUNS:
+            return None
+        starts.append(at)
+        at = classes.find(b" ", at)  # the end of the run
+        if at < 0:
+            break
+        at = classes.find(b"0", at)
+    return starts
+
+
+def _sub_at(pattern: re.Pattern[str], replacement: str, text: str, starts: list[int] | None) -> str:
+    """``pattern.sub(replacement, text)`` (a plain replacement, a pattern that never matches
+    empty) with the matches found by :func:`_matches_at`."""
+    if starts is None:
+        return pattern.sub(replacement, text)
+    pieces: list[str] = []
+    end = 0
+    for match in _matches_at(pattern, text, starts):
+        pieces.append(text[end : match.start()])
+        pieces.append(replacement)
+        end = match.end()
+    if not pieces:
+        return text
+    pieces.append(text[end:])
+    return "".join(pieces)
 
 
 def _field_progress(tail: str, lowered: str | None = None) -> tuple[int, float] | None:
@@ -744,11 +840,12 @@ def progress_value(text: str) -> float | None:
     best: tuple[int, float] | None = None
     if has_field:
         best = _field_progress(tail, lowered)
-    for match in _PERCENT.finditer(tail) if has_percent else ():
+    digits = _digit_starts(tail)
+    for match in _matches_at(_PERCENT, tail, digits) if has_percent else ():
         value = float(match.group(1))
         if value <= 100.0:
             best = (match.start(), value / 100.0)
-    for match in _FRACTION.finditer(tail) if has_fraction else ():
+    for match in _matches_at(_FRACTION, tail, digits) if has_fraction else ():
         done, total = int(match.group(1)), int(match.group(2))
         if total >= 2 and done <= total and (best is None or match.start() > best[0]):
             best = (match.start(), done / total)
@@ -833,6 +930,34 @@ _VOLATILE_LABEL = re.compile(
     r"[\"']?\s*[:=#]?\s*$",
     re.IGNORECASE,
 )
+#: The words :data:`_VOLATILE_LABEL` names (read from the pattern: one list).
+_LABEL_WORDS = frozenset(
+    _VOLATILE_LABEL.pattern.split(r"\b(?:", 1)[1].split(r")\b", 1)[0].split("|")
+)
+#: What may follow a label before the number: quotes, blanks, ``:``, ``=`` and ``#``
+#: (ASCII; a superset of what the pattern's tail accepts).
+_LABEL_TRAIL = "\"' \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f:=#"
+#: ASCII word characters kept (letters lower-cased), anything else to a blank.
+_WORD_BYTES = bytes(
+    c + 32 if 65 <= c <= 90 else c if (c < 128 and (chr(c).isalnum() or c == 95)) else 32 for c in range(256)
+)
+
+
+def _may_be_labelled(window: str) -> bool:
+    """False only when ``_VOLATILE_LABEL`` cannot match at the end of the ASCII ``window``
+    (the text just before a number): a match is a label word or ``#``, then only quotes,
+    blanks, ``:``, ``=`` or ``#``. So with no ``#`` in that trailing stretch, the word
+    before it (cut at the window's start, which only makes more words candidates) must be
+    a label. A quick necessary test before the pattern, which tries each of its words at
+    each position of the window."""
+    head = window.rstrip(_LABEL_TRAIL)
+    if "#" in window[len(head) :]:
+        return True
+    if not head or not (head[-1].isalnum() or head[-1] == "_"):
+        return False  # no word ends where the trailing stretch starts
+    return head.encode("ascii").translate(_WORD_BYTES).rsplit(None, 1)[-1].decode("ascii") in _LABEL_WORDS
+
+
 _VOLATILE_AFTER = re.compile(r"\s*(?:ago|times?\b|attempts?\b|tries\b|retries\b)", re.IGNORECASE)
 
 
@@ -845,18 +970,22 @@ def result_numbers(text: str) -> tuple[float, ...] | None:
     if not has_digit(tail):
         return None
     if ":" in tail:
-        tail = _CLOCK.sub(" ", tail)
+        tail = _sub_at(_CLOCK, " ", tail, _digit_starts(tail))
     # UUIDs, timestamps, hex runs and generated identifiers first: a random id's digit
     # groups (``f652-4008-b7b4``) are not counts, and they change on every call.
     tail = _mask_ids(tail)
     if not has_digit(tail):
         return None
+    ascii_tail = tail.isascii()
     numbers: list[float] = []
-    for match in _NUMBER.finditer(tail):
+    for match in _matches_at(_NUMBER, tail, _digit_starts(tail)):
         start, end = match.span()
         if _DURATION_UNIT.match(tail, end) and not _UNIT_NOT_DURATION.match(tail, end):
             continue
-        if _VOLATILE_LABEL.search(tail, max(0, start - 24), start):
+        before = max(0, start - 24)
+        if (not ascii_tail or _may_be_labelled(tail[before:start])) and _VOLATILE_LABEL.search(
+            tail, before, start
+        ):
             continue
         if _VOLATILE_AFTER.match(tail, end):
             continue

@@ -79,7 +79,7 @@ from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.normalize import near_duplicate
-from otel_semloop.model import Step
+from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
 __all__ = [
@@ -196,6 +196,8 @@ class RepeatedResultDetector(_ChainDetector):
     """``repeated_result``: the same call returning the same result with nothing new between."""
 
     signals = (REPEATED_RESULT,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
     _description = "{name} returned nothing new {{count}} times with nothing new between"
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
@@ -246,6 +248,8 @@ class NearDuplicateDetector(IncrementalDetector):
     """``near_duplicate_args``: one tool, cosmetically different arguments, the same result."""
 
     signals = (NEAR_DUPLICATE_ARGS,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()
@@ -312,6 +316,8 @@ class SameAnswerDetector(IncrementalDetector):
     """``same_answer``: one tool, different arguments, the same non-trivial answer (see module doc)."""
 
     signals = (SAME_ANSWER,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()
@@ -366,6 +372,8 @@ class CallCeilingDetector(_ChainDetector):
     """``call_ceiling``: the same call repeated past the absolute ceiling, whatever its results."""
 
     signals = (CALL_CEILING,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
     _no_progress = False
     _description = (
         "{name} called {{count}} times with identical arguments and no other new call "
@@ -382,6 +390,8 @@ class StaleDetector(IncrementalDetector):
     """``stale_steps`` / ``stale_time``: tool steps with nothing novel, by count and by time."""
 
     signals = (STALE_STEPS, STALE_TIME, STALE_WINDOW)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): tool steps alone.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.TOOL})
 
     def reset(self) -> None:
         super().reset()

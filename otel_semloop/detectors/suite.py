@@ -5,14 +5,23 @@ and hands them to every detector, so the cost of a step is one normalisation plu
 detector's O(1) or O(max_period) update. It is what the CLI, the collector service and
 :class:`~otel_semloop.processor.live.LiveMonitor` run. Not thread-safe: one suite per
 trace, fed by one thread at a time.
+
+Dispatch by step kind
+    A detector class may declare ``kinds``, the :class:`~otel_semloop.model.StepKind` values
+    whose steps its ``observe_facts`` reads; it then promises that a step of any other kind
+    changes nothing and reports nothing. The suite keeps one list of detectors per kind
+    and calls only those (an LLM step reaches 4 of the 11 default detectors, not all).
+    A detector without ``kinds`` gets every step. ``tests/detectors/test_dispatch.py``
+    holds each default detector to its declaration: fed every step, or only the steps of
+    its kinds, it reports the same findings and calibration after every step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from otel_semloop.detectors.agents import HandoffCycleDetector
-from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, replay
+from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, StepFacts
 from otel_semloop.detectors.budgets import BudgetDetector
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.cycles import ActionCycleDetector
@@ -25,10 +34,17 @@ from otel_semloop.detectors.progress import (
     StaleDetector,
 )
 from otel_semloop.detectors.text import ChantingDetector, MonologueDetector
-from otel_semloop.model import Step, Trace
+from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
-__all__ = ["DetectorSuite", "default_detectors"]
+__all__ = ["DetectorSuite", "default_detectors", "kinds_read"]
+
+
+def kinds_read(detector: IncrementalDetector) -> frozenset[StepKind]:
+    """The step kinds ``detector`` declares it reads (its class's ``kinds``), every kind
+    when it declares none."""
+    declared = getattr(type(detector), "kinds", None)
+    return frozenset(StepKind) if declared is None else frozenset(declared)
 
 
 def default_detectors(config: DetectorConfig | None = None) -> list[IncrementalDetector]:
@@ -70,6 +86,12 @@ class DetectorSuite:
             list(detectors) if detectors is not None else default_detectors(self.config)
         )
         self._fingerprinter = Fingerprinter(self.config)
+        # Per step kind, the bound ``observe_facts`` of the detectors that read it, in the
+        # suite's order (findings keep the order they would have without dispatch).
+        self._observers: dict[StepKind, tuple[Callable[[StepFacts, Step], list[Finding]], ...]] = {
+            kind: tuple(d.observe_facts for d in self.detectors if kind in kinds_read(d))
+            for kind in StepKind
+        }
 
     def release(self) -> None:
         """Forget the novelty state (digests and the text references a replay keeps), not
@@ -85,8 +107,8 @@ class DetectorSuite:
         """Feed one step; the findings that just reached a new level (see ``IncrementalDetector``)."""
         facts = self._fingerprinter.facts(step, index)
         out: list[Finding] = []
-        for detector in self.detectors:
-            found = detector.observe_facts(facts, step)
+        for observe in self._observers[facts.kind]:
+            found = observe(facts, step)
             if found:
                 out.extend(found)
         return out
@@ -96,7 +118,15 @@ class DetectorSuite:
         fingerprinter = self._fingerprinter
         lazy, fingerprinter.lazy = fingerprinter.lazy, True  # the trace holds the text anyway
         try:
-            return replay(self, trace)
+            # ``replay(self, trace)``, with the per-step findings (which a replay drops) not
+            # collected: the same calls in the same order.
+            self.reset()
+            facts_of, observers = fingerprinter.facts, self._observers
+            for index, step in enumerate(trace.steps):
+                facts = facts_of(step, index)
+                for observe in observers[facts.kind]:
+                    observe(facts, step)
+            return self.findings()
         finally:
             fingerprinter.lazy = lazy
 

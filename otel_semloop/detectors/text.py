@@ -38,9 +38,12 @@ Cost
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import sys
 from collections import Counter
+from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
 from otel_semloop.detectors.normalize import normalize_words
@@ -52,11 +55,18 @@ __all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "ch
 MONOLOGUE = "monologue"
 CHANTING = "chanting"
 
+#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
+#: through the enum metaclass's attribute hook (about ten times a global's cost).
+_LLM, _TOOL, _AGENT = StepKind.LLM, StepKind.TOOL, StepKind.AGENT
+
 
 class MonologueDetector(IncrementalDetector):
     """``monologue``: the same assistant message again and again with nothing between."""
 
     signals = (MONOLOGUE,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): LLM messages, and the
+    #: tool and agent steps that end a run of them.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.LLM, StepKind.TOOL, StepKind.AGENT})
 
     def reset(self) -> None:
         super().reset()
@@ -71,8 +81,9 @@ class MonologueDetector(IncrementalDetector):
         self._episode = None
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is not StepKind.LLM:
-            if facts.kind in (StepKind.TOOL, StepKind.AGENT):
+        kind = facts.kind
+        if kind is not _LLM:
+            if kind is _TOOL or kind is _AGENT:
                 self._break()
             return []
         if facts.has_tool_calls:
@@ -111,17 +122,45 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _MAY_SPLIT = re.compile(r"[.!?]\s")
 
 
-#: What ``str.splitlines`` ends a line at.
-_LINE_BREAKS = ("\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+#: What ``str.splitlines`` ends a line at, then what can end a sentence: the marks each
+#: of which can start at most one more unit (the usual ones first).
+_UNIT_MARKS = (
+    "\n", ".", "?", "!", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"
+)
+#: The same for a text of ASCII characters alone (``str.isascii`` is a flag read).
+_ASCII_UNIT_MARKS = tuple(mark for mark in _UNIT_MARKS if mark.isascii())
 
 
-def _most_units(text: str) -> int:
-    """An upper bound on the units :func:`chant_units` can find in ``text``, by counting in C:
-    each line is one unit plus one per sentence end in it (``[.!?]`` then a blank)."""
-    lines = 1
-    for brk in _LINE_BREAKS:
-        lines += text.count(brk)
-    return lines + text.count(".") + text.count("!") + text.count("?")
+def _most_units(text: str, enough: int = sys.maxsize) -> int:
+    """An upper bound on the units :func:`chant_units` can find in ``text``: one, plus one per
+    line break, plus one per sentence end in it (``[.!?]``, a unit is split only after one).
+    Counting stops at ``enough`` (the caller only asks whether there are that many).
+
+    Found by ``in`` and ``str.find`` (``memchr`` scans in C): a mark the text does not hold
+    costs one fast scan, one it holds a call per occurrence up to ``enough`` (past a few,
+    one ``str.count`` of the rest)."""
+    units = 1
+    for mark in _ASCII_UNIT_MARKS if text.isascii() else _UNIT_MARKS:
+        if mark not in text:  # the cheapest call: most marks are absent
+            continue
+        at = text.find(mark)
+        found = 0
+        while at != -1:
+            units += 1
+            found += 1
+            if units >= enough:
+                return units
+            if found == _FIND_EACH:
+                units += text.count(mark, at + 1)
+                if units >= enough:
+                    return units
+                break
+            at = text.find(mark, at + 1)
+    return units
+
+
+#: Occurrences of one mark :func:`_most_units` finds one by one before counting the rest.
+_FIND_EACH = 8
 
 
 #: Share of an output's units that repeated short units must make up for short units to
@@ -136,8 +175,13 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     short units make up :data:`SHORT_CHANT_SHARE` of all units (a degenerate output).
     Empty when there are fewer than ``min_units`` candidate units (no count could reach
     it), without normalising any."""
-    if _most_units(text) < min_units:
+    if _most_units(text, min_units) < min_units:
         return Counter()
+    return _unit_counts(text, min_chars, min_units)
+
+
+def _unit_counts(text: str, min_chars: int, min_units: int) -> Counter[str]:
+    """:func:`chant_units` without the bound (the caller checked it)."""
     units: list[str] = []
     in_fence = False
     for line in text.splitlines():
@@ -194,20 +238,21 @@ def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     size = len(text)
     if size < min_chars:
         return None
-    middle = text[size // 4 : size - size // 4]
-    if len(middle) > RUN_SAMPLE_CHARS:
-        start = (len(middle) - RUN_SAMPLE_CHARS) // 2
-        middle = middle[start : start + RUN_SAMPLE_CHARS]
-    if len(middle) < 2 * _RUN_HEAD_CHARS:
+    # The sample is text[lo:hi], addressed in place (a normal text is never sliced).
+    lo, hi = size // 4, size - size // 4
+    if hi - lo > RUN_SAMPLE_CHARS:
+        lo += (hi - lo - RUN_SAMPLE_CHARS) // 2
+        hi = lo + RUN_SAMPLE_CHARS
+    if hi - lo < 2 * _RUN_HEAD_CHARS:
         return None
-    head = middle[:_RUN_HEAD_CHARS]
-    limit = RUN_UNIT_CHARS + _RUN_HEAD_CHARS
-    period = middle.find(head, 1, limit)
-    while period != -1 and middle[period:] != middle[:-period]:
-        period = middle.find(head, period + 1, limit)
-    if period == -1:
+    head = text[lo : lo + _RUN_HEAD_CHARS]
+    end = min(lo + RUN_UNIT_CHARS + _RUN_HEAD_CHARS, hi)
+    at = text.find(head, lo + 1, end)
+    while at != -1 and text[at:hi] != text[lo : hi - (at - lo)]:
+        at = text.find(head, at + 1, end)
+    if at == -1:
         return None
-    unit = middle[:period]
+    unit = text[lo:at]
     if "\n" in unit or not any(c.isalpha() for c in unit):
         # Whole lines repeated are left to the line counts (which skip code and tables);
         # rules, separators and padding ("-----", "0000") say nothing.
@@ -224,6 +269,13 @@ def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
 ANSWER_TOOL = re.compile(
     r"^(?:final[_ ]?(?:answer|result|response)|submit[_ ]?(?:answer|result))$", re.IGNORECASE
 )
+
+
+@functools.lru_cache(maxsize=256)
+def _is_answer_tool(name: str) -> bool:
+    """Whether ``name`` is a final-answer tool (:data:`ANSWER_TOOL`); tool names repeat, the
+    match is remembered."""
+    return ANSWER_TOOL.match(name) is not None
 
 
 def _string_leaves(value: object, depth: int = 0) -> str:
@@ -243,21 +295,35 @@ class ChantingDetector(IncrementalDetector):
     """``chanting``: one line or sentence repeated many times inside one LLM output."""
 
     signals = (CHANTING,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): LLM outputs and the
+    #: arguments of final-answer tools.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.LLM, StepKind.TOOL})
+
+    def reset(self) -> None:
+        super().reset()
+        config = self.config
+        # Fewer units than a warning needs cannot be reported; only calibration wants them.
+        self._floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        if facts.kind is StepKind.LLM:
+        kind = facts.kind
+        if kind is _LLM:
             text = step.output_text
-        elif facts.kind is StepKind.TOOL and ANSWER_TOOL.match(step.name):
+        elif kind is _TOOL and _is_answer_tool(step.name):
             text = _string_leaves(step.tool_arguments)  # the answer given through the tool
         else:
             return []
         if not text:
             return []
         config = self.config
-        # Fewer units than a warning needs cannot be reported; only calibration wants them.
-        floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
-        counts = chant_units(text, config.chant_min_chars, floor)
-        top = max(counts.values()) if counts else 0
+        floor = self._floor
+        # Fewer units than a warning needs cannot be reported (the bound is checked here so
+        # that most outputs cost a few C scans and no counter).
+        top = 0
+        if _most_units(text, floor) >= floor:
+            counts = _unit_counts(text, config.chant_min_chars, floor)
+            if counts:
+                top = max(counts.values())
         if top < config.chant_repeats:
             # One token repeated back to back has no lines or sentences to count.
             run = degenerate_run(text, config.chant_min_chars * config.chant_repeats)

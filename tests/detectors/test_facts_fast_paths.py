@@ -10,11 +10,16 @@ under IGNORECASE (the Kelvin sign, the long s, the dotless i).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
+from typing import Any
 
+import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from otel_semloop.detectors import arguments as arguments_module
 from otel_semloop.detectors import normalize
+from otel_semloop.detectors.arguments import SHELL_ARGUMENT_NAMES, canonical_string
 from otel_semloop.detectors.normalize import PROGRESS_TAIL_CHARS, progress_value, result_numbers
 
 # -- the patterns as they were: each starts with a lookbehind or \b ----------------------
@@ -97,12 +102,15 @@ FIGURE_PIECES = [
     "done", "Completed", "processed", "current", "indexed", "total", "TOTAL", "count_total",
     "total_count", "expected", "subtotal", "undone", "x", "a1", "v", "id", "pid", "ms", "s",
     "ago", "times", "items", "10:42", "10:42:07.5", "2024-05-01", "e0b0-1c2d", "\u212a",
-    "\u017f", "\u0131", "\u0663", "t\u0131me", "progre\u017f\u017f",
+    "\u017f", "\u0131", "\u0663", "t\u0131me", "progre\u017f\u017f", "pid", "PID", "Attempt",
+    "#", "x_pid", "pid2", "v", "no", "ts", "(", "\t", "version", "'", " took ", "Port=",
 ]  # fmt: skip
-FIGURE_TEXT = st.lists(st.sampled_from(FIGURE_PIECES), max_size=30).map("".join)
+FIGURE_TEXT = st.lists(st.sampled_from(FIGURE_PIECES), max_size=30).map("".join) | st.text(
+    alphabet=" 0123456789:/%.,-_=#'aAofOFsxv\t\n\u0663", max_size=40
+)
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=800, deadline=None)
 @given(FIGURE_TEXT)
 @example("progress: 45 total: 10 done: 3")
 @example("subtotal: 4, done=3, total=9 total=2")
@@ -125,9 +133,10 @@ def test_progress_value_with_many_keys_is_exact() -> None:
     assert progress_value(text + " 7 of 8") == plain_progress_value(text + " 7 of 8")
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(FIGURE_TEXT)
 @example("10:42:07 took 35 ms, rows 12 3.5s 17")
+@example("pid: 12 attempt #3 v2 'port'= 8080 x_pid 4 no. 5 (pid) 6 rows 7")
 def test_result_numbers_is_exact(text: str) -> None:
     assert result_numbers(text) == plain_result_numbers(text)
 
@@ -162,7 +171,7 @@ FOLD_PIECES = [
 FOLD_TEXT = st.lists(st.sampled_from(FOLD_PIECES), max_size=30).map("".join)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=600, deadline=None)
 @given(FOLD_TEXT)
 @example("  Trailing and leading.  ")
 @example("\x1cOK\x1f")
@@ -180,3 +189,119 @@ def test_text_folding_is_exact_on_any_text(text: str) -> None:
     assert normalize.normalize_text(text) == " ".join(
         normalize._drop_punctuation(normalize.mask(text).casefold()).split()
     )
+
+
+# -- canonical arguments: flat dicts in one loop, exact types before the Mapping ABC --------
+
+
+def plain_canonical_value(value: Any, volatile: Collection[str], depth: int, shell: bool) -> Any:
+    if depth >= normalize._MAX_ARG_DEPTH:
+        return value
+    if isinstance(value, str):
+        return canonical_string(value, shell=shell) if value else value
+    if isinstance(value, Mapping):
+        out = {}
+        changed = False
+        for k, v in value.items():
+            lowered = k.lower() if isinstance(k, str) else k
+            if lowered in volatile:
+                changed = True
+                continue
+            if isinstance(v, (str, Mapping, list, tuple)):
+                new = plain_canonical_value(v, volatile, depth + 1, shell or lowered in SHELL_ARGUMENT_NAMES)
+                changed = changed or new is not v
+            else:
+                new = v
+            out[k] = new
+        return out if changed else value
+    if isinstance(value, (list, tuple)):
+        items = [plain_canonical_value(v, volatile, depth + 1, shell) for v in value]
+        return items if any(a is not b for a, b in zip(items, value, strict=True)) else value
+    return value
+
+
+def plain_canonical_args(arguments: Any, volatile: Collection[str], shell: bool) -> str:
+    if isinstance(arguments, str):
+        return canonical_string(arguments.strip(), shell=shell)
+    value = plain_canonical_value(arguments, volatile, 0, shell)
+    try:
+        options = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+        return orjson.dumps(value, option=options, default=str).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(value)
+
+
+class Label(str):
+    """A str subclass (a value an SDK may pass through): the general path handles it."""
+
+
+ARG_KEYS = st.sampled_from(
+    ["path", "Path", "limit", "command", "CMD", "query", "url", "request_id", "Request_ID", "nonce", "x"]
+) | st.integers(-3, 3)
+ARG_STRINGS = st.sampled_from(
+    [
+        "", " ", "src/app.py", "./src/", "ls -la /tmp", "ls -l -a /tmp", "grep -rn 'a b' .",
+        "https://Example.com/a/?utm_source=x&b=2#frag", "2024-05-01", "05/01/2024", "May 1, 2024",
+        "20240501", "v2 build 1234", "caf\u00e9 \u0663\u0664\u0665\u0666", "\u0661\u0662\u0663\u0664",
+    ]
+) | st.text(max_size=12)
+ARG_SCALARS = (
+    ARG_STRINGS
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.booleans()
+    | st.none()
+    | ARG_STRINGS.map(Label)
+)
+ARG_VALUES = st.recursive(
+    ARG_SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ARG_KEYS, inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.dictionaries(ARG_KEYS, ARG_VALUES, max_size=5) | st.dictionaries(ARG_KEYS, ARG_SCALARS, max_size=4),
+    st.booleans(),
+    st.sampled_from(["usual", "x"]),
+)
+@example({"command": "ls -l -a /tmp", "path": "./src/"}, False, "usual")
+@example({"path": "src/a.py", "limit": 50}, False, "usual")
+@example({"request_id": "r1", "q": "x"}, False, "usual")
+@example({"n": 2**65}, False, "usual")
+def test_flat_arguments_fast_path_is_exact(arguments: dict[Any, Any], shell: bool, volatile: str) -> None:
+    names = normalize.DEFAULT_VOLATILE_ARGS | ({"x"} if volatile == "x" else set())
+    fast = normalize.canonical_args(arguments, names, shell=shell)
+    assert fast == plain_canonical_args(arguments, names, shell)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_four_digit_gate_is_exact(text: str) -> None:
+    assert arguments_module._has_four_digits(text) == (arguments_module._FOUR_DIGITS.search(text) is not None)
+
+
+@settings(max_examples=600, deadline=None)
+@given(FIGURE_TEXT)
+@example("the pid: ")
+@example("x #\t")
+@example("(attempt)")
+def test_label_gate_is_necessary(window: str) -> None:
+    if window.isascii() and not normalize._may_be_labelled(window):
+        assert normalize._VOLATILE_LABEL.search(window + "7", 0, len(window)) is None
+
+
+def test_many_digit_runs_scan() -> None:
+    # More digit runs than the anchor bound: the number patterns scan; the same numbers.
+    table = " ".join(f"row {i}: {i * 7} items, 3/{i + 3} done" for i in range(60))
+    assert result_numbers(table) == plain_result_numbers(table)
+    assert progress_value(table + " 45%") == plain_progress_value(table + " 45%")
+
+
+@settings(max_examples=500, deadline=None)
+@given(FIGURE_TEXT)
+def test_digit_starts_are_where_digit_runs_start(text: str) -> None:
+    starts = normalize._digit_starts(text)
+    if starts is not None:
+        assert starts == [m.start() for m in re.finditer(r"(?<!\d)\d", text)]
