@@ -17,7 +17,8 @@ holds); per release a verdict, the root's index and id and the patched spans' by
 The service process then only swaps bytes: each patched span becomes a new
 :class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
 abandoned past its budget changed nothing that left), and the root is decoded only when
-``wants_root(verdict)`` says a log line or an evaluation record needs it. A batch of one
+``wants_root(verdict)`` says an evaluation record needs it (the worker sends what the loop
+log line reads: ids, name, agent). A batch of one
 round trip costs the service process about 20 us plus a few us a span.
 
 Workers
