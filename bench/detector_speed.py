@@ -1,6 +1,7 @@
 """Cost per step of the default scoring, from span records to verdict, at 10 to 10,000 steps.
 
     python bench/detector_speed.py [--runs 5] [--sizes 10 50 100 1000 10000] [--history grow]
+    python bench/detector_speed.py --against REF [--runs 15]    # side by side with a git ref
 
 Each trace is what a GenAI-instrumented agent records (:func:`genai_records`): an
 ``invoke_agent`` root over alternating ``chat`` and ``execute_tool`` spans carrying the
@@ -34,6 +35,15 @@ other work does not count), median of ``--runs`` runs, each scoring about
   lower-cased and split once), and ``x floor``, records->verdict as a multiple of it: the
   target seen against the cost of reading the spans at all.
 
+``--against REF`` instead scores the same 50-step traces (40 seeds) with this tree and with
+``otel_semloop/`` of the git ref REF (extracted and imported under another package name,
+so both run in this one process), alternating them round by round, and prints each part
+side by side, median of ``--runs`` rounds and the old/new ratio: ``records->verdict``,
+``score``, ``detectors`` (``DetectorSuite.detect``), ``own`` (the detectors' own work:
+every step's facts computed beforehand, then only the detectors' ``observe_facts``, as the
+suite dispatches them), ``lexical`` (the tree view the scorer builds and the lexical
+score) and ``policy`` (the verdict from findings, ``unreadable_steps``).
+
 Promises checked (exit status 1 when broken): the full records->verdict cost at 50 steps
 is at most ``TARGET_US`` (25) microseconds per step, and the per-step cost at the largest
 size is at most ``MAX_RATIO`` (2) times that at the smallest (linear, no hidden quadratic
@@ -44,12 +54,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
+import os
 import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -253,6 +266,120 @@ def per_step_us(work: Callable[[], object], steps: int, runs: int) -> float:
     return statistics.median(samples)
 
 
+def _ref_package(ref: str, into: Path) -> str:
+    """``otel_semloop/`` of git ref ``ref`` copied under ``into`` as package
+    ``otel_semloop_ref`` (every reference to the package renamed); its name."""
+    import io
+    import re
+    import subprocess
+    import tarfile
+
+    blob = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", ref, "otel_semloop"], check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(blob)) as archive:
+        archive.extractall(into, filter="data")
+    target = into / "otel_semloop_ref"
+    (into / "otel_semloop").rename(target)
+    for path in target.rglob("*.py"):
+        path.write_text(re.sub(r"\botel_semloop\b", "otel_semloop_ref", path.read_text()))
+    return "otel_semloop_ref"
+
+
+def _parts(package: str, records: list[list[SpanRecord]]) -> tuple[int, dict[str, Callable[[], object]]]:
+    """(steps, part name -> one timed call over every trace) for the code of ``package``."""
+    import importlib
+
+    def module(name: str) -> Any:
+        return importlib.import_module(f"{package}.{name}")
+
+    build = module("builder").build_trace
+    traces = [build(recs) for recs in records]
+    config = module("detectors.config").DetectorConfig()
+    scorer = module("scoring").DetectorScorer(config=config)
+    suite = module("detectors.suite").DetectorSuite(config)
+    fingerprinter = module("detectors.base").Fingerprinter(config)
+    fingerprinter.lazy = True
+    facts = []
+    for trace in traces:
+        fingerprinter.reset()
+        facts.append([(fingerprinter.facts(step, i), step) for i, step in enumerate(trace.steps)])
+    lexical = module("detectors.lexical").LexicalDetector()
+    lazy_view = "lazy" in inspect.signature(traces[0].tree_view).parameters
+    policy = module("policy").Policy()
+    unreadable = module("scoring").unreadable_steps
+    findings = [suite.detect(trace) for trace in traces]
+
+    def end_to_end() -> None:
+        for recs in records:
+            scorer.score(build(recs))
+
+    def own() -> None:
+        observers = getattr(suite, "_observers", None)  # per-kind dispatch, where the suite has it
+        for steps in facts:
+            suite.reset()
+            if observers is None:
+                for f, step in steps:
+                    for detector in suite.detectors:
+                        detector.observe_facts(f, step)
+            else:
+                for f, step in steps:
+                    for observe in observers[f.kind]:
+                        observe(f, step)
+            suite.findings()
+
+    def lex() -> None:
+        for trace in traces:
+            lexical.evaluate(trace.tree_view(lazy=True) if lazy_view else trace.tree_view())
+
+    def decide() -> None:
+        for trace, found in zip(traces, findings, strict=True):
+            policy.verdict(found, lexical=None, partial=False, calibration=None)
+            unreadable(trace)
+
+    parts: dict[str, Callable[[], object]] = {
+        "records->verdict": end_to_end,
+        "score": lambda: [scorer.score(trace) for trace in traces],
+        "detectors": lambda: [suite.detect(trace) for trace in traces],
+        "own": own,
+        "lexical": lex,
+        "policy": decide,
+    }
+    return sum(len(trace.steps) for trace in traces), parts
+
+
+def compare(ref: str, runs: int) -> int:
+    """Print this tree's cost per step beside git ref ``ref``'s (see the module doc)."""
+    import tempfile
+
+    records = [genai_records(TARGET_SIZE, seed) for seed in range(40)]
+    samples: dict[tuple[str, str], list[float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        sys.path.insert(0, tmp)
+        package = _ref_package(ref, Path(tmp))
+        sides = {"ref": _parts(package, records), "this": _parts("otel_semloop", records)}
+        for _, parts in sides.values():
+            for work in parts.values():
+                work()  # warm up
+        for round_ in range(runs):
+            for part in sides["ref"][1]:
+                for side in ("ref", "this") if round_ % 2 == 0 else ("this", "ref"):
+                    steps, parts = sides[side]
+                    start = time.process_time()
+                    parts[part]()
+                    samples.setdefault((side, part), []).append((time.process_time() - start) / steps * 1e6)
+    print(
+        f"CPU us per step on 40 distinct {TARGET_SIZE}-step GenAI traces, median of {runs} alternating "
+        f"rounds; ref = {ref}; load average {os.getloadavg()[0]:.2f}"
+    )
+    print(f"{'part':>16}  {'ref':>8}  {'this':>8}  {'ref/this':>8}")
+    for part in sides["ref"][1]:
+        old = statistics.median(samples[("ref", part)])
+        new = statistics.median(samples[("this", part)])
+        print(f"{part:>16}  {old:>8.1f}  {new:>8.1f}  {old / new:>7.2f}x")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="timed runs per size (the median is reported)")
@@ -269,7 +396,10 @@ def main() -> int:
         help="window: each LLM call sends a constant-size input (default); grow: each resends "
         "the whole history, as real agents do",
     )
+    parser.add_argument("--against", metavar="REF", help="compare with git ref REF side by side (module doc)")
     args = parser.parse_args()
+    if args.against:
+        return compare(args.against, args.runs)
     if args.sizes is None:
         args.sizes = DEFAULT_SIZES[args.history]
 

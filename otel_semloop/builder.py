@@ -15,6 +15,11 @@ from collections.abc import Iterable
 from otel_semloop.conventions import flatten_text, read_step, step_kind, tool_responses
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace
 
+#: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
+_AGENT = StepKind.AGENT
+_LLM = StepKind.LLM
+_OTHER = StepKind.OTHER
+_TOOL = StepKind.TOOL
 
 def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trace:
     """Build the trace of ``records`` (all of one trace id; duplicates by span id keep the
@@ -57,7 +62,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
         preorder[record.span_id] = len(preorder)
         kind = step_kind(record.attributes, top_level=parent_step is None)
         attach_to = parent_step
-        if kind is StepKind.OTHER:
+        if kind is _OTHER:
             other.append(record)
         else:
             step = read_step(record, kind)
@@ -65,7 +70,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
                 roots.append(step)
             else:
                 step.depth = parent_step.depth + 1
-                step.agent = parent_step.name if parent_step.kind is StepKind.AGENT else parent_step.agent
+                step.agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
                 parent_step.children.append(step)
             steps.append(step)
             attach_to = step
@@ -109,7 +114,7 @@ def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
     pending: list = []
     waiting: list[tuple[Step, str]] = []  # tool steps without a result, and their call id
     for step in steps:
-        if step.kind is StepKind.LLM:
+        if step.kind is _LLM:
             if waiting:
                 responses = tool_responses(step.input)
                 for tool, call_id in waiting:
@@ -120,7 +125,7 @@ def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
                 waiting = []
             if step.tool_calls:
                 pending = list(step.tool_calls)
-        elif step.kind is StepKind.TOOL and step.tool_arguments is None and pending:
+        elif step.kind is _TOOL and step.tool_arguments is None and pending:
             match = next((c for c in pending if c.name == step.name), None)
             if match is not None:
                 pending.remove(match)
@@ -143,16 +148,16 @@ def _add_unrecorded_tool_calls(steps: list[Step]) -> list[Step]:
     the two LLM calls; it is not added to the deepeval tree view, which deepeval would not
     see either. O(steps + calls).
     """
-    if not any(s.kind is StepKind.LLM and s.tool_calls for s in steps):
+    if not any(s.kind is _LLM and s.tool_calls for s in steps):
         return steps
     out: list[Step] = []
     pending: Step | None = None  # the latest LLM step that requested calls not yet seen run
     for step in steps:
-        if step.kind is StepKind.LLM:
+        if step.kind is _LLM:
             if pending is not None:
                 out.extend(_synthetic_tool_steps(pending, step))
             pending = step if step.tool_calls else None
-        elif step.kind is StepKind.TOOL:
+        elif step.kind is _TOOL:
             pending = None
         out.append(step)
     if pending is not None:
@@ -169,7 +174,7 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
         result = results.get(call.call_id) if call.call_id else None
         steps.append(
             Step(
-                kind=StepKind.TOOL,
+                kind=_TOOL,
                 name=call.name,
                 span_id=requester.span_id,
                 trace_id=requester.trace_id,

@@ -48,21 +48,26 @@ import orjson
 
 from otel_semloop.model import STATUS_ERROR, EventRecord, SpanRecord, Step, StepKind, ToolCall
 
+#: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
+_AGENT = StepKind.AGENT
+_LLM = StepKind.LLM
+_OTHER = StepKind.OTHER
+_TOOL = StepKind.TOOL
 _GENAI_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _GENAI_AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 _OPENINFERENCE_KINDS = {
-    "AGENT": StepKind.AGENT,
-    "LLM": StepKind.LLM,
-    "TOOL": StepKind.TOOL,
+    "AGENT": _AGENT,
+    "LLM": _LLM,
+    "TOOL": _TOOL,
     # A retriever call is an action whose repetition is loop evidence like a tool's.
-    "RETRIEVER": StepKind.TOOL,
+    "RETRIEVER": _TOOL,
 }
-_TRACELOOP_KINDS = {"agent": StepKind.AGENT, "workflow": StepKind.AGENT, "tool": StepKind.TOOL}
+_TRACELOOP_KINDS = {"agent": _AGENT, "workflow": _AGENT, "tool": _TOOL}
 _CONFIDENT_KINDS = {
-    "agent": StepKind.AGENT,
-    "llm": StepKind.LLM,
-    "tool": StepKind.TOOL,
-    "retriever": StepKind.TOOL,
+    "agent": _AGENT,
+    "llm": _LLM,
+    "tool": _TOOL,
+    "retriever": _TOOL,
 }
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
@@ -81,8 +86,8 @@ def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> Step
         if oi_kind in _OPENINFERENCE_KINDS:
             return _OPENINFERENCE_KINDS[oi_kind]
         if oi_kind == "CHAIN" and top_level:
-            return StepKind.AGENT
-        return StepKind.OTHER
+            return _AGENT
+        return _OTHER
     tl_kind = attributes.get("traceloop.span.kind")
     if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
         return _TRACELOOP_KINDS[tl_kind]
@@ -90,12 +95,12 @@ def step_kind(attributes: Mapping[str, Any], *, top_level: bool = False) -> Step
     if not isinstance(operation, str):
         operation = ""
     if operation == "execute_tool":
-        return StepKind.TOOL
+        return _TOOL
     if operation in _GENAI_AGENT_OPERATIONS:
-        return StepKind.AGENT
+        return _AGENT
     if operation in _GENAI_LLM_OPERATIONS or "llm.request.type" in attributes:
-        return StepKind.LLM
-    return StepKind.OTHER
+        return _LLM
+    return _OTHER
 
 
 def read_step(record: SpanRecord, kind: StepKind) -> Step:
@@ -115,7 +120,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             name = value
             break
     raw_in = raw_out = None
-    if kind is StepKind.LLM:
+    if kind is _LLM:
         # Message lists first: OpenInference's input.value/output.value on an LLM span is
         # the whole request/response body, not what was said.
         # Indexed messages are collected only when a message list attribute is missing.
@@ -136,9 +141,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             if raw_out is not None:
                 break
     events = record.events
-    if events and kind is not StepKind.AGENT and (raw_in is None or raw_out is None):
+    if events and kind is not _AGENT and (raw_in is None or raw_out is None):
         events_in, events_out = _event_messages(events)
-        if kind is StepKind.TOOL:
+        if kind is _TOOL:
             # On a tool span the tool message holds the arguments, the choice the result.
             events_in, events_out = _message_content(events_in), _message_content(events_out)
         if raw_in is None:
@@ -159,7 +164,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     step_input: Any = _UNREAD
     # The input is kept undecoded unless it is plain text (its own text) or nothing.
     defer_input = raw_in is not None and not (isinstance(raw_in, str) and raw_in[:1] not in _JSON_OPENERS)
-    if kind is StepKind.TOOL:
+    if kind is _TOOL:
         # Not OpenInference's ``tool.parameters``: that is the tool's JSON *schema*, the same
         # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
         # reading it as arguments would make every call of a tool look identical.
@@ -180,7 +185,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
     else:
-        if kind is StepKind.LLM:
+        if kind is _LLM:
             tool_calls = tuple(_tool_calls(output))
         # Only the text and the tool calls are read at once: the decoded messages are
         # dropped (decoded again on a read of ``output``), fewer objects live per step.
@@ -252,8 +257,8 @@ if tuple(f.name for f in dataclasses.fields(Step))[: len(_STEP_FIELDS)] != _STEP
 _JSON_OPENERS = ("{", "[")
 _UNREAD: Any = object()
 _NAME_KEYS = {
-    StepKind.TOOL: ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name"),
-    StepKind.AGENT: ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"),
+    _TOOL: ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name"),
+    _AGENT: ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"),
 }
 _SPAN_NAME_KEYS = ("confident.span.name",)
 _INPUT_TOKEN_KEYS = (
@@ -745,7 +750,7 @@ def _tool_calls(output: Any) -> list[ToolCall]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for part in message.get("parts") or ():
+        for part in _items(message.get("parts")):
             if isinstance(part, dict) and part.get("type") == "tool_call":
                 calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
         content = message.get("content")
@@ -753,12 +758,18 @@ def _tool_calls(output: Any) -> list[ToolCall]:
             use = part.get("toolUse") if isinstance(part, dict) else None
             if isinstance(use, dict):  # a Bedrock Converse block (Strands)
                 calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
-        for call in message.get("tool_calls") or ():
+        for call in _items(message.get("tool_calls")):
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else call
             calls.append(_tool_call(function.get("name"), function.get("arguments"), call.get("id")))
     return calls
+
+
+def _items(value: Any) -> Any:
+    """The entries of a list or tuple; nothing for anything else. (Iterating a string or a
+    dict yields no message parts either; a bool or number there raised TypeError.)"""
+    return value if isinstance(value, (list, tuple)) else ()
 
 
 def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
@@ -792,7 +803,7 @@ def tool_responses(messages: Any) -> dict[str, Any]:
         call_id = message.get("tool_call_id")
         if call_id and message.get("role") == "tool":
             found[str(call_id)] = _decode_json(message.get("content"))
-        for part in message.get("parts") or ():
+        for part in _items(message.get("parts")):
             if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
                 found[str(part["id"])] = _decode_json(part.get("response"))
     return found

@@ -70,6 +70,13 @@ class StepKind(str, enum.Enum):
     OTHER = "other"
 
 
+#: Enum members as module constants: reading one through its class costs several
+#: times more on Python 3.11 (EnumType's attribute hook), on every step.
+_AGENT = StepKind.AGENT
+_LLM = StepKind.LLM
+_OTHER = StepKind.OTHER
+_TOOL = StepKind.TOOL
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """A tool call an LLM asked for inside its output messages.
@@ -183,7 +190,7 @@ class Step:
 
     def _node(self, lazy: bool = False) -> dict[str, Any]:
         kind = self.kind
-        if kind is StepKind.TOOL:
+        if kind is _TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
             if self.tool_arguments is not None:
                 node_input = self.tool_arguments
@@ -192,13 +199,13 @@ class Step:
             else:
                 node_input = self.input
         else:
-            kind_value = kind.value if kind is not StepKind.OTHER else "base"
+            kind_value = kind.value if kind is not _OTHER else "base"
             if lazy and not (self.is_decoded("input_text") and self.is_decoded("input")):
                 return _LazyInputNode(self, kind_value, self.output_text)
             node_input = self._node_input()
             node_output = self.output_text
         return {
-            "type": kind.value if kind is not StepKind.OTHER else "base",
+            "type": kind.value if kind is not _OTHER else "base",
             "name": self.name,
             "input": node_input,
             "output": node_output,
@@ -207,7 +214,7 @@ class Step:
 
     def _node_input(self) -> Any:
         """The tree-view ``input`` of this step (see :meth:`tree_view`)."""
-        if self.kind is StepKind.TOOL:
+        if self.kind is _TOOL:
             return self.tool_arguments if self.tool_arguments is not None else self.input
         return self.input_text if self.input is not None else None
 
@@ -314,7 +321,7 @@ class Trace:
         ordered = list(steps)
         if goal is None:
             return cls(trace_id=trace_id, steps=ordered, roots=list(ordered))
-        root = Step(StepKind.AGENT, "agent", input=goal, input_text=goal, span_id="root")
+        root = Step(_AGENT, "agent", input=goal, input_text=goal, span_id="root")
         root.children = list(ordered)
         for step in ordered:
             step.depth = max(step.depth, 1)
@@ -325,7 +332,7 @@ class Trace:
     def root(self) -> Step | None:
         """The root agent step: the first top-level agent, else the first top-level step."""
         for step in self.roots:
-            if step.kind is StepKind.AGENT:
+            if step.kind is _AGENT:
                 return step
         return self.roots[0] if self.roots else None
 
@@ -339,7 +346,7 @@ class Trace:
         if root is not None and root.input_text:
             return root.input_text
         for step in self.steps:
-            if step.kind is StepKind.LLM and isinstance(step.input, list):
+            if step.kind is _LLM and isinstance(step.input, list):
                 for message in step.input:
                     if isinstance(message, dict) and message.get("role") == "user":
                         return flatten_text([message])
@@ -347,15 +354,15 @@ class Trace:
 
     @property
     def agents(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.AGENT]
+        return [s for s in self.steps if s.kind is _AGENT]
 
     @property
     def tool_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.TOOL]
+        return [s for s in self.steps if s.kind is _TOOL]
 
     @property
     def llm_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.LLM]
+        return [s for s in self.steps if s.kind is _LLM]
 
     def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
         """deepeval's nested span dict for the whole trace (``lazy``: see

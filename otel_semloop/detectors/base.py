@@ -75,6 +75,12 @@ from otel_semloop.detectors.normalize import (
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
+#: Enum members as module constants: in Python 3.11 reading one through its class
+#: (``StepKind.TOOL``) goes through the enum type's ``__getattr__`` hook, several times
+#: the cost of a global (same objects, same ``is``).
+_TOOL, _LLM, _AGENT = StepKind.TOOL, StepKind.LLM, StepKind.AGENT
+_TRANSIENT = FailureKind.TRANSIENT
+
 __all__ = [
     "Detector",
     "Episode",
@@ -234,7 +240,7 @@ class StepFacts:
 
     @property
     def transient_failure(self) -> bool:
-        return self.failure is not None and self.failure.kind is FailureKind.TRANSIENT
+        return self.failure is not None and self.failure.kind is _TRANSIENT
 
 
 
@@ -288,19 +294,18 @@ class Fingerprinter:
         "_epoch",
         "_reads",
         "_seen",
-        "_shell",
         "_text_epoch",
         "_text_reads",
         "_texts",
+        "_tools",
         "_unique",
-        "_volatile",
         "lazy",
     )
 
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
-        self._volatile: dict[str, frozenset[str]] = {}
-        self._shell: dict[str, bool] = {}
+        # Per tool name: (volatile argument names, position argument names, runs commands).
+        self._tools: dict[str, tuple[frozenset[str], Collection[str], bool]] = {}
         #: Replaying a finished trace: figures only a repeat of the same call or a
         #: comparison with a neighbour needs (progress figures, counts and numbers of a
         #: result, the argument signature and words, an LLM request's identity) are
@@ -328,11 +333,11 @@ class Fingerprinter:
 
     def facts(self, step: Step, index: int) -> StepFacts:
         kind = step.kind
-        if kind is StepKind.TOOL:
+        if kind is _TOOL:
             facts = StepFacts(step, index)
             self._tool(step, facts)
             facts.is_action = not facts.transient_failure
-        elif kind is StepKind.LLM:
+        elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
             # from a new one: only the failure detector reads it, and only about failures.
             if self.lazy:
@@ -344,7 +349,7 @@ class Fingerprinter:
             self._text(step, facts, novelty=True)
         else:
             facts = StepFacts(step, index)
-            if kind is StepKind.AGENT:
+            if kind is _AGENT:
                 self._text(step, facts, novelty=False)
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
@@ -354,19 +359,18 @@ class Fingerprinter:
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
         name = step.name
-        volatile = self._volatile.get(name)
-        if volatile is None:
-            volatile = self._volatile[name] = self._config.volatile_for(name)
-        shell = self._shell.get(name)
-        if shell is None:
-            shell = self._shell[name] = is_shell_tool(name)
+        tool = self._tools.get(name)
+        if tool is None:
+            config = self._config
+            tool = self._tools[name] = (config.volatile_for(name), config.position_args, is_shell_tool(name))
+        volatile, positions, shell = tool
         arguments = step.tool_arguments
         if arguments is None and step.handoff_to:
             arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
         args_known = facts.args_known = arguments is not None
         if args_known:
             call = facts.call = hash(f"{name}\0{canonical_args(arguments, volatile, shell=shell)}")
-            facts._arguments = (arguments, volatile, self._config.position_args, shell)
+            facts._arguments = (arguments, volatile, positions, shell)
             if not self.lazy:
                 facts._read_arguments()
         else:
@@ -374,7 +378,7 @@ class Fingerprinter:
         raw = _result_text(step)
         failure = classify_failure(step, raw)
         facts.failure = failure
-        if failure is not None and failure.kind is FailureKind.TRANSIENT:
+        if failure is not None and failure.kind is _TRANSIENT:
             return  # neither novel nor remembered: the call did not happen
         read = None
         if raw is not None:

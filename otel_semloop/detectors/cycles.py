@@ -138,8 +138,8 @@ class TailCycles:
         self._period_one = max(1, period_one_repeats)
         self._repeats = max(1, repeats)
         self._describe = describe
-        # (span id, step index, start ns, name, result known) of the latest 2P items.
-        self._evidence: deque[tuple[str, int, int | None, str, bool]] = deque(maxlen=2 * max(1, max_period))
+        # (facts, result known) of the latest 2P items (facts: span id, index, start, name).
+        self._evidence: deque[tuple[StepFacts, bool]] = deque(maxlen=2 * max(1, max_period))
         self._episode: Episode | None = None
         self._names: frozenset[str] = frozenset()
         #: The latest cycle episode that ended, with the names of the steps it repeated.
@@ -163,7 +163,7 @@ class TailCycles:
         out: list[Finding],
     ) -> None:
         """Add one item; update (or open, or close) the current cycle episode."""
-        self._evidence.append((facts.span_id, facts.index, facts.start_ns, facts.name, known))
+        self._evidence.append((facts, known))
         candidates = self.tracker.push(fingerprint)
         if not candidates:
             if self._episode is not None:
@@ -176,9 +176,9 @@ class TailCycles:
         if episode is None or episode.period != period:
             recent = list(self._evidence)[-tail:]
             first = recent[0]
-            names = [item[3] for item in recent[-period:]]
+            names = [item[0].name for item in recent[-period:]]
             self._names = frozenset(names)
-            no_progress = all(item[4] for item in recent)
+            no_progress = all(item[1] for item in recent)
             episode = Episode(
                 self._signal,
                 self.threshold(period),
@@ -187,16 +187,16 @@ class TailCycles:
                 config=self.config,
                 period=period,
                 no_progress=no_progress,
-                span_ids=[item[0] for item in recent],
-                started_step=first[1],
-                started_ns=first[2],
+                span_ids=[item[0].span_id for item in recent],
+                started_step=first[0].index,
+                started_ns=first[0].start_ns,
             )
             self._episode = episode
         else:
             episode.add(facts.span_id)
             if not known and episode.no_progress:
                 episode.no_progress = False
-                names = [item[3] for item in list(self._evidence)[-period:]]
+                names = [item[0].name for item in list(self._evidence)[-period:]]
                 episode.description = self._describe(names, False)
         detector._track(episode, repeats, facts, out)
 

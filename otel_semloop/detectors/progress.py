@@ -121,35 +121,47 @@ class _Chain:
 
 
 class _ChainMap:
-    """An LRU of chains keyed by digest, bounded by ``capacity``. O(1) per operation."""
+    """An LRU of chains keyed by digest, bounded by ``capacity``. O(1) per operation.
+
+    A chain of one occurrence is kept as the pair ``(epoch, facts)`` and becomes a
+    :class:`_Chain` at its second occurrence: most digests occur once, and need no object."""
 
     __slots__ = ("_capacity", "_data")
 
     def __init__(self, capacity: int) -> None:
         self._capacity = max(1, capacity)
-        self._data: dict[int, _Chain] = {}
+        self._data: dict[int, _Chain | tuple[int, StepFacts]] = {}
 
-    def advance(self, key: int, epoch: int, facts: StepFacts) -> _Chain:
-        """The chain of ``key`` extended by this occurrence, or a new one when ``epoch``
-        moved on since its last occurrence (something new happened in between)."""
+    def advance(self, key: int, epoch: int, facts: StepFacts) -> _Chain | None:
+        """The chain of ``key`` extended by this occurrence (so of two or more), or None
+        when this occurrence starts a new one: the first, or ``epoch`` moved on since the
+        last occurrence (something new happened in between)."""
         data = self._data
-        chain = data.pop(key, None)
-        if chain is not None and chain.epoch == epoch:
-            chain.count += 1
-        else:
-            chain = _Chain(epoch, facts)
-        data[key] = chain
+        found = data.pop(key, None)
+        if found is not None:
+            if found.__class__ is tuple:
+                if found[0] == epoch:  # type: ignore[index]
+                    chain = _Chain(epoch, found[1])  # type: ignore[index]
+                    chain.count = 2
+                    data[key] = chain
+                    return chain
+            elif found.epoch == epoch:  # type: ignore[union-attr]
+                found.count += 1  # type: ignore[union-attr]
+                data[key] = found
+                return found  # type: ignore[return-value]
+        data[key] = (epoch, facts)
         if len(data) > self._capacity:
             del data[next(iter(data))]
-        return chain
+        return None
 
     def get(self, key: int) -> _Chain | None:
-        return self._data.get(key)
+        """The chain of ``key`` when it holds two occurrences or more."""
+        found = self._data.get(key)
+        return found if found.__class__ is _Chain else None  # type: ignore[return-value]
 
-    def restart(self, key: int, epoch: int, facts: StepFacts) -> _Chain:
+    def restart(self, key: int, epoch: int, facts: StepFacts) -> None:
         """A new chain for ``key`` starting at this occurrence."""
-        chain = self._data[key] = _Chain(epoch, facts)
-        return chain
+        self._data[key] = (epoch, facts)
 
     def clear(self) -> None:
         self._data.clear()
@@ -173,7 +185,7 @@ class _ChainDetector(IncrementalDetector):
     def _extend(self, key: int, epoch: int, facts: StepFacts, threshold: float) -> list[Finding]:
         """Extend the chain of ``key`` (see :meth:`_ChainMap.advance`) and track its episode."""
         chain = self._chains.advance(key, epoch, facts)
-        if chain.count < 2:
+        if chain is None:  # the first occurrence of its chain
             return []
         out: list[Finding] = []
         if chain.episode is None:
@@ -333,17 +345,19 @@ class SameAnswerDetector(IncrementalDetector):
                 episode.resolved = True
         if facts.trivial:
             return []
-        key = digest_pair(facts.name, facts.content)
+        key = hash((facts.name, facts.content))  # digest_pair, inline
         chain = self._chains.advance(key, facts.content_epoch, facts)
-        if chain.count > 1:
-            previous = chain.last
-            if previous.arg_words and facts.arg_words and previous.arg_words.isdisjoint(facts.arg_words):
-                # About something else altogether: a batch over different targets.
-                chain = self._chains.restart(key, facts.content_epoch, facts)
-            elif previous.call != facts.call:
-                chain.calls += 1
+        if chain is None:  # the first occurrence of its chain (kept with its facts)
+            return []
+        previous = chain.last
+        if previous.arg_words and facts.arg_words and previous.arg_words.isdisjoint(facts.arg_words):
+            # About something else altogether: a batch over different targets.
+            self._chains.restart(key, facts.content_epoch, facts)
+            return []
+        if previous.call != facts.call:
+            chain.calls += 1
         chain.last = facts
-        if chain.count < 2 or chain.calls < 2:
+        if chain.calls < 2:
             return []
         out: list[Finding] = []
         if chain.episode is None:
@@ -402,6 +416,11 @@ class StaleDetector(IncrementalDetector):
         self._window: deque[bool] = deque(maxlen=self.config.stale_window)
         self._window_stale = 0
         self._window_episode: Episode | None = None
+        config = self.config
+        #: Stale steps in the window at which the window's severity is 1.0, and at which
+        #: it is worth a warning (fixed by the config: computed once).
+        self._window_threshold = max(1, config.stale_window - config.stale_window_novel)
+        self._window_warning = config.report_at * self._window_threshold
 
     def _slide(self, facts: StepFacts, out: list[Finding]) -> None:
         """Move the novelty window on by one tool step and track its staleness."""
@@ -417,14 +436,13 @@ class StaleDetector(IncrementalDetector):
             self._window_stale -= 1
         window.append(stale)
         self._window_stale += stale
-        threshold = max(1, config.stale_window - config.stale_window_novel)
-        if self._window_stale < config.report_at * threshold:
+        if self._window_stale < self._window_warning:
             self._window_episode = None
             return
         if self._window_episode is None:
             self._window_episode = Episode(
                 STALE_WINDOW,
-                threshold,
+                self._window_threshold,
                 facts,
                 description=(
                     f"{{count}} of the last {config.stale_window} tool steps repeated earlier "

@@ -83,8 +83,8 @@ class MonologueDetector(IncrementalDetector):
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = facts.kind
         if kind is not _LLM:
-            if kind is _TOOL or kind is _AGENT:
-                self._break()
+            if (kind is _TOOL or kind is _AGENT) and self._last is not None:
+                self._break()  # (a run already broken has nothing to break)
             return []
         if facts.has_tool_calls:
             self._break()

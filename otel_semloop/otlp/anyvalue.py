@@ -156,6 +156,20 @@ def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
         c.bad_type("an array of key/value objects", kvs)
     out: dict[str, Any] = {}
     for kv in kvs:
+        # The common shapes first, checked as the general path below checks them: a string
+        # key and a one-entry value of a string or a decimal intValue that fits in 18 digits.
+        if type(kv) is dict:
+            key = kv.get("key")
+            v = kv.get("value")
+            if type(key) is str and type(v) is dict and len(v) == 1:
+                s = v.get("stringValue")
+                if type(s) is str:
+                    out[key] = s
+                    continue
+                s = v.get("intValue")
+                if type(s) is str and len(s) < 19 and s.isdigit() and s.isascii():
+                    out[key] = int(s)
+                    continue
         try:
             if type(kv) is not dict:
                 c.bad_type("a key/value object", kv)
@@ -163,11 +177,6 @@ def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
             if type(key) is not str:
                 key = c.string(key) if key is None else c.bad_type("a string", key, "key")
             v = kv.get("value")
-            if type(v) is dict and len(v) == 1:
-                s = v.get("stringValue")
-                if type(s) is str:
-                    out[key] = s
-                    continue
             try:
                 out[key] = any_json(v, depth)
             except Bad as e:

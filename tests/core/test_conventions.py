@@ -212,3 +212,15 @@ def test_a_content_block_whose_type_is_not_a_string_is_no_text_and_no_error():
     """Found by the flatten_text specification test: ``{"type": []}`` raised TypeError
     (unhashable) and lost the trace's verdict."""
     assert flatten_text([{"role": "assistant", "content": [{"type": [], "text": "x"}, {"text": "y"}]}]) == "y"
+
+
+def test_tool_calls_or_parts_that_are_not_lists_are_no_calls_and_no_error():
+    """Found by the lazy-step hypothesis test: ``"tool_calls": true`` (or ``"parts": 5``)
+    raised TypeError and lost the trace's verdict."""
+    from otel_semloop.builder import build_trace
+    from otel_semloop.model import SpanRecord
+
+    for message in ({"role": "assistant", "tool_calls": True}, {"role": "assistant", "parts": 5}):
+        attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps([message])}
+        step = build_trace([SpanRecord("0" * 31 + "1", "a" * 16, "", "chat", 1, 2, attributes)]).steps[0]
+        assert step.tool_calls == ()
