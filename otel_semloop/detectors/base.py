@@ -53,24 +53,26 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
 from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.figures import (
+    best_numbers,
+    counts_fell,
+    numbers_progressed,
+    progress_value,
+    remaining_counts,
+    result_numbers,
+)
 from otel_semloop.detectors.normalize import (
     ArgSignature,
     Failure,
     FailureKind,
     arg_signature,
     argument_words,
-    best_numbers,
     canonical_args,
     classify_failure,
-    counts_fell,
     failure_identity,
     is_acknowledgement,
     normalize_result_and_content,
     normalize_text,
-    numbers_progressed,
-    progress_value,
-    remaining_counts,
-    result_numbers,
 )
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding

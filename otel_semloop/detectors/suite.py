@@ -11,7 +11,9 @@ Dispatch by step kind
     whose steps its ``observe_facts`` reads; it then promises that a step of any other kind
     changes nothing and reports nothing. The suite keeps one list of detectors per kind
     and calls only those (an LLM step reaches 4 of the 11 default detectors, not all).
-    A detector without ``kinds`` gets every step. ``tests/detectors/test_dispatch.py``
+    A detector without ``kinds`` gets every step; a subclass inherits its parent's (declare
+    it again if it reads more). The lists are made when the suite is built: detectors added
+    to ``detectors`` afterwards are not called. ``tests/detectors/test_dispatch.py``
     holds each default detector to its declaration: fed every step, or only the steps of
     its kinds, it reports the same findings and calibration after every step.
 """

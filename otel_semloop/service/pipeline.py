@@ -457,8 +457,9 @@ class Pipeline:
             self._delivered(outcome, True)  # past its budget, or at the end of a drain
 
     def _wants_root(self, verdict: Verdict) -> bool:
-        """Whether :meth:`_delivered` reads the root of a trace with this verdict."""
-        return self._publish or (self._config.log_loops and verdict.label.value == "loop")
+        """Whether :meth:`_delivered` reads the whole root of a trace with this verdict
+        (for its evaluation record; the loop log line reads only what workers send)."""
+        return self._publish
 
     def _take_inbox(self) -> None:
         with self._inbox_lock:

@@ -17,7 +17,8 @@ holds); per release a verdict, the root's index and id and the patched spans' by
 The service process then only swaps bytes: each patched span becomes a new
 :class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
 abandoned past its budget changed nothing that left), and the root is decoded only when
-``wants_root(verdict)`` says a log line or an evaluation record needs it. A batch of one
+``wants_root(verdict)`` says an evaluation record needs it (the worker sends what the loop
+log line reads: ids, name, agent). A batch of one
 round trip costs the service process about 20 us plus a few us a span.
 
 Workers
@@ -117,7 +118,8 @@ def _worker_main(conn: Any, mode: str) -> None:
 
 def _score_one(spans: list[bytes], partial: bool, mode: str) -> tuple[str, Any]:
     """Score one release's spans: ``("ok", None)`` without agent steps, else ``("ok",
-    (verdict, root index, root span id, [(span index, patched span bytes)]))``; the patches are applied
+    (verdict, root index, (trace id, root span id, name, agent) or None, [(span index,
+    patched span bytes)]))``; the patches are applied
     here, to the spans this process decoded anyway, so the service process only swaps
     bytes."""
     span_from = _SPAN_FROM
@@ -139,7 +141,12 @@ def _score_one(spans: list[bytes], partial: bool, mode: str) -> tuple[str, Any]:
             message = messages[index]
             apply_patch_proto(message, patch)
             patched.append((index, message.SerializeToString()))
-        return ("ok", (verdict, root, records[root].span_id if root >= 0 else "", patched))
+        head: tuple[str, str, str, str] | None = None
+        if root >= 0:  # what the loop log line reads of the root: no decoding for it there
+            record = records[root]
+            agent = record.attributes.get("gen_ai.agent.name")
+            head = (record.trace_id, record.span_id, record.name, agent if isinstance(agent, str) else "")
+        return ("ok", (verdict, root, head, patched))
     except Exception as exc:  # the trace goes out unscored with this error's type
         return ("error", exc)
 
@@ -216,8 +223,8 @@ class ScoringProcesses:
         self.started = 0
         #: Workers terminated for holding one trace past ``kill_after``.
         self.killed = 0
-        #: Whether a verdict's root span must be decoded in this process (its log line or
-        #: evaluation record needs it); None: always.
+        #: Whether a verdict's root span must be decoded whole in this process (an
+        #: evaluation record needs it; the loop log line does not); None: always.
         self.wants_root: Callable[[Any], bool] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -361,9 +368,9 @@ class ScoringProcesses:
             elif reply[1] is None:
                 out.append(None)
             else:
-                verdict, root, root_id, patched = reply[1]
+                verdict, root, head, patched = reply[1]
                 decode = self.wants_root is None or self.wants_root(verdict)
-                root_of = (root, root_id, decode)
+                root_of = (root, head, decode)
                 out.append(_evaluation(release.spans, adapter, verdict, root_of, patched, release.partial))
         return out
 
@@ -372,34 +379,34 @@ def _evaluation(
     spans: Sequence[Any],
     adapter: SpanAdapter[Any],
     verdict: Any,
-    root: tuple[int, str, bool],
+    root: tuple[int, tuple[str, str, str, str] | None, bool],
     patched: list[tuple[int, bytes]],
     partial: bool,
 ) -> Evaluation:
     """What the pool writes back: each patched span as a new :class:`Held` of the bytes
     the worker patched (an empty patch each: nothing is left to apply, and a thread
     abandoned past its budget has changed no span that left), references holding only
-    the sources of the others, and a trace of the root alone: ``root`` is its index, span
-    id and whether to decode it (for the loop log line and the evaluation record; else
-    the trace holds only its id, for the release reason)."""
+    the sources of the others, and a trace of the root alone. ``root`` is its index, what
+    the worker read of it (trace id, span id, name, agent) and whether to decode it (an
+    evaluation record needs the whole span); else the trace's root record holds only
+    what the loop log line reads (ids, name, ``gen_ai.agent.name``)."""
     records: list[Any] = [_Ref("", held) for held in spans]
     patches: dict[str, SpanPatch] = {}
     for index, wire in patched:
         key = f"#{index}"  # patches are keyed by these references' ids, not span ids
         records[index] = _Ref(key, spans[index].replaced(wire))
         patches[key] = SpanPatch()
-    root_index, root_id, decode = root
-    decoded: dict[str, SpanRecord] = {}
-    if root_index >= 0:
-        records[root_index].span_id = root_id
-        patches[root_id] = patches.pop(f"#{root_index}")
-        if decode:
-            decoded[root_id] = adapter.record(records[root_index].source)
-    trace = Trace(
-        trace_id=next(iter(decoded.values())).trace_id if decoded else "",
-        steps=[],
-        spans=decoded,
-        root_span_id=root_id,
-        partial=partial,
-    )
+    root_index, head, decode = root
+    if root_index < 0 or head is None:
+        trace = Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
+        return Evaluation(trace, records, verdict, patches)
+    trace_id, root_id, name, agent = head
+    records[root_index].span_id = root_id
+    patches[root_id] = patches.pop(f"#{root_index}")
+    if decode:
+        record = adapter.record(records[root_index].source)
+    else:
+        attributes = {"gen_ai.agent.name": agent} if agent else {}
+        record = SpanRecord(trace_id, root_id, "", name, 0, 0, attributes)
+    trace = Trace(trace_id=trace_id, steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
     return Evaluation(trace, records, verdict, patches)

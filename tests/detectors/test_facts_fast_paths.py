@@ -18,9 +18,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import arguments as arguments_module
-from otel_semloop.detectors import normalize
+from otel_semloop.detectors import figures, normalize
 from otel_semloop.detectors.arguments import SHELL_ARGUMENT_NAMES, canonical_string
-from otel_semloop.detectors.normalize import PROGRESS_TAIL_CHARS, progress_value, result_numbers
+from otel_semloop.detectors.figures import PROGRESS_TAIL_CHARS, progress_value, result_numbers
 
 # -- the patterns as they were: each starts with a lookbehind or \b ----------------------
 
@@ -32,15 +32,15 @@ PLAIN_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")
 
 def plain_field_progress(tail: str) -> tuple[int, float] | None:
     best: tuple[int, float] | None = None
-    for match in normalize._PROGRESS_FIELD.finditer(tail):
+    for match in figures._PROGRESS_FIELD.finditer(tail):
         value = float(match.group(2))
         key = match.group(1).lower()
         if value <= 1.0 and not key.startswith(("percent", "pct")) and "." in match.group(2):
             best = (match.start(), value)
         elif value <= 100.0:
             best = (match.start(), value / 100.0)
-    done = normalize._DONE_FIELD.search(tail)
-    total = normalize._TOTAL_FIELD.search(tail)
+    done = figures._DONE_FIELD.search(tail)
+    total = figures._TOTAL_FIELD.search(tail)
     if done and total:
         finished, whole = int(done.group(1)), int(total.group(1))
         if whole >= 1 and finished <= whole:
@@ -54,7 +54,7 @@ def plain_progress_value(text: str) -> float | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
     has_percent = "%" in tail
     has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
-    has_field = (":" in tail or "=" in tail) and normalize._FIELD_HINT.search(tail) is not None
+    has_field = (":" in tail or "=" in tail) and figures._FIELD_HINT.search(tail) is not None
     if not (has_percent or has_fraction or has_field) or not normalize._HAS_DIGIT.search(tail):
         return None
     best: tuple[int, float] | None = None
@@ -83,16 +83,16 @@ def plain_result_numbers(text: str) -> tuple[float, ...] | None:
     numbers: list[float] = []
     for match in PLAIN_NUMBER.finditer(tail):
         start, end = match.span()
-        if normalize._DURATION_UNIT.match(tail, end) and not normalize._UNIT_NOT_DURATION.match(tail, end):
+        if figures._DURATION_UNIT.match(tail, end) and not figures._UNIT_NOT_DURATION.match(tail, end):
             continue
-        if normalize._VOLATILE_LABEL.search(tail, max(0, start - 24), start):
+        if figures._VOLATILE_LABEL.search(tail, max(0, start - 24), start):
             continue
-        if normalize._VOLATILE_AFTER.match(tail, end):
+        if figures._VOLATILE_AFTER.match(tail, end):
             continue
         numbers.append(float(match.group(1)))
     if not numbers:
         return None
-    return tuple(numbers[-normalize.MAX_NUMBERS :])
+    return tuple(numbers[-figures.MAX_NUMBERS :])
 
 
 FIGURE_PIECES = [
@@ -151,10 +151,10 @@ def test_result_numbers_is_exact_on_any_text(text: str) -> None:
 @given(FIGURE_TEXT)
 def test_digit_first_patterns_match_what_the_plain_ones_match(text: str) -> None:
     for fast, plain in (
-        (normalize._PERCENT, PLAIN_PERCENT),
-        (normalize._FRACTION, PLAIN_FRACTION),
-        (normalize._NUMBER, PLAIN_NUMBER),
-        (normalize._CLOCK, PLAIN_CLOCK),
+        (figures._PERCENT, PLAIN_PERCENT),
+        (figures._FRACTION, PLAIN_FRACTION),
+        (figures._NUMBER, PLAIN_NUMBER),
+        (figures._CLOCK, PLAIN_CLOCK),
     ):
         assert [(m.span(), m.groups()) for m in fast.finditer(text)] == [
             (m.span(), m.groups()) for m in plain.finditer(text)
@@ -288,8 +288,8 @@ def test_four_digit_gate_is_exact(text: str) -> None:
 @example("x #\t")
 @example("(attempt)")
 def test_label_gate_is_necessary(window: str) -> None:
-    if window.isascii() and not normalize._may_be_labelled(window):
-        assert normalize._VOLATILE_LABEL.search(window + "7", 0, len(window)) is None
+    if window.isascii() and not figures._may_be_labelled(window):
+        assert figures._VOLATILE_LABEL.search(window + "7", 0, len(window)) is None
 
 
 def test_many_digit_runs_scan() -> None:
@@ -302,7 +302,7 @@ def test_many_digit_runs_scan() -> None:
 @settings(max_examples=500, deadline=None)
 @given(FIGURE_TEXT)
 def test_digit_starts_are_where_digit_runs_start(text: str) -> None:
-    starts = normalize._digit_starts(text)
+    starts = figures._digit_starts(text)
     if starts is not None:
         assert starts == [m.start() for m in re.finditer(r"(?<!\d)\d", text)]
 

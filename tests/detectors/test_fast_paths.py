@@ -11,15 +11,15 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from otel_semloop.detectors import normalize
+from otel_semloop.detectors import figures, normalize
 from otel_semloop.detectors import text as text_detectors
-from otel_semloop.detectors.normalize import PROGRESS_TAIL_CHARS, remaining_counts
+from otel_semloop.detectors.figures import PROGRESS_TAIL_CHARS, remaining_counts
 
 
 def plain_remaining_counts(text: str) -> tuple[int, ...] | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
-    counts = tuple(int(m.group(1) or m.group(2)) for m in normalize._REMAINING_COUNT.finditer(tail))
-    if not counts or len(counts) > normalize.MAX_COUNTS:
+    counts = tuple(int(m.group(1) or m.group(2)) for m in figures._REMAINING_COUNT.finditer(tail))
+    if not counts or len(counts) > figures.MAX_COUNTS:
         return None
     return counts
 

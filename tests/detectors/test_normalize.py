@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from otel_semloop.detectors.figures import counts_fell, progress_value, remaining_counts
 from otel_semloop.detectors.normalize import (
     FailureKind,
     arg_signature,
@@ -12,7 +13,6 @@ from otel_semloop.detectors.normalize import (
     near_duplicate,
     normalize_result,
     normalize_text,
-    progress_value,
 )
 from otel_semloop.model import Step, StepKind
 
@@ -189,8 +189,6 @@ def test_a_successful_step_has_no_failure():
 
 
 def test_remaining_counts_are_numbers_labelled_as_work_still_to_do():
-    from otel_semloop.detectors.normalize import remaining_counts
-
     assert remaining_counts("queue emails: 12 pending") == (12,)
     assert remaining_counts("3 files left, remaining: 40, queued=7") == (3, 40, 7)
     for not_a_count in (
@@ -206,8 +204,6 @@ def test_remaining_counts_are_numbers_labelled_as_work_still_to_do():
 
 
 def test_counts_fell_needs_the_same_shape_no_rise_and_one_fall():
-    from otel_semloop.detectors.normalize import counts_fell
-
     assert counts_fell((12, 3), (9, 3))
     assert not counts_fell((12, 3), (12, 3))
     assert not counts_fell((12, 3), (9, 4))

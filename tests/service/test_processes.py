@@ -76,6 +76,29 @@ def test_a_worker_process_writes_what_the_in_process_path_writes(workers: Scorin
     assert workers.started == 1
 
 
+def test_without_evaluation_records_the_root_is_not_decoded_and_the_loop_line_is_the_same(
+    workers: ScoringProcesses,
+) -> None:
+    """The loop log line reads the root's ids, name and agent, which the worker sends: the
+    service decodes the root only when an evaluation record needs all of it."""
+    from otel_semloop.service.pipeline import _loop_summary
+
+    local = evaluate(_release(7, True), PROTO_SPANS, Scorer())
+    workers.wants_root = lambda verdict: False
+    try:
+        remote = workers.evaluate(_release(7, True), PROTO_SPANS, Scorer())
+    finally:
+        workers.wants_root = None
+    assert remote is not None and local is not None
+    root = remote.trace.spans[remote.trace.root_span_id]
+    assert root.attributes == {"gen_ai.agent.name": "researcher"} and root.name == "invoke_agent researcher"
+    assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, 7).hex()
+    assert _loop_summary(remote.trace, remote.verdict) == _loop_summary(local.trace, local.verdict)
+    # and the spans written back are still the in-process ones
+    out = written_back(_release(7, True), PROTO_SPANS, remote)
+    assert _attributes(out) == _attributes(written_back(_release(7, True), PROTO_SPANS, local))
+
+
 def test_a_worker_that_dies_costs_only_its_own_trace(workers: ScoringProcesses) -> None:
     delivered: list[Outcome[Held]] = []
     arrived = threading.Event()
