@@ -745,15 +745,21 @@ def _tool_calls(output: Any) -> list[ToolCall]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for part in _items(message.get("parts")):
-            if isinstance(part, dict) and part.get("type") == "tool_call":
-                calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+        parts = message.get("parts")
+        if isinstance(parts, _SEQUENCES):
+            for part in parts:
+                if isinstance(part, dict) and part.get("type") == "tool_call":
+                    calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
         content = message.get("content")
-        for part in content if isinstance(content, list) else ():
-            use = part.get("toolUse") if isinstance(part, dict) else None
-            if isinstance(use, dict):  # a Bedrock Converse block (Strands)
-                calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
-        for call in _items(message.get("tool_calls")):
+        if isinstance(content, list):
+            for part in content:
+                use = part.get("toolUse") if isinstance(part, dict) else None
+                if isinstance(use, dict):  # a Bedrock Converse block (Strands)
+                    calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
+        requested = message.get("tool_calls")
+        if not isinstance(requested, _SEQUENCES):
+            continue
+        for call in requested:
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -761,18 +767,18 @@ def _tool_calls(output: Any) -> list[ToolCall]:
     return calls
 
 
+#: Message parts and tool calls are read from these only (iterating a string or a dict
+#: yielded no parts either; a bool or a number there raised TypeError).
+_SEQUENCES = (list, tuple)
+
+
 def _items(value: Any) -> Any:
-    """The entries of a list or tuple; nothing for anything else. (Iterating a string or a
-    dict yields no message parts either; a bool or number there raised TypeError.)"""
-    return value if isinstance(value, (list, tuple)) else ()
+    """The entries of a list or tuple; nothing for anything else (see ``_SEQUENCES``)."""
+    return value if isinstance(value, _SEQUENCES) else ()
 
 
 def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
-    return ToolCall(
-        name=str(name or ""),
-        arguments=_decode_json(arguments),
-        call_id=str(call_id) if call_id else None,
-    )
+    return ToolCall(str(name or ""), _decode_json(arguments), str(call_id) if call_id else None)
 
 
 def _as_int(value: Any) -> int | None:
