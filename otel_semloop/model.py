@@ -92,8 +92,33 @@ class ToolCall:
     call_id: str | None = None
 
 
+class _Deferrable:
+    """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
+    ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
+    ``output``) are decoded from on first read (see
+    :func:`otel_semloop.conventions.resolve_deferred`); unset when nothing is left."""
+
+    __slots__ = ("_deferred",)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only when a slot is unset: a deferred field on its first read.
+        if name in _DEFERRED_FIELDS:
+            try:
+                deferred = _DEFERRED_SLOT.__get__(self)
+            except AttributeError:
+                deferred = None
+            if deferred is not None:
+                from otel_semloop.conventions import resolve_deferred  # it imports this module
+
+                return resolve_deferred(self, deferred, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+_DEFERRED_SLOT = _Deferrable.__dict__["_deferred"]
+
+
 @dataclass(slots=True, eq=False)
-class Step:
+class Step(_Deferrable):
     """One agent action, in the order the agent took it.
 
     ``input``/``output`` are the structured values (a dict, list or string) and
@@ -141,23 +166,6 @@ class Step:
     #: :func:`otel_semloop.conventions.read_step`; None for every other step.
     handoff_to: str | None = None
     children: list[Step] = field(default_factory=list, repr=False)
-    #: What the fields left unset (``input``, ``input_text``, ``output``) are decoded from
-    #: on first read (see :func:`otel_semloop.conventions.resolve_deferred`); None when
-    #: nothing is left.
-    _deferred: Any = field(default=None, init=False, repr=False)
-
-    def __getattr__(self, name: str) -> Any:
-        # Called only when a slot is unset: a deferred field on its first read.
-        if name in _DEFERRED_FIELDS:
-            try:
-                deferred = _DEFERRED_SLOT.__get__(self)
-            except AttributeError:
-                deferred = None
-            if deferred is not None:
-                from otel_semloop.conventions import resolve_deferred  # it imports this module
-
-                return resolve_deferred(self, deferred, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def is_decoded(self, name: str) -> bool:
         """Whether field ``name`` holds its value already (False: its first read decodes it)."""
@@ -200,12 +208,12 @@ class Step:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
             node_input = self.tool_arguments
             if node_input is None:
-                if lazy and self._deferred is not None and _undecoded_input(self):
+                if lazy and _undecoded_input(self):
                     return _lazy_node(self, node_type, node_output)
                 node_input = self.input
         else:
             node_output = self.output_text
-            if lazy and self._deferred is not None and _undecoded_input(self):
+            if lazy and _undecoded_input(self):
                 return _lazy_node(self, node_type, node_output)
             node_input = self.input_text if self.input is not None else None
         return {
@@ -225,7 +233,6 @@ class Step:
 
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
 _SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
-_DEFERRED_SLOT = Step.__dict__["_deferred"]
 _INPUT_SLOT = _SLOTS["input"]
 _INPUT_TEXT_SLOT = _SLOTS["input_text"]
 #: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).

@@ -109,6 +109,10 @@ def test_repr_replace_copy_and_pickle_see_the_decoded_values():
         return read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
 
     assert "Fix the build." in repr(fresh())
+    as_dict = dataclasses.asdict(fresh())
+    assert as_dict["input"] == json.loads(HISTORY) and as_dict["input_text"] == "Be brief.\nFix the build."
+    assert as_dict["output"] == json.loads(OUTPUT)
+    assert not any(name.startswith("_") for name in as_dict)  # no private bookkeeping among the fields
     replaced = dataclasses.replace(fresh(), name="other")
     assert replaced.input == json.loads(HISTORY) and replaced.input_text == "Be brief.\nFix the build."
     for clone in (copy.copy(fresh()), copy.deepcopy(fresh()), pickle.loads(pickle.dumps(fresh()))):
