@@ -305,4 +305,3 @@ def test_digit_starts_are_where_digit_runs_start(text: str) -> None:
     starts = figures._digit_starts(text)
     if starts is not None:
         assert starts == [m.start() for m in re.finditer(r"(?<!\d)\d", text)]
-
