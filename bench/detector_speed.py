@@ -427,7 +427,7 @@ def main() -> int:
         floor = per_step_us(lambda records=records: read_floor(records), n, args.runs)
         print(
             f"{size:>7}  {full[size]:>16.1f}  {score:>7.1f}  {detectors:>9.1f}  {lex:>7.1f}  {label:>7}"
-            f"  {floor:>7.1f}  {full[size] / floor:>6.1f}x"
+            f"  {floor:>7.1f}  {full[size] / floor:>6.2f}x"
         )
     ok = True
     if TARGET_SIZE in full:
