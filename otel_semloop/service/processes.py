@@ -45,6 +45,9 @@ out, watchdog, replacement) is the state both sides share.
 from __future__ import annotations
 
 import contextlib
+import copyreg
+import dataclasses
+import io
 import multiprocessing
 import pickle
 import threading
@@ -60,6 +63,7 @@ from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.release import Evaluation, SpanAdapter
 from otel_semloop.scoring import DetectorScorer, Scorer, score_records
 from otel_semloop.telemetry import get_logger
+from otel_semloop.verdict import Finding, LexicalResult, Verdict
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["ScoringProcesses", "WorkerDied", "runs_in_workers"]
@@ -107,9 +111,9 @@ def _worker_main(conn: Any, mode: str) -> None:
             return
         results = [_score_one(spans, partial, mode) for spans, partial in batch]
         try:
-            reply = pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL)
+            reply = _dumps(results)
         except Exception:  # an exception that does not pickle: only its release says so
-            reply = pickle.dumps([_picklable(result) for result in results], protocol=pickle.HIGHEST_PROTOCOL)
+            reply = _dumps([_picklable(result) for result in results])
         try:
             conn.send_bytes(reply)
         except (EOFError, OSError):
@@ -153,13 +157,44 @@ def _score_one(spans: list[bytes], partial: bool, mode: str) -> tuple[str, Any]:
 
 def _picklable(result: tuple[str, Any]) -> tuple[str, Any]:
     try:
-        pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        _dumps(result)
     except Exception as exc:
         return ("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
     return result
 
 
 _SPAN_FROM = trace_pb2.Span.FromString
+
+
+def _dumps(obj: Any) -> bytes:
+    """``pickle.dumps`` with the verdict's dataclasses reduced to their field values: the
+    default for a slotted dataclass calls ``dataclasses.fields`` for every object on
+    both sides (a good part of the service process's unpickling)."""
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(obj)
+    return buffer.getvalue()
+
+
+def _reduce(obj: Any) -> tuple[Any, ...]:
+    cls = type(obj)
+    return (_rebuild, (cls, tuple([getattr(obj, name) for name in _FIELDS[cls]])))
+
+
+def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
+    """The object :func:`_reduce` took apart (its fields set as a frozen dataclass's
+    ``__init__`` sets them; these classes have no ``__post_init__``)."""
+    obj = cls.__new__(cls)
+    for name, value in zip(_FIELDS[cls], values, strict=True):
+        object.__setattr__(obj, name, value)
+    return obj
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {
+    cls: tuple(field.name for field in dataclasses.fields(cls)) for cls in (Verdict, Finding, LexicalResult)
+}
+_DISPATCH = {**copyreg.dispatch_table, **dict.fromkeys(_FIELDS, _reduce)}
 
 
 class _Worker:
