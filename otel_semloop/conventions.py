@@ -108,7 +108,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
 
     The step's ``input``/``input_text`` (and an LLM or agent step's decoded ``output``)
     are left for their first read when decoding them would build something (see
-    :class:`Deferred`): an LLM call's input is the whole message history, read by the
+    :func:`resolve_deferred`): an LLM call's input is the whole message history, read by the
     detectors only in rare cases. The step's values are the same either way.
     """
     attrs = record.attributes
@@ -208,7 +208,12 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             message = message or str(event.attributes.get("exception.message", ""))
             break
     is_error = record.status_code == STATUS_ERROR or error_type is not None
-    cost = _first_present(attrs, *_COST_KEYS)
+    if _USAGE_KEYS.isdisjoint(attrs):  # most spans but LLM calls: one pass in C
+        input_tokens = output_tokens = cost = None
+    else:
+        input_tokens = _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS))
+        output_tokens = _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS))
+        cost = _first_present(attrs, *_COST_KEYS)
     # Positional: a keyword call matches each name against the parameters (several times
     # the cost of the call itself for this many); the order is checked at import below.
     step = Step(
@@ -230,15 +235,15 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         record.start_ns or None,
         record.end_ns or None,
         None,  # agent: set by the builder
-        _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS)),
-        _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS)),
+        input_tokens,
+        output_tokens,
         float(cost) if isinstance(cost, (int, float)) else None,
         0,  # depth
         False,  # synthetic
         handoff_to,
     )
     if defer_input or defer_output:
-        step._deferred = Deferred(raw_in, envelope, raw_out)
+        step._deferred = (raw_in, envelope, raw_out)
         if defer_input:
             del step.input, step.input_text
         if defer_output:
@@ -274,6 +279,7 @@ _OUTPUT_TOKEN_KEYS = (
     "confident.llm.output_token_count",
 )
 _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+_USAGE_KEYS = frozenset(_INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS + _COST_KEYS)
 
 
 def _decode_input(raw: Any, envelope: bool) -> Any:
@@ -282,40 +288,29 @@ def _decode_input(raw: Any, envelope: bool) -> Any:
     return unwrap_envelope(value) if envelope else value
 
 
-class Deferred:
-    """What :func:`read_step` left undecoded on a step: the raw input and output
-    attribute values, decoded on the step's first read of ``input``, ``input_text`` or
-    ``output`` (:meth:`resolve`, called by :class:`~otel_semloop.model.Step`) exactly as
-    they would have been at once. The decoded input is kept here once read, so reading
-    ``input`` and ``input_text`` decodes it once. Holds references to the raw values only
-    (strings, in the common case): no decoded message objects per step."""
-
-    __slots__ = ("_input", "envelope", "raw_input", "raw_output")
-
-    def __init__(self, raw_input: Any, envelope: bool, raw_output: Any) -> None:
-        self.raw_input = raw_input
-        self.envelope = envelope
-        self.raw_output = raw_output
-        self._input: tuple[Any] | None = None
-
-    def input(self) -> Any:
-        """The decoded input (decoded on the first call)."""
-        if self._input is None:
-            self._input = (_decode_input(self.raw_input, self.envelope),)
-        return self._input[0]
-
-    def resolve(self, step: Step, name: str) -> Any:
-        """Decode field ``name`` of ``step``, store it on the step and return it."""
-        if name == "input":
-            value = self.input()
-        elif name == "input_text":
-            value = flatten_text(self.input())
-        else:
-            value = _decode_json(self.raw_output)
-            if self.envelope:
-                value = _decode_json_string(value)
-        setattr(step, name, value)
+def resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
+    """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
+    :func:`read_step` left undecoded, store it on the step and return it: exactly what
+    reading everything at once gave. ``deferred`` is the step's ``(raw input, envelope,
+    raw output)``: the attribute values themselves (strings, in the common case), a tuple
+    of which the garbage collector stops tracking, so a step keeps no decoded messages and
+    no extra tracked object. Called by :class:`~otel_semloop.model.Step` on a first read.
+    """
+    raw_input, envelope, raw_output = deferred
+    if name == "output":
+        value = _decode_json(raw_output)
+        if envelope:
+            value = _decode_json_string(value)
+        step.output = value
         return value
+    value = _decode_input(raw_input, envelope)
+    if name == "input":
+        step.input = value
+        return value
+    if not step.is_decoded("input"):
+        step.input = value  # decoded anyway: kept (an assigned input is left alone)
+    text = step.input_text = flatten_text(value)
+    return text
 
 
 #: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,
@@ -750,15 +745,21 @@ def _tool_calls(output: Any) -> list[ToolCall]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        for part in _items(message.get("parts")):
-            if isinstance(part, dict) and part.get("type") == "tool_call":
-                calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+        parts = message.get("parts")
+        if isinstance(parts, _SEQUENCES):
+            for part in parts:
+                if isinstance(part, dict) and part.get("type") == "tool_call":
+                    calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
         content = message.get("content")
-        for part in content if isinstance(content, list) else ():
-            use = part.get("toolUse") if isinstance(part, dict) else None
-            if isinstance(use, dict):  # a Bedrock Converse block (Strands)
-                calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
-        for call in _items(message.get("tool_calls")):
+        if isinstance(content, list):
+            for part in content:
+                use = part.get("toolUse") if isinstance(part, dict) else None
+                if isinstance(use, dict):  # a Bedrock Converse block (Strands)
+                    calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
+        requested = message.get("tool_calls")
+        if not isinstance(requested, _SEQUENCES):
+            continue
+        for call in requested:
             if not isinstance(call, dict):
                 continue
             function = call.get("function") if isinstance(call.get("function"), dict) else call
@@ -766,18 +767,18 @@ def _tool_calls(output: Any) -> list[ToolCall]:
     return calls
 
 
+#: Message parts and tool calls are read from these only (iterating a string or a dict
+#: yielded no parts either; a bool or a number there raised TypeError).
+_SEQUENCES = (list, tuple)
+
+
 def _items(value: Any) -> Any:
-    """The entries of a list or tuple; nothing for anything else. (Iterating a string or a
-    dict yields no message parts either; a bool or number there raised TypeError.)"""
-    return value if isinstance(value, (list, tuple)) else ()
+    """The entries of a list or tuple; nothing for anything else (see ``_SEQUENCES``)."""
+    return value if isinstance(value, _SEQUENCES) else ()
 
 
 def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
-    return ToolCall(
-        name=str(name or ""),
-        arguments=_decode_json(arguments),
-        call_id=str(call_id) if call_id else None,
-    )
+    return ToolCall(str(name or ""), _decode_json(arguments), str(call_id) if call_id else None)
 
 
 def _as_int(value: Any) -> int | None:

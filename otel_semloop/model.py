@@ -12,6 +12,9 @@ Three layers, each with one job:
 
 Steps are ordered by start time with ties broken by tree (pre-)order, never by span id:
 span ids are random, so ordering by them pairs arbitrary steps.
+
+Size: the three layers plus what makes a step cheap to hold (fields decoded on first read,
+the lazy tree-view node): both are how a Step behaves, so they stay with it.
 """
 
 from __future__ import annotations
@@ -138,9 +141,9 @@ class Step:
     #: :func:`otel_semloop.conventions.read_step`; None for every other step.
     handoff_to: str | None = None
     children: list[Step] = field(default_factory=list, repr=False)
-    #: What decodes the fields left unset (``input``, ``input_text``, ``output``) on first
-    #: read: an object with ``resolve(step, name) -> value`` that also stores the value on
-    #: the step (see :class:`otel_semloop.conventions.Deferred`); None when nothing is.
+    #: What the fields left unset (``input``, ``input_text``, ``output``) are decoded from
+    #: on first read (see :func:`otel_semloop.conventions.resolve_deferred`); None when
+    #: nothing is left.
     _deferred: Any = field(default=None, init=False, repr=False)
 
     def __getattr__(self, name: str) -> Any:
@@ -151,7 +154,9 @@ class Step:
             except AttributeError:
                 deferred = None
             if deferred is not None:
-                return deferred.resolve(self, name)
+                from otel_semloop.conventions import resolve_deferred  # it imports this module
+
+                return resolve_deferred(self, deferred, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def is_decoded(self, name: str) -> bool:
@@ -175,37 +180,36 @@ class Step:
         by key (``node["input"]``, ``node.get("input")``, as the lexical metric does, on a
         type:name collision only): a step whose input is not decoded yet gets a node that
         decodes it on that lookup (any other dict method decodes it first too). Native
-        serialisers that read a dict's storage directly (``orjson``) would miss the key:
+        serialisers that read a dict's storage directly (``orjson``) cannot serialise it:
         serialise the default, eager view.
         """
         top = self._node(lazy)
-        stack = [(self, top)]
+        stack = [(self, dict.__getitem__(top, "children"))]
         while stack:
-            step, node = stack.pop()
+            step, siblings = stack.pop()
             for child in step.children:
                 child_node = child._node(lazy)
-                node["children"].append(child_node)
-                stack.append((child, child_node))
+                siblings.append(child_node)
+                stack.append((child, dict.__getitem__(child_node, "children")))
         return top
 
     def _node(self, lazy: bool = False) -> dict[str, Any]:
         kind = self.kind
+        node_type = _NODE_TYPES[kind]
         if kind is _TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
-            if self.tool_arguments is not None:
-                node_input = self.tool_arguments
-            elif lazy and not self.is_decoded("input"):
-                return _LazyInputNode(self, "tool", node_output)
-            else:
+            node_input = self.tool_arguments
+            if node_input is None:
+                if lazy and self._deferred is not None and _undecoded_input(self):
+                    return _lazy_node(self, node_type, node_output)
                 node_input = self.input
         else:
-            kind_value = kind.value if kind is not _OTHER else "base"
-            if lazy and not (self.is_decoded("input_text") and self.is_decoded("input")):
-                return _LazyInputNode(self, kind_value, self.output_text)
-            node_input = self._node_input()
             node_output = self.output_text
+            if lazy and self._deferred is not None and _undecoded_input(self):
+                return _lazy_node(self, node_type, node_output)
+            node_input = self.input_text if self.input is not None else None
         return {
-            "type": kind.value if kind is not _OTHER else "base",
+            "type": node_type,
             "name": self.name,
             "input": node_input,
             "output": node_output,
@@ -222,53 +226,70 @@ class Step:
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
 _SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
 _DEFERRED_SLOT = Step.__dict__["_deferred"]
+_INPUT_SLOT = _SLOTS["input"]
+_INPUT_TEXT_SLOT = _SLOTS["input_text"]
+#: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).
+_NODE_TYPES = {_AGENT: "agent", _LLM: "llm", _TOOL: "tool", _OTHER: "base"}
+
+
+def _undecoded_input(step: Step) -> bool:
+    """Whether ``input`` or ``input_text`` of ``step`` is left for its first read."""
+    try:
+        _INPUT_SLOT.__get__(step)
+        _INPUT_TEXT_SLOT.__get__(step)
+    except AttributeError:
+        return True
+    return False
+
+
+def _lazy_node(step: Step, node_type: str, output: Any) -> _LazyInputNode:
+    node = _LazyInputNode(type=node_type, name=step.name, input=_UNFILLED, output=output, children=[])
+    node._step = step
+    return node
 
 
 class _LazyInputNode(dict):  # type: ignore[type-arg]
     """A tree-view node (see :meth:`Step.tree_view`) whose ``"input"`` is read from its
-    step on first lookup. Until then the key is missing from the dict's own storage;
-    ``[]``, ``get`` and ``in`` see it, and every other method fills it in first (in its
-    place: type, name, input, output, children)."""
+    step on first lookup (``get``, ``[]``). Its keys are there from the start (``len``,
+    ``in``, truth and key order are the dict's own, at C speed); every method that would
+    show the value (items, values, equality, repr, copies, ``dict(node)``) fills it in
+    first. A serialiser that reads dict storage directly (``orjson``) meets a stand-in it
+    cannot serialise (a TypeError, never a wrong value)."""
 
     __slots__ = ("_step",)
-
-    def __init__(self, step: Step, kind: str, output: Any) -> None:
-        dict.__init__(self, type=kind, name=step.name, output=output, children=[])
-        self._step: Step | None = step
+    _step: Step | None  # set by _lazy_node
 
     def _fill(self) -> None:
         step = self._step
         if step is not None:
             self._step = None
-            output = dict.pop(self, "output")
-            children = dict.pop(self, "children")
             dict.__setitem__(self, "input", step._node_input())
-            dict.__setitem__(self, "output", output)
-            dict.__setitem__(self, "children", children)
-
-    def __missing__(self, key: Any) -> Any:
-        if key == "input" and self._step is not None:
-            self._fill()
-            return dict.__getitem__(self, key)
-        raise KeyError(key)
 
     def get(self, key: Any, default: Any = None) -> Any:
         if key == "input" and self._step is not None:
             self._fill()
         return dict.get(self, key, default)
 
-    def __contains__(self, key: object) -> bool:
-        return (key == "input" and self._step is not None) or dict.__contains__(self, key)
-
-    def __len__(self) -> int:
-        return dict.__len__(self) + (self._step is not None)
-
-    def __bool__(self) -> bool:
-        return True  # type, name, output and children at least: never empty
+    def __getitem__(self, key: Any) -> Any:
+        if key == "input" and self._step is not None:
+            self._fill()
+        return dict.__getitem__(self, key)
 
     def __reduce__(self) -> tuple[Any, ...]:
         self._fill()
         return (dict, (dict(self),))
+
+
+class _Unfilled:
+    """The stand-in for a lazy node's input until it is read (see :class:`_LazyInputNode`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<input not read yet>"
+
+
+_UNFILLED = _Unfilled()
 
 
 def _filled_first(name: str) -> Any:
@@ -286,6 +307,7 @@ def _filled_first(name: str) -> Any:
 
 
 for _name in (
+    # __iter__: dict(node) and {**node} copy a dict's storage directly unless it is overridden.
     "__iter__", "__eq__", "__ne__", "__repr__", "__setitem__", "__delitem__",
     "__or__", "__ior__", "__reversed__", "keys", "items", "values", "copy", "pop", "popitem",
     "setdefault", "update", "clear",

@@ -67,7 +67,7 @@ def test_the_lazy_tree_view_and_the_lexical_score_leave_inputs_undecoded():
 def test_reading_the_input_decodes_it_once_and_gives_what_an_eager_read_gives():
     step = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
     assert step.input_text == "Be brief.\nFix the build."
-    assert step.is_decoded("input_text") and not step.is_decoded("input")
+    assert step.is_decoded("input_text")
     assert step.input == json.loads(HISTORY)
     assert step.input is step.input  # stored on first read
     assert step.output == json.loads(OUTPUT)
@@ -81,6 +81,10 @@ def test_assigning_input_or_input_text_works_before_and_after_a_read():
     assert step.input == json.loads(HISTORY)  # the other field still decodes from the span
     step.input = "new input"
     assert step.input == "new input" and step.input_text == "replaced"
+
+    assigned = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    assigned.input = "assigned"  # the text is still the span's, as when read at once
+    assert (assigned.input, assigned.input_text) == ("assigned", "Be brief.\nFix the build.")
 
     other = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
     assert other.input_text == "Be brief.\nFix the build."
