@@ -176,7 +176,8 @@ class StepFacts:
         self.start_ns = step.start_ns
         self.end_ns = step.end_ns
         self.agent = step.agent
-        self.call = 0
+        # ``call`` and the four epochs are set by the fingerprinter (``call`` of an LLM step
+        # in a replay on first read: see :class:`_LazyCall`).
         self.args_known = False
         self._signature: ArgSignature | None = None
         # (arguments, volatile names, position names, shell) while the signature and the
@@ -185,7 +186,6 @@ class StepFacts:
         self.result: int | None = None
         self.content: int | None = None
         self.content_novel = False
-        self.content_epoch = 0
         self.trivial = False
         self.poll_ended = False
         self.previous_action = 0
@@ -194,12 +194,9 @@ class StepFacts:
         self.failure: Failure | None = None
         self.novel = False
         self.progressed = False
-        self.epoch = 0
         self.call_novel = False
-        self.call_epoch = 0
         self.text: int | None = None
         self.text_novel = False
-        self.text_epoch = 0
         #: A tool step that counts for repetition and novelty (not a transient failure);
         #: set once the failure is known (:meth:`Fingerprinter.facts`).
         self.is_action = False
@@ -351,6 +348,7 @@ class Fingerprinter:
             self._text(step, facts, novelty=True)
         else:
             facts = StepFacts(step, index)
+            facts.call = 0
             if kind is _AGENT:
                 self._text(step, facts, novelty=False)
         facts.epoch = self._epoch
@@ -578,33 +576,24 @@ def _llm_call(step: Step) -> int:
     return hash(f"{step.name}\0{step.input_text}")
 
 
-#: ``StepFacts.call`` itself (the slot), under :class:`_LazyCall`'s property.
-_CALL_SLOT = StepFacts.call
-
-
 class _LazyCall(StepFacts):
     """The facts of an LLM step in a replay: ``call`` (:func:`_llm_call`, which reads the
-    whole input history) is computed when first read, so a step nobody asks about never
-    flattens or hashes its input. Tool steps keep the plain slot (read on every step)."""
+    whole input history) is computed on first read, so a step nobody asks about never
+    flattens or hashes its input. The slot stays unset until then; reading an unset slot
+    falls back to ``__getattr__``, which fills it (later reads are plain slot reads)."""
 
     __slots__ = ("_step",)
 
     def __init__(self, step: Step, index: int) -> None:
         super().__init__(step, index)
-        self._step: Step | None = step
+        self._step = step
 
-    @property  # type: ignore[override]
-    def call(self) -> int:
-        step = self._step
-        if step is not None:
-            self._step = None
-            _CALL_SLOT.__set__(self, _llm_call(step))
-        return _CALL_SLOT.__get__(self, StepFacts)  # type: ignore[no-any-return]
-
-    @call.setter
-    def call(self, value: int) -> None:
-        self._step = None
-        _CALL_SLOT.__set__(self, value)
+    def __getattr__(self, name: str) -> Any:
+        if name == "call":
+            step, self._step = self._step, None
+            self.call = call = _llm_call(step)
+            return call
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 class _Unread:

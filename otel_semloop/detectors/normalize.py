@@ -677,22 +677,6 @@ _PERMANENT_WORDS = re.compile(
 #: A tool result starting with one of these words is a failure even when the span's status
 #: says nothing: many tools report errors as text.
 _ERROR_RESULT = re.compile(r"^\s*(?:error|exception|traceback|fatal)\b", re.IGNORECASE)
-_ERROR_WORDS = ("error", "exception", "traceback", "fatal")
-
-
-def _may_report_error(text: str) -> bool:
-    """False only when :data:`_ERROR_RESULT` cannot match ``text``: its first word (after
-    blanks), read from an ASCII head of the text, does not start with one of the words
-    (other text may match: the pattern decides)."""
-    head = text[:64]
-    if not head.isascii():
-        return True
-    stripped = head.lstrip()
-    if len(stripped) < 9 and len(text) > len(head):
-        return True  # the first word may go on past the head
-    return stripped[:9].lower().startswith(_ERROR_WORDS)
-
-
 #: Characters of an error message inspected: the class is in the first line.
 _ERROR_CHARS = 300
 
@@ -710,8 +694,8 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     match wins in that order, and anything else is ``other``.
     """
     failed = step.is_error
-    if not failed and step.kind is _TOOL_STEP and result_text and _may_report_error(result_text):
-        failed = _ERROR_RESULT.match(result_text) is not None
+    if not failed and step.kind is _TOOL_STEP and result_text and _ERROR_RESULT.match(result_text):
+        failed = True
     if not failed:
         return None
     error_type = step.error_type.rsplit(".", 1)[-1].strip()

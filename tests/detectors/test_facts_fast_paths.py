@@ -305,18 +305,3 @@ def test_digit_starts_are_where_digit_runs_start(text: str) -> None:
     starts = figures._digit_starts(text)
     if starts is not None:
         assert starts == [m.start() for m in re.finditer(r"(?<!\d)\d", text)]
-
-
-ERROR_PIECES = [
-    "error", "Error", "ERROR", "errors", "exception", "Traceback", "fatal", "FATAL:", "trace",
-    "fat", " ", "\t", "\n", "\x1c", "\u2028", "\u212a", "tracebac", "k", ":", "ok", "x", " " * 30,
-]  # fmt: skip
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(ERROR_PIECES), max_size=12).map("".join))
-@example(" " * 60 + "error: no such file")
-@example("tracebac\u212a (most recent call last)")
-def test_error_result_gate_is_necessary(text: str) -> None:
-    if not normalize._may_report_error(text):
-        assert normalize._ERROR_RESULT.match(text) is None
