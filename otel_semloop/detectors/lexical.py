@@ -278,18 +278,22 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
         by_prefix, position = None, {root.label: 0}
     pending = [_children(tree)]
     cycle: list[str] | None = None
+
+    def forget(node: _Node) -> None:
+        """Take a node leaving the path out of the index of what is on it."""
+        if by_prefix is None:
+            del position[node.label]
+        else:
+            depths = by_prefix[node.prefix]
+            depths.pop()
+            if not depths:
+                del by_prefix[node.prefix]
+
     while pending:
         child = next(pending[-1], _END)
         if child is _END:
             pending.pop()
-            node = path.pop()
-            if by_prefix is None:
-                del position[node.label]
-            else:
-                depths = by_prefix[node.prefix]
-                depths.pop()
-                if not depths:
-                    del by_prefix[node.prefix]
+            forget(path.pop())
             continue
         kids = child.get("children", _END)
         leaf = kids is _END or (kids.__class__ is list and not kids)
@@ -328,13 +332,7 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
             cycle = [*(n.label for n in path[start:]), node.label]
             break
         if leaf:
-            if by_prefix is None:
-                del position[node.label]
-            else:
-                depths = by_prefix[node.prefix]
-                depths.pop()
-                if not depths:
-                    del by_prefix[node.prefix]
+            forget(node)
             continue
         path.append(node)
         pending.append(iter(kids))

@@ -9,7 +9,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import psutil
 import pytest
@@ -46,6 +47,24 @@ def _attributes(outcome: Outcome[Held]) -> list[dict[str, object]]:
 
 def _wire(held: Held) -> bytes:
     return held.span.SerializeToString()  # type: ignore[no-any-return]
+
+
+def _pool(
+    workers: ScoringProcesses, deliver: Callable[[Outcome[Held]], None], *, budget: float, **batching: Any
+) -> ScoringPool[Held]:
+    """A one-thread pool whose releases are scored by ``workers`` (``batching``: the
+    pool's batch_evaluator and batch size, when the test wants them)."""
+    return ScoringPool(
+        Scorer(),
+        PROTO_SPANS,
+        deliver,
+        SelfTelemetry(MeterProvider(), dict, "service"),
+        threads=1,
+        max_stuck=1,
+        budget=budget,
+        evaluator=workers.evaluate,
+        **batching,
+    )
 
 
 @pytest.fixture
@@ -107,16 +126,7 @@ def test_a_worker_that_dies_costs_only_its_own_trace(workers: ScoringProcesses) 
         delivered.append(outcome)
         arrived.set()
 
-    pool: ScoringPool[Held] = ScoringPool(
-        Scorer(),
-        PROTO_SPANS,
-        deliver,
-        SelfTelemetry(MeterProvider(), dict, "service"),
-        threads=1,
-        max_stuck=1,
-        budget=30.0,
-        evaluator=workers.evaluate,
-    )
+    pool = _pool(workers, deliver, budget=30.0)
     try:
         (pid,) = workers.pids()
         os.kill(pid, signal.SIGKILL)
@@ -152,18 +162,7 @@ def test_releases_queued_together_go_to_a_worker_in_one_round_trip(workers: Scor
         sizes.append(len(releases))
         return workers.evaluate_many(releases, PROTO_SPANS, scorer)
 
-    pool: ScoringPool[Held] = ScoringPool(
-        Scorer(),
-        PROTO_SPANS,
-        deliver,
-        SelfTelemetry(MeterProvider(), dict, "service"),
-        threads=1,
-        max_stuck=1,
-        budget=60.0,
-        evaluator=workers.evaluate,
-        batch_evaluator=batch,
-        batch=16,
-    )
+    pool = _pool(workers, deliver, budget=60.0, batch_evaluator=batch, batch=16)
     try:
         releases = [_release(100 + i, loop=i % 2 == 0) for i in range(24)]
         for release in releases:
