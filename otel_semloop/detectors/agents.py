@@ -38,7 +38,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from otel_semloop.detectors.base import IncrementalDetector, StepFacts
-from otel_semloop.detectors.cycles import TailCycles
+from otel_semloop.detectors.cycles import renewed_tail_cycles
 from otel_semloop.detectors.normalize import digest
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
@@ -68,18 +68,15 @@ class HandoffCycleDetector(IncrementalDetector):
     def reset(self) -> None:
         super().reset()
         config = self.config
-        cycles: TailCycles | None = getattr(self, "_cycles", None)
-        if cycles is not None:
-            cycles.reset()  # the same settings: reuse it
-        else:
-            self._cycles = TailCycles(
-                HANDOFF_CYCLE,
-                config,
-                config.handoff_max_period,
-                config.identical_repeats,
-                config.handoff_repeats,
-                _describe,
-            )
+        self._cycles = renewed_tail_cycles(
+            getattr(self, "_cycles", None),
+            HANDOFF_CYCLE,
+            config,
+            config.handoff_max_period,
+            config.identical_repeats,
+            config.handoff_repeats,
+            _describe,
+        )
         self._marker: tuple[int, int] | None = None
         self._unique = 0
 

@@ -211,6 +211,23 @@ def _describe_actions(names: list[str], no_progress: bool) -> str:
     return f"{shown} repeated {{count}} times {outcome} (period {{period}})"
 
 
+def renewed_tail_cycles(
+    cycles: TailCycles | None,
+    signal: str,
+    config: DetectorConfig,
+    max_period: int,
+    period_one_repeats: int,
+    repeats: int,
+    describe: Callable[[list[str], bool], str],
+) -> TailCycles:
+    """A detector's :class:`TailCycles` at its reset: ``cycles`` emptied when there is one
+    (a detector's settings never change, so it is reused), else a new one."""
+    if cycles is None:
+        return TailCycles(signal, config, max_period, period_one_repeats, repeats, describe)
+    cycles.reset()
+    return cycles
+
+
 class ActionCycleDetector(IncrementalDetector):
     """``action_cycle``: a (tool, arguments, result) pattern repeating at the tail (see module doc)."""
 
@@ -221,18 +238,15 @@ class ActionCycleDetector(IncrementalDetector):
     def reset(self) -> None:
         super().reset()
         config = self.config
-        cycles: TailCycles | None = getattr(self, "_cycles", None)
-        if cycles is not None:
-            cycles.reset()  # the same settings: reuse it
-        else:
-            self._cycles = TailCycles(
-                ACTION_CYCLE,
-                config,
-                config.max_period,
-                config.identical_repeats,
-                config.cycle_repeats,
-                _describe_actions,
-            )
+        self._cycles = renewed_tail_cycles(
+            getattr(self, "_cycles", None),
+            ACTION_CYCLE,
+            config,
+            config.max_period,
+            config.identical_repeats,
+            config.cycle_repeats,
+            _describe_actions,
+        )
         self._progress_marks = 0
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
