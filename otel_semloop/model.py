@@ -369,7 +369,7 @@ class Trace:
     def goal(self) -> str:
         """What the run was asked to do: the root agent's input text, else the first user
         message of the first LLM call (agent SDKs often leave the root's input empty)."""
-        from otel_semloop.conventions import flatten_text  # conventions imports this module
+        from otel_semloop.messages import flatten_text  # it imports this module
 
         root = self.root
         if root is not None and root.input_text:
