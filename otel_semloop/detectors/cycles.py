@@ -32,8 +32,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import Episode, IncrementalDetector
 from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 

@@ -3,7 +3,7 @@
 A step failed when its span says so (status ERROR, ``error.type``, an ``exception``
 event) or, for a tool, when its result text starts with ``error``/``exception``/
 ``traceback``/``fatal``. Each failure gets a kind and a class label from
-:func:`otel_semloop.detectors.normalize.classify_failure`.
+:func:`otel_semloop.detectors.failure_class.classify_failure`.
 
 Signals
     ``permanent_error``
@@ -51,8 +51,9 @@ from collections import deque
 from dataclasses import replace
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
-from otel_semloop.detectors.normalize import FailureKind
+from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.facts import StepFacts
+from otel_semloop.detectors.failure_class import FailureKind
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 

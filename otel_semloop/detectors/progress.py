@@ -3,7 +3,7 @@
 "Progress" here means a tool step that is *novel*: an (action, result) pair not seen
 before in the run, or a result that shows explicit progress beyond anything the same call
 returned before (a higher percentage or n/m, a longer output). See
-:mod:`otel_semloop.detectors.base`.
+:mod:`otel_semloop.detectors.facts`.
 
 Signals
     ``repeated_result``
@@ -77,7 +77,8 @@ from __future__ import annotations
 from collections import deque
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import near_duplicate
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
