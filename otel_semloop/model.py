@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_semloop.messages import ToolCall, decode_input, decode_json, decode_json_string, flatten_text
+
 #: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
 #: OTLP ``AnyValue`` (decoded to dicts and lists) and bytes.
 AttributeValue = Any
@@ -80,23 +82,11 @@ _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
 _TOOL = StepKind.TOOL
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call an LLM asked for inside its output messages.
-
-    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
-    """
-
-    name: str
-    arguments: Any = None
-    call_id: str | None = None
-
-
 class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
     ``output``) are decoded from on first read (see
-    :func:`otel_semloop.conventions.resolve_deferred`); unset when nothing is left."""
+    :func:`_resolve_deferred`); unset when nothing is left."""
 
     __slots__ = ("_deferred",)
 
@@ -108,9 +98,7 @@ class _Deferrable:
             except AttributeError:
                 deferred = None
             if deferred is not None:
-                from otel_semloop.conventions import resolve_deferred  # it imports this module
-
-                return resolve_deferred(self, deferred, name)
+                return _resolve_deferred(self, deferred, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
@@ -229,6 +217,31 @@ class Step(_Deferrable):
         if self.kind is _TOOL:
             return self.tool_arguments if self.tool_arguments is not None else self.input
         return self.input_text if self.input is not None else None
+
+
+def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
+    """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
+    :func:`~otel_semloop.conventions.read_step` left undecoded, store it on the step and
+    return it: exactly what reading everything at once gave. ``deferred`` is the step's
+    ``(raw input, envelope, raw output)``: the attribute values themselves (strings, in the
+    common case), a tuple of which the garbage collector stops tracking, so a step keeps no
+    decoded messages and no extra tracked object.
+    """
+    raw_input, envelope, raw_output = deferred
+    if name == "output":
+        value = decode_json(raw_output)
+        if envelope:
+            value = decode_json_string(value)
+        step.output = value
+        return value
+    value = decode_input(raw_input, envelope)
+    if name == "input":
+        step.input = value
+        return value
+    if not step.is_decoded("input"):
+        step.input = value  # decoded anyway: kept (an assigned input is left alone)
+    text = step.input_text = flatten_text(value)
+    return text
 
 
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
@@ -369,8 +382,6 @@ class Trace:
     def goal(self) -> str:
         """What the run was asked to do: the root agent's input text, else the first user
         message of the first LLM call (agent SDKs often leave the root's input empty)."""
-        from otel_semloop.messages import flatten_text  # it imports this module
-
         root = self.root
         if root is not None and root.input_text:
             return root.input_text
