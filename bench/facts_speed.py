@@ -62,7 +62,8 @@ def extract(ref: str, into: Path, name: str) -> None:
 
 
 def load(package: str, count: int) -> tuple[ModuleType, ModuleType, list[Any]]:
-    """(the module holding ``Fingerprinter``, detectors.config, ``count`` traces built by that package's builder)."""
+    """(the module holding ``Fingerprinter``, detectors.config, ``count`` traces built by
+    that package's builder)."""
     builder = importlib.import_module(f"{package}.builder")
     try:  # the fingerprinter's home since session 5; earlier refs kept it in base.py
         base = importlib.import_module(f"{package}.detectors.facts")

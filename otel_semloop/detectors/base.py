@@ -220,8 +220,16 @@ class IncrementalDetector(ABC):
         self.reset()
 
     def reset(self) -> None:
-        """Forget everything: the next step starts a new run."""
-        self._episodes: list[Episode] = []
+        """Forget everything: the next step starts a new run.
+
+        A scorer resets its detectors for every trace, so a reset empties what it can in
+        place rather than building it again (nothing outside a detector holds its
+        containers: :meth:`findings` and :attr:`calibration` hand out new ones).
+        Subclasses extend it the same way."""
+        try:
+            self._episodes.clear()
+        except AttributeError:  # the first reset (from ``__init__``)
+            self._episodes: list[Episode] = []
         self._peaks: dict[str, float] = dict.fromkeys(self.signals, 0.0)
         if self._fingerprinter is not None:
             self._fingerprinter.reset()

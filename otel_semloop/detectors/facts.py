@@ -213,6 +213,9 @@ class _LRU:
         """Set the value of a key just touched (its recency is unchanged)."""
         self._data[key] = value
 
+    def clear(self) -> None:
+        self._data.clear()
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -263,14 +266,25 @@ class Fingerprinter:
         self.reset()
 
     def reset(self) -> None:
-        capacity = self._config.seen_capacity
-        self._seen = _LRU(capacity)  # action fingerprints
-        # call digest -> (best progress, best size, last counts, last numbers, best numbers)
-        self._calls = _LRU(capacity)
-        self._texts = _LRU(capacity)  # assistant text digests
-        self._contents = _LRU(capacity)  # result content digests (digits kept)
-        self._reads: dict[str, _Read] = {}  # replay only: result text -> what it reads as
-        self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
+        """Forget the run: every map emptied in place (a scorer resets for each trace,
+        often twice: after scoring to let go of the text, and before the next)."""
+        try:
+            self._seen.clear()
+            self._calls.clear()
+            self._texts.clear()
+            self._contents.clear()
+            self._reads.clear()
+            self._text_reads.clear()
+        except AttributeError:  # the first reset (from ``__init__``)
+            capacity = self._config.seen_capacity
+            self._seen = _LRU(capacity)  # action fingerprints
+            # call digest -> (best progress, best size, last counts, last numbers, best
+            # numbers, last result, streak)
+            self._calls = _LRU(capacity)
+            self._texts = _LRU(capacity)  # assistant text digests
+            self._contents = _LRU(capacity)  # result content digests (digits kept)
+            self._reads: dict[str, _Read] = {}  # replay only: result text -> what it reads as
+            self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
         self._content_epoch = 0
         self._epoch = 0
         self._call_epoch = 0
@@ -370,13 +384,25 @@ class Fingerprinter:
             )
         else:
             best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = previous  # type: ignore[misc]
-        if isinstance(best_progress, _Unread):
-            # The call's first result, its figures not read yet: read them now (what
-            # storing them at the time would have stored; the best of one is itself).
-            best_progress, last_counts, last_numbers = self._figures(best_progress.text)
-            top_numbers = last_numbers
         counts = numbers = None
-        if raw is None:
+        if best_progress.__class__ is _Unread:
+            if raw is not None and raw == best_progress.text:  # type: ignore[union-attr]
+                # Every result of this call so far was this same text (a call repeated
+                # verbatim, as loops do): its figures equal the best, the last and the
+                # top ones, so they show no progress (no figure exceeds or falls below
+                # itself) and the call's state is what it was. Still not read.
+                progress = best_progress
+            else:
+                # The call's results so far were one text whose figures were not read
+                # yet: read them now (what storing them at the time would have stored;
+                # the best of one text, however often it came, is itself).
+                best_progress, last_counts, last_numbers = self._figures(best_progress.text)  # type: ignore[union-attr]
+                top_numbers = last_numbers
+                if raw is None:
+                    progress = None
+                else:
+                    progress, counts, numbers = self._figures(raw, read)
+        elif raw is None:
             progress = None
         elif call_novel and self.lazy:
             # Only a later call of the same call compares these: read them if one comes.
@@ -406,7 +432,7 @@ class Fingerprinter:
             streak = 1 if result is not None else 0
         if call_novel:
             self._call_epoch += 1
-        else:
+        elif progress.__class__ is not _Unread:  # (_Unread: the same text again, no progress)
             facts.progressed = (
                 (progress is not None and best_progress is not None and progress > best_progress)
                 or (size > best_size > 0)

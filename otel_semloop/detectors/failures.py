@@ -102,9 +102,14 @@ class FailureDetector(IncrementalDetector):
 
     def reset(self) -> None:
         super().reset()
-        self._failing: dict[int, _Failing] = {}
-        # Permanent / repeated-error episodes not yet resolved (bounded like the digests).
-        self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
+        failing: dict[int, _Failing] | None = getattr(self, "_failing", None)
+        if failing is None:
+            self._failing = {}
+            # Permanent / repeated-error episodes not yet resolved (bounded like the digests).
+            self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
+        else:
+            failing.clear()
+            self._open.clear()
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = facts.kind
