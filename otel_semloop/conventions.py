@@ -30,10 +30,12 @@ import dataclasses
 import functools
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.messages import (
+    decode_input,
     decode_json,
     decode_json_string,
     event_messages,
@@ -43,10 +45,9 @@ from otel_semloop.messages import (
     message_content,
     requested_tool_calls,
     unwrap_callback_input,
-    unwrap_envelope,
     unwrap_tool_result,
 )
-from otel_semloop.model import STATUS_ERROR, SpanRecord, Step, StepKind, ToolCall
+from otel_semloop.model import STATUS_ERROR, EventRecord, SpanRecord, Step, StepKind, ToolCall
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
@@ -105,7 +106,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
 
     The step's ``input``/``input_text`` (and an LLM or agent step's decoded ``output``)
     are left for their first read when decoding them would build something (see
-    :func:`resolve_deferred`): an LLM call's input is the whole message history, read by the
+    :class:`~otel_semloop.model.Step`): an LLM call's input is the whole message history, read by the
     detectors only in rare cases. The step's values are the same either way.
     """
     attrs = record.attributes
@@ -171,7 +172,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         else:
             # The arguments are the input itself (the same object): decoded now.
             defer_input = False
-            tool_arguments = step_input = _decode_input(raw_in, envelope)
+            tool_arguments = step_input = decode_input(raw_in, envelope)
         result = get("gen_ai.tool.call.result")
         tool_result = decode_json(result) if result is not None else output
         if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
@@ -193,7 +194,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         input_text = ""
     else:
         if step_input is _UNREAD:
-            step_input = _decode_input(raw_in, envelope)
+            step_input = decode_input(raw_in, envelope)
         input_text = flatten_text(step_input)
 
     # Error and usage, read as _read_error / _read_usage do.
@@ -279,37 +280,6 @@ _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
 _USAGE_KEYS = frozenset(_INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS + _COST_KEYS)
 
 
-def _decode_input(raw: Any, envelope: bool) -> Any:
-    """A step's input value from its raw attribute (see :func:`read_step`)."""
-    value = decode_json(raw)
-    return unwrap_envelope(value) if envelope else value
-
-
-def resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
-    """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
-    :func:`read_step` left undecoded, store it on the step and return it: exactly what
-    reading everything at once gave. ``deferred`` is the step's ``(raw input, envelope,
-    raw output)``: the attribute values themselves (strings, in the common case), a tuple
-    of which the garbage collector stops tracking, so a step keeps no decoded messages and
-    no extra tracked object. Called by :class:`~otel_semloop.model.Step` on a first read.
-    """
-    raw_input, envelope, raw_output = deferred
-    if name == "output":
-        value = decode_json(raw_output)
-        if envelope:
-            value = decode_json_string(value)
-        step.output = value
-        return value
-    value = _decode_input(raw_input, envelope)
-    if name == "input":
-        step.input = value
-        return value
-    if not step.is_decoded("input"):
-        step.input = value  # decoded anyway: kept (an assigned input is left alone)
-    text = step.input_text = flatten_text(value)
-    return text
-
-
 #: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,
 #: LangGraph swarm/supervisor, AutoGen), ``handoff_to_billing``, and the OpenInference
 #: openai-agents instrumentation's ``handoff to billing`` span.
@@ -386,3 +356,37 @@ def _as_int(value: Any) -> int | None:
     if isinstance(value, float) and math.isfinite(value):
         return int(value)
     return None  # NaN and infinities (OTLP JSON allows them) are no count
+
+
+@dataclass(frozen=True, slots=True)
+class LogEvent:
+    """A log record that belongs to a span (the Logs API form of GenAI events): its span
+    id, event name (``event.name`` or the record's own), time, attributes and body."""
+
+    span_id: str
+    name: str
+    time_ns: int = 0
+    attributes: Mapping[str, Any] = field(default_factory=dict)
+    body: Any = None
+
+
+def attach_log_records(records: Iterable[SpanRecord], logs: Iterable[LogEvent]) -> list[SpanRecord]:
+    """``records`` with each log event added to the events of the span it names, so the
+    readers above see messages whatever way they were emitted (span attributes, span
+    events or log records). The body is kept under the ``body`` attribute. Spans without
+    logs are returned as they are; logs naming no span of ``records`` are ignored."""
+    by_span: dict[str, list[EventRecord]] = {}
+    for log in logs:
+        attributes = dict(log.attributes)
+        if log.body is not None:
+            attributes["body"] = log.body
+        by_span.setdefault(log.span_id, []).append(EventRecord(log.name, log.time_ns, attributes))
+    out = []
+    for record in records:
+        extra = by_span.get(record.span_id)
+        if extra:
+            record = dataclasses.replace(
+                record, events=[*record.events, *sorted(extra, key=lambda e: e.time_ns)]
+            )
+        out.append(record)
+    return out

@@ -10,15 +10,15 @@ text, one definition for every convention:
   callback payload (:func:`unwrap_callback_input`), the framework objects around a tool's
   result (LangChain messages, LlamaIndex's ``ToolOutput``: :func:`unwrap_tool_result`);
 * messages in span events (the GenAI details event, the per-message GenAI events,
-  OpenLLMetry's ``gen_ai.content.*``: :func:`event_messages`) and in log records put on
-  their span (:func:`attach_log_records`);
+  OpenLLMetry's ``gen_ai.content.*``: :func:`event_messages`), log records included once
+  :func:`otel_semloop.conventions.attach_log_records` has put them on their span;
 * indexed message attributes (``gen_ai.prompt.N.*``, ``llm.output_messages.N.*``:
   :func:`indexed_messages`);
 * the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
 * the tool calls an LLM requested in its output (:func:`requested_tool_calls`, kept
-  structured as :class:`~otel_semloop.model.ToolCall`) and the tool results it was given
+  structured as :class:`ToolCall`) and the tool results it was given
   back (:func:`tool_responses`).
 
 Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
@@ -33,15 +33,24 @@ block readers, so splitting them would spread one definition of a message's text
 from __future__ import annotations
 
 import ast
-import dataclasses
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from otel_semloop.model import EventRecord, SpanRecord, ToolCall
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """A tool call an LLM asked for inside its output messages.
+
+    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
+    """
+
+    name: str
+    arguments: Any = None
+    call_id: str | None = None
 
 
 def decode_json(value: Any) -> Any:
@@ -63,6 +72,13 @@ def decode_json_string(value: Any) -> Any:
             return value
         return decode_json(decoded) if isinstance(decoded, str) else decoded
     return value
+
+
+def decode_input(raw: Any, envelope: bool) -> Any:
+    """A call's input from its raw attribute: JSON decoded, and the arguments inside an
+    OpenLLMetry decorator envelope when ``envelope`` (the span has ``traceloop.entity.*``)."""
+    value = decode_json(raw)
+    return unwrap_envelope(value) if envelope else value
 
 
 def unwrap_envelope(value: Any) -> Any:
@@ -149,8 +165,9 @@ def unwrap_tool_result(value: Any) -> Any:
     return value
 
 
-#: Span events (and log records attached to their span, see :func:`attach_log_records`)
-#: that carry an LLM call's messages, by name: (side, role or None).
+#: Span events (and log records attached to their span, see
+#: :func:`otel_semloop.conventions.attach_log_records`) that carry an LLM call's messages,
+#: by name: (side, role or None).
 _MESSAGE_EVENTS = {
     "gen_ai.system.message": ("input", "system"),
     "gen_ai.user.message": ("input", "user"),
@@ -210,40 +227,6 @@ def event_messages(events: Any) -> tuple[Any, Any]:
     event_in = whole_in if whole_in is not None else (_flat(inputs) if inputs else None)
     event_out = whole_out if whole_out is not None else (_flat(outputs) if outputs else None)
     return event_in, event_out
-
-
-@dataclass(frozen=True, slots=True)
-class LogEvent:
-    """A log record that belongs to a span (the Logs API form of GenAI events): its span
-    id, event name (``event.name`` or the record's own), time, attributes and body."""
-
-    span_id: str
-    name: str
-    time_ns: int = 0
-    attributes: Mapping[str, Any] = field(default_factory=dict)
-    body: Any = None
-
-
-def attach_log_records(records: Iterable[SpanRecord], logs: Iterable[LogEvent]) -> list[SpanRecord]:
-    """``records`` with each log event added to the events of the span it names, so the
-    readers above see messages whatever way they were emitted (span attributes, span
-    events or log records). The body is kept under the ``body`` attribute. Spans without
-    logs are returned as they are; logs naming no span of ``records`` are ignored."""
-    by_span: dict[str, list[EventRecord]] = {}
-    for log in logs:
-        attributes = dict(log.attributes)
-        if log.body is not None:
-            attributes["body"] = log.body
-        by_span.setdefault(log.span_id, []).append(EventRecord(log.name, log.time_ns, attributes))
-    out = []
-    for record in records:
-        extra = by_span.get(record.span_id)
-        if extra:
-            record = dataclasses.replace(
-                record, events=[*record.events, *sorted(extra, key=lambda e: e.time_ns)]
-            )
-        out.append(record)
-    return out
 
 
 def message_content(value: Any) -> Any:
