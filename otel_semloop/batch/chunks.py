@@ -31,7 +31,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.spans import apply_json, dump_json, load_json, scan_json, scan_proto
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, collector_paused, score_job, scorer
 from otel_semloop.otlp._common import Bad
 
 __all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_unit", "render_json"]
@@ -167,6 +167,16 @@ def parse_chunk(
     score the traces complete inside them (see the module docstring). ``carried`` names
     traces that probably began before the chunk: they are not scored here (the engine
     would not use the verdict)."""
+    with collector_paused():
+        return _parse_chunk(units, window, spec, carried)
+
+
+def _parse_chunk(
+    units: list[tuple[str, bytes, str] | None],
+    window: int,
+    spec: ScorerSpec | None,
+    carried: frozenset[str],
+) -> ChunkResult:
     parsed: list[Parsed] = []
     open_: OrderedDict[str, _Local] = OrderedDict()
     stalled: dict[str, _Local] = {}
