@@ -108,9 +108,17 @@ def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkey
 def test_a_line_is_its_gaps_and_spans(doc):
     raw = json.dumps(doc, indent=1).encode()  # spacing orjson would not write
     parsed, objects = parse_unit("json", raw, "x:1")
-    _, _, ids, spans, gaps, _ = parsed
+    _, _, ids, spans, gaps, _, bounds = parsed
+    assert bounds is None
     assert len(ids) == len(spans) == len(objects)
     assert render_json(gaps, spans) == orjson.dumps(orjson.loads(raw))
+    # a compact line (what orjson writes for it) sends only where its spans are
+    compact = orjson.dumps(orjson.loads(raw))
+    parsed, objects = parse_unit("json", compact, "x:1")
+    _, _, ids, spans, gaps, _, bounds = parsed
+    assert spans is None and gaps is None and len(bounds) == 2 * len(ids) == 2 * len(objects)
+    pieces = [compact[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(objects))]
+    assert pieces == [orjson.dumps(o) for o in objects]
 
 
 def test_a_line_orjson_cannot_write_has_no_gaps():
@@ -120,7 +128,7 @@ def test_a_line_orjson_cannot_write_has_no_gaps():
     span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": [{"key": "d", "value": deep}]}
     raw = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
     parsed, _ = parse_unit("json", raw, "x:1")
-    assert parsed[0] is None and parsed[4] is None
+    assert parsed[0] is None and parsed[4] is None and parsed[6] is None
     huge = raw.replace(b'"leaf"', b"123456789012345678901234567890")
     assert parse_unit("json", huge, "x:1")[0][4] is None
 
