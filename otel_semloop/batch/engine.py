@@ -75,6 +75,9 @@ DEFAULT_MEMORY_BUDGET = 64 << 20
 #: traces cut by a chunk's edges (those are decoded twice), smaller ones hold less memory.
 DEFAULT_CHUNK_BYTES = 16 << 20
 DEFAULT_CHUNK_UNITS = 4096
+#: Near the end of an input of known size chunks shrink, down to this, so that the
+#: workers finish together instead of one scoring the last big chunk alone.
+MIN_TAIL_CHUNK_BYTES = 1 << 20
 _JOBS_PER_TASK = 16
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 _PARTITIONS = 16
@@ -108,6 +111,7 @@ class EngineStats:
     loops: int = 0
     #: traces whose verdict came with their chunk (decoded once, where they were parsed)
     scored_in_chunk: int = 0
+    chunks: int = 0
 
 
 class _Held:
@@ -185,6 +189,7 @@ class Engine:
         self._spill: _Spill | None = None
         self._inbox: list[Unit] = []
         self._inbox_bytes = 0
+        self._fed = 0
         self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
@@ -194,12 +199,22 @@ class Engine:
 
     # -- input -------------------------------------------------------------------------
 
-    def feed(self, unit: Unit) -> None:
+    def feed(self, unit: Unit, left: float | None = None) -> None:
         """Queue ``unit``; units are parsed a chunk at a time (in a worker once the input
-        is larger than a chunk) and taken in input order as their chunk comes back."""
+        is larger than a chunk) and taken in input order as their chunk comes back.
+
+        ``left``, when the caller knows it, is the share of the input not read yet (0 to
+        1): once the workers run, the last chunks get smaller as the input runs out, so
+        that the workers finish together (the output does not depend on it)."""
         self._inbox.append(unit)
-        self._inbox_bytes += len(unit.raw)
-        if self._inbox_bytes >= self.options.chunk_bytes or len(self._inbox) >= self.options.chunk_units:
+        size = len(unit.raw)
+        self._inbox_bytes += size
+        self._fed += size
+        limit = self.options.chunk_bytes
+        if left is not None and self._pool is not None and left < 1.0:
+            rest = self._fed * left / (1.0 - left)  # input bytes still to come, estimated
+            limit = max(min(limit, MIN_TAIL_CHUNK_BYTES), min(limit, int(rest / (2 * self._workers))))
+        if self._inbox_bytes >= limit or len(self._inbox) >= self.options.chunk_units:
             self._send_chunk(full=True)
         self._receive(block=False)
 
@@ -208,6 +223,7 @@ class Engine:
         if not units:
             return
         self._chunk_no += 1
+        self.stats.chunks += 1
         work = [None if u.error is not None else (u.kind, u.raw, u.where) for u in units]
         # Traces of the previous chunk that go on in this one: the worker need not score
         # them (a hint only: the engine checks every verdict it uses).
