@@ -4,7 +4,7 @@
 
 The facts are what every detector reads: digests of the call, the normalised result and
 the assistant text, the failure class, novelty and the progress figures
-(:class:`~otel_semloop.detectors.base.Fingerprinter`). Measured on ``--traces`` distinct
+(:class:`~otel_semloop.detectors.facts.Fingerprinter`). Measured on ``--traces`` distinct
 50-step GenAI agent runs (``bench.detector_speed.genai_records``, one seed each: nothing
 is cached across traces, so scoring the same trace again would not be honest), each
 trace's steps built once and their inputs read once before timing, then every step fed
@@ -62,9 +62,13 @@ def extract(ref: str, into: Path, name: str) -> None:
 
 
 def load(package: str, count: int) -> tuple[ModuleType, ModuleType, list[Any]]:
-    """(detectors.base, detectors.config, ``count`` traces built by that package's builder)."""
+    """(the module holding ``Fingerprinter``, detectors.config, ``count`` traces built by
+    that package's builder)."""
     builder = importlib.import_module(f"{package}.builder")
-    base = importlib.import_module(f"{package}.detectors.base")
+    try:  # the fingerprinter's home since session 5; earlier refs kept it in base.py
+        base = importlib.import_module(f"{package}.detectors.facts")
+    except ModuleNotFoundError:
+        base = importlib.import_module(f"{package}.detectors.base")
     config = importlib.import_module(f"{package}.detectors.config")
     traces = [builder.build_trace(genai_records(STEPS, seed)) for seed in range(count)]
     for trace in traces:

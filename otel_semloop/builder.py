@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from otel_semloop.conventions import flatten_text, read_step, step_kind, tool_responses
+from otel_semloop.conventions import read_step, step_kind
+from otel_semloop.messages import flatten_text, tool_responses
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).

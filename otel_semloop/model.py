@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_semloop.messages import ToolCall, decode_input, decode_json, decode_json_string, flatten_text
+
 #: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
 #: OTLP ``AnyValue`` (decoded to dicts and lists) and bytes.
 AttributeValue = Any
@@ -80,23 +82,11 @@ _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
 _TOOL = StepKind.TOOL
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    """A tool call an LLM asked for inside its output messages.
-
-    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
-    """
-
-    name: str
-    arguments: Any = None
-    call_id: str | None = None
-
-
 class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
     ``output``) are decoded from on first read (see
-    :func:`otel_semloop.conventions.resolve_deferred`); unset when nothing is left."""
+    :func:`_resolve_deferred`); unset when nothing is left."""
 
     __slots__ = ("_deferred",)
 
@@ -108,9 +98,7 @@ class _Deferrable:
             except AttributeError:
                 deferred = None
             if deferred is not None:
-                from otel_semloop.conventions import resolve_deferred  # it imports this module
-
-                return resolve_deferred(self, deferred, name)
+                return _resolve_deferred(self, deferred, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
@@ -175,7 +163,7 @@ class Step(_Deferrable):
             return False
         return True
 
-    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
+    def tree_view(self, *, lazy: bool = False, pending: bool = False) -> dict[str, Any]:
         """The deepeval/semloop nested span dict (``type``, ``name``, ``input``,
         ``output``, ``children``) rooted at this step.
 
@@ -184,38 +172,54 @@ class Step(_Deferrable):
         so deepeval's scoring and semloop's question protocol run on it unchanged.
         Built iteratively: deep agent nesting cannot exhaust the recursion limit.
 
-        ``lazy=True`` is for a reader in this process that looks a node's ``"input"`` up
-        by key (``node["input"]``, ``node.get("input")``, as the lexical metric does, on a
-        type:name collision only): a step whose input is not decoded yet gets a node that
-        decodes it on that lookup (any other dict method decodes it first too). Native
-        serialisers that read a dict's storage directly (``orjson``) cannot serialise it:
-        serialise the default, eager view.
+        Both options are for a reader in this process that reads a node's ``"input"``
+        rarely (the lexical metric does, on a type:name collision only) and would otherwise
+        have every step's input decoded (an LLM call's input is its whole message history):
+
+        * ``pending=True``: plain dicts; a node whose step has not decoded its input yet
+          holds a :class:`PendingInput` as its ``"input"``, which the reader turns into the
+          value with :meth:`PendingInput.value`. Every lookup is the dict's own.
+        * ``lazy=True``: a node whose step has not decoded its input yet decodes it on the
+          lookup (``node["input"]``, ``node.get("input")``; any other dict method decodes it
+          first too), at the cost of a Python-level ``get`` on those nodes.
+
+        Native serialisers that read a dict's storage directly (``orjson``) cannot serialise
+        either: serialise the default, eager view.
         """
-        top = self._node(lazy)
+        how = _PENDING if pending else _LAZY if lazy else _EAGER
+        top = self._node(how)
         stack = [(self, dict.__getitem__(top, "children"))]
         while stack:
             step, siblings = stack.pop()
             for child in step.children:
-                child_node = child._node(lazy)
+                child_node = child._node(how)
                 siblings.append(child_node)
                 stack.append((child, dict.__getitem__(child_node, "children")))
         return top
 
-    def _node(self, lazy: bool = False) -> dict[str, Any]:
+    def _node(self, how: int = 0) -> dict[str, Any]:
         kind = self.kind
         node_type = _NODE_TYPES[kind]
         if kind is _TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
             node_input = self.tool_arguments
             if node_input is None:
-                if lazy and _undecoded_input(self):
-                    return _lazy_node(self, node_type, node_output)
-                node_input = self.input
+                if how and _undecoded_input(self):
+                    if how == _PENDING:
+                        node_input = PendingInput(self)
+                    else:
+                        return _lazy_node(self, node_type, node_output)
+                else:
+                    node_input = self.input
         else:
             node_output = self.output_text
-            if lazy and _undecoded_input(self):
-                return _lazy_node(self, node_type, node_output)
-            node_input = self.input_text if self.input is not None else None
+            if how and _undecoded_input(self):
+                if how == _PENDING:
+                    node_input = PendingInput(self)
+                else:
+                    return _lazy_node(self, node_type, node_output)
+            else:
+                node_input = self.input_text if self.input is not None else None
         return {
             "type": node_type,
             "name": self.name,
@@ -229,6 +233,31 @@ class Step(_Deferrable):
         if self.kind is _TOOL:
             return self.tool_arguments if self.tool_arguments is not None else self.input
         return self.input_text if self.input is not None else None
+
+
+def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
+    """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
+    :func:`~otel_semloop.conventions.read_step` left undecoded, store it on the step and
+    return it: exactly what reading everything at once gave. ``deferred`` is the step's
+    ``(raw input, envelope, raw output)``: the attribute values themselves (strings, in the
+    common case), a tuple of which the garbage collector stops tracking, so a step keeps no
+    decoded messages and no extra tracked object.
+    """
+    raw_input, envelope, raw_output = deferred
+    if name == "output":
+        value = decode_json(raw_output)
+        if envelope:
+            value = decode_json_string(value)
+        step.output = value
+        return value
+    value = decode_input(raw_input, envelope)
+    if name == "input":
+        step.input = value
+        return value
+    if not step.is_decoded("input"):
+        step.input = value  # decoded anyway: kept (an assigned input is left alone)
+    text = step.input_text = flatten_text(value)
+    return text
 
 
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
@@ -247,6 +276,29 @@ def _undecoded_input(step: Step) -> bool:
     except AttributeError:
         return True
     return False
+
+
+#: How :meth:`Step.tree_view` fills a node whose step's input is not decoded yet.
+_EAGER, _LAZY, _PENDING = 0, 1, 2
+
+
+class PendingInput:
+    """A tree-view node's ``"input"`` its step has not decoded yet (see
+    :meth:`Step.tree_view` with ``pending=True``). :meth:`value` decodes it (once: the step
+    keeps the value) and returns what the eager view holds there. A reader tells it from
+    any value by its class (``value.__class__ is PendingInput``): no decoded input is one."""
+
+    __slots__ = ("_step",)
+
+    def __init__(self, step: Step) -> None:
+        self._step = step
+
+    def value(self) -> Any:
+        """The node's input, as :meth:`Step.tree_view` without options shows it."""
+        return self._step._node_input()
+
+    def __repr__(self) -> str:
+        return "<input not read yet>"
 
 
 def _lazy_node(step: Step, node_type: str, output: Any) -> _LazyInputNode:
@@ -369,8 +421,6 @@ class Trace:
     def goal(self) -> str:
         """What the run was asked to do: the root agent's input text, else the first user
         message of the first LLM call (agent SDKs often leave the root's input empty)."""
-        from otel_semloop.conventions import flatten_text  # conventions imports this module
-
         root = self.root
         if root is not None and root.input_text:
             return root.input_text
@@ -393,20 +443,20 @@ class Trace:
     def llm_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind is _LLM]
 
-    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
-        """deepeval's nested span dict for the whole trace (``lazy``: see
+    def tree_view(self, *, lazy: bool = False, pending: bool = False) -> dict[str, Any]:
+        """deepeval's nested span dict for the whole trace (``lazy``, ``pending``: see
         :meth:`Step.tree_view`).
 
         One top-level step is the root itself; several are wrapped in a ``base`` node
         named after the trace's root span so nothing is lost.
         """
         if len(self.roots) == 1:
-            return self.roots[0].tree_view(lazy=lazy)
+            return self.roots[0].tree_view(lazy=lazy, pending=pending)
         root_record = self.spans.get(self.root_span_id)
         return {
             "type": "base",
             "name": root_record.name if root_record else "trace",
             "input": None,
             "output": "",
-            "children": [r.tree_view(lazy=lazy) for r in self.roots],
+            "children": [r.tree_view(lazy=lazy, pending=pending) for r in self.roots],
         }

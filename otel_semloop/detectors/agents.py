@@ -37,8 +37,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from otel_semloop.detectors.base import IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import IncrementalDetector
 from otel_semloop.detectors.cycles import renewed_tail_cycles
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import digest
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding

@@ -19,7 +19,8 @@ Kept
 
 from __future__ import annotations
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 

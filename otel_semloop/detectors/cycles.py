@@ -32,8 +32,9 @@ from collections import deque
 from collections.abc import Callable
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import Episode, IncrementalDetector
 from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
@@ -64,8 +65,16 @@ class CycleTracker:
         self.reset()
 
     def reset(self) -> None:
-        self._history: list[int | None] = [None] * self._max_period
-        self._match = [0] * (self._max_period + 1)
+        try:
+            history, match = self._history, self._match
+        except AttributeError:  # the first reset (from ``__init__``)
+            self._history: list[int | None] = [None] * self._max_period
+            self._match = [0] * (self._max_period + 1)
+        else:
+            if self._count:
+                history[:] = [None] * self._max_period
+            if self._matching:
+                match[:] = [0] * (self._max_period + 1)
         self._matching = False  # some counter is not zero
         self._count = 0
 

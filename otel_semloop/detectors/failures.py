@@ -3,7 +3,7 @@
 A step failed when its span says so (status ERROR, ``error.type``, an ``exception``
 event) or, for a tool, when its result text starts with ``error``/``exception``/
 ``traceback``/``fatal``. Each failure gets a kind and a class label from
-:func:`otel_semloop.detectors.normalize.classify_failure`.
+:func:`otel_semloop.detectors.failure_class.classify_failure`.
 
 Signals
     ``permanent_error``
@@ -51,8 +51,9 @@ from collections import deque
 from dataclasses import replace
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
-from otel_semloop.detectors.normalize import FailureKind
+from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.facts import StepFacts
+from otel_semloop.detectors.failure_class import FailureKind
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
@@ -101,9 +102,14 @@ class FailureDetector(IncrementalDetector):
 
     def reset(self) -> None:
         super().reset()
-        self._failing: dict[int, _Failing] = {}
-        # Permanent / repeated-error episodes not yet resolved (bounded like the digests).
-        self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
+        failing: dict[int, _Failing] | None = getattr(self, "_failing", None)
+        if failing is None:
+            self._failing = {}
+            # Permanent / repeated-error episodes not yet resolved (bounded like the digests).
+            self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
+        else:
+            failing.clear()
+            self._open.clear()
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = facts.kind

@@ -2,7 +2,7 @@
 
 Masked results hide numbers (a new request id is not progress), which would also hide work
 getting done. These figures let it through: the fingerprinter
-(:class:`~otel_semloop.detectors.base.Fingerprinter`) compares them between calls of the
+(:class:`~otel_semloop.detectors.facts.Fingerprinter`) compares them between calls of the
 same action and counts a step as progress when they moved the right way. All pure
 functions of the text, read from its tail only (:data:`PROGRESS_TAIL_CHARS`: status lines
 come last, and the bound keeps the cost per step constant).
@@ -283,7 +283,7 @@ def remaining_counts(text: str) -> tuple[int, ...] | None:
     "remaining: 40"), or None when there are none or too many to be a status line.
 
     Digits are masked in result fingerprints (a new request id is not progress), which
-    would also hide a queue draining from 12 to 0. :class:`~otel_semloop.detectors.base.
+    would also hide a queue draining from 12 to 0. :class:`~otel_semloop.detectors.facts.
     Fingerprinter` compares these counts between calls of the same action: remaining work
     that only falls is progress. Only numbers labelled as remaining work count: bare
     numbers (pids, attempt numbers, ids) fall and rise at random in loops too, so the rule

@@ -3,7 +3,7 @@
 "Progress" here means a tool step that is *novel*: an (action, result) pair not seen
 before in the run, or a result that shows explicit progress beyond anything the same call
 returned before (a higher percentage or n/m, a longer output). See
-:mod:`otel_semloop.detectors.base`.
+:mod:`otel_semloop.detectors.facts`.
 
 Signals
     ``repeated_result``
@@ -77,7 +77,8 @@ from __future__ import annotations
 from collections import deque
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import near_duplicate
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
@@ -167,6 +168,15 @@ class _ChainMap:
         self._data.clear()
 
 
+def _clear_chains(detector: IncrementalDetector) -> None:
+    """A detector's ``_chains`` at its reset: emptied when there is one, else a new one."""
+    chains: _ChainMap | None = getattr(detector, "_chains", None)
+    if chains is None:
+        detector._chains = _ChainMap(detector.config.seen_capacity)  # type: ignore[attr-defined]
+    else:
+        chains.clear()
+
+
 class _ChainDetector(IncrementalDetector):
     """Base of the detectors that report a chain of one digest (its only signal) from its
     second occurrence on, as an episode that starts at the chain's first step."""
@@ -177,7 +187,7 @@ class _ChainDetector(IncrementalDetector):
 
     def reset(self) -> None:
         super().reset()
-        self._chains = _ChainMap(self.config.seen_capacity)
+        _clear_chains(self)
 
     #: Whether the chain proves a lack of progress (see :class:`~otel_semloop.verdict.Finding`).
     _no_progress: ClassVar[bool] = True
@@ -333,7 +343,7 @@ class SameAnswerDetector(IncrementalDetector):
 
     def reset(self) -> None:
         super().reset()
-        self._chains = _ChainMap(self.config.seen_capacity)
+        _clear_chains(self)
         self._open: dict[str, list[Episode]] = {}
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
@@ -413,7 +423,11 @@ class StaleDetector(IncrementalDetector):
         self._last_novel_ns: int | None = None
         self._steps_episode: Episode | None = None
         self._time_episode: Episode | None = None
-        self._window: deque[bool] = deque(maxlen=self.config.stale_window)
+        window: deque[bool] | None = getattr(self, "_window", None)
+        if window is None:
+            self._window = deque(maxlen=self.config.stale_window)
+        else:
+            window.clear()
         self._window_stale = 0
         self._window_episode: Episode | None = None
         config = self.config

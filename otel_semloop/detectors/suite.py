@@ -23,10 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from otel_semloop.detectors.agents import HandoffCycleDetector
-from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import IncrementalDetector
 from otel_semloop.detectors.budgets import BudgetDetector
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.cycles import ActionCycleDetector
+from otel_semloop.detectors.facts import Fingerprinter, StepFacts
 from otel_semloop.detectors.failures import FailureDetector, RetryStormDetector
 from otel_semloop.detectors.progress import (
     CallCeilingDetector,

@@ -45,7 +45,8 @@ import sys
 from collections import Counter
 from typing import ClassVar
 
-from otel_semloop.detectors.base import Episode, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import normalize_words
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding

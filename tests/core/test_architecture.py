@@ -96,3 +96,17 @@ def test_a_module_over_400_lines_says_why_at_its_top() -> None:
             if not re.search(r"^Size: \S", docstring, re.M):
                 unexplained.append(str(path.relative_to(ROOT)))
     assert unexplained == [], "split these, or add a 'Size: <reason>' paragraph to the module docstring"
+
+
+def _package_imports(path: Path) -> set[str]:
+    """The package modules ``path`` imports, at its top or inside a function."""
+    return {m for m in _imports(path) if m.startswith("otel_semloop")}
+
+
+def test_steps_are_read_in_layers_with_no_import_cycle() -> None:
+    """messages.py (what was said) imports no package module, model.py (the Step that
+    decodes itself on first read) only messages.py, conventions.py (span to step) only
+    those two: none needs a function-level import to dodge a cycle."""
+    assert _package_imports(PACKAGE / "messages.py") == set()
+    assert _package_imports(PACKAGE / "model.py") == {"otel_semloop.messages"}
+    assert _package_imports(PACKAGE / "conventions.py") == {"otel_semloop.messages", "otel_semloop.model"}

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from otel_semloop.builder import build_trace
-from otel_semloop.conventions import flatten_text, step_kind
+from otel_semloop.conventions import step_kind
+from otel_semloop.messages import flatten_text
 from otel_semloop.model import STATUS_ERROR, EventRecord, SpanRecord, StepKind
 from tests.support.span_records import span_record
 

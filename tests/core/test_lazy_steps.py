@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 
 from bench.detector_speed import genai_records
 from otel_semloop import conventions as cv
+from otel_semloop import messages as msg
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
-from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
-from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like
+from otel_semloop.model import EventRecord, PendingInput, SpanRecord, Step, StepKind
+from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like, span_records
 
 TRACE = "0" * 31 + "1"
 
@@ -138,6 +139,42 @@ def test_lazy_tree_nodes_behave_as_the_eager_dicts():
     assert copy.deepcopy(build_trace(genai_records(12)).tree_view(lazy=True)) == eager
 
 
+def _resolved(view: Any) -> Any:
+    """A pending view (see Step.tree_view) with every PendingInput replaced by its value,
+    node dicts as they are (so what is compared is the pending view's own keys and order)."""
+    stack = [view]
+    while stack:
+        node = stack.pop()
+        if isinstance(node.get("input"), PendingInput):
+            node["input"] = node["input"].value()
+        stack.extend(node["children"])
+    return view
+
+
+def test_the_pending_view_is_plain_dicts_that_resolve_to_the_eager_view():
+    trace = build_trace(genai_records(12))
+    view = trace.tree_view(pending=True)
+    nodes, stack = [], [view]
+    while stack:
+        nodes.append(stack.pop())
+        stack.extend(nodes[-1]["children"])
+    assert all(type(node) is dict for node in nodes)  # every lookup is the dict's own
+    pending = [n for n in nodes if n["input"].__class__ is PendingInput]
+    assert len(pending) == 7  # the agent and its 6 LLM calls: their inputs are JSON histories
+    assert all(not s.is_decoded("input_text") for s in trace.steps if s.kind is StepKind.LLM)
+    assert "not read yet" in repr(pending[0]["input"])
+    eager = build_trace(genai_records(12)).tree_view()
+    assert json.dumps(_resolved(view)) == json.dumps(eager)  # values and key order
+    assert trace.tree_view(pending=True) == eager  # the steps keep what was decoded: plain now
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(span_records(), min_size=1, max_size=12))
+def test_any_trace_s_pending_view_resolves_to_its_eager_view(records: list[SpanRecord]) -> None:
+    eager = build_trace(records).tree_view()
+    assert _resolved(build_trace(records).tree_view(pending=True)) == eager
+
+
 def test_the_golden_traces_score_the_same_on_the_lazy_view():
     from bench.deepeval_tree import trace_from_tree
     from tests.support.repo_data import GOLDEN, read_jsonl
@@ -172,42 +209,42 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
         step_in = attrs.get("gen_ai.input.messages")
         step_out = attrs.get("gen_ai.output.messages")
         if not step_in or not step_out:
-            indexed = cv._indexed_messages(attrs)
-            step_in = step_in or cv._first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
-            step_out = step_out or cv._first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+            indexed = msg.indexed_messages(attrs)
+            step_in = step_in or msg.first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+            step_out = step_out or msg.first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
     if step_in is None:
         step_in = cv._first_present(attrs, *cv._INPUT_KEYS)
     if step_out is None:
         step_out = cv._first_present(attrs, *cv._OUTPUT_KEYS)
     if record.events and kind is not StepKind.AGENT and (step_in is None or step_out is None):
-        events_in, events_out = cv._event_messages(record.events)
+        events_in, events_out = msg.event_messages(record.events)
         if kind is StepKind.TOOL:
-            events_in, events_out = cv._message_content(events_in), cv._message_content(events_out)
+            events_in, events_out = msg.message_content(events_in), msg.message_content(events_out)
         step_in = events_in if step_in is None else step_in
         step_out = events_out if step_out is None else step_out
-    step_in, step_out = cv._decode_json(step_in), cv._decode_json(step_out)
+    step_in, step_out = msg.decode_json(step_in), msg.decode_json(step_out)
     if "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs:
-        step_in, step_out = cv.unwrap_envelope(step_in), cv._decode_json_string(step_out)
+        step_in, step_out = msg.unwrap_envelope(step_in), msg.decode_json_string(step_out)
     out: dict[str, Any] = {
         "name": name,
         "input": step_in,
         "output": step_out,
-        "input_text": cv.flatten_text(step_in),
-        "output_text": cv.flatten_text(step_out),
-        "tool_calls": tuple(cv._tool_calls(step_out)) if kind is StepKind.LLM else (),
+        "input_text": msg.flatten_text(step_in),
+        "output_text": msg.flatten_text(step_out),
+        "tool_calls": tuple(msg.requested_tool_calls(step_out)) if kind is StepKind.LLM else (),
         "tool_arguments": None,
         "tool_result": None,
         "handoff_to": None,
     }
     if kind is StepKind.TOOL:
         arguments = attrs.get("gen_ai.tool.call.arguments")
-        tool_arguments = cv._decode_json(arguments) if arguments is not None else step_in
+        tool_arguments = msg.decode_json(arguments) if arguments is not None else step_in
         result = attrs.get("gen_ai.tool.call.result")
-        tool_result = cv._decode_json(result) if result is not None else step_out
+        tool_result = msg.decode_json(result) if result is not None else step_out
         if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
-            tool_arguments = cv.unwrap_callback_input(tool_arguments)
+            tool_arguments = msg.unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
-            tool_result = cv.unwrap_tool_result(tool_result)
+            tool_result = msg.unwrap_tool_result(tool_result)
         out["tool_arguments"], out["tool_result"] = tool_arguments, tool_result
         out["handoff_to"] = cv.handoff_target(attrs, name, tool_arguments)
     error_type = attrs.get("error.type")
@@ -385,7 +422,7 @@ def _message_text_reference(message: dict) -> str | None:
         if isinstance(content, str):
             return content
         if isinstance(content, list):
-            return cv.block_text(content)
+            return msg.block_text(content)
         return ""
     return None
 
@@ -416,4 +453,4 @@ MESSAGES = st.fixed_dictionaries(
 @settings(max_examples=400, deadline=None)
 @given(st.one_of(st.lists(MESSAGES | json_values, max_size=4), MESSAGES, json_values))
 def test_flatten_text_equals_its_specification(value: Any) -> None:
-    assert cv.flatten_text(value) == _flatten_reference(value)
+    assert msg.flatten_text(value) == _flatten_reference(value)

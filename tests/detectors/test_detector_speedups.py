@@ -119,10 +119,17 @@ def _tail_periods(items: list[int], max_period: int) -> list[tuple[int, int]]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.integers(min_value=1, max_value=6), st.lists(st.integers(min_value=0, max_value=3), max_size=60))
+@given(
+    st.integers(min_value=1, max_value=6),
+    st.lists(st.integers(min_value=0, max_value=3), max_size=60),
+    st.lists(st.integers(min_value=0, max_value=3), max_size=20),
+)
 def test_cycle_tracker_reports_the_tail_periods_of_the_whole_stream(
-    max_period: int, items: list[int]
+    max_period: int, items: list[int], next_run: list[int]
 ) -> None:
     tracker = CycleTracker(max_period)
-    for end in range(1, len(items) + 1):
-        assert tracker.push(items[end - 1]) == _tail_periods(items[:end], max_period)
+    # Two runs on one tracker: a reset (which empties it in place) forgets the first.
+    for stream in (items, next_run):
+        tracker.reset()
+        for end in range(1, len(stream) + 1):
+            assert tracker.push(stream[end - 1]) == _tail_periods(stream[:end], max_period)

@@ -20,8 +20,9 @@ import pytest
 
 from bench.verdict_snapshot import inputs
 from otel_semloop.builder import build_trace
-from otel_semloop.detectors.base import Fingerprinter, IncrementalDetector, StepFacts
+from otel_semloop.detectors.base import IncrementalDetector
 from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.facts import Fingerprinter, StepFacts
 from otel_semloop.detectors.suite import DetectorSuite, default_detectors, kinds_read
 from otel_semloop.model import Step, StepKind, ToolCall, Trace
 from otel_semloop.verdict import Finding

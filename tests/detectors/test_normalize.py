@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.figures import counts_fell, progress_value, remaining_counts
 from otel_semloop.detectors.normalize import (
-    FailureKind,
     arg_signature,
     canonical_args,
-    classify_failure,
     digest,
     mask,
     near_duplicate,

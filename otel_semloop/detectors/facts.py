@@ -1,0 +1,598 @@
+"""The per-step facts every detector reads: :class:`Fingerprinter` and :class:`StepFacts`.
+
+Facts, computed once per step
+    :class:`Fingerprinter` turns a step into :class:`StepFacts`: digests of the call (tool
+    name + canonical arguments), of the normalised result and of the normalised assistant
+    text, the near-duplicate argument signature, the failure class, the explicit progress
+    figure, and novelty: whether this (action, result) pair was seen before, kept in a
+    bounded LRU of digests. A suite computes facts once and hands them to every detector
+    (``observe_facts``); a detector run alone owns a fingerprinter. Digests are kept,
+    never arguments, results or text.
+
+Novelty and epochs
+    A tool step is *novel* when its (action, result) fingerprint has not been seen (within
+    ``seen_capacity``) or when it shows explicit progress: a higher percentage or n/m, or
+    a longer output, than the same call ever returned before. ``epoch`` counts novel tool steps
+    so far: detectors compare epochs to ask "did anything new happen between these two
+    steps?" in O(1). Transient failures (429, 5xx, timeouts) are neither novel nor
+    remembered: a call that did not happen is no evidence either way. A tool step with
+    neither arguments nor result (content capture off) cannot be compared and counts as
+    novel: errs toward no loop. A failed tool step is fingerprinted by its tool and its
+    masked message, not by its arguments: calls reworded or given an extra hint that
+    fail with the same text are one failure repeated, not new attempts.
+
+Replay and live
+    Replaying a finished trace (``Fingerprinter.lazy``), what only a repeat of the same
+    call needs is computed when first needed and a result or text seen again is read once;
+    live, everything is computed at once and no text is kept. Same facts either way.
+
+Size: one concern, the facts of a step and the run state (novelty, best figures per call)
+they are computed against; :class:`StepFacts` and the :class:`Fingerprinter` that fills it
+are one contract, and the masks, figures and failure classes it reads are elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
+from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.failure_class import Failure, FailureKind, classify_failure, failure_identity
+from otel_semloop.detectors.figures import (
+    best_numbers,
+    counts_fell,
+    numbers_progressed,
+    progress_value,
+    remaining_counts,
+    result_numbers,
+)
+from otel_semloop.detectors.normalize import (
+    ArgSignature,
+    arg_signature,
+    argument_words,
+    canonical_args,
+    is_acknowledgement,
+    normalize_result_and_content,
+    normalize_text,
+)
+from otel_semloop.model import Step, StepKind
+
+#: Enum members as module constants: in Python 3.11 reading one through its class
+#: (``StepKind.TOOL``) goes through the enum type's ``__getattr__`` hook, several times
+#: the cost of a global (same objects, same ``is``).
+_TOOL, _LLM, _AGENT = StepKind.TOOL, StepKind.LLM, StepKind.AGENT
+_TRANSIENT = FailureKind.TRANSIENT
+
+__all__ = ["Fingerprinter", "StepFacts"]
+
+
+class StepFacts:
+    """What the detectors know about one step (digests and flags, no content).
+
+    ``call`` is the digest of the tool name and canonical arguments (tool steps; LLM steps
+    only when they failed: name and input). ``result`` is the digest of the normalised
+    result (of the failure class when a failed tool returned nothing), None when unknown.
+    ``action`` is the (call, result) fingerprint. ``novel``/``epoch``, ``call_novel``/
+    ``call_epoch`` and ``text_novel``/``text_epoch`` are the novelty of the (action,
+    result) pair, of the call alone, and of the assistant text. ``progressed`` says the
+    result shows explicit progress beyond anything the same call returned before.
+    """
+
+    __slots__ = (
+        "_arg_words",
+        "_arguments",
+        "_signature",
+        "action",
+        "agent",
+        "args_known",
+        "call",
+        "call_epoch",
+        "call_novel",
+        "content",
+        "content_epoch",
+        "content_novel",
+        "cost",
+        "end_ns",
+        "epoch",
+        "failure",
+        "has_tool_calls",
+        "index",
+        "is_action",
+        "kind",
+        "name",
+        "novel",
+        "poll_ended",
+        "previous_action",
+        "progressed",
+        "result",
+        "span_id",
+        "start_ns",
+        "text",
+        "text_epoch",
+        "text_novel",
+        "tokens",
+        "trivial",
+    )
+
+    def __init__(self, step: Step, index: int) -> None:
+        self.index = index
+        self.kind = step.kind
+        self.name = step.name
+        self.span_id = step.span_id
+        self.start_ns = step.start_ns
+        self.end_ns = step.end_ns
+        self.agent = step.agent
+        # ``call`` and the four epochs are set by the fingerprinter (``call`` of an LLM step
+        # in a replay on first read: see :class:`_LazyCall`).
+        self.args_known = False
+        self._signature: ArgSignature | None = None
+        # (arguments, volatile names, position names, shell) while the signature and the
+        # argument words are not computed yet (see :attr:`signature`).
+        self._arguments: tuple[Any, frozenset[str], Collection[str], bool] | None = None
+        self.result: int | None = None
+        self.content: int | None = None
+        self.content_novel = False
+        self.trivial = False
+        self.poll_ended = False
+        self.previous_action = 0
+        self._arg_words: frozenset[int] | None = None  # None: not computed yet
+        self.action = 0
+        self.failure: Failure | None = None
+        self.novel = False
+        self.progressed = False
+        self.call_novel = False
+        self.text: int | None = None
+        self.text_novel = False
+        #: A tool step that counts for repetition and novelty (not a transient failure);
+        #: set once the failure is known (:meth:`Fingerprinter.facts`).
+        self.is_action = False
+        self.has_tool_calls = bool(step.tool_calls)
+        self.tokens = (step.input_tokens or 0) + (step.output_tokens or 0)
+        self.cost = step.cost or 0.0
+
+    @property
+    def signature(self) -> ArgSignature | None:
+        """The near-duplicate signature of the arguments (None when they are unknown).
+
+        Computed on first use when the fingerprinter was replaying a finished trace (most
+        steps never need it; the arguments are held by the trace anyway), at once live."""
+        if self._signature is None and self._arguments is not None:
+            arguments, volatile, positions, shell = self._arguments
+            self._signature = arg_signature(arguments, volatile, positions, shell=shell)
+        return self._signature
+
+    @property
+    def arg_words(self) -> frozenset[int]:
+        """The argument words (:func:`~otel_semloop.detectors.normalize.argument_words`),
+        computed on first use like :attr:`signature`."""
+        if self._arg_words is None:
+            self._arg_words = (
+                argument_words(self._arguments[0], self._arguments[1])
+                if self._arguments is not None
+                else frozenset()
+            )
+        return self._arg_words
+
+    def _read_arguments(self) -> None:
+        """Compute both now and let go of the arguments (live: no content is kept)."""
+        _ = self.signature, self.arg_words
+        self._arguments = None
+
+    @property
+    def time_ns(self) -> int | None:
+        """When the step finished (or started, when it has no end)."""
+        return self.end_ns if self.end_ns is not None else self.start_ns
+
+    @property
+    def transient_failure(self) -> bool:
+        return self.failure is not None and self.failure.kind is _TRANSIENT
+
+
+
+class _LRU:
+    """A bounded map of digests, least recently used evicted first. O(1) per operation."""
+
+    __slots__ = ("_capacity", "_data")
+
+    def __init__(self, capacity: int) -> None:
+        self._capacity = max(1, capacity)
+        self._data: dict[int, object] = {}
+
+    def touch(self, key: int, value: object = None) -> tuple[bool, object]:
+        """Record ``key`` (with ``value``) as most recent; return (was present, old value)."""
+        data = self._data
+        present = key in data
+        old = data.pop(key) if present else None
+        data[key] = value
+        if len(data) > self._capacity:
+            del data[next(iter(data))]
+        return present, old
+
+    def replace(self, key: int, value: object) -> None:
+        """Set the value of a key just touched (its recency is unchanged)."""
+        self._data[key] = value
+
+    def clear(self) -> None:
+        self._data.clear()
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+class Fingerprinter:
+    """Computes :class:`StepFacts` for each step, with the novelty state of one run.
+
+    Cost per step: O(size of the step) to normalise and hash its arguments, result and
+    text, plus O(1) dictionary work; memory O(seen_capacity) digests (and, replaying, up
+    to :data:`_MEMO_ENTRIES` references to texts of the trace).
+
+    The digests (``call``, ``result``, ``content``, ``action``, ``text``) are Python
+    hashes of the normalised strings: they are only compared with each other, within one
+    run, in one process (a string's hash is salted per process), and never printed or
+    sent anywhere. A 64-bit hash errs toward "same" with the same negligible odds as a
+    64-bit blake2b, at a small fraction of its cost.
+    """
+
+    __slots__ = (
+        "_call_epoch",
+        "_calls",
+        "_config",
+        "_content_epoch",
+        "_contents",
+        "_epoch",
+        "_reads",
+        "_seen",
+        "_text_epoch",
+        "_text_reads",
+        "_texts",
+        "_tools",
+        "_unique",
+        "lazy",
+    )
+
+    def __init__(self, config: DetectorConfig) -> None:
+        self._config = config
+        # Per tool name: (volatile argument names, position argument names, runs commands).
+        self._tools: dict[str, tuple[frozenset[str], Collection[str], bool]] = {}
+        #: Replaying a finished trace: figures only a repeat of the same call or a
+        #: comparison with a neighbour needs (progress figures, counts and numbers of a
+        #: result, the argument signature and words, an LLM request's identity) are
+        #: computed when first needed, from the step's own text and arguments, which the
+        #: trace holds anyway, and a result or assistant text seen again in the run is not
+        #: read again (:meth:`_read`). Live (False), everything is computed at once and no
+        #: text is kept. Same facts either way.
+        self.lazy = False
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the run: every map emptied in place (a scorer resets for each trace,
+        often twice: after scoring to let go of the text, and before the next)."""
+        try:
+            self._seen.clear()
+            self._calls.clear()
+            self._texts.clear()
+            self._contents.clear()
+            self._reads.clear()
+            self._text_reads.clear()
+        except AttributeError:  # the first reset (from ``__init__``)
+            capacity = self._config.seen_capacity
+            self._seen = _LRU(capacity)  # action fingerprints
+            # call digest -> (best progress, best size, last counts, last numbers, best
+            # numbers, last result, streak)
+            self._calls = _LRU(capacity)
+            self._texts = _LRU(capacity)  # assistant text digests
+            self._contents = _LRU(capacity)  # result content digests (digits kept)
+            self._reads: dict[str, _Read] = {}  # replay only: result text -> what it reads as
+            self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
+        self._content_epoch = 0
+        self._epoch = 0
+        self._call_epoch = 0
+        self._text_epoch = 0
+        self._unique = 0
+
+    def facts(self, step: Step, index: int) -> StepFacts:
+        kind = step.kind
+        if kind is _TOOL:
+            facts = StepFacts(step, index)
+            self._tool(step, facts)
+            facts.is_action = not facts.transient_failure
+        elif kind is _LLM:
+            # The request's identity (name and whole input), so a retried call can be told
+            # from a new one: only the failure detector reads it, and only about failures.
+            if self.lazy:
+                facts = _LazyCall(step, index)
+            else:
+                facts = StepFacts(step, index)
+                facts.call = _llm_call(step)
+            facts.failure = classify_failure(step)
+            self._text(step, facts, novelty=True)
+        else:
+            facts = StepFacts(step, index)
+            facts.call = 0
+            if kind is _AGENT:
+                self._text(step, facts, novelty=False)
+        facts.epoch = self._epoch
+        facts.call_epoch = self._call_epoch
+        facts.text_epoch = self._text_epoch
+        facts.content_epoch = self._content_epoch
+        return facts
+
+    def _tool(self, step: Step, facts: StepFacts) -> None:
+        name = step.name
+        tool = self._tools.get(name)
+        if tool is None:
+            config = self._config
+            tool = self._tools[name] = (config.volatile_for(name), config.position_args, is_shell_tool(name))
+        volatile, positions, shell = tool
+        arguments = step.tool_arguments
+        if arguments is None and step.handoff_to:
+            arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
+        args_known = facts.args_known = arguments is not None
+        if args_known:
+            call = facts.call = hash(f"{name}\0{canonical_args(arguments, volatile, shell=shell)}")
+            facts._arguments = (arguments, volatile, positions, shell)
+            if not self.lazy:
+                facts._read_arguments()
+        else:
+            call = facts.call = hash(f"{name}\0<no arguments>")
+        raw = _result_text(step)
+        failure = classify_failure(step, raw)
+        facts.failure = failure
+        if failure is not None and failure.kind is _TRANSIENT:
+            return  # neither novel nor remembered: the call did not happen
+        read = None
+        if raw is not None:
+            read = self._read(raw)
+            result = facts.result = read.result
+            size = read.size
+            facts.content = read.content
+            facts.trivial = read.acknowledges and not (
+                read.empty and empty_means_none_found(name, arguments, shell=shell)
+            )
+            content_seen, _ = self._contents.touch(read.content)
+            if not content_seen:
+                self._content_epoch += 1
+                facts.content_novel = True
+        elif failure is not None:
+            result = facts.result = hash(f"<failure>{failure.label}")
+            size = 0
+        else:
+            result = None
+            size = 0
+        if not args_known and result is None:
+            # Nothing to compare: a unique fingerprint, novel by construction.
+            self._unique += 1
+            facts.action = hash(f"<opaque>{self._unique}")
+        elif failure is not None:
+            # A failure is identified by what failed and how, not by how it was asked: a
+            # re-worded edit, an added hint argument, a wobbling search string that fail
+            # with the same message learned nothing the first failure did not.
+            facts.action = hash(f"{name}\0<failed>\0{failure_identity(step, raw, failure)}")
+        else:
+            facts.action = hash((call, result))
+        # Progress is measured against the best this call ever showed, not its last
+        # result: a result alternating between a short and a long form, or a percentage
+        # going down and up again, must not count as progress on every upswing. Counts
+        # (work remaining) are compared with the previous result: each fall is progress.
+        seen, _ = self._seen.touch(facts.action)
+        call_seen, previous = self._calls.touch(call)
+        call_novel = facts.call_novel = not call_seen
+        if previous is None:
+            best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
+                None, 0, None, None, None, None, 0
+            )
+        else:
+            best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = previous  # type: ignore[misc]
+        counts = numbers = None
+        if best_progress.__class__ is _Unread:
+            if raw is not None and raw == best_progress.text:  # type: ignore[union-attr]
+                # Every result of this call so far was this same text (a call repeated
+                # verbatim, as loops do): its figures equal the best, the last and the
+                # top ones, so they show no progress (no figure exceeds or falls below
+                # itself) and the call's state is what it was. Still not read.
+                progress = best_progress
+            else:
+                # The call's results so far were one text whose figures were not read
+                # yet: read them now (what storing them at the time would have stored;
+                # the best of one text, however often it came, is itself).
+                best_progress, last_counts, last_numbers = self._figures(best_progress.text)  # type: ignore[union-attr]
+                top_numbers = last_numbers
+                if raw is None:
+                    progress = None
+                else:
+                    progress, counts, numbers = self._figures(raw, read)
+        elif raw is None:
+            progress = None
+        elif call_novel and self.lazy:
+            # Only a later call of the same call compares these: read them if one comes.
+            progress = _Unread(raw)
+        else:
+            progress, counts, numbers = self._figures(raw, read)
+        # ``streak``: calls in a row of this call answered with results it had already
+        # given (the same one again, or a status flapping between known states).
+        if result is not None and (result == last_result or (seen and failure is None)):
+            streak += 1
+        else:
+            if (
+                streak >= 2
+                and not seen
+                and result is not None
+                and failure is None
+                and last_result is not None
+                and args_known
+            ):
+                # The same call, after answering with results it had already given, gives
+                # one it never gave before: it was waiting on something outside that has
+                # now changed (a poll that ended). The repetition was not a loop. A result
+                # it already gave (writes answered "ok", then "saved", then "ok") ends no
+                # wait.
+                facts.poll_ended = True
+                facts.previous_action = hash((call, last_result))
+            streak = 1 if result is not None else 0
+        if call_novel:
+            self._call_epoch += 1
+        elif progress.__class__ is not _Unread:  # (_Unread: the same text again, no progress)
+            facts.progressed = (
+                (progress is not None and best_progress is not None and progress > best_progress)
+                or (size > best_size > 0)
+                or counts_fell(last_counts, counts)
+                or numbers_progressed(last_numbers, top_numbers, numbers)
+            )
+        if progress is not None and (
+            isinstance(progress, _Unread) or best_progress is None or progress > best_progress
+        ):
+            best_progress = progress
+        self._calls.replace(
+            call,
+            (
+                best_progress,
+                max(size, best_size),
+                counts,
+                numbers,
+                best_numbers(top_numbers, numbers),
+                result,
+                streak,
+            ),
+        )
+        novel = facts.novel = not seen or facts.progressed
+        if novel:
+            self._epoch += 1
+
+    def _read(self, raw: str) -> _Read:
+        """What a result's text reads as; replaying, remembered for the run by the text
+        (loops repeat results verbatim), at most :data:`_MEMO_ENTRIES` of them."""
+        if not self.lazy:
+            return _Read(raw)
+        reads = self._reads
+        read = reads.get(raw)
+        if read is None:
+            read = reads[raw] = _Read(raw)
+            if len(reads) > _MEMO_ENTRIES:
+                del reads[next(iter(reads))]
+        return read
+
+    def _figures(self, raw: str, read: _Read | None = None) -> _Figures:
+        """(progress figure, remaining counts, numbers) of a result's text, read once per
+        :class:`_Read` (so once per distinct result text in a replay)."""
+        if read is None:
+            read = self._reads.get(raw) if self.lazy else None
+            if read is None:
+                return _figures(raw)
+        if read.figures is None:
+            read.figures = _figures(raw)
+        return read.figures
+
+    def _text(self, step: Step, facts: StepFacts, *, novelty: bool) -> None:
+        """Digest the output text; only assistant (LLM) text counts toward text novelty."""
+        text = step.output_text
+        if not text:
+            return
+        if self.lazy:
+            reads = self._text_reads
+            if text in reads:
+                digest = reads[text]
+            else:
+                digest = reads[text] = _text_digest(text)
+                if len(reads) > _MEMO_ENTRIES:
+                    del reads[next(iter(reads))]
+        else:
+            digest = _text_digest(text)
+        if digest is None:
+            return
+        facts.text = digest
+        if not novelty:
+            return
+        seen, _ = self._texts.touch(digest)
+        facts.text_novel = not seen
+        if facts.text_novel:
+            self._text_epoch += 1
+
+
+#: Distinct result texts (and assistant texts) a replay remembers what they read as: a
+#: bound on memory, not on correctness (a forgotten text is read again, the same way).
+_MEMO_ENTRIES = 256
+
+_Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
+
+
+class _Read:
+    """What one result text reads as: the digests of its normalised form (``result``) and
+    of its content (``content``, numbers kept), its size in words, whether it only
+    acknowledges, whether it is empty, and its figures once read (:func:`_figures`)."""
+
+    __slots__ = ("acknowledges", "content", "empty", "figures", "result", "size")
+
+    def __init__(self, raw: str) -> None:
+        normalised, content = normalize_result_and_content(raw)
+        self.result = hash(normalised)
+        self.content = hash(content) if content != normalised else self.result
+        # Size in words, not characters: an id one character longer is not more output.
+        # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
+        if len(normalised) < _SIZE_SPLIT_CHARS:
+            self.size = normalised.count(" ") + 1 if normalised else 0
+        else:
+            self.size = len(normalised) // 6
+        self.acknowledges = is_acknowledgement(normalised)
+        self.empty = not normalised
+        self.figures: _Figures | None = None
+
+
+def _text_digest(text: str) -> int | None:
+    """The digest of an output text's normalised form (None when nothing is left)."""
+    normalised = normalize_text(text)
+    return hash(normalised) if normalised else None
+
+
+def _llm_call(step: Step) -> int:
+    """An LLM request's identity: its name and whole input."""
+    return hash(f"{step.name}\0{step.input_text}")
+
+
+class _LazyCall(StepFacts):
+    """The facts of an LLM step in a replay: ``call`` (:func:`_llm_call`, which reads the
+    whole input history) is computed on first read, so a step nobody asks about never
+    flattens or hashes its input. The slot stays unset until then; reading an unset slot
+    falls back to ``__getattr__``, which fills it (later reads are plain slot reads)."""
+
+    __slots__ = ("_step",)
+
+    def __init__(self, step: Step, index: int) -> None:
+        super().__init__(step, index)
+        self._step = step
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "call":
+            step, self._step = self._step, None
+            self.call = call = _llm_call(step)
+            return call
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+class _Unread:
+    """A call's first result whose figures (:func:`_figures`) were not read yet."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+def _figures(raw: str) -> _Figures:
+    """(progress figure, remaining counts, numbers) of a result's text."""
+    return progress_value(raw), remaining_counts(raw), result_numbers(raw)
+
+
+def _result_text(step: Step) -> str | None:
+    """A tool step's result as text, or None when the span carried none."""
+    result = step.tool_result
+    if result is None:
+        return step.output_text or None
+    if isinstance(result, str):
+        return result
+    return canonical_args(result, (), rewrite=False)
+
+
+#: Results longer than this are sized by characters (about six per word) instead of being
+#: split: the bound keeps sizing O(1) extra allocations on huge outputs.
+_SIZE_SPLIT_CHARS = 65536

@@ -1,0 +1,123 @@
+"""Whether and how a step failed: :func:`classify_failure` and what a failure says.
+
+:func:`classify_failure` says whether a step failed and how: ``transient`` (429, 5xx,
+timeouts: retrying may help), ``permanent`` (401, 403, 404, invalid arguments: retrying
+the same call cannot help) or ``other``, with a low-cardinality class label (an exception
+type, an HTTP status, or a digest of the masked first line of the message).
+:func:`failure_identity` is what a failed tool step's message says, as compared across
+calls. Pure functions of the step, like everything in
+:mod:`otel_semloop.detectors.normalize`, whose masks they use.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from otel_semloop.detectors.normalize import digest, normalize_result
+from otel_semloop.model import Step, StepKind
+
+__all__ = [
+    "PERMANENT_STATUSES",
+    "TRANSIENT_STATUSES",
+    "Failure",
+    "FailureKind",
+    "classify_failure",
+    "failure_identity",
+]
+
+
+class FailureKind(str, enum.Enum):
+    TRANSIENT = "transient"
+    PERMANENT = "permanent"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How a step failed: its kind and a low-cardinality class label (an exception type,
+    an HTTP status, or a digest of the masked first line of the message)."""
+
+    kind: FailureKind
+    label: str
+
+
+#: HTTP statuses worth retrying (OTLP's own retry list plus 408/425/500 and Anthropic's
+#: 529 "overloaded").
+TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 529})
+#: HTTP statuses that the same request will keep getting.
+PERMANENT_STATUSES = frozenset({400, 401, 403, 404, 405, 422})
+
+_STATUS = re.compile(
+    r"(?:\bstatus(?:[ _-]?code)?|\bhttp(?:/\d(?:\.\d)?)?|\berror(?:[ _-]?code)?|\bcode|^)\W{0,3}([45]\d\d)\b",
+    re.IGNORECASE,
+)
+_TRANSIENT_WORDS = re.compile(
+    r"rate.?limit|too.?many.?requests|time.?out|timed.?out|temporar|unavailable|overload|"
+    r"try.?again|connection.?(?:reset|refused|error|aborted)|econnreset|etimedout|"
+    r"deadline.?exceeded|resource.?exhausted|internal.?server|bad.?gateway|throttl",
+    re.IGNORECASE,
+)
+_PERMANENT_WORDS = re.compile(
+    r"unauthori[sz]ed|forbidden|permission.?denied|access.?denied|authenticat|"
+    r"invalid.?(?:argument|request|param|input|api.?key|value)|validation.?error|bad.?request|"
+    r"not.?found.?error|notfound|unprocessable|schema",
+    re.IGNORECASE,
+)
+#: A tool result starting with one of these words is a failure even when the span's status
+#: says nothing: many tools report errors as text.
+_ERROR_RESULT = re.compile(r"^\s*(?:error|exception|traceback|fatal)\b", re.IGNORECASE)
+#: Characters of an error message inspected: the class is in the first line.
+_ERROR_CHARS = 300
+
+
+_TOOL_STEP = StepKind.TOOL  # a module constant: cheaper than the enum class's attribute
+
+
+def classify_failure(step: Step, result_text: str = "") -> Failure | None:
+    """How ``step`` failed, or None when it did not.
+
+    A step failed when its span says so (``is_error``) or, for a tool, when its result
+    text starts with ``error``, ``exception``, ``traceback`` or ``fatal``. The kind comes
+    from an HTTP status in the type or message, then from words ("rate limit", "timed
+    out" are transient; "unauthorized", "invalid argument" are permanent); the first
+    match wins in that order, and anything else is ``other``.
+    """
+    failed = step.is_error
+    if not failed and step.kind is _TOOL_STEP and result_text and _ERROR_RESULT.match(result_text):
+        failed = True
+    if not failed:
+        return None
+    error_type = step.error_type.rsplit(".", 1)[-1].strip()
+    message = (step.error_message or result_text or "")[:_ERROR_CHARS]
+    text = f"{error_type} {message}"
+    status_match = _STATUS.search(error_type) or _STATUS.search(message)
+    status = int(status_match.group(1)) if status_match else None
+    if status in TRANSIENT_STATUSES:
+        kind = FailureKind.TRANSIENT
+    elif status in PERMANENT_STATUSES:
+        kind = FailureKind.PERMANENT
+    elif _TRANSIENT_WORDS.search(text):
+        kind = FailureKind.TRANSIENT
+    elif _PERMANENT_WORDS.search(text):
+        kind = FailureKind.PERMANENT
+    else:
+        kind = FailureKind.OTHER
+    if error_type or status is not None:
+        label = " ".join(part for part in (error_type, f"http {status}" if status else "") if part)
+    else:
+        first_line = normalize_result(message.split("\n", 1)[0])
+        label = f"message {digest(first_line):016x}"
+    return Failure(kind, label)
+
+
+def failure_identity(step: Step, result_text: str | None, failure: Failure) -> str:
+    """What a failed tool step's failure *says*, as compared across calls: the masked,
+    case-folded start of its message (the error text on the span, or the result text that
+    reported it), or its class label when there is no message. Two calls that differ in
+    their arguments but fail with this same text failed the same way."""
+    message = step.error_message or result_text or ""
+    if not message:
+        return failure.label
+    return normalize_result(message[:_ERROR_CHARS])
