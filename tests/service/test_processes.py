@@ -110,7 +110,8 @@ def test_without_evaluation_records_the_root_is_not_decoded_and_the_loop_line_is
             remote = workers.evaluate(_release(index, loop), PROTO_SPANS, Scorer())
             assert remote is not None and local is not None
             root = remote.trace.spans[remote.trace.root_span_id]
-            assert root.attributes == {"gen_ai.agent.name": "researcher"} and root.name == "invoke_agent researcher"
+            assert root.attributes == {"gen_ai.agent.name": "researcher"}
+            assert root.name == "invoke_agent researcher"
             assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, index).hex()
             if loop:
                 assert local.verdict.fired_signals  # the line names them; the slim verdict does not
