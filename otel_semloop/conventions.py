@@ -43,7 +43,7 @@ from otel_semloop.messages import (
     flatten_text,
     indexed_messages,
     message_content,
-    requested_tool_calls,
+    text_and_tool_calls,
     unwrap_callback_input,
     unwrap_tool_result,
 )
@@ -155,7 +155,6 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     output = decode_json(raw_out)
     if envelope:
         output = decode_json_string(output)
-    output_text = flatten_text(output)
 
     tool_calls: tuple[ToolCall, ...] = ()
     tool_arguments = tool_result = handoff_to = None
@@ -174,7 +173,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             defer_input = False
             tool_arguments = step_input = decode_input(raw_in, envelope)
         result = get("gen_ai.tool.call.result")
-        tool_result = decode_json(result) if result is not None else output
+        # (the output decoded from this very value: not decoded twice)
+        same = result is None or (result is raw_out and not envelope)
+        tool_result = output if same else decode_json(result)
         if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
             tool_arguments = unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
@@ -182,9 +183,13 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         handoff_to = handoff_target(attrs, name, tool_arguments)
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
+        output_text = flatten_text(output)
     else:
         if kind is _LLM:
-            tool_calls = tuple(requested_tool_calls(output))
+            output_text, calls = text_and_tool_calls(output)
+            tool_calls = tuple(calls)
+        else:
+            output_text = flatten_text(output)
         # Only the text and the tool calls are read at once: the decoded messages are
         # dropped (decoded again on a read of ``output``), fewer objects live per step.
         defer_output = output is not raw_out and isinstance(raw_out, str)
@@ -209,8 +214,17 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if _USAGE_KEYS.isdisjoint(attrs):  # most spans but LLM calls: one pass in C
         input_tokens = output_tokens = cost = None
     else:
-        input_tokens = _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS))
-        output_tokens = _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS))
+        # The GenAI keys first, inline (the usual case); then the others, in order.
+        input_tokens = get("gen_ai.usage.input_tokens")
+        if input_tokens is None:
+            input_tokens = _first_present(attrs, *_INPUT_TOKEN_KEYS)
+        if input_tokens.__class__ is not int:  # (a bool is no count: its class is bool)
+            input_tokens = _as_int(input_tokens)
+        output_tokens = get("gen_ai.usage.output_tokens")
+        if output_tokens is None:
+            output_tokens = _first_present(attrs, *_OUTPUT_TOKEN_KEYS)
+        if output_tokens.__class__ is not int:
+            output_tokens = _as_int(output_tokens)
         cost = _first_present(attrs, *_COST_KEYS)
     # Positional: a keyword call matches each name against the parameters (several times
     # the cost of the call itself for this many); the order is checked at import below.
