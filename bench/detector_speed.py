@@ -28,8 +28,8 @@ other work does not count), median of ``--runs`` runs, each scoring about
   ``Scorer().score(trace)``, the default scorer with the deepeval-compatible lexical
   score: what every front door runs per trace (write-back excluded);
 * ``score``: ``Scorer().score(trace)`` alone on the built trace;
-* ``detectors`` and ``lexical`` (the lazy tree view the scorer builds included): the two
-  halves of ``score``;
+* ``detectors`` and ``lexical`` (as the scorer reads it: from the steps, no tree view
+  built): the two halves of ``score``;
 * ``floor``: what merely reading the same records costs (:func:`read_floor`: every JSON
   attribute decoded by orjson, each string attribute hashed once with blake2b and
   lower-cased and split once), and ``x floor``, records->verdict as a multiple of it: the
@@ -41,8 +41,9 @@ so both run in this one process), alternating them round by round, and prints ea
 side by side, median of ``--runs`` rounds and the old/new ratio: ``records->verdict``,
 ``score``, ``detectors`` (``DetectorSuite.detect``), ``own`` (the detectors' own work:
 every step's facts computed beforehand, then only the detectors' ``observe_facts``, as the
-suite dispatches them), ``lexical`` (the tree view the scorer builds and the lexical
-score) and ``policy`` (the verdict from findings, ``unreadable_steps``).
+suite dispatches them), ``lexical`` (the lexical score as the scorer reads it: from the
+steps where the tree has ``evaluate_trace``, else its tree view) and ``policy`` (the
+verdict from findings, ``unreadable_steps``).
 
 Promises checked (exit status 1 when broken): the full records->verdict cost at 50 steps
 is at most ``TARGET_US`` (25) microseconds per step, and the per-step cost at the largest
@@ -331,9 +332,14 @@ def _parts(package: str, records: list[list[SpanRecord]]) -> tuple[int, dict[str
                         observe(f, step)
             suite.findings()
 
+    by_steps = hasattr(lexical, "evaluate_trace")  # as the scorer reads it, where it can
+
     def lex() -> None:
         for trace in traces:
-            lexical.evaluate(trace.tree_view(lazy=True) if lazy_view else trace.tree_view())
+            if by_steps:
+                lexical.evaluate_trace(trace)
+            else:
+                lexical.evaluate(trace.tree_view(lazy=True) if lazy_view else trace.tree_view())
 
     def decide() -> None:
         for trace, found in zip(traces, findings, strict=True):
@@ -425,7 +431,7 @@ def main() -> int:
         full[size] = per_step_us(end_to_end, n, args.runs)
         score = per_step_us(lambda trace=trace: scorer.score(trace), n, args.runs)
         detectors = per_step_us(lambda trace=trace: DetectorSuite().detect(trace), n, args.runs)
-        lex = per_step_us(lambda trace=trace: lexical.evaluate(trace.tree_view(lazy=True)), n, args.runs)
+        lex = per_step_us(lambda trace=trace: lexical.evaluate_trace(trace), n, args.runs)
         label = scorer.score(trace).label.value
         floor = per_step_us(lambda records=records: read_floor(records), n, args.runs)
         print(

@@ -144,9 +144,10 @@ class DetectorScorer:
     def score(self, trace: Trace) -> Verdict:
         if not trace.steps:
             return Verdict.unscored("no agent steps in trace", partial=trace.partial)
-        # The lazy view: an LLM step's input (its whole message history) is decoded only
-        # if the lexical walk looks it up (a type:name collision on the ancestry path).
-        lexical = self.lexical.evaluate(trace.tree_view(lazy=True))
+        # Read from the steps (no tree view built): an LLM step's input (its whole message
+        # history) is decoded only if the lexical walk needs its label (a type:name
+        # collision on the ancestry path).
+        lexical = self.lexical.evaluate_trace(trace)
         if self.mode == "lexical":
             loop = lexical.loop
             return Verdict(

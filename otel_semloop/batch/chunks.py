@@ -4,11 +4,15 @@ Why chunks: the reading process should only read, order and write. Parsing a lin
 (``orjson.loads``), finding its spans, and decoding and scoring the traces are the heavy
 part, so a worker does them for a run of consecutive units (a chunk) and sends back:
 
-* for each unit: its spans' ids, each span as compact bytes (JSON or protobuf), and for
-  JSON the bytes *around* the spans (``gaps``), so that ``gaps[0] + span[0] + gaps[1] +
-  ... + gaps[n]`` is exactly ``orjson.dumps`` of the parsed line (checked, else ``gaps``
-  is None). A line whose spans gained patches is then written by re-serialising only
-  those spans, and a line that gained nothing is still copied as it was read;
+* for each unit: its spans' ids and where each span is. A JSON line that is already
+  compact (exactly ``orjson.dumps`` of itself parsed, as orjson and most exporters write
+  it) gets its spans' byte offsets in the line (``bounds``: start and end of each), and
+  nothing else crosses back: the reading process holds the line anyway. Any other unit
+  gets each span as compact bytes (JSON or protobuf) and, for JSON, the bytes *around*
+  the spans (``gaps``), so that ``gaps[0] + span[0] + gaps[1] + ... + gaps[n]`` is
+  exactly ``orjson.dumps`` of the parsed line (checked, else ``gaps`` is None). A line
+  whose spans gained patches is then written by re-serialising only those spans, and a
+  line that gained nothing is still copied as it was read;
 * for each trace that the worker saw start, get its root and end inside the chunk:
   the verdict, computed from the spans it parsed (so they are decoded once).
 
@@ -22,6 +26,7 @@ bytes, as for any other trace. So a verdict never depends on where chunks were c
 
 from __future__ import annotations
 
+from array import array
 from collections import OrderedDict
 from itertools import chain
 from typing import Any
@@ -31,18 +36,20 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.spans import apply_json, dump_json, load_json, scan_json, scan_proto
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, collector_paused, score_job, scorer
 from otel_semloop.otlp._common import Bad
 
 __all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_unit", "render_json"]
 
 #: One parsed unit: (problem where, problem) for a unit that is not OTLP, else
-#: (None, None, ids, spans, gaps, groups) where ids are (trace id, span id, root) per span
-#: and groups are (trace id, span indexes, root span ids) per trace.
+#: (None, None, ids, spans, gaps, groups, bounds) where ids are (trace id, span id, root)
+#: per span, groups are (trace id, span indexes, root span ids) per trace, and either
+#: bounds are the spans' (start, end) offsets in a compact line (an ``array``, spans and
+#: gaps None), or spans are each span's bytes and gaps the bytes around them (or None).
 Parsed = tuple[Any, ...]
 #: (parsed units, {trace id: (span count, roots, patched spans, row)}) where patched spans
 #: are (unit index in the chunk, span index, patch) and a patch is the span's new compact
-#: JSON when its unit has gaps, else the :class:`~otel_semloop.writeback.SpanPatch`.
+#: JSON when its unit has bounds or gaps, else the :class:`~otel_semloop.writeback.SpanPatch`.
 ChunkResult = tuple[list[Parsed], dict[str, tuple[int, tuple[str, ...], Any, Any]]]
 
 _LEVELS = ("resourceSpans", "scopeSpans", "spans")
@@ -68,13 +75,29 @@ def parse_unit(kind: str, raw: bytes, where: str) -> tuple[Parsed, list[Any]]:
     ids = [(s.trace_id, s.span_id, s.root) for s in scanned]
     objects = [s.span for s in scanned]
     if kind == "json":
+        spans = [dump_json(o) for o in objects]
+        gaps, whole = _gaps(doc, spans)
+        if whole is not None and whole == raw:
+            return (None, None, ids, None, None, _groups(ids), _bounds(gaps, spans)), objects
         # copied to their size: orjson's bytes keep its whole (much larger) buffer
-        spans = [bytes(memoryview(dump_json(o))) for o in objects]
-        gaps = _gaps(doc, spans)
+        spans = [bytes(memoryview(b)) for b in spans]
     else:
         spans = [o.SerializeToString() for o in objects]
         gaps = None
-    return (None, None, ids, spans, gaps, _groups(ids)), objects
+    return (None, None, ids, spans, gaps, _groups(ids), None), objects
+
+
+def _bounds(gaps: list[bytes], spans: list[bytes]) -> array[int]:
+    """Start and end of each span in ``render_json(gaps, spans)``."""
+    bounds = array("q")
+    add = bounds.append
+    at = 0
+    for gap, span in zip(gaps, spans, strict=False):  # one gap more
+        at += len(gap)
+        add(at)
+        at += len(span)
+        add(at)
+    return bounds
 
 
 def _groups(ids: list[tuple[str, str, bool]]) -> list[tuple[str, list[int], list[str]]]:
@@ -93,13 +116,14 @@ def _groups(ids: list[tuple[str, str, bool]]) -> list[tuple[str, list[int], list
     return list(by_trace.values())
 
 
-def _gaps(doc: Any, spans: list[bytes]) -> list[bytes] | None:
-    """The compact serialisation of ``doc`` around its spans, or None when it cannot be
-    composed exactly (orjson cannot write the document: nesting past 255, huge ints)."""
+def _gaps(doc: Any, spans: list[bytes]) -> tuple[list[bytes], bytes] | tuple[None, None]:
+    """The compact serialisation of ``doc`` around its spans and the whole of it, or None
+    when it cannot be composed exactly (orjson cannot write the document: nesting past
+    255, huge ints)."""
     try:
         whole = orjson.dumps(doc)
     except TypeError:
-        return None
+        return None, None
     gaps: list[bytes] = []
     buf: list[bytes] = []
     dumps = orjson.dumps
@@ -131,11 +155,11 @@ def _gaps(doc: Any, spans: list[bytes]) -> list[bytes] | None:
     try:
         obj(doc, 0)
     except TypeError:
-        return None
+        return None, None
     gaps.append(b"".join(buf))
     if len(gaps) != len(spans) + 1 or render_json(gaps, spans) != whole:
-        return None
-    return gaps
+        return None, None
+    return gaps, whole
 
 
 def render_json(gaps: list[bytes], spans: list[bytes]) -> bytes:
@@ -167,6 +191,16 @@ def parse_chunk(
     score the traces complete inside them (see the module docstring). ``carried`` names
     traces that probably began before the chunk: they are not scored here (the engine
     would not use the verdict)."""
+    with collector_paused():
+        return _parse_chunk(units, window, spec, carried)
+
+
+def _parse_chunk(
+    units: list[tuple[str, bytes, str] | None],
+    window: int,
+    spec: ScorerSpec | None,
+    carried: frozenset[str],
+) -> ChunkResult:
     parsed: list[Parsed] = []
     open_: OrderedDict[str, _Local] = OrderedDict()
     stalled: dict[str, _Local] = {}
@@ -203,8 +237,8 @@ def parse_chunk(
             if p[0] is None:
                 # a line orjson cannot write may hold values it cannot read back either:
                 # its traces are scored by the engine from the span bytes, as before
-                exact = kind != "json" or p[4] is not None
-                gaps = p[4] is not None
+                gaps = p[4] is not None or p[6] is not None
+                exact = kind != "json" or gaps
                 for i, ((tid, sid, root), obj) in enumerate(zip(p[2], objects, strict=True)):
                     if tid in closed:
                         continue  # late: the engine writes it untouched

@@ -75,6 +75,9 @@ DEFAULT_MEMORY_BUDGET = 64 << 20
 #: traces cut by a chunk's edges (those are decoded twice), smaller ones hold less memory.
 DEFAULT_CHUNK_BYTES = 16 << 20
 DEFAULT_CHUNK_UNITS = 4096
+#: Near the end of an input of known size chunks shrink, down to this, so that the
+#: workers finish together instead of one scoring the last big chunk alone.
+MIN_TAIL_CHUNK_BYTES = 1 << 20
 _JOBS_PER_TASK = 16
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 _PARTITIONS = 16
@@ -108,23 +111,33 @@ class EngineStats:
     loops: int = 0
     #: traces whose verdict came with their chunk (decoded once, where they were parsed)
     scored_in_chunk: int = 0
+    chunks: int = 0
 
 
 class _Held:
-    """A unit waiting to be written: its spans' ids and bytes (from the parse), the
-    patches its spans gained, and how many undecided traces it still waits for."""
+    """A unit waiting to be written: its spans' ids and where their bytes are (from the
+    parse), the patches its spans gained, and how many undecided traces it still waits
+    for."""
 
-    __slots__ = ("gaps", "ids", "late", "patches", "spans", "unit", "waiting")
+    __slots__ = ("bounds", "gaps", "ids", "late", "patches", "spans", "unit", "waiting")
 
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
         self.ids: list[tuple[str, str, bool]] = []
-        self.spans: list[bytes] = []
+        #: each span's bytes, or None when ``bounds`` has their offsets in ``unit.raw``
+        self.spans: list[bytes] | None = []
         self.gaps: list[bytes] | None = None
+        self.bounds: Any = None  # array of (start, end) per span in a compact JSON line
         #: span index -> its patch, or (from a worker) its patched compact JSON
         self.patches: dict[int, SpanPatch | bytes] | None = None
         self.waiting = 0
         self.late: set[str] | None = None  # spilled traces whose patches it still needs
+
+    def span(self, i: int) -> bytes:
+        """Span ``i``'s bytes (compact JSON or protobuf)."""
+        if self.spans is not None:
+            return self.spans[i]
+        return self.unit.raw[self.bounds[2 * i] : self.bounds[2 * i + 1]]
 
 
 class _Open:
@@ -176,6 +189,7 @@ class Engine:
         self._spill: _Spill | None = None
         self._inbox: list[Unit] = []
         self._inbox_bytes = 0
+        self._fed = 0
         self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
@@ -185,12 +199,22 @@ class Engine:
 
     # -- input -------------------------------------------------------------------------
 
-    def feed(self, unit: Unit) -> None:
+    def feed(self, unit: Unit, left: float | None = None) -> None:
         """Queue ``unit``; units are parsed a chunk at a time (in a worker once the input
-        is larger than a chunk) and taken in input order as their chunk comes back."""
+        is larger than a chunk) and taken in input order as their chunk comes back.
+
+        ``left``, when the caller knows it, is the share of the input not read yet (0 to
+        1): once the workers run, the last chunks get smaller as the input runs out, so
+        that the workers finish together (the output does not depend on it)."""
         self._inbox.append(unit)
-        self._inbox_bytes += len(unit.raw)
-        if self._inbox_bytes >= self.options.chunk_bytes or len(self._inbox) >= self.options.chunk_units:
+        size = len(unit.raw)
+        self._inbox_bytes += size
+        self._fed += size
+        limit = self.options.chunk_bytes
+        if left is not None and self._pool is not None and left < 1.0:
+            rest = self._fed * left / (1.0 - left)  # input bytes still to come, estimated
+            limit = max(min(limit, MIN_TAIL_CHUNK_BYTES), min(limit, int(rest / (2 * self._workers))))
+        if self._inbox_bytes >= limit or len(self._inbox) >= self.options.chunk_units:
             self._send_chunk(full=True)
         self._receive(block=False)
 
@@ -199,6 +223,7 @@ class Engine:
         if not units:
             return
         self._chunk_no += 1
+        self.stats.chunks += 1
         work = [None if u.error is not None else (u.kind, u.raw, u.where) for u in units]
         # Traces of the previous chunk that go on in this one: the worker need not score
         # them (a hint only: the engine checks every verdict it uses).
@@ -260,7 +285,7 @@ class Engine:
             self._relieve()
 
     def _group(self, held: _Held, parsed: tuple[Any, ...]) -> None:
-        _, _, held.ids, held.spans, held.gaps, groups = parsed
+        _, _, held.ids, held.spans, held.gaps, groups, held.bounds = parsed
         self.stats.spans += len(held.ids)
         n = self._n
         chunk = self._chunk
@@ -274,7 +299,7 @@ class Engine:
                 if spill is not None and tid in spill.traces:
                     for i in indexes:
                         _, sid, root = held.ids[i]
-                        spill.add(tid, sid, root, held.unit.kind, held.spans[i])
+                        spill.add(tid, sid, root, held.unit.kind, held.span(i))
                     if held.late is None:
                         held.late = set()
                     held.late.add(tid)
@@ -334,16 +359,16 @@ class Engine:
             return
         kinds = {held.unit.kind for held, _ in t.spans}
         if kinds == {"proto"}:
-            spans = [Span.FromString(held.spans[i]) for held, indexes in t.spans for i in indexes]
+            spans = [Span.FromString(held.span(i)) for held, indexes in t.spans for i in indexes]
             job = TraceJob(tid, "proto", payload_proto(spans), roots, not roots)
         elif kinds == {"json"}:
-            payload = b"[" + b",".join([held.spans[i] for held, indexes in t.spans for i in indexes]) + b"]"
+            payload = b"[" + b",".join([held.span(i) for held, indexes in t.spans for i in indexes]) + b"]"
             job = TraceJob(tid, "json", payload, roots, not roots)
         else:
             decoded = [
-                orjson.loads(held.spans[i])
+                orjson.loads(held.span(i))
                 if held.unit.kind == "json"
-                else span_to_json(Span.FromString(held.spans[i]))
+                else span_to_json(Span.FromString(held.span(i)))
                 for held, indexes in t.spans
                 for i in indexes
             ]
@@ -356,6 +381,11 @@ class Engine:
         """Processes cost a second or so to start: only for inputs larger than a chunk."""
         if self._pool is None and self._workers > 1:
             ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+            if os.name == "posix":
+                # the fork server imports the scoring stack once and each worker starts
+                # from its copy, instead of every worker importing (and, without
+                # bytecode caches, compiling) it again: about a second of CPU a worker
+                ctx.set_forkserver_preload(["__main__", "otel_semloop.batch.chunks"])
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 self._workers, mp_context=ctx, initializer=init_worker, initargs=(self.options.spec,)
             )
@@ -415,8 +445,11 @@ class Engine:
             and not (unit.kind == "json" and b"\n" in unit.raw)
         ):
             return None
+        if held.bounds is not None:
+            return _splice(unit.raw, held.bounds, patches) if patches else unit.raw
         if unit.kind == "json" and held.gaps is not None:
             spans = held.spans
+            assert spans is not None
             if patches:
                 spans = list(spans)
                 for i, patch in patches.items():
@@ -447,7 +480,7 @@ class Engine:
             # written: only its place in the chunk is kept (until the chunk's verdicts go)
             held.unit.raw = b""
             held.spans = []
-            held.gaps = held.patches = None
+            held.gaps = held.patches = held.bounds = None
 
     def _relieve(self) -> None:
         """Over the memory budget: spill the traces holding back the oldest unit."""
@@ -540,6 +573,27 @@ class Engine:
             self._spill.close()
 
 
+def _splice(raw: bytes, bounds: Any, patches: dict[int, SpanPatch | bytes]) -> bytes:
+    """The compact JSON line ``raw`` with its patched spans re-serialised: the bytes of
+    re-serialising the whole line, since ``raw`` is what orjson writes for it."""
+    view = memoryview(raw)
+    parts: list[Any] = []
+    at = 0
+    for i in sorted(patches):
+        patch = patches[i]
+        start, end = bounds[2 * i], bounds[2 * i + 1]
+        parts.append(view[at:start])
+        if type(patch) is bytes:  # written by the worker
+            parts.append(patch)
+        else:
+            span = orjson.loads(view[start:end])
+            apply_json(span, patch)
+            parts.append(dump_json(span))
+        at = end
+    parts.append(view[at:])
+    return b"".join(parts)
+
+
 class _Spill:
     """Spans of spilled traces in partition files by trace id, and the units written
     after the first spill, in order, in one file."""
@@ -570,7 +624,7 @@ class _Spill:
         for held, indexes in t.spans:
             for i in indexes:
                 _, sid, root = held.ids[i]
-                self.add(tid, sid, root, held.unit.kind, held.spans[i])
+                self.add(tid, sid, root, held.unit.kind, held.span(i))
             if id(held) not in seen:
                 seen.add(id(held))
                 held.waiting -= 1

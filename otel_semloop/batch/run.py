@@ -289,7 +289,9 @@ def run(args: argparse.Namespace) -> int:
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
     )
     state = ReadState([], _Spool())
-    progress = _Progress(sum(s.size() for s in sources), not args.quiet and sys.stderr.isatty())
+    sizes = [s.size() for s in sources]
+    total = sum(sizes) if all(sizes) else 0  # a stream or a special file: size unknown
+    progress = _Progress(sum(sizes), not args.quiet and sys.stderr.isatty())
     write_spans = args.emit == "spans" and output is not None
     try:
         if output is not None:
@@ -309,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
             engine = Engine(options, output.write_unit if write_spans and output is not None else _discard)
             try:
                 for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
-                    engine.feed(unit)
+                    engine.feed(unit, max(0.0, 1.0 - state.compressed_read / total) if total else None)
                     progress.update(state.compressed_read, engine.stats)
                 stats = engine.finish()
             finally:

@@ -104,6 +104,7 @@ from typing import Any, ClassVar
 
 from rapidfuzz.distance import LCSseq
 
+from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import LexicalResult
 
 __all__ = [
@@ -114,6 +115,7 @@ __all__ = [
     "WEIGHTS",
     "LexicalDetector",
     "deepeval_score",
+    "deepeval_score_trace",
     "score_call_graph_cycles",
     "score_reasoning_stagnation",
     "score_tool_repetition",
@@ -185,25 +187,34 @@ def _tool_spans_and_llm_outputs(tree: Mapping[str, Any]) -> tuple[list[Mapping[s
 
 
 def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
-    args = span.get("input", {})
+    return _key_of(span.get("name", ""), span.get("input", {}))
+
+
+def _key_of(name: Any, args: Any) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
+    """A tool call's key: its name and its arguments as deepeval compares them."""
     if isinstance(args, str):
         with contextlib.suppress(Exception):  # deepeval keeps the raw string on any failure
             args = json.loads(args)
     if isinstance(args, dict):
         # The sorted (str(key), str(value)) pairs, the pairs built by ``map`` in C.
-        return span.get("name", ""), tuple(sorted(zip(map(str, args), map(str, args.values()), strict=True)))
-    return span.get("name", ""), (str(args),)
+        return name, tuple(sorted(zip(map(str, args), map(str, args.values()), strict=True)))
+    return name, (str(args),)
 
 
 def score_tool_repetition(
     tool_spans: Sequence[Mapping[str, Any]], repetition_threshold: int = 3
 ) -> tuple[float, str]:
     """deepeval's tool-repetition sub-score and reason for the tool spans, in order."""
-    if not tool_spans:
+    return _repetition(tool_spans, _call_key, repetition_threshold)
+
+
+def _repetition(tools: Sequence[Any], key: Any, repetition_threshold: int) -> tuple[float, str]:
+    """:func:`score_tool_repetition` of the tool calls ``tools``, keyed by ``key``."""
+    if not tools:
         return 1.0, "No tool spans found."
     # Counted in C (one hash of each nested key tuple, not two); a Counter keeps first-seen
     # order like the dict deepeval fills.
-    counts = Counter(map(_call_key, tool_spans))
+    counts = Counter(map(key, tools))
     # max() keeps the first of equal counts, i.e. the first call seen.
     (tool_name, _), count = max(counts.items(), key=lambda item: item[1])
     if count >= repetition_threshold * 2:
@@ -219,7 +230,11 @@ def score_tool_repetition(
 
 
 def _input_hash(span: Mapping[str, Any]) -> str:
-    raw = span.get("input", "")
+    return _hash_input(span.get("input", ""))
+
+
+def _hash_input(raw: Any) -> str:
+    """The ``input_hash`` part of a call-graph label, from a span's input."""
     if isinstance(raw, dict):
         try:
             raw = json.dumps(raw, sort_keys=True)
@@ -336,6 +351,11 @@ def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]
             continue
         path.append(node)
         pending.append(iter(kids))
+    return _cycle_score(cycle)
+
+
+def _cycle_score(cycle: list[str] | None) -> tuple[float, str]:
+    """The call-graph sub-score and reason of the first cycle found (its labels), if any."""
     if cycle is None:
         return 1.0, "No execution cycles detected."
     shown = []
@@ -502,6 +522,143 @@ def score_reasoning_stagnation(
 
 
 # ----------------------------------------------------------------------------------------
+# The same, read from a trace's steps
+# ----------------------------------------------------------------------------------------
+
+#: A step kind's node ``type`` in the tree view (:meth:`otel_semloop.model.Trace.tree_view`).
+_STEP_TYPES = {StepKind.AGENT: "agent", StepKind.LLM: "llm", StepKind.TOOL: "tool", StepKind.OTHER: "base"}
+_TOOL, _LLM = StepKind.TOOL, StepKind.LLM
+
+
+def _step_input(step: Step) -> Any:
+    """A step's node ``input`` in the tree view: a tool's arguments (else its input), the
+    input text of any other step that has an input (else None)."""
+    if step.kind is _TOOL:
+        return step.tool_arguments if step.tool_arguments is not None else step.input
+    return step.input_text if step.input is not None else None
+
+
+def _step_key(step: Step) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
+    return _key_of(step.name, _step_input(step))
+
+
+class _Ancestor:
+    """A step (None: the tree view's ``base`` wrapper, whose input is None) on the current
+    ancestry path of :func:`_walk_steps`, its label computed only when needed."""
+
+    __slots__ = ("_label", "prefix", "step")
+
+    def __init__(self, prefix: str, step: Step | None) -> None:
+        self.prefix = prefix
+        self.step = step
+        self._label: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self._label is None:
+            self._label = self.prefix + _hash_input(None if self.step is None else _step_input(self.step))
+        return self._label
+
+
+def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
+    """(tool steps, LLM outputs, the first call-graph cycle's labels or None) of
+    ``trace.tree_view()`` read from the steps themselves, in one walk and without building
+    the view: what :func:`_tool_spans_and_llm_outputs` and :func:`score_call_graph_cycles`
+    find on it (no node of the view is empty, so none is skipped). The cycle search is
+    theirs: prefixes ``type:name:`` compared while none holds a colon, full labels from the
+    first one that does; it stops at the first cycle, the collection goes on."""
+    tools: list[Step] = []
+    outputs: list[Any] = []
+    path: list[_Ancestor] = []
+    by_prefix: dict[str, list[int]] | None = {}
+    position: dict[str, int] = {}
+    cycle: list[str] | None = None
+    roots = trace.roots
+    stack: list[tuple[Iterator[Step], bool]] = []
+    if len(roots) == 1:
+        pending: list[Step] = [roots[0]]
+    else:  # several top-level steps (or none) hang under a ``base`` node
+        record = trace.spans.get(trace.root_span_id)
+        wrapper = _Ancestor(f"base:{record.name if record else 'trace'}:", None)
+        if wrapper.prefix.count(":") != 2:
+            by_prefix, position = None, {wrapper.label: 0}
+        else:
+            by_prefix[wrapper.prefix] = [0]  # type: ignore[index]
+        path.append(wrapper)
+        pending = roots
+    stack.append((iter(pending), len(path) == 1))
+    while stack:
+        entry = stack[-1]
+        step = next(entry[0], None)
+        if step is None:
+            stack.pop()
+            if entry[1] and cycle is None:
+                node = path.pop()
+                if by_prefix is None:
+                    del position[node.label]
+                else:
+                    depths = by_prefix[node.prefix]
+                    depths.pop()
+                    if not depths:
+                        del by_prefix[node.prefix]
+            continue
+        kind = step.kind
+        if kind is _TOOL:
+            tools.append(step)
+        elif kind is _LLM:
+            outputs.append(step.output_text)
+        children = step.children
+        pushed = False
+        if cycle is None:
+            node = _Ancestor(f"{_STEP_TYPES[kind]}:{step.name}:", step)
+            depth = len(path)
+            if by_prefix is not None and node.prefix.count(":") != 2:
+                # Colons in a type or name: from here on, full labels (computed for the path).
+                by_prefix, position = None, {n.label: i for i, n in enumerate(path)}
+            start: int | None = None
+            if by_prefix is None:
+                start = position.get(node.label)
+                if start is None and children:
+                    position[node.label] = depth
+            else:
+                depths = by_prefix.get(node.prefix)
+                if depths:
+                    label = node.label
+                    start = next((d for d in depths if path[d].label == label), None)
+                    if start is None and children:
+                        depths.append(depth)
+                elif children:
+                    by_prefix[node.prefix] = [depth]
+            if start is not None:
+                cycle = [*(n.label for n in path[start:]), node.label]
+            elif children:
+                path.append(node)
+                pushed = True
+        if children:
+            stack.append((iter(children), pushed))
+    return tools, outputs, cycle
+
+
+def deepeval_score_trace(
+    trace: Trace,
+    *,
+    threshold: float = 0.5,
+    repetition_threshold: int = 3,
+    similarity_threshold: float = 0.85,
+) -> LexicalResult:
+    """:func:`deepeval_score` of ``trace.tree_view()``, read from the steps without building
+    the view (what the scorer runs; ``tests/detectors/test_lexical_steps.py`` holds the two
+    equal on every snapshot trace and on generated trees)."""
+    tools, outputs, cycle = _walk_steps(trace)
+    results = (
+        _repetition(tools, _step_key, repetition_threshold),
+        score_reasoning_stagnation(outputs, similarity_threshold),
+        _cycle_score(cycle),
+    )
+    return _combined(results, threshold)
+
+
+# ----------------------------------------------------------------------------------------
 # The metric
 # ----------------------------------------------------------------------------------------
 
@@ -522,6 +679,11 @@ def deepeval_score(
         score_reasoning_stagnation(outputs, similarity_threshold),
         score_call_graph_cycles(tree),
     )
+    return _combined(results, threshold)
+
+
+def _combined(results: tuple[tuple[float, str], ...], threshold: float) -> LexicalResult:
+    """The metric from its three sub-scores and reasons, in :data:`WEIGHTS` order."""
     weights = 0.0
     total = 0.0
     for (_, weight), (sub_score, _) in zip(WEIGHTS, results, strict=True):
@@ -559,6 +721,18 @@ class LexicalDetector:
     def evaluate(self, tree: Mapping[str, Any] | None) -> LexicalResult:
         return deepeval_score(
             tree,
+            threshold=self.threshold,
+            repetition_threshold=self.repetition_threshold,
+            similarity_threshold=self.similarity_threshold,
+        )
+
+    def evaluate_trace(self, trace: Trace) -> LexicalResult:
+        """``evaluate(trace.tree_view())``, without building the view (unless a subclass
+        overrides :meth:`evaluate`, which then gets the lazy view)."""
+        if type(self).evaluate is not LexicalDetector.evaluate:
+            return self.evaluate(trace.tree_view(lazy=True))
+        return deepeval_score_trace(
+            trace,
             threshold=self.threshold,
             repetition_threshold=self.repetition_threshold,
             similarity_threshold=self.similarity_threshold,

@@ -5,6 +5,7 @@ lines that changed, copy the others), wherever the chunks are cut."""
 
 from __future__ import annotations
 
+import gc
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -13,7 +14,7 @@ import orjson
 import pytest
 
 from bench import rescore_throughput as bench
-from otel_semloop.batch.chunks import parse_unit, render_json
+from otel_semloop.batch.chunks import parse_chunk, parse_unit, render_json
 from otel_semloop.batch.spans import apply_json, payload_json
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job
 from otel_semloop.cli import main
@@ -107,9 +108,17 @@ def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkey
 def test_a_line_is_its_gaps_and_spans(doc):
     raw = json.dumps(doc, indent=1).encode()  # spacing orjson would not write
     parsed, objects = parse_unit("json", raw, "x:1")
-    _, _, ids, spans, gaps, _ = parsed
+    _, _, ids, spans, gaps, _, bounds = parsed
+    assert bounds is None
     assert len(ids) == len(spans) == len(objects)
     assert render_json(gaps, spans) == orjson.dumps(orjson.loads(raw))
+    # a compact line (what orjson writes for it) sends only where its spans are
+    compact = orjson.dumps(orjson.loads(raw))
+    parsed, objects = parse_unit("json", compact, "x:1")
+    _, _, ids, spans, gaps, _, bounds = parsed
+    assert spans is None and gaps is None and len(bounds) == 2 * len(ids) == 2 * len(objects)
+    pieces = [compact[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(objects))]
+    assert pieces == [orjson.dumps(o) for o in objects]
 
 
 def test_a_line_orjson_cannot_write_has_no_gaps():
@@ -119,6 +128,46 @@ def test_a_line_orjson_cannot_write_has_no_gaps():
     span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "attributes": [{"key": "d", "value": deep}]}
     raw = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
     parsed, _ = parse_unit("json", raw, "x:1")
-    assert parsed[0] is None and parsed[4] is None
+    assert parsed[0] is None and parsed[4] is None and parsed[6] is None
     huge = raw.replace(b'"leaf"', b"123456789012345678901234567890")
     assert parse_unit("json", huge, "x:1")[0][4] is None
+
+
+class _Watching:
+    """The default scorer, noting whether the cyclic collector ran during each trace."""
+
+    seen: list[bool] = []
+
+    def __init__(self) -> None:
+        from otel_semloop.scoring import DetectorScorer
+
+        self._scorer = DetectorScorer()
+
+    def score(self, trace):
+        _Watching.seen.append(gc.isenabled())
+        return self._scorer.score(trace)
+
+
+def _watching(spec: ScorerSpec) -> _Watching:
+    return _Watching()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_chunk_is_scored_with_the_collector_paused_then_resumed_as_it_was(tmp_path, enabled):
+    # the collector walks every parsed dict again and again for nothing (they form no
+    # cycles): paused for the chunk, and left as the caller had it afterwards
+    source = tmp_path / "agents.jsonl"
+    bench.write_file(source, 200_000, seed=3)
+    work = [("json", line, f"x:{i}") for i, line in enumerate(source.read_bytes().splitlines())]
+    _Watching.seen = []
+    was = gc.isenabled()
+    if not enabled:
+        gc.disable()
+    try:
+        _, verdicts = parse_chunk(work, 16, ScorerSpec(factory=_watching))
+        assert gc.isenabled() is enabled
+    finally:
+        if was:
+            gc.enable()
+    assert verdicts and len(_Watching.seen) == len(verdicts)
+    assert not any(_Watching.seen)

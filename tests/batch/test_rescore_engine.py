@@ -6,6 +6,9 @@ from __future__ import annotations
 import copy
 import json
 
+from otel_semloop.batch.engine import Engine, EngineOptions
+from otel_semloop.batch.inputs import ReadState, Source, _Spool, iter_units
+from otel_semloop.batch.writer import Output
 from otel_semloop.cli import main
 from tests.batch.rescore_data import agent_lines, labels, spans_of, write_jsonl
 
@@ -67,3 +70,39 @@ def test_a_span_arriving_after_its_trace_was_decided_is_kept_and_counted_late(tm
     assert json.loads(summary.read_text())["late_spans"] == 1
     assert out.read_bytes().splitlines()[-1] == json.dumps(late_line, separators=(",", ":")).encode()
     assert len(spans_of(out)) == len(spans_of(source))
+
+
+def _rescored(units: list, out_path, left, monkeypatch) -> tuple[bytes, int]:
+    """Rescore ``units`` with two workers and 20 KB chunks; ``left(i)`` is what the reader
+    would say is left of the input after unit ``i`` (or None)."""
+    from otel_semloop.batch import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "MIN_TAIL_CHUNK_BYTES", 1_000)
+    output = Output(str(out_path), "json")
+    output.open()
+    engine = Engine(EngineOptions(workers=2, chunk_bytes=20_000, window=2), output.write_unit)
+    try:
+        for i, unit in enumerate(units):
+            engine.feed(unit, left(i))
+        stats = engine.finish()
+    finally:
+        engine.close()
+    output.commit()
+    return out_path.read_bytes(), stats.chunks
+
+
+def test_chunks_shrink_as_an_input_of_known_size_runs_out_with_the_same_bytes(tmp_path, monkeypatch):
+    # the last big chunk would keep one worker busy while the other waits: near the end
+    # of an input whose size is known, chunks get smaller; the output must not change
+    source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=24, per_line=3))
+    units = list(iter_units([Source(str(source))], ReadState([], _Spool())))
+    sizes = [len(u.raw) + 1 for u in units]
+    total = sum(sizes)
+    read = [sum(sizes[: i + 1]) for i in range(len(units))]
+    fixed, fixed_chunks = _rescored(units, tmp_path / "a.jsonl", lambda i: None, monkeypatch)
+    units = list(iter_units([Source(str(source))], ReadState([], _Spool())))
+    left = [1 - r / total for r in read]
+    tapered, tapered_chunks = _rescored(units, tmp_path / "b.jsonl", left.__getitem__, monkeypatch)
+    assert total > 4 * 20_000
+    assert tapered == fixed
+    assert tapered_chunks > fixed_chunks + 2
