@@ -10,6 +10,7 @@ recursion.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable
 
 from otel_semloop.conventions import read_step, step_kind
@@ -25,11 +26,9 @@ _TOOL = StepKind.TOOL
 def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trace:
     """Build the trace of ``records`` (all of one trace id; duplicates by span id keep the
     first). ``partial`` marks a trace released before it completed."""
-    spans: dict[str, SpanRecord] = {}
-    arrival: dict[str, int] = {}
+    spans: dict[str, SpanRecord] = {}  # in arrival order
     for record in records:
         if record.span_id not in spans:
-            arrival[record.span_id] = len(arrival)
             spans[record.span_id] = record
     if not spans:
         return Trace(trace_id="", steps=[], partial=partial)
@@ -43,14 +42,14 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
         else:
             tops.append(record)
 
-    def order_key(record: SpanRecord) -> tuple[int, int]:
-        return (record.start_ns, arrival[record.span_id])
-
-    tops.sort(key=order_key)
+    # Siblings by start time, then arrival: each list is in arrival order already and the
+    # sort is stable, so the start time alone is the key (read in C).
+    _sort_by_start(tops, spans)
     for siblings in children.values():
-        siblings.sort(key=order_key)
+        _sort_by_start(siblings, spans)
 
     steps: list[Step] = []
+    starts: list[int] = []  # each step's sort key (start time, 0 when unknown)
     roots: list[Step] = []
     other: list[SpanRecord] = []
     preorder: dict[str, int] = {}
@@ -74,16 +73,23 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
                 step.agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
                 parent_step.children.append(step)
             steps.append(step)
+            starts.append(record.start_ns or 0)
             attach_to = step
         for child in reversed(children.get(record.span_id, ())):
             stack.append((child, attach_to))
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
     other.extend(r for r in spans.values() if r.span_id not in preorder)
-    steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
+    # By start time, ties in tree pre-order: the order the steps were appended in, which a
+    # stable sort keeps.
+    try:
+        if any(map(_LT, starts[1:], starts)):  # (none out of order: the usual case)
+            steps = [step for _, step in sorted(zip(starts, steps, strict=True), key=_FIRST)]
+    except TypeError:  # start times that do not compare (hand-built records): as before
+        steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
     _fill_tool_calls_from_llm_requests(steps)
     steps = _add_unrecorded_tool_calls(steps)
-    root_record = _root_record(tops) if tops else min(spans.values(), key=order_key)
+    root_record = _root_record(tops) if tops else _earliest(spans)
     return Trace(
         trace_id=root_record.trace_id,
         steps=steps,
@@ -93,6 +99,31 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
         root_span_id=root_record.span_id,
         partial=partial,
     )
+
+
+_START = operator.attrgetter("start_ns")
+_FIRST = operator.itemgetter(0)
+_LT = operator.lt
+
+
+def _sort_by_start(records: list[SpanRecord], spans: dict[str, SpanRecord]) -> None:
+    """Sort ``records`` (in arrival order) by start time, then arrival (a stable sort);
+    ``spans`` is every record by span id, in arrival order."""
+    try:
+        records.sort(key=_START)
+    except TypeError:  # start times that do not compare (hand-built records): as before
+        arrival = {span_id: i for i, span_id in enumerate(spans)}
+        records.sort(key=lambda r: (r.start_ns, arrival[r.span_id]))
+
+
+def _earliest(spans: dict[str, SpanRecord]) -> SpanRecord:
+    """The span that starts first, the first to arrive among equals (``spans`` is in
+    arrival order: ``min`` keeps the first of equal keys)."""
+    try:
+        return min(spans.values(), key=_START)
+    except TypeError:  # start times that do not compare (hand-built records): as before
+        arrival = {span_id: i for i, span_id in enumerate(spans)}
+        return min(spans.values(), key=lambda r: (r.start_ns, arrival[r.span_id]))
 
 
 def _root_record(tops: list[SpanRecord]) -> SpanRecord:

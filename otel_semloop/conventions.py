@@ -27,13 +27,12 @@ Where the messages are
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otel_semloop.handoffs import handoff_target
 from otel_semloop.messages import (
     decode_input,
     decode_json,
@@ -43,7 +42,7 @@ from otel_semloop.messages import (
     flatten_text,
     indexed_messages,
     message_content,
-    requested_tool_calls,
+    text_and_tool_calls,
     unwrap_callback_input,
     unwrap_tool_result,
 )
@@ -155,7 +154,6 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     output = decode_json(raw_out)
     if envelope:
         output = decode_json_string(output)
-    output_text = flatten_text(output)
 
     tool_calls: tuple[ToolCall, ...] = ()
     tool_arguments = tool_result = handoff_to = None
@@ -174,7 +172,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             defer_input = False
             tool_arguments = step_input = decode_input(raw_in, envelope)
         result = get("gen_ai.tool.call.result")
-        tool_result = decode_json(result) if result is not None else output
+        # (the output decoded from this very value: not decoded twice)
+        same = result is None or (result is raw_out and not envelope)
+        tool_result = output if same else decode_json(result)
         if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
             tool_arguments = unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
@@ -182,9 +182,13 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         handoff_to = handoff_target(attrs, name, tool_arguments)
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
+        output_text = flatten_text(output)
     else:
         if kind is _LLM:
-            tool_calls = tuple(requested_tool_calls(output))
+            output_text, calls = text_and_tool_calls(output)
+            tool_calls = tuple(calls)
+        else:
+            output_text = flatten_text(output)
         # Only the text and the tool calls are read at once: the decoded messages are
         # dropped (decoded again on a read of ``output``), fewer objects live per step.
         defer_output = output is not raw_out and isinstance(raw_out, str)
@@ -209,8 +213,17 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if _USAGE_KEYS.isdisjoint(attrs):  # most spans but LLM calls: one pass in C
         input_tokens = output_tokens = cost = None
     else:
-        input_tokens = _as_int(_first_present(attrs, *_INPUT_TOKEN_KEYS))
-        output_tokens = _as_int(_first_present(attrs, *_OUTPUT_TOKEN_KEYS))
+        # The GenAI keys first, inline (the usual case); then the others, in order.
+        input_tokens = get("gen_ai.usage.input_tokens")
+        if input_tokens is None:
+            input_tokens = _first_present(attrs, *_INPUT_TOKEN_KEYS)
+        if input_tokens.__class__ is not int:  # (a bool is no count: its class is bool)
+            input_tokens = _as_int(input_tokens)
+        output_tokens = get("gen_ai.usage.output_tokens")
+        if output_tokens is None:
+            output_tokens = _first_present(attrs, *_OUTPUT_TOKEN_KEYS)
+        if output_tokens.__class__ is not int:
+            output_tokens = _as_int(output_tokens)
         cost = _first_present(attrs, *_COST_KEYS)
     # Positional: a keyword call matches each name against the parameters (several times
     # the cost of the call itself for this many); the order is checked at import below.
@@ -278,50 +291,6 @@ _OUTPUT_TOKEN_KEYS = (
 )
 _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
 _USAGE_KEYS = frozenset(_INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS + _COST_KEYS)
-
-
-#: Hand-off tools named after their target: ``transfer_to_billing`` (OpenAI Agents SDK,
-#: LangGraph swarm/supervisor, AutoGen), ``handoff_to_billing``, and the OpenInference
-#: openai-agents instrumentation's ``handoff to billing`` span.
-_HANDOFF_NAME = re.compile(
-    r"^(?:transfer_to_|handoff_to_|transfer to |handoff to |hand off to )(.+)$", re.IGNORECASE
-)
-#: Hand-off tools that name their target in an argument: Google ADK's
-#: ``transfer_to_agent(agent_name=...)``, CrewAI's "Delegate work to coworker" (``coworker``).
-_HANDOFF_TOOLS = frozenset(
-    {"transfer_to_agent", "handoff", "transfer", "delegate work to coworker", "delegate_work"}
-)
-_HANDOFF_ARGS = ("agent_name", "agent", "coworker", "target", "to", "to_agent", "assignee")
-
-
-@functools.lru_cache(maxsize=1024)
-def _handoff_name(name: str) -> tuple[str | None, bool]:
-    """(the target a hand-off tool's name gives, whether the tool names it in an argument):
-    a function of the name alone, cached (a trace calls a few tools many times)."""
-    match = _HANDOFF_NAME.match(name)
-    if match and match.group(1) != "agent":
-        return match.group(1).strip(), False
-    return None, name.lower() in _HANDOFF_TOOLS
-
-
-def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str | None:
-    """The agent a tool call hands the work to, or None when it is not a hand-off.
-
-    Read from the GenAI transfer attributes (``gen_ai.transfer.target.name`` on an
-    ``execute_tool`` span, with ``gen_ai.transfer.mode``), then from hand-off tool names
-    and their target argument (see ``_HANDOFF_NAME`` / ``_HANDOFF_TOOLS``)."""
-    target = attrs.get("gen_ai.transfer.target.name") or attrs.get("gen_ai.transfer.target")
-    if isinstance(target, str) and target:
-        return target
-    named, by_argument = _handoff_name(name)
-    if named is not None:
-        return named
-    if by_argument and isinstance(arguments, Mapping):
-        for key in _HANDOFF_ARGS:
-            value = arguments.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return None
 
 
 _INPUT_KEYS = (

@@ -41,7 +41,7 @@ from typing import Any
 import orjson
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class ToolCall:
     """A tool call an LLM asked for inside its output messages.
 
@@ -51,6 +51,18 @@ class ToolCall:
     name: str
     arguments: Any = None
     call_id: str | None = None
+
+    def __init__(self, name: str, arguments: Any = None, call_id: str | None = None) -> None:
+        # The generated frozen __init__ sets each field through object.__setattr__, about
+        # three times the cost of writing the slots directly (one per LLM step).
+        _set_name(self, name)
+        _set_arguments(self, arguments)
+        _set_call_id(self, call_id)
+
+
+_set_name = ToolCall.__dict__["name"].__set__
+_set_arguments = ToolCall.__dict__["arguments"].__set__
+_set_call_id = ToolCall.__dict__["call_id"].__set__
 
 
 def decode_json(value: Any) -> Any:
@@ -301,6 +313,45 @@ def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]
             messages.append(message)
         result[prefix] = messages
     return result
+
+
+def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
+    """``(flatten_text(output), requested_tool_calls(output))``: an LLM output's text and
+    the tool calls it requested, read on every LLM step. GenAI output messages (a list of
+    dicts whose ``parts`` list holds dicts, and no ``content`` or ``tool_calls``) are read
+    in one pass over their parts; anything else by the two readers themselves."""
+    if output.__class__ is not list or not output:
+        return flatten_text(output), requested_tool_calls(output)
+    texts: list[str] = []
+    calls: list[ToolCall] = []
+    for message in output:
+        if message.__class__ is not dict:
+            break
+        parts = message.get("parts")
+        if parts.__class__ is not list or "content" in message or "tool_calls" in message:
+            break
+        message_texts = []
+        for part in parts:
+            if part.__class__ is not dict:
+                break
+            kind = part.get("type")
+            if kind == "text" or kind == "reasoning":
+                content = part.get("content", _ABSENT)
+                if content is _ABSENT:
+                    content = part.get("text")
+                if isinstance(content, str):
+                    message_texts.append(content)
+            elif kind == "tool_call":
+                calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+        else:
+            text = "\n".join(message_texts)
+            if text:
+                texts.append(text)
+            continue
+        break
+    else:
+        return "\n".join(texts), calls
+    return flatten_text(output), requested_tool_calls(output)
 
 
 def flatten_text(value: Any) -> str:

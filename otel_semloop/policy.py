@@ -57,6 +57,13 @@ LOOP_SCORE_AT_THRESHOLD = 0.45
 SUSPECTED_SCORE_SPAN = 0.2
 WARNING_SCORE_SPAN = 0.25
 NO_LOOP_REASON = "No loop patterns detected."
+
+#: Enum members as module constants: on Python 3.11 reading one through its class
+#: (``Action.CONTINUE``) goes through the enum type's attribute hook, several times the
+#: cost of a global, and a verdict reads several per trace (same objects, same ``is``).
+_CONTINUE = Action.CONTINUE
+_LOOP, _SUSPECTED, _NO_LOOP = Label.LOOP, Label.SUSPECTED, Label.NO_LOOP
+_PREFIXES = {_LOOP: "Loop", _SUSPECTED: "Suspected loop", _NO_LOOP: "Warning"}
 #: Findings quoted in the reason text; the rest are in the findings and attributes.
 REASON_FINDINGS = 3
 
@@ -89,7 +96,7 @@ class Policy:
     def action_for(self, finding: Finding) -> Action:
         """The action one finding calls for."""
         if finding.severity < self.warn_at:
-            return Action.CONTINUE
+            return _CONTINUE
         if not finding.conclusive:
             return self.on_warning
         override = self.signal_actions.get(finding.signal)
@@ -114,7 +121,7 @@ class Policy:
         best: Decision | None = None
         for finding in findings:
             action = self.action_for(finding)
-            if action is Action.CONTINUE:
+            if action is _CONTINUE:
                 continue
             if (
                 best is None
@@ -140,15 +147,15 @@ class Policy:
         loops = [f for f in kept if self.is_loop_evidence(f)]
         conclusive = [f for f in kept if f.conclusive]
         if loops:
-            label = Label.LOOP
+            label = _LOOP
             deciding = loops
             score = LOOP_SCORE_AT_THRESHOLD / max(f.severity for f in loops)
         elif conclusive:
-            label = Label.SUSPECTED
+            label = _SUSPECTED
             deciding = conclusive
             score = 0.5 + SUSPECTED_SCORE_SPAN / max(f.severity for f in conclusive)
         else:
-            label = Label.NO_LOOP
+            label = _NO_LOOP
             deciding = []
             strongest = max((f.severity for f in kept), default=0.0)
             score = 1.0 - WARNING_SCORE_SPAN * min(strongest, 1.0)
@@ -157,7 +164,7 @@ class Policy:
         return Verdict(
             label=label,
             score=round(score, 4),
-            action=decision.action if decision else Action.CONTINUE,
+            action=decision.action if decision else _CONTINUE,
             reason=self._reason(label, deciding or kept),
             findings=tuple(kept),
             lexical=lexical,
@@ -175,5 +182,5 @@ class Policy:
         more = len(ranked) - REASON_FINDINGS
         if more > 0:
             text += f"; and {more} more finding{'s' if more > 1 else ''}"
-        prefix = {Label.LOOP: "Loop", Label.SUSPECTED: "Suspected loop", Label.NO_LOOP: "Warning"}[label]
+        prefix = _PREFIXES[label]
         return f"{prefix}: {text}."

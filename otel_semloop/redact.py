@@ -106,6 +106,24 @@ _MARKERS = re.compile(
     r"(?i)-----BEGIN|://|bearer|authorization|token|eyJ|sk-|rk-|pk-|gh[pousr]_|github_pat_|xox|"
     r"AKIA|ASIA|AIza|_live_|_test_|hf_|pass|pwd|secret|key|@"
 )
+#: The same markers as plain lower-case substrings, for ASCII text (see :func:`_may_hold_secret`).
+_MARKER_WORDS = (
+    "-----begin", "://", "bearer", "authorization", "token", "eyj", "sk-", "rk-", "pk-",
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "asia", "aiza",
+    "_live_", "_test_", "hf_", "pass", "pwd", "secret", "key", "@",
+)  # fmt: skip
+
+
+def _may_hold_secret(text: str) -> bool:
+    """Whether ``_MARKERS`` occurs in ``text``. For ASCII text, a substring test of each
+    marker in the lower-cased text gives the same answer at a few times less cost (a
+    case-insensitive alternation is tried branch by branch at every position: ~40 us on
+    a 200-character verdict reason, against ~5). Other text keeps the regex: its
+    case-insensitive matching folds characters ``str.lower`` does not (``\u017f``
+    matches ``s``)."""
+    if text.isascii():
+        return any(map(text.lower().__contains__, _MARKER_WORDS))
+    return _MARKERS.search(text) is not None
 
 
 class Redactor:
@@ -124,7 +142,7 @@ class Redactor:
         self._extra = True
 
     def redact(self, text: str) -> str:
-        if not text or (not self._extra and self.patterns and _MARKERS.search(text) is None):
+        if not text or (not self._extra and self.patterns and not _may_hold_secret(text)):
             return text
         for pattern in self.patterns:
             text = pattern.sub(text)

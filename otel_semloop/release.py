@@ -109,6 +109,10 @@ class Evaluation:
     #: whole trace was built): written back as they are, ``trace`` then holds only the
     #: root and ``records`` only ids and sources. None: made from ``trace`` here.
     patches: dict[str, SpanPatch] | None = None
+    #: The front door's loop log line when it was made elsewhere (a scoring process);
+    #: ``verdict`` is then slim: label, score, action, reason and the scorer's attributes,
+    #: without findings (their patches were made where the findings were).
+    summary: str | None = None
 
 
 class Evaluator(Protocol[S]):

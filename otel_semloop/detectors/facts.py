@@ -174,6 +174,25 @@ class StepFacts:
             )
         return self._arg_words
 
+    def same_arguments(self, other: StepFacts) -> bool:
+        """True when ``other`` called the same tool with the same arguments, both as
+        canonical text (``call``) and as values (``==``): then their :attr:`signature` s
+        are equal, and need not be computed (loops repeat calls verbatim). False says
+        nothing: compare the signatures.
+
+        Why equal: the canonical text keeps every key and value in its JSON spelling, so
+        equal texts mean the same keys (``1`` and ``True`` are one key for ``==`` but not
+        in the text) and values equal as JSON (``1``, ``1.0`` and ``true`` differ there),
+        and equal values mean equal strings; a signature is computed from the tool's
+        settings (one per name) and those keys and values alone."""
+        mine, theirs = self._arguments, other._arguments
+        if mine is None or theirs is None or self.call != other.call or self.name != other.name:
+            return False
+        try:
+            return bool(mine[0] == theirs[0])
+        except Exception:  # values whose equality is not a truth value (arrays)
+            return False
+
     def _read_arguments(self) -> None:
         """Compute both now and let go of the arguments (live: no content is kept)."""
         _ = self.signature, self.arg_words

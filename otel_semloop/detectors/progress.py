@@ -294,7 +294,7 @@ class NearDuplicateDetector(IncrementalDetector):
             and facts.name == anchor[0]
             and facts.result == anchor[2]
             and not facts.progressed
-            and near_duplicate(anchor[1].signature, facts.signature)
+            and (facts.same_arguments(anchor[1]) or near_duplicate(anchor[1].signature, facts.signature))
         ):
             self._count += 1
             if len(self._calls) < 2:

@@ -57,16 +57,15 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from otel_semloop.conventions import step_kind
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
-from otel_semloop.model import SpanRecord, StepKind, Trace
+from otel_semloop.model import SpanRecord, StepKind
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.pool import ScoringPool
 from otel_semloop.release import Outcome, SpanLinks
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.admission import ScoringLoad
 from otel_semloop.service.config import ServiceConfig
-from otel_semloop.service.processes import ScoringProcesses
+from otel_semloop.service.processes import ScoringProcesses, loop_summary
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
-from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["PROTO_SPANS", "Held", "Pipeline", "ProtoSpans"]
@@ -329,7 +328,9 @@ class Pipeline:
             ),
         )
         if processes is not None:
-            processes.wants_root = self._wants_root
+            # Whole verdicts and roots only for evaluation records (the loop log line
+            # comes made from the workers).
+            processes.full_verdicts = self._publish
         scorers = config.scoring_processes if processes is not None else config.scoring_threads
         self.load = ScoringLoad(config.grace_seconds, scorers)
         #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.
@@ -456,11 +457,6 @@ class Pipeline:
         else:
             self._delivered(outcome, True)  # past its budget, or at the end of a drain
 
-    def _wants_root(self, verdict: Verdict) -> bool:
-        """Whether :meth:`_delivered` reads the whole root of a trace with this verdict
-        (for its evaluation record; the loop log line reads only what workers send)."""
-        return self._publish
-
     def _take_inbox(self) -> None:
         with self._inbox_lock:
             outcomes, self._inbox = self._inbox, []
@@ -479,7 +475,8 @@ class Pipeline:
             self.load.delivered(time.monotonic(), len(outcome.spans), scored)
         evaluation = outcome.evaluation
         if outcome.label == "loop" and evaluation is not None and self._config.log_loops:
-            _logger.info("otel-semloop: loop %s", _loop_summary(evaluation.trace, evaluation.verdict))
+            line = evaluation.summary or loop_summary(evaluation.trace, evaluation.verdict)
+            _logger.info("otel-semloop: loop %s", line)
         self._forward(outcome.spans, outcome.patched)
         if evaluation is not None and self._publish:
             self._evaluations.publish_verdict(evaluation.trace, evaluation.verdict)  # type: ignore[union-attr]
@@ -487,28 +484,3 @@ class Pipeline:
     def _forward(self, spans: list[Held], patched: int, state: str = "original") -> None:
         count_forwarded(self._telemetry, len(spans), patched, state)
         self._forward_spans(spans)
-
-
-def _loop_summary(trace: Trace, verdict: Verdict) -> str:
-    """One structured line (JSON) for the log: trace id, agent, signals, reason. The
-    reason is cleaned of control characters so a tool name cannot forge a log line."""
-    import json
-
-    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
-    agent = ""
-    if root is not None:
-        attributes = root.attributes
-        agent = str(attributes.get("gen_ai.agent.name") or root.name)
-    reason = str(getattr(verdict, "reason", "") or "")
-    return json.dumps(
-        {
-            "trace_id": trace.trace_id,
-            "agent": agent[:200],
-            "signals": list(verdict.fired_signals),
-            "score": round(verdict.score, 3),
-            "action": verdict.action.value,
-            "reason": reason[:500],
-            "partial": trace.partial,
-        },
-        ensure_ascii=True,
-    )

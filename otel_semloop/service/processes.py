@@ -13,12 +13,15 @@ and serializes those again. The pool's rules (budget, stuck threads, exactly onc
 per release.
 
 What crosses the pipe is small: the spans' wire bytes in (what the service already
-holds); per release a verdict, the root's index and id and the patched spans' bytes out.
+holds); per release a verdict, the root's index and id and the patched spans' bytes out
+(new attributes and events are written as bytes appended to a span's own:
+:mod:`otel_semloop.service.wirepatch`).
 The service process then only swaps bytes: each patched span becomes a new
 :class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
-abandoned past its budget changed nothing that left), and the root is decoded only when
-``wants_root(verdict)`` says an evaluation record needs it (the worker sends what the loop
-log line reads: ids, name, agent). A batch of one
+abandoned past its budget changed nothing that left). Unless
+:attr:`ScoringProcesses.full_verdicts` (an evaluation record needs the whole verdict and
+root), the verdict is slim and the worker makes the loop log line, so the service
+unpickles a few fields per trace and decodes no root. A batch of one
 round trip costs the service process about 20 us plus a few us a span.
 
 Workers
@@ -55,6 +58,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.grouping import Release
@@ -62,8 +66,9 @@ from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.release import Evaluation, SpanAdapter
 from otel_semloop.scoring import DetectorScorer, Scorer, score_records
+from otel_semloop.service.wirepatch import appended
 from otel_semloop.telemetry import get_logger
-from otel_semloop.verdict import Finding, LexicalResult, Verdict
+from otel_semloop.verdict import Finding, Label, LexicalResult, Verdict
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["ScoringProcesses", "WorkerDied", "runs_in_workers"]
@@ -99,17 +104,16 @@ def runs_in_workers(scorer: Scorer) -> bool:
 
 
 def _worker_main(conn: Any, mode: str) -> None:
-    """A scoring process: a batch of ``(span bytes, partial)`` in; per release
-    ``("ok", None)`` (no agent steps), ``("ok", (verdict, patches, span ids in order))``
-    or ``("error", exception)`` out, until the pipe closes."""
+    """A scoring process: ``(full, [(span bytes, partial), ...])`` in; per release what
+    :func:`_score_one` returns, until the pipe closes."""
     score_records([], mode=mode)  # type: ignore[arg-type]  # imports and the scorer, before ready
     conn.send_bytes(_READY)
     while True:
         try:
-            batch = pickle.loads(conn.recv_bytes())
+            full, batch = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
-        results = [_score_one(spans, partial, mode) for spans, partial in batch]
+        results = [_score_one(spans, partial, mode, full) for spans, partial in batch]
         try:
             reply = _dumps(results)
         except Exception:  # an exception that does not pickle: only its release says so
@@ -120,12 +124,15 @@ def _worker_main(conn: Any, mode: str) -> None:
             return
 
 
-def _score_one(spans: list[bytes], partial: bool, mode: str) -> tuple[str, Any]:
+def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) -> tuple[str, Any]:
     """Score one release's spans: ``("ok", None)`` without agent steps, else ``("ok",
     (verdict, root index, (trace id, root span id, name, agent) or None, [(span index,
-    patched span bytes)]))``; the patches are applied
-    here, to the spans this process decoded anyway, so the service process only swaps
-    bytes."""
+    patched span bytes)], loop log line or None))``, or ``("error", exception)``.
+
+    The patches are applied here, to the spans this process decoded anyway, so the
+    service process only swaps bytes. Unless ``full``, the verdict sent back is slim
+    (:func:`_slim`) and a loop's log line is made here (:func:`loop_summary`): the
+    service then unpickles a few fields instead of every finding."""
     span_from = _SPAN_FROM
     try:
         messages = [span_from(data) for data in spans]
@@ -142,17 +149,85 @@ def _score_one(spans: list[bytes], partial: bool, mode: str) -> tuple[str, Any]:
                 continue
             if patch.events and root < 0:
                 root = index
-            message = messages[index]
-            apply_patch_proto(message, patch)
-            patched.append((index, message.SerializeToString()))
+            if not patch.events and _only_in_loop(patch.attributes) and _IN_LOOP not in record.attributes:
+                wire: bytes | None = spans[index] + _IN_LOOP_FIELD  # the common patch, encoded once
+            else:  # new attributes and events as fields appended to the span's bytes
+                wire = appended(spans[index], record.attributes, patch)
+            if wire is None:  # a key the span has, or a value appended() does not encode
+                message = messages[index]
+                apply_patch_proto(message, patch)
+                wire = message.SerializeToString()
+            patched.append((index, wire))
         head: tuple[str, str, str, str] | None = None
         if root >= 0:  # what the loop log line reads of the root: no decoding for it there
             record = records[root]
             agent = record.attributes.get("gen_ai.agent.name")
             head = (record.trace_id, record.span_id, record.name, agent if isinstance(agent, str) else "")
-        return ("ok", (verdict, root, head, patched))
+        if full:
+            return ("ok", (verdict, root, head, patched, None))
+        line = loop_summary(_root_trace(head, partial), verdict) if verdict.label is Label.LOOP else None
+        return ("ok", (_slim(verdict), root, head, patched, line))
     except Exception as exc:  # the trace goes out unscored with this error's type
         return ("error", exc)
+
+
+_IN_LOOP = "semloop.in_loop"
+#: ``semloop.in_loop=true`` as the bytes of one ``Span.attributes`` entry (field 9), as
+#: :func:`~otel_semloop.service.wirepatch.appended` writes it.
+_IN_LOOP_FIELD = trace_pb2.Span(
+    attributes=[common_pb2.KeyValue(key=_IN_LOOP, value=common_pb2.AnyValue(bool_value=True))]
+).SerializeToString()
+
+
+def _only_in_loop(attributes: Any) -> bool:
+    return len(attributes) == 1 and attributes.get(_IN_LOOP) is True
+
+
+def _slim(verdict: Verdict) -> Verdict:
+    """The verdict without what only the worker reads (findings, the lexical result, the
+    loop's span ids, calibration: their patches are already on the spans): what the
+    service's label counts, log and pool read (label, score, action, reason, partial,
+    scorer attributes) crosses the pipe."""
+    return dataclasses.replace(
+        verdict, findings=(), lexical=None, in_loop_span_ids=frozenset(), calibration={}
+    )
+
+
+def loop_summary(trace: Trace, verdict: Verdict) -> str:
+    """The service's loop log line: one JSON object with the trace id, agent, signals,
+    score, action, reason and partial flag. The reason is cleaned of control characters
+    so a tool name cannot forge a log line."""
+    import json
+
+    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
+    agent = ""
+    if root is not None:
+        attributes = root.attributes
+        agent = str(attributes.get("gen_ai.agent.name") or root.name)
+    reason = str(getattr(verdict, "reason", "") or "")
+    return json.dumps(
+        {
+            "trace_id": trace.trace_id,
+            "agent": agent[:200],
+            "signals": list(verdict.fired_signals),
+            "score": round(verdict.score, 3),
+            "action": verdict.action.value,
+            "reason": reason[:500],
+            "partial": trace.partial,
+        },
+        ensure_ascii=True,
+    )
+
+
+def _root_trace(head: tuple[str, str, str, str] | None, partial: bool) -> Trace:
+    """A trace holding only the root's record as the worker read it (ids, name,
+    ``gen_ai.agent.name``): what the loop log line reads."""
+    if head is None:
+        return Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
+    trace_id, root_id, name, agent = head
+    attributes = {"gen_ai.agent.name": agent} if agent else {}
+    record = SpanRecord(trace_id, root_id, "", name, 0, 0, attributes)
+    return Trace(trace_id=trace_id, steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
 
 
 def _picklable(result: tuple[str, Any]) -> tuple[str, Any]:
@@ -258,9 +333,10 @@ class ScoringProcesses:
         self.started = 0
         #: Workers terminated for holding one trace past ``kill_after``.
         self.killed = 0
-        #: Whether a verdict's root span must be decoded whole in this process (an
-        #: evaluation record needs it; the loop log line does not); None: always.
-        self.wants_root: Callable[[Any], bool] | None = None
+        #: Whether this process reads whole verdicts and roots (an evaluation record
+        #: needs them). False: workers send slim verdicts and the loop log line
+        #: (:attr:`~otel_semloop.release.Evaluation.summary`), and no root is decoded.
+        self.full_verdicts = True
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -381,8 +457,9 @@ class ScoringProcesses:
         exception its scoring raised. Raises :class:`WorkerDied` when the worker exits
         (every release of the batch then goes out unscored)."""
         serialize = self._serialize
+        full = self.full_verdicts
         payload = pickle.dumps(
-            [([serialize(span) for span in release.spans], release.partial) for release in releases],
+            (full, [([serialize(span) for span in release.spans], release.partial) for release in releases]),
             pickle.HIGHEST_PROTOCOL,
         )
         worker = self._checkout()
@@ -403,10 +480,11 @@ class ScoringProcesses:
             elif reply[1] is None:
                 out.append(None)
             else:
-                verdict, root, head, patched = reply[1]
-                decode = self.wants_root is None or self.wants_root(verdict)
-                root_of = (root, head, decode)
-                out.append(_evaluation(release.spans, adapter, verdict, root_of, patched, release.partial))
+                verdict, root, head, patched, summary = reply[1]
+                root_of = (root, head, full)
+                evaluation = _evaluation(release.spans, adapter, verdict, root_of, patched, release.partial)
+                evaluation.summary = summary
+                out.append(evaluation)
         return out
 
 
@@ -433,15 +511,12 @@ def _evaluation(
         patches[key] = SpanPatch()
     root_index, head, decode = root
     if root_index < 0 or head is None:
-        trace = Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
-        return Evaluation(trace, records, verdict, patches)
-    trace_id, root_id, name, agent = head
+        return Evaluation(_root_trace(None, partial), records, verdict, patches)
+    root_id = head[1]
     records[root_index].span_id = root_id
     patches[root_id] = patches.pop(f"#{root_index}")
-    if decode:
-        record = adapter.record(records[root_index].source)
-    else:
-        attributes = {"gen_ai.agent.name": agent} if agent else {}
-        record = SpanRecord(trace_id, root_id, "", name, 0, 0, attributes)
-    trace = Trace(trace_id=trace_id, steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
+    if not decode:
+        return Evaluation(_root_trace(head, partial), records, verdict, patches)
+    record = adapter.record(records[root_index].source)
+    trace = Trace(trace_id=head[0], steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
     return Evaluation(trace, records, verdict, patches)

@@ -24,6 +24,7 @@ from otel_semloop import messages as msg
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
+from otel_semloop.handoffs import handoff_target
 from otel_semloop.model import EventRecord, PendingInput, SpanRecord, Step, StepKind
 from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like, span_records
 
@@ -246,7 +247,7 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
         if isinstance(tool_result, dict):
             tool_result = msg.unwrap_tool_result(tool_result)
         out["tool_arguments"], out["tool_result"] = tool_arguments, tool_result
-        out["handoff_to"] = cv.handoff_target(attrs, name, tool_arguments)
+        out["handoff_to"] = handoff_target(attrs, name, tool_arguments)
     error_type = attrs.get("error.type")
     message = record.status_message
     for event in record.events:

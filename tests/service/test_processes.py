@@ -98,24 +98,59 @@ def test_a_worker_process_writes_what_the_in_process_path_writes(workers: Scorin
 def test_without_evaluation_records_the_root_is_not_decoded_and_the_loop_line_is_the_same(
     workers: ScoringProcesses,
 ) -> None:
-    """The loop log line reads the root's ids, name and agent, which the worker sends: the
-    service decodes the root only when an evaluation record needs all of it."""
-    from otel_semloop.service.pipeline import _loop_summary
+    """Without evaluation records the worker makes the loop log line and sends a slim
+    verdict: the service decodes no root and unpickles no finding, and logs and writes
+    what the in-process path does."""
+    from otel_semloop.service.processes import loop_summary
 
-    local = evaluate(_release(7, True), PROTO_SPANS, Scorer())
-    workers.wants_root = lambda verdict: False
+    workers.full_verdicts = False
     try:
-        remote = workers.evaluate(_release(7, True), PROTO_SPANS, Scorer())
+        for index, loop in ((7, True), (8, False)):
+            local = evaluate(_release(index, loop), PROTO_SPANS, Scorer())
+            remote = workers.evaluate(_release(index, loop), PROTO_SPANS, Scorer())
+            assert remote is not None and local is not None
+            root = remote.trace.spans[remote.trace.root_span_id]
+            assert root.attributes == {"gen_ai.agent.name": "researcher"}
+            assert root.name == "invoke_agent researcher"
+            assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, index).hex()
+            if loop:
+                assert local.verdict.fired_signals  # the line names them; the slim verdict does not
+                assert remote.summary == loop_summary(local.trace, local.verdict)
+            else:
+                assert remote.summary is None
+            assert remote.verdict.findings == () and remote.verdict.lexical is None
+            for name in ("label", "score", "action", "reason", "partial", "attributes"):
+                assert getattr(remote.verdict, name) == getattr(local.verdict, name)
+            # and the spans written back are still the in-process ones
+            out = written_back(_release(index, loop), PROTO_SPANS, remote)
+            assert out.label == local.verdict.label.value
+            assert _attributes(out) == _attributes(written_back(_release(index, loop), PROTO_SPANS, local))
     finally:
-        workers.wants_root = None
+        workers.full_verdicts = True
+
+
+def test_a_loop_span_already_carrying_semloop_in_loop_keeps_one_such_attribute(
+    workers: ScoringProcesses,
+) -> None:
+    """The worker appends ``semloop.in_loop`` as bytes only to a span without the key; a
+    span that has it (a second pass) gets it overwritten, never twice."""
+    from opentelemetry.proto.common.v1 import common_pb2
+
+    release = _release(9, True)
+    for held in release.spans[1:]:
+        held.span.attributes.append(
+            common_pb2.KeyValue(key="semloop.in_loop", value=common_pb2.AnyValue(bool_value=False))
+        )
+    local = evaluate(_release(9, True), PROTO_SPANS, Scorer())
+    remote = workers.evaluate(release, PROTO_SPANS, Scorer())
     assert remote is not None and local is not None
-    root = remote.trace.spans[remote.trace.root_span_id]
-    assert root.attributes == {"gen_ai.agent.name": "researcher"} and root.name == "invoke_agent researcher"
-    assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, 7).hex()
-    assert _loop_summary(remote.trace, remote.verdict) == _loop_summary(local.trace, local.verdict)
-    # and the spans written back are still the in-process ones
-    out = written_back(_release(7, True), PROTO_SPANS, remote)
-    assert _attributes(out) == _attributes(written_back(_release(7, True), PROTO_SPANS, local))
+    out = written_back(release, PROTO_SPANS, remote)
+    flagged = 0
+    for held in out.spans[1:]:
+        values = [kv.value for kv in held.span.attributes if kv.key == "semloop.in_loop"]
+        assert len(values) == 1
+        flagged += values[0].bool_value
+    assert flagged == len(local.verdict.in_loop_span_ids) > 0
 
 
 def test_a_worker_that_dies_costs_only_its_own_trace(workers: ScoringProcesses) -> None:
