@@ -35,6 +35,11 @@ Workers
     budget, and its thread, counted stuck by the pool, comes back).
     Replacements for workers abandoned past the budget are started on demand, so at most
     ``threads + max_stuck`` workers exist, and idle ones beyond ``processes`` retire.
+    Each worker takes up to ``depth`` batches from as many pool threads (the service uses
+    :data:`WORKER_DEPTH`, two): the next batch is already in its pipe when it answers one,
+    so it does not idle while the service process, busy receiving, turns that reply into
+    the next send. Replies are read in the order the batches were sent; a worker that
+    dies or is terminated fails every batch it held.
 
 Only the default deterministic scorer is run in workers (:func:`runs_in_workers`): its
 configuration comes from the same ``SEMLOOP_DETECT_*`` environment in each worker. A
