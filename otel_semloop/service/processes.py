@@ -14,7 +14,8 @@ per release.
 
 What crosses the pipe is small: the spans' wire bytes in (what the service already
 holds); per release a verdict, the root's index and id and the patched spans' bytes out
-(a span that only gains ``semloop.in_loop`` gets it as bytes appended, not re-encoded).
+(new attributes and events are written as bytes appended to a span's own:
+:mod:`otel_semloop.service.wirepatch`).
 The service process then only swaps bytes: each patched span becomes a new
 :class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
 abandoned past its budget changed nothing that left). Unless
@@ -65,6 +66,7 @@ from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.release import Evaluation, SpanAdapter
 from otel_semloop.scoring import DetectorScorer, Scorer, score_records
+from otel_semloop.service.wirepatch import appended
 from otel_semloop.telemetry import get_logger
 from otel_semloop.verdict import Finding, Label, LexicalResult, Verdict
 from otel_semloop.writeback import SpanPatch
@@ -148,12 +150,14 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
             if patch.events and root < 0:
                 root = index
             if not patch.events and _only_in_loop(patch.attributes) and _IN_LOOP not in record.attributes:
-                # A new attribute is a field appended to the span's bytes: no re-encoding.
-                patched.append((index, spans[index] + _IN_LOOP_FIELD))
-                continue
-            message = messages[index]
-            apply_patch_proto(message, patch)
-            patched.append((index, message.SerializeToString()))
+                wire: bytes | None = spans[index] + _IN_LOOP_FIELD  # the common patch, encoded once
+            else:  # new attributes and events as fields appended to the span's bytes
+                wire = appended(spans[index], record.attributes, patch)
+            if wire is None:  # a key the span has, or a value appended() does not encode
+                message = messages[index]
+                apply_patch_proto(message, patch)
+                wire = message.SerializeToString()
+            patched.append((index, wire))
         head: tuple[str, str, str, str] | None = None
         if root >= 0:  # what the loop log line reads of the root: no decoding for it there
             record = records[root]
@@ -168,10 +172,8 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
 
 
 _IN_LOOP = "semloop.in_loop"
-#: ``semloop.in_loop=true`` as the bytes of one ``Span.attributes`` entry (field 9): a
-#: protobuf parser appends a repeated field's entries in the order they come, so these
-#: bytes after a span's own read as the span with the attribute added last, exactly what
-#: ``apply_patch_proto`` makes of a span that did not have the key.
+#: ``semloop.in_loop=true`` as the bytes of one ``Span.attributes`` entry (field 9), as
+#: :func:`~otel_semloop.service.wirepatch.appended` writes it.
 _IN_LOOP_FIELD = trace_pb2.Span(
     attributes=[common_pb2.KeyValue(key=_IN_LOOP, value=common_pb2.AnyValue(bool_value=True))]
 ).SerializeToString()
