@@ -213,7 +213,7 @@ class Engine:
         limit = self.options.chunk_bytes
         if left is not None and self._pool is not None and left < 1.0:
             rest = self._fed * left / (1.0 - left)  # input bytes still to come, estimated
-            limit = max(min(limit, MIN_TAIL_CHUNK_BYTES), min(limit, int(rest / (2 * self._workers))))
+            limit = max(min(limit, MIN_TAIL_CHUNK_BYTES), min(limit, int(rest / self._workers)))
         if self._inbox_bytes >= limit or len(self._inbox) >= self.options.chunk_units:
             self._send_chunk(full=True)
         self._receive(block=False)
@@ -376,6 +376,12 @@ class Engine:
         self._batch.append(job)
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
+
+    def expect(self, input_bytes: int) -> None:
+        """Say how large the input is (when known): if it will need the workers, they
+        start now, while the first chunk is read, instead of after it."""
+        if input_bytes > self.options.chunk_bytes:
+            self._start_pool()
 
     def _start_pool(self) -> None:
         """Processes cost a second or so to start: only for inputs larger than a chunk."""

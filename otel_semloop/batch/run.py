@@ -310,6 +310,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             engine = Engine(options, output.write_unit if write_spans and output is not None else _discard)
             try:
+                engine.expect(total)
                 for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
                     engine.feed(unit, max(0.0, 1.0 - state.compressed_read / total) if total else None)
                     progress.update(state.compressed_read, engine.stats)

@@ -36,7 +36,10 @@ __all__ = ["ScorerSpec", "TraceJob", "TraceRow", "collector_paused", "score_jobs
 def clean(text: str, limit: int = 300) -> str:
     """Text safe for an attribute, a log line and a terminal: secrets redacted with the
     judge's patterns, control characters escaped, bounded."""
-    text = clean_control(redact(text))
+    return _cut(clean_control(redact(text)), limit)
+
+
+def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -165,7 +168,7 @@ def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> 
         patches = patches_for(trace, verdict)
         if dropped and trace.root_span_id in patches:
             patches[trace.root_span_id].attributes["semloop.input.dropped"] = clean("; ".join(dropped))
-        row = _row(job, trace, verdict)
+        row = _row(job, trace, verdict, patches)
     except Exception as exc:
         return _unscored(job, f"verdict could not be written: {type(exc).__name__}: {exc}")
     return job.trace_id, patches, row
@@ -231,9 +234,24 @@ def _unscored(job: TraceJob, reason: str) -> tuple[str, Any, Any]:
     return job.trace_id, patches, row
 
 
-def _row(job: TraceJob, trace: Trace, verdict: Verdict) -> TraceRow:
+def _row(job: TraceJob, trace: Trace, verdict: Verdict, patches: dict[str, SpanPatch]) -> TraceRow:
     root = trace.spans.get(trace.root_span_id)
-    record = evaluation_record(trace, verdict)
+    # The root's patch already holds the evaluation record's attributes and time (its
+    # event) and the redacted reason: taken from it instead of being made (and redacted)
+    # again for every trace.
+    patch = patches.get(trace.root_span_id) if root is not None else None
+    if patch is not None and patch.events:
+        event = patch.events[0]
+        evaluation, event_ns = dict(event.attributes), int(event.time_ns or 0)
+    else:
+        record = evaluation_record(trace, verdict)
+        evaluation = dict(record.attributes) if record else evaluation_attributes(verdict)
+        event_ns = record.time_ns if record else 0
+    shown = patch.attributes.get("semloop.reason") if patch is not None else None
+    if type(shown) is str and "semloop.reason" not in verdict.attributes:
+        reason = _cut(shown, 500)
+    else:
+        reason = clean(verdict.reason or "", 500)
     agents = [s.agent or s.name for s in trace.steps if s.kind is StepKind.AGENT]
     agent = agents[0] if agents else next((s.agent for s in trace.steps if s.agent), "") or ""
     in_loop = verdict.in_loop_span_ids
@@ -253,12 +271,12 @@ def _row(job: TraceJob, trace: Trace, verdict: Verdict) -> TraceRow:
         deepeval=float(verdict.lexical.score) if verdict.lexical else None,
         action=verdict.action.value,
         signals=verdict.fired_signals,
-        reason=clean(verdict.reason or "", 500),
+        reason=reason,
         tools=tuple(clean(t, 80) for t in tools),
         start_ns=min(starts) if starts else 0,
         end_ns=max(ends) if ends else 0,
         partial=verdict.partial,
         unscored_reason=clean(verdict.unscored_reason, 300),
-        event_ns=record.time_ns if record else 0,
-        evaluation=dict(record.attributes) if record else evaluation_attributes(verdict),
+        event_ns=event_ns,
+        evaluation=evaluation,
     )
