@@ -8,8 +8,8 @@
   storms), :mod:`.text` (monologue, chanting), :mod:`.agents` (hand-off cycles),
   :mod:`.budgets` (off by default). :mod:`.base` holds what they share, :mod:`.facts` the
   per-step facts they read, :mod:`.config` every threshold, :mod:`.suite` the default set,
-  :mod:`.normalize` the argument and text normalisation and :mod:`.failure_class` the
-  failure classes the facts are made of. Detectors never import the policy: the
+  :mod:`.normalize` the text normalisation, :mod:`.call_identity` the argument identities
+  and :mod:`.failure_class` the failure classes the facts are made of. Detectors never import the policy: the
   live guard's monitor (detectors + policy, span by span) is ``otel_semloop.processor.live``.
 """
 

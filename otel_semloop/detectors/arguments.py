@@ -5,7 +5,7 @@ fragment, a date is written ``2024-05-01`` one time and ``May 1, 2024`` the next
 command's flags are merged (``ls -la``) or split (``ls -l -a``). Comparing the raw text
 would call each of these a new action and hide the loop. This module rewrites a string
 argument into a canonical spelling before the detectors digest it
-(:func:`otel_semloop.detectors.normalize.canonical_args`) and gives shell commands a looser
+(:func:`otel_semloop.detectors.call_identity.canonical_args`) and gives shell commands a looser
 similarity form for near-duplicates (:func:`shell_near_form`).
 
 Rules (each errs toward "different" when unsure: a canonical form only merges spellings

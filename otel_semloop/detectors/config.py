@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_semloop.detectors.normalize import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
+from otel_semloop.detectors.call_identity import DEFAULT_POSITION_ARGS, DEFAULT_VOLATILE_ARGS
 from otel_semloop.settings import load, setting, validate
 
 

@@ -37,6 +37,7 @@ from collections.abc import Collection
 from typing import Any
 
 from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
+from otel_semloop.detectors.call_identity import ArgSignature, arg_signature, argument_words, canonical_args
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.failure_class import Failure, FailureKind, classify_failure, failure_identity
 from otel_semloop.detectors.figures import (
@@ -47,15 +48,7 @@ from otel_semloop.detectors.figures import (
     remaining_counts,
     result_numbers,
 )
-from otel_semloop.detectors.normalize import (
-    ArgSignature,
-    arg_signature,
-    argument_words,
-    canonical_args,
-    is_acknowledgement,
-    normalize_result_and_content,
-    normalize_text,
-)
+from otel_semloop.detectors.normalize import is_acknowledgement, normalize_result_and_content, normalize_text
 from otel_semloop.model import Step, StepKind
 
 #: Enum members as module constants: in Python 3.11 reading one through its class
@@ -164,7 +157,7 @@ class StepFacts:
 
     @property
     def arg_words(self) -> frozenset[int]:
-        """The argument words (:func:`~otel_semloop.detectors.normalize.argument_words`),
+        """The argument words (:func:`~otel_semloop.detectors.call_identity.argument_words`),
         computed on first use like :attr:`signature`."""
         if self._arg_words is None:
             self._arg_words = (

@@ -21,7 +21,7 @@ Signals
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
-        limit; see :func:`otel_semloop.detectors.normalize.near_duplicate`) and that return the same
+        limit; see :func:`otel_semloop.detectors.call_identity.near_duplicate`) and that return the same
         normalised result without explicit progress. Reported only when the run holds at
         least two different argument sets (identical calls are the other signals' job).
         Conclusive at ``near_duplicate_repeats`` (4). ``no_progress``.
@@ -78,8 +78,8 @@ from collections import deque
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.call_identity import near_duplicate
 from otel_semloop.detectors.facts import StepFacts
-from otel_semloop.detectors.normalize import near_duplicate
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 

@@ -18,7 +18,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import arguments as arguments_module
-from otel_semloop.detectors import figures, normalize
+from otel_semloop.detectors import call_identity, figures, normalize
 from otel_semloop.detectors.arguments import SHELL_ARGUMENT_NAMES, canonical_string
 from otel_semloop.detectors.figures import PROGRESS_TAIL_CHARS, progress_value, result_numbers
 
@@ -195,7 +195,7 @@ def test_text_folding_is_exact_on_any_text(text: str) -> None:
 
 
 def plain_canonical_value(value: Any, volatile: Collection[str], depth: int, shell: bool) -> Any:
-    if depth >= normalize._MAX_ARG_DEPTH:
+    if depth >= call_identity._MAX_ARG_DEPTH:
         return value
     if isinstance(value, str):
         return canonical_string(value, shell=shell) if value else value
@@ -271,8 +271,8 @@ ARG_VALUES = st.recursive(
 @example({"request_id": "r1", "q": "x"}, False, "usual")
 @example({"n": 2**65}, False, "usual")
 def test_flat_arguments_fast_path_is_exact(arguments: dict[Any, Any], shell: bool, volatile: str) -> None:
-    names = normalize.DEFAULT_VOLATILE_ARGS | ({"x"} if volatile == "x" else set())
-    fast = normalize.canonical_args(arguments, names, shell=shell)
+    names = call_identity.DEFAULT_VOLATILE_ARGS | ({"x"} if volatile == "x" else set())
+    fast = call_identity.canonical_args(arguments, names, shell=shell)
     assert fast == plain_canonical_args(arguments, names, shell)
 
 

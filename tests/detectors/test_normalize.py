@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
+from otel_semloop.detectors.call_identity import arg_signature, canonical_args, near_duplicate
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.figures import counts_fell, progress_value, remaining_counts
-from otel_semloop.detectors.normalize import (
-    arg_signature,
-    canonical_args,
-    digest,
-    mask,
-    near_duplicate,
-    normalize_result,
-    normalize_text,
-)
+from otel_semloop.detectors.normalize import digest, mask, normalize_result, normalize_text
 from otel_semloop.model import Step, StepKind
 
 # --- masking --------------------------------------------------------------------------------
