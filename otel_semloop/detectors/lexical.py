@@ -268,89 +268,104 @@ class _Node:
         return self._label
 
 
+class _Path:
+    """The current ancestry path of a call-graph walk and an index of the labels on it.
+
+    Labels on the path are distinct (a repeat ends the search), so a dict lookup equals
+    deepeval's ``list.index``. Labels are ``type:name:input_hash``. While every type and
+    name seen holds no colon (the prefix ``type:name:`` has exactly two), a label splits
+    back into exactly those three parts, so two labels are equal if and only if their
+    prefixes are equal and then their input hashes are: ``by_prefix`` maps each prefix on
+    the path to its depths, and an input is serialised only on a prefix match. From the
+    first node whose type or name holds a colon on, full labels are compared
+    (``position``), as deepeval does. Nodes are :class:`_Node` or :class:`_Ancestor`."""
+
+    __slots__ = ("by_prefix", "nodes", "position")
+
+    def __init__(self) -> None:
+        self.nodes: list[Any] = []
+        self.by_prefix: dict[str, list[int]] | None = {}
+        self.position: dict[str, int] = {}
+
+    def find(self, node: Any, keep: bool) -> int | None:
+        """The depth on the path of the node with ``node``'s label (where a cycle starts),
+        else None; then, with ``keep``, ``node`` is indexed as the next one pushed."""
+        depth = len(self.nodes)
+        by_prefix = self.by_prefix
+        if by_prefix is not None and node.prefix.count(":") != 2:
+            # Colons in a type or name: from here on, full labels (computed for the path).
+            by_prefix = self.by_prefix = None
+            self.position = {n.label: i for i, n in enumerate(self.nodes)}
+        if by_prefix is None:
+            start = self.position.get(node.label)
+            if start is None and keep:
+                self.position[node.label] = depth
+            return start
+        depths = by_prefix.get(node.prefix)
+        if depths:
+            label = node.label
+            found = next((d for d in depths if self.nodes[d].label == label), None)
+            if found is None and keep:
+                depths.append(depth)
+            return found
+        if keep:
+            by_prefix[node.prefix] = [depth]
+        return None
+
+    def may_hold(self, prefix: str) -> bool:
+        """False when no node with this prefix can have its label on the path (a leaf
+        that is then not built at all)."""
+        return self.by_prefix is None or prefix.count(":") != 2 or prefix in self.by_prefix
+
+    def pop(self) -> None:
+        """Take the last node off the path and out of the index."""
+        node = self.nodes.pop()
+        if self.by_prefix is None:
+            del self.position[node.label]
+        else:
+            depths = self.by_prefix[node.prefix]
+            depths.pop()
+            if not depths:
+                del self.by_prefix[node.prefix]
+
+    def cycle(self, start: int, node: Any) -> list[str]:
+        """The labels from depth ``start`` down to ``node``, which repeats the first."""
+        return [*(n.label for n in self.nodes[start:]), node.label]
+
+
 def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]:
     """deepeval's call-graph-cycle sub-score and reason.
 
     An iterative version of deepeval's recursive DFS: the same visiting order, the same
-    first cycle reported. ``path`` holds the nodes of the current ancestry chain; labels
-    on it are distinct (a repeat ends the walk), so a dict lookup equals deepeval's
-    ``list.index``.
-
-    Labels are ``type:name:input_hash``. While every type and name seen holds no colon
-    (the prefix ``type:name:`` has exactly two), a label splits back into exactly those
-    three parts, so two labels are equal if and only if their prefixes are equal and then
-    their input hashes are: ``by_prefix`` maps each prefix on the path to its depths, and
-    an input is serialised only on a prefix match. From the first span whose type or name
-    holds a colon on, the walk compares full labels (``position``), as deepeval does.
+    first cycle reported (the path and its index: :class:`_Path`).
     """
     if not tree:
         return 1.0, "No call graph cycles detected."
+    path = _Path()
     root = _Node(tree)
-    path = [root]
-    by_prefix: dict[str, list[int]] | None = {root.prefix: [0]}
-    position: dict[str, int] = {}
-    if root.prefix.count(":") != 2:
-        by_prefix, position = None, {root.label: 0}
+    path.find(root, keep=True)
+    path.nodes.append(root)
     pending = [_children(tree)]
     cycle: list[str] | None = None
-
-    def forget(node: _Node) -> None:
-        """Take a node leaving the path out of the index of what is on it."""
-        if by_prefix is None:
-            del position[node.label]
-        else:
-            depths = by_prefix[node.prefix]
-            depths.pop()
-            if not depths:
-                del by_prefix[node.prefix]
-
     while pending:
         child = next(pending[-1], _END)
         if child is _END:
             pending.pop()
-            forget(path.pop())
+            path.pop()
             continue
         kids = child.get("children", _END)
         leaf = kids is _END or (kids.__class__ is list and not kids)
-        if leaf and by_prefix is not None:
-            # A leaf (the usual span): compared with its ancestors, never pushed (it would
-            # be popped at once), no node built unless its prefix matches an ancestor's.
-            prefix = f"{child.get('type', 'unknown')}:{child.get('name', 'unnamed')}:"
-            if prefix.count(":") == 2:
-                depths = by_prefix.get(prefix)
-                if depths:
-                    label = prefix + _input_hash(child)
-                    start = next((d for d in depths if path[d].label == label), None)
-                    if start is not None:
-                        cycle = [*(n.label for n in path[start:]), label]
-                        break
-                continue
-        node = _Node(child)
-        depth = len(path)
-        if by_prefix is not None and node.prefix.count(":") != 2:
-            # Colons in a type or name: from here on, full labels (computed for the path).
-            by_prefix, position = None, {n.label: i for i, n in enumerate(path)}
-        start: int | None = None
-        if by_prefix is None:
-            start = position.get(node.label)
-            if start is None:
-                position[node.label] = depth
-        else:
-            depths = by_prefix.get(node.prefix)
-            if depths:
-                label = node.label
-                start = next((d for d in depths if path[d].label == label), None)
-                depths.append(depth)
-            else:
-                by_prefix[node.prefix] = [depth]
-        if start is not None:
-            cycle = [*(n.label for n in path[start:]), node.label]
-            break
-        if leaf:
-            forget(node)
+        if leaf and not path.may_hold(f"{child.get('type', 'unknown')}:{child.get('name', 'unnamed')}:"):
+            # A leaf (the usual span) whose prefix no ancestor has: no node built.
             continue
-        path.append(node)
-        pending.append(iter(kids))
+        node = _Node(child)
+        start = path.find(node, keep=not leaf)
+        if start is not None:
+            cycle = path.cycle(start, node)
+            break
+        if not leaf:
+            path.nodes.append(node)
+            pending.append(iter(kids))
     return _cycle_score(cycle)
 
 
@@ -566,41 +581,29 @@ def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
     the view: what :func:`_tool_spans_and_llm_outputs` and :func:`score_call_graph_cycles`
     find on it (no node of the view is empty, so none is skipped). The cycle search is
     theirs: prefixes ``type:name:`` compared while none holds a colon, full labels from the
-    first one that does; it stops at the first cycle, the collection goes on."""
+    first one that does (:class:`_Path`); it stops at the first cycle, the collection
+    goes on."""
     tools: list[Step] = []
     outputs: list[Any] = []
-    path: list[_Ancestor] = []
-    by_prefix: dict[str, list[int]] | None = {}
-    position: dict[str, int] = {}
+    path = _Path()
     cycle: list[str] | None = None
     roots = trace.roots
-    stack: list[tuple[Iterator[Step], bool]] = []
     if len(roots) == 1:
         pending: list[Step] = [roots[0]]
     else:  # several top-level steps (or none) hang under a ``base`` node
         record = trace.spans.get(trace.root_span_id)
         wrapper = _Ancestor(f"base:{record.name if record else 'trace'}:", None)
-        if wrapper.prefix.count(":") != 2:
-            by_prefix, position = None, {wrapper.label: 0}
-        else:
-            by_prefix[wrapper.prefix] = [0]  # type: ignore[index]
-        path.append(wrapper)
+        path.find(wrapper, keep=True)
+        path.nodes.append(wrapper)
         pending = roots
-    stack.append((iter(pending), len(path) == 1))
+    stack: list[tuple[Iterator[Step], bool]] = [(iter(pending), bool(path.nodes))]
     while stack:
         entry = stack[-1]
         step = next(entry[0], None)
         if step is None:
             stack.pop()
             if entry[1] and cycle is None:
-                node = path.pop()
-                if by_prefix is None:
-                    del position[node.label]
-                else:
-                    depths = by_prefix[node.prefix]
-                    depths.pop()
-                    if not depths:
-                        del by_prefix[node.prefix]
+                path.pop()
             continue
         kind = step.kind
         if kind is _TOOL:
@@ -611,28 +614,11 @@ def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
         pushed = False
         if cycle is None:
             node = _Ancestor(f"{_STEP_TYPES[kind]}:{step.name}:", step)
-            depth = len(path)
-            if by_prefix is not None and node.prefix.count(":") != 2:
-                # Colons in a type or name: from here on, full labels (computed for the path).
-                by_prefix, position = None, {n.label: i for i, n in enumerate(path)}
-            start: int | None = None
-            if by_prefix is None:
-                start = position.get(node.label)
-                if start is None and children:
-                    position[node.label] = depth
-            else:
-                depths = by_prefix.get(node.prefix)
-                if depths:
-                    label = node.label
-                    start = next((d for d in depths if path[d].label == label), None)
-                    if start is None and children:
-                        depths.append(depth)
-                elif children:
-                    by_prefix[node.prefix] = [depth]
+            start = path.find(node, keep=bool(children))
             if start is not None:
-                cycle = [*(n.label for n in path[start:]), node.label]
+                cycle = path.cycle(start, node)
             elif children:
-                path.append(node)
+                path.nodes.append(node)
                 pushed = True
         if children:
             stack.append((iter(children), pushed))

@@ -313,12 +313,14 @@ class Pipeline:
         self._loop_thread = threading.get_ident()
         self.buffer: TraceBuffer[Held] = TraceBuffer(config.buffer_limits())
         self._processes = processes
+        # With workers, a thread per batch a worker holds (processes.depth: evaluate_many).
+        threads = config.scoring_threads if processes is None else config.scoring_processes * processes.depth
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,
             self._deliver,
             telemetry,
-            threads=config.scoring_processes if processes is not None else config.scoring_threads,
+            threads=threads,
             max_stuck=config.max_stuck_scorers,
             budget=config.scoring_budget_seconds,
             **(

@@ -68,7 +68,7 @@ from otel_semloop.service.config import ServiceConfig, parse_address
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
 from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
-from otel_semloop.service.processes import ScoringProcesses, WorkerDied, runs_in_workers
+from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
 from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
 
 __all__ = ["SemloopService", "ServiceThread", "serve"]
@@ -303,6 +303,7 @@ class SemloopService:
                     Held.serialized,
                     mode=getattr(self._scorer, "mode", "default"),
                     kill_after=max(10.0, 3 * config.scoring_budget_seconds),
+                    depth=WORKER_DEPTH,
                 )
                 try:
                     await asyncio.to_thread(self._processes.start)

@@ -238,3 +238,52 @@ def test_only_the_default_scorer_runs_in_workers() -> None:
     from otel_semloop.policy import Policy
 
     assert not runs_in_workers(DetectorScorer(policy=Policy(threshold=0.7)))
+
+
+def test_two_threads_share_a_worker_each_gets_its_own_replies_and_both_learn_of_its_death() -> None:
+    """With ``depth=2`` two scoring threads keep batches in one worker at once (the next
+    one waits in its pipe): each thread reads the verdicts of its own traces; a worker
+    killed with two batches in flight fails both, and the next batch gets a new worker."""
+    workers = ScoringProcesses(1, _wire, kill_after=30.0, depth=2)
+    workers.start()
+    try:
+        results: dict[int, list[object]] = {}
+
+        def score(n: int) -> None:
+            releases = [_release(300 + 10 * n + i, loop=(n + i) % 2 == 0) for i in range(6)]
+            try:
+                results[n] = [
+                    o.verdict.label.value for o in workers.evaluate_many(releases, PROTO_SPANS, Scorer())
+                ]
+            except WorkerDied as exc:
+                results[n] = [exc]
+
+        for _ in range(2):
+            threads = [threading.Thread(target=score, args=(n,)) for n in range(4)]
+            for thread in threads[:2]:  # two at a time: both fit in the one worker
+                thread.start()
+            for thread in threads[:2]:
+                thread.join(60)
+            threads = threads[2:]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(60)
+        assert workers.started == 1, "two threads at a time fit in one worker at depth 2"
+        for n in range(4):
+            assert results[n] == ["loop" if (n + i) % 2 == 0 else "no_loop" for i in range(6)]
+
+        (pid,) = workers.pids()
+        os.kill(pid, signal.SIGSTOP)  # both batches below stay in it
+        threads = [threading.Thread(target=score, args=(n,)) for n in (4, 5)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)
+        os.kill(pid, signal.SIGKILL)
+        for thread in threads:
+            thread.join(60)
+        assert all(len(results[n]) == 1 and isinstance(results[n][0], WorkerDied) for n in (4, 5))
+        assert workers.evaluate(_release(399, True), PROTO_SPANS, Scorer()) is not None
+        assert workers.started == 2
+    finally:
+        workers.close()
