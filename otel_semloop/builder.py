@@ -11,7 +11,7 @@ recursion.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.messages import flatten_text, tool_responses
@@ -53,10 +53,16 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     roots: list[Step] = []
     other: list[SpanRecord] = []
     preorder: dict[str, int] = {}
-    # Stack of (record, nearest step ancestor); pushed in reverse to pop in order.
-    stack: list[tuple[SpanRecord, Step | None]] = [(r, None) for r in reversed(tops)]
+    # Depth first, in pre-order: a stack of (the siblings left to visit, their nearest step
+    # ancestor), one entry per open parent (not per span: a flat trace of 10,000 spans
+    # would otherwise hold 10,000 tuples for the garbage collector to scan).
+    stack: list[tuple[Iterator[SpanRecord], Step | None]] = [(iter(tops), None)]
     while stack:
-        record, parent_step = stack.pop()
+        siblings, parent_step = stack[-1]
+        record = next(siblings, None)
+        if record is None:
+            stack.pop()
+            continue
         if record.span_id in preorder:  # a parent-id cycle in hostile input
             continue
         preorder[record.span_id] = len(preorder)
@@ -75,8 +81,9 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
             steps.append(step)
             starts.append(record.start_ns or 0)
             attach_to = step
-        for child in reversed(children.get(record.span_id, ())):
-            stack.append((child, attach_to))
+        below = children.get(record.span_id)
+        if below:
+            stack.append((iter(below), attach_to))
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
     other.extend(r for r in spans.values() if r.span_id not in preorder)

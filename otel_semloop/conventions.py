@@ -127,16 +127,22 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             indexed = indexed_messages(attrs)
             raw_in = raw_in or first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
             raw_out = raw_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
-    if raw_in is None:
-        for key in _INPUT_KEYS:
-            raw_in = get(key)
-            if raw_in is not None:
-                break
-    if raw_out is None:
-        for key in _OUTPUT_KEYS:
-            raw_out = get(key)
-            if raw_out is not None:
-                break
+    if _EARLIER_IO_KEYS.isdisjoint(attrs):  # one pass in C: a GenAI tool span, most others
+        if raw_in is None:
+            raw_in = get("gen_ai.tool.call.arguments")  # (the last of _INPUT_KEYS)
+        if raw_out is None:
+            raw_out = get("gen_ai.tool.call.result")  # (the last of _OUTPUT_KEYS)
+    else:
+        if raw_in is None:
+            for key in _INPUT_KEYS:
+                raw_in = get(key)
+                if raw_in is not None:
+                    break
+        if raw_out is None:
+            for key in _OUTPUT_KEYS:
+                raw_out = get(key)
+                if raw_out is not None:
+                    break
     events = record.events
     if events and kind is not _AGENT and (raw_in is None or raw_out is None):
         events_in, events_out = event_messages(events)
@@ -307,6 +313,11 @@ _OUTPUT_KEYS = (
     "traceloop.entity.output",
     "gen_ai.tool.call.result",
 )
+#: The input and output keys read before the tool call's own: when a span has none of them,
+#: the two loops above come down to reading the last key of each.
+_EARLIER_IO_KEYS = frozenset(_INPUT_KEYS[:-1] + _OUTPUT_KEYS[:-1])
+if _INPUT_KEYS[-1] != "gen_ai.tool.call.arguments" or _OUTPUT_KEYS[-1] != "gen_ai.tool.call.result":
+    raise ImportError("read_step reads the last input and output keys by name: update it")
 
 
 def _first_present(attrs: Mapping[str, Any], *keys: str) -> Any:

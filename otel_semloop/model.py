@@ -163,7 +163,7 @@ class Step(_Deferrable):
             return False
         return True
 
-    def tree_view(self, *, lazy: bool = False, pending: bool = False) -> dict[str, Any]:
+    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
         """The deepeval/semloop nested span dict (``type``, ``name``, ``input``,
         ``output``, ``children``) rooted at this step.
 
@@ -172,54 +172,38 @@ class Step(_Deferrable):
         so deepeval's scoring and semloop's question protocol run on it unchanged.
         Built iteratively: deep agent nesting cannot exhaust the recursion limit.
 
-        Both options are for a reader in this process that reads a node's ``"input"``
-        rarely (the lexical metric does, on a type:name collision only) and would otherwise
-        have every step's input decoded (an LLM call's input is its whole message history):
-
-        * ``pending=True``: plain dicts; a node whose step has not decoded its input yet
-          holds a :class:`PendingInput` as its ``"input"``, which the reader turns into the
-          value with :meth:`PendingInput.value`. Every lookup is the dict's own.
-        * ``lazy=True``: a node whose step has not decoded its input yet decodes it on the
-          lookup (``node["input"]``, ``node.get("input")``; any other dict method decodes it
-          first too), at the cost of a Python-level ``get`` on those nodes.
-
-        Native serialisers that read a dict's storage directly (``orjson``) cannot serialise
-        either: serialise the default, eager view.
+        ``lazy=True`` is for a reader in this process that looks a node's ``"input"`` up
+        by key (``node["input"]``, ``node.get("input")``, as the lexical metric does, on a
+        type:name collision only): a step whose input is not decoded yet gets a node that
+        decodes it on that lookup (any other dict method decodes it first too). Native
+        serialisers that read a dict's storage directly (``orjson``) cannot serialise it:
+        serialise the default, eager view.
         """
-        how = _PENDING if pending else _LAZY if lazy else _EAGER
-        top = self._node(how)
+        top = self._node(lazy)
         stack = [(self, dict.__getitem__(top, "children"))]
         while stack:
             step, siblings = stack.pop()
             for child in step.children:
-                child_node = child._node(how)
+                child_node = child._node(lazy)
                 siblings.append(child_node)
                 stack.append((child, dict.__getitem__(child_node, "children")))
         return top
 
-    def _node(self, how: int = 0) -> dict[str, Any]:
+    def _node(self, lazy: bool = False) -> dict[str, Any]:
         kind = self.kind
         node_type = _NODE_TYPES[kind]
         if kind is _TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
             node_input = self.tool_arguments
             if node_input is None:
-                if how and _undecoded_input(self):
-                    if how == _PENDING:
-                        node_input = PendingInput(self)
-                    else:
-                        return _lazy_node(self, node_type, node_output)
-                else:
-                    node_input = self.input
+                if lazy and _undecoded_input(self):
+                    return _lazy_node(self, node_type, node_output)
+                node_input = self.input
         else:
             node_output = self.output_text
-            if how and _undecoded_input(self):
-                if how == _PENDING:
-                    node_input = PendingInput(self)
-                else:
-                    return _lazy_node(self, node_type, node_output)
-            else:
-                node_input = self.input_text if self.input is not None else None
+            if lazy and _undecoded_input(self):
+                return _lazy_node(self, node_type, node_output)
+            node_input = self.input_text if self.input is not None else None
         return {
             "type": node_type,
             "name": self.name,
@@ -276,29 +260,6 @@ def _undecoded_input(step: Step) -> bool:
     except AttributeError:
         return True
     return False
-
-
-#: How :meth:`Step.tree_view` fills a node whose step's input is not decoded yet.
-_EAGER, _LAZY, _PENDING = 0, 1, 2
-
-
-class PendingInput:
-    """A tree-view node's ``"input"`` its step has not decoded yet (see
-    :meth:`Step.tree_view` with ``pending=True``). :meth:`value` decodes it (once: the step
-    keeps the value) and returns what the eager view holds there. A reader tells it from
-    any value by its class (``value.__class__ is PendingInput``): no decoded input is one."""
-
-    __slots__ = ("_step",)
-
-    def __init__(self, step: Step) -> None:
-        self._step = step
-
-    def value(self) -> Any:
-        """The node's input, as :meth:`Step.tree_view` without options shows it."""
-        return self._step._node_input()
-
-    def __repr__(self) -> str:
-        return "<input not read yet>"
 
 
 def _lazy_node(step: Step, node_type: str, output: Any) -> _LazyInputNode:
@@ -443,20 +404,20 @@ class Trace:
     def llm_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind is _LLM]
 
-    def tree_view(self, *, lazy: bool = False, pending: bool = False) -> dict[str, Any]:
-        """deepeval's nested span dict for the whole trace (``lazy``, ``pending``: see
+    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
+        """deepeval's nested span dict for the whole trace (``lazy``: see
         :meth:`Step.tree_view`).
 
         One top-level step is the root itself; several are wrapped in a ``base`` node
         named after the trace's root span so nothing is lost.
         """
         if len(self.roots) == 1:
-            return self.roots[0].tree_view(lazy=lazy, pending=pending)
+            return self.roots[0].tree_view(lazy=lazy)
         root_record = self.spans.get(self.root_span_id)
         return {
             "type": "base",
             "name": root_record.name if root_record else "trace",
             "input": None,
             "output": "",
-            "children": [r.tree_view(lazy=lazy, pending=pending) for r in self.roots],
+            "children": [r.tree_view(lazy=lazy) for r in self.roots],
         }

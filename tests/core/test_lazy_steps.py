@@ -25,8 +25,8 @@ from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
 from otel_semloop.handoffs import handoff_target
-from otel_semloop.model import EventRecord, PendingInput, SpanRecord, Step, StepKind
-from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like, span_records
+from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
+from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like
 
 TRACE = "0" * 31 + "1"
 
@@ -138,42 +138,6 @@ def test_lazy_tree_nodes_behave_as_the_eager_dicts():
     node = build_trace(genai_records(12)).tree_view(lazy=True)["children"][0]
     assert node["input"] == eager["children"][0]["input"]
     assert copy.deepcopy(build_trace(genai_records(12)).tree_view(lazy=True)) == eager
-
-
-def _resolved(view: Any) -> Any:
-    """A pending view (see Step.tree_view) with every PendingInput replaced by its value,
-    node dicts as they are (so what is compared is the pending view's own keys and order)."""
-    stack = [view]
-    while stack:
-        node = stack.pop()
-        if isinstance(node.get("input"), PendingInput):
-            node["input"] = node["input"].value()
-        stack.extend(node["children"])
-    return view
-
-
-def test_the_pending_view_is_plain_dicts_that_resolve_to_the_eager_view():
-    trace = build_trace(genai_records(12))
-    view = trace.tree_view(pending=True)
-    nodes, stack = [], [view]
-    while stack:
-        nodes.append(stack.pop())
-        stack.extend(nodes[-1]["children"])
-    assert all(type(node) is dict for node in nodes)  # every lookup is the dict's own
-    pending = [n for n in nodes if n["input"].__class__ is PendingInput]
-    assert len(pending) == 7  # the agent and its 6 LLM calls: their inputs are JSON histories
-    assert all(not s.is_decoded("input_text") for s in trace.steps if s.kind is StepKind.LLM)
-    assert "not read yet" in repr(pending[0]["input"])
-    eager = build_trace(genai_records(12)).tree_view()
-    assert json.dumps(_resolved(view)) == json.dumps(eager)  # values and key order
-    assert trace.tree_view(pending=True) == eager  # the steps keep what was decoded: plain now
-
-
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(span_records(), min_size=1, max_size=12))
-def test_any_trace_s_pending_view_resolves_to_its_eager_view(records: list[SpanRecord]) -> None:
-    eager = build_trace(records).tree_view()
-    assert _resolved(build_trace(records).tree_view(pending=True)) == eager
 
 
 def test_the_golden_traces_score_the_same_on_the_lazy_view():
