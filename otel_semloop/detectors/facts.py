@@ -145,7 +145,7 @@ class StepFacts:
         self.text: int | None = None
         self.text_novel = False
         #: A tool step that counts for repetition and novelty (not a transient failure);
-        #: set once the failure is known (:meth:`Fingerprinter.facts`).
+        #: set once the failure is known (``Fingerprinter._tool``).
         self.is_action = False
         self.has_tool_calls = bool(step.tool_calls)
         self.tokens = (step.input_tokens or 0) + (step.output_tokens or 0)
@@ -227,6 +227,19 @@ class _LRU:
         if len(data) > self._capacity:
             del data[next(iter(data))]
         return present, old
+
+    def add(self, key: int) -> bool:
+        """``touch(key)`` for a map of keys alone (every value None): whether ``key`` was
+        present, without building the pair."""
+        data = self._data
+        if key in data:
+            del data[key]
+            data[key] = None
+            return True
+        data[key] = None
+        if len(data) > self._capacity:
+            del data[next(iter(data))]
+        return False
 
     def replace(self, key: int, value: object) -> None:
         """Set the value of a key just touched (its recency is unchanged)."""
@@ -315,7 +328,6 @@ class Fingerprinter:
         if kind is _TOOL:
             facts = StepFacts(step, index)
             self._tool(step, facts)
-            facts.is_action = not facts.transient_failure
         elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
             # from a new one: only the failure detector reads it, and only about failures.
@@ -359,7 +371,8 @@ class Fingerprinter:
         failure = classify_failure(step, raw)
         facts.failure = failure
         if failure is not None and failure.kind is _TRANSIENT:
-            return  # neither novel nor remembered: the call did not happen
+            return  # neither novel nor remembered (nor an action): the call did not happen
+        facts.is_action = True
         read = None
         if raw is not None:
             read = self._read(raw)
@@ -369,8 +382,7 @@ class Fingerprinter:
             facts.trivial = read.acknowledges and not (
                 read.empty and empty_means_none_found(name, arguments, shell=shell)
             )
-            content_seen, _ = self._contents.touch(read.content)
-            if not content_seen:
+            if not self._contents.add(read.content):
                 self._content_epoch += 1
                 facts.content_novel = True
         elif failure is not None:
@@ -394,7 +406,7 @@ class Fingerprinter:
         # result: a result alternating between a short and a long form, or a percentage
         # going down and up again, must not count as progress on every upswing. Counts
         # (work remaining) are compared with the previous result: each fall is progress.
-        seen, _ = self._seen.touch(facts.action)
+        seen = self._seen.add(facts.action)
         call_seen, previous = self._calls.touch(call)
         call_novel = facts.call_novel = not call_seen
         if previous is None:
@@ -522,8 +534,7 @@ class Fingerprinter:
         facts.text = digest
         if not novelty:
             return
-        seen, _ = self._texts.touch(digest)
-        facts.text_novel = not seen
+        facts.text_novel = not self._texts.add(digest)
         if facts.text_novel:
             self._text_epoch += 1
 
