@@ -39,7 +39,12 @@ from otel_semloop.cli import main
 PHASES = {
     "read": [("inputs.py", "iter_units")],
     "parse": [("spans.py", "load_json"), ("spans.py", "scan_json")],
-    "serialise": [("chunks.py", "_gaps"), ("chunks.py", "render_json"), ("spans.py", "dump_json")],
+    "serialise": [
+        ("chunks.py", "_gaps"),
+        ("chunks.py", "_bounds"),
+        ("chunks.py", "render_json"),
+        ("spans.py", "dump_json"),
+    ],
     "group": [("engine.py", "_group"), ("engine.py", "_close_idle"), ("chunks.py", "_groups")],
     "decode": [("worker.py", "_records")],
     "build": [("builder.py", "build_trace")],

@@ -16,8 +16,9 @@ b) ``otel-semloop rescore FILE -o OUT -q`` as a user runs it (default detectors,
 Prints MB/s of each (input bytes / wall time; medians over rounds), the ratio rescore /
 floor (target >= 40%), and rescore's peak RSS at each size (target < 1 GB, flat from the
 smallest size to the largest). On a shared machine wall time depends on the load, so it
-also prints the CPU seconds of each (rescore: the process and its workers) and the load
-average: floor CPU / rescore CPU times the number of cores is the ratio idle cores would give.
+also prints the CPU seconds of each (rescore: the process and its workers, and the
+reading process alone) and the load average: floor CPU / rescore CPU times the number of
+cores is the ratio idle cores would give.
 """
 
 from __future__ import annotations
@@ -230,9 +231,10 @@ def floor(path: Path, out: Path) -> tuple[float, float]:
     return time.perf_counter() - start, time.process_time() - cpu
 
 
-def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, float, str]:
+def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, float, str, float]:
     """Wall seconds, CPU seconds (process and children, user + system), peak RSS (MiB,
-    process + children), and the summary line."""
+    process + children), the summary line, and the CPU seconds of the reading process
+    alone (the rest is its workers and the fork server)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "otel_semloop", "rescore", str(path), "-o", str(out), *extra]
     start = time.perf_counter()
@@ -264,7 +266,7 @@ def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, floa
         f"{summary.get('agent_traces_scored', 0)} scored, {summary.get('loops', 0)} loops, "
         f"{summary.get('workers', 0)} workers"
     )
-    return seconds, sum(cpu.values()), peak / (1 << 20), said
+    return seconds, sum(cpu.values()), peak / (1 << 20), said, cpu.get(proc.pid, 0.0)
 
 
 def main() -> int:
@@ -294,14 +296,15 @@ def main() -> int:
             floors, rescores, peaks, cpu_ratios = [], [], [], []
             for r in range(args.rounds if n == 0 else 1):
                 f, f_cpu = floor(path, Path(tmp) / "floor.jsonl")
-                s, s_cpu, peak, summary = rescore(path, Path(tmp) / "scored.jsonl", extra)
+                s, s_cpu, peak, summary, reader_cpu = rescore(path, Path(tmp) / "scored.jsonl", extra)
                 floors.append(mb / f)
                 rescores.append(mb / s)
                 peaks.append(peak)
                 cpu_ratios.append(f_cpu / s_cpu)
                 print(
                     f"  round {r + 1}: floor {mb / f:6.1f} MB/s   rescore {mb / s:6.1f} MB/s "
-                    f"({mb / s / (mb / f):.0%})   CPU s floor {f_cpu:.1f} rescore {s_cpu:.1f}   "
+                    f"({mb / s / (mb / f):.0%})   CPU s floor {f_cpu:.1f} rescore {s_cpu:.1f} "
+                    f"(reader {reader_cpu:.1f})   "
                     f"peak RSS {peak:6.0f} MiB   load {os.getloadavg()[0]:.1f}   ({summary})",
                     flush=True,
                 )

@@ -127,7 +127,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             indexed = indexed_messages(attrs)
             raw_in = raw_in or first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
             raw_out = raw_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
-    if _EARLIER_IO_KEYS.isdisjoint(attrs):  # one pass in C: a GenAI tool span, most others
+    if raw_in is not None and raw_out is not None:
+        pass  # (an LLM span's message lists)
+    elif _EARLIER_IO_KEYS.isdisjoint(attrs):  # one pass in C: a GenAI tool span, most others
         if raw_in is None:
             raw_in = get("gen_ai.tool.call.arguments")  # (the last of _INPUT_KEYS)
         if raw_out is None:

@@ -153,11 +153,13 @@ def _watching(spec: ScorerSpec) -> _Watching:
 
 
 @pytest.mark.parametrize("enabled", [True, False])
-def test_a_chunk_is_scored_with_the_collector_paused_then_resumed_as_it_was(tmp_path, enabled):
+def test_a_chunk_is_scored_with_the_collector_paused_then_resumed_as_it_was(tmp_path, monkeypatch, enabled):
     # the collector walks every parsed dict again and again for nothing (they form no
     # cycles): paused for the chunk, and left as the caller had it afterwards
+    monkeypatch.setattr(bench, "SPANS_PER_LINE", 12)
+    monkeypatch.setattr(bench, "OPEN_TRACES", 2)
     source = tmp_path / "agents.jsonl"
-    bench.write_file(source, 200_000, seed=3)
+    bench.write_file(source, 60_000, seed=3)
     work = [("json", line, f"x:{i}") for i, line in enumerate(source.read_bytes().splitlines())]
     _Watching.seen = []
     was = gc.isenabled()
