@@ -32,6 +32,8 @@ The scorer interface
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -53,6 +55,7 @@ __all__ = [
     "Scorer",
     "ScorerMode",
     "StagedScorer",
+    "collector_paused",
     "score_records",
     "stages_of",
     "unreadable_steps",
@@ -244,3 +247,25 @@ def unreadable_steps(trace: Trace) -> int:
             continue
         count += 1
     return count
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """CPython's cyclic garbage collector paused for one unit of batch work (a rescore
+    chunk, a batch of traces in a scoring process), then resumed as it was.
+
+    Why: parsing and scoring allocate millions of container objects (every JSON dict and
+    list, every step and fact) and almost none of them form cycles (about 240 cyclic
+    objects per 16 MiB chunk of bench input), yet the collector walks them again and
+    again as they pile up (the young generation every 700 allocations, the whole heap as
+    it grows): about 10% of a worker's CPU for nothing. Reference counting frees
+    everything as before; the few cycles wait until the collector runs after the unit, so
+    memory stays bounded by the unit's size."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

@@ -36,8 +36,9 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.spans import apply_json, dump_json, load_json, scan_json, scan_proto
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, collector_paused, score_job, scorer
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
 from otel_semloop.otlp._common import Bad
+from otel_semloop.scoring import collector_paused
 
 __all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_unit", "render_json"]
 

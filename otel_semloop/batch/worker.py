@@ -13,9 +13,7 @@ per-span patches plus one summary row out.
 
 from __future__ import annotations
 
-import contextlib
-import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,11 +25,11 @@ from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json
 from otel_semloop.redact import clean_control, redact
-from otel_semloop.scoring import DetectorScorer, Scorer
+from otel_semloop.scoring import DetectorScorer, Scorer, collector_paused
 from otel_semloop.verdict import Verdict
 from otel_semloop.writeback import SpanPatch, evaluation_event, patches_for, verdict_attributes
 
-__all__ = ["ScorerSpec", "TraceJob", "TraceRow", "collector_paused", "score_jobs"]
+__all__ = ["ScorerSpec", "TraceJob", "TraceRow", "score_jobs"]
 
 def clean(text: str, limit: int = 300) -> str:
     """Text safe for an attribute, a log line and a terminal: secrets redacted with the
@@ -113,28 +111,6 @@ def scorer(spec: ScorerSpec | None = None) -> Scorer:
         _SPEC = spec or ScorerSpec()
         _SCORER = _SPEC.build()
     return _SCORER
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """CPython's cyclic garbage collector paused for one unit of batch work (a chunk, a
-    batch of traces), then resumed as it was.
-
-    Why: parsing and scoring allocate millions of container objects (every JSON dict and
-    list, every step and fact) and almost none of them form cycles (about 240 cyclic
-    objects per 16 MiB chunk of bench input), yet the collector walks them again and
-    again as they pile up (the young generation every 700 allocations, the whole heap as
-    it grows): about 10% of a worker's CPU for nothing. Reference counting frees
-    everything as before; the few cycles wait until the collector runs after the unit, so
-    memory stays bounded by the unit's size."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list[tuple[str, Any, Any]]:

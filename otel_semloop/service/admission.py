@@ -114,7 +114,13 @@ class ScoringLoad:
             share = self._to_scorers / self._released
             self.agent_share = (1 - _ALPHA) * self.agent_share + _ALPHA * share
         self._window_start = now
-        self._scored = self._released = self._to_scorers = 0
+        self._released = self._to_scorers = 0
+        if not self.measured:
+            # Until the first measurement, busy time adds up across windows: while the low
+            # guess admits only short bursts, no single window holds enough of it, and
+            # resetting here kept the guess (and the refusals) for seconds.
+            return
+        self._scored = 0
         self._busy = 0.0
         if self._busy_since is not None:
             self._busy_since = now

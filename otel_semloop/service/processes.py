@@ -56,6 +56,7 @@ import collections
 import contextlib
 import copyreg
 import dataclasses
+import gc
 import io
 import multiprocessing
 import pickle
@@ -71,7 +72,7 @@ from otel_semloop.grouping import Release
 from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.release import Evaluation, SpanAdapter
-from otel_semloop.scoring import DetectorScorer, Scorer, score_records
+from otel_semloop.scoring import DetectorScorer, Scorer, collector_paused, score_records
 from otel_semloop.service.wirepatch import appended
 from otel_semloop.telemetry import get_logger
 from otel_semloop.verdict import Finding, Label, LexicalResult, Verdict
@@ -120,13 +121,17 @@ def _worker_main(conn: Any, mode: str) -> None:
     """A scoring process: ``(full, [(span bytes, partial), ...])`` in; per release what
     :func:`_score_one` returns, until the pipe closes."""
     score_records([], mode=mode)  # type: ignore[arg-type]  # imports and the scorer, before ready
+    # What start-up left alive lives as long as the process: out of the collector's sight.
+    gc.collect()
+    gc.freeze()
     conn.send_bytes(_READY)
     while True:
         try:
             full, batch = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
-        results = [_score_one(spans, partial, mode, full) for spans, partial in batch]
+        with collector_paused():
+            results = [_score_one(spans, partial, mode, full) for spans, partial in batch]
         try:
             reply = _dumps(results)
         except Exception:  # an exception that does not pickle: only its release says so

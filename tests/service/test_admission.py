@@ -75,6 +75,23 @@ def test_the_rate_is_spans_scored_per_second_of_busy_time() -> None:
     assert load.rate == rate and load.queued == 0
 
 
+def test_the_first_measurement_adds_up_busy_time_from_short_bursts() -> None:
+    # At start the low guess admits only small requests, and a fast scorer finishes each in
+    # a fraction of FIRST_SAMPLE_SECONDS: the measurement must still come, from their sum,
+    # rather than every window starting again from nothing (the guess then held for seconds).
+    load = ScoringLoad(grace=1.0, scorers=1)
+    load.sample(0.0)
+    burst, seconds = 200, 0.03
+    for n in range(1, 9):
+        t = n * 0.6
+        load.released(t, burst, to_scorers=True)
+        load.delivered(t + seconds, burst, scored=True)
+        load.sample(t + 0.1)
+        if n < 4:  # 0.03, 0.06, 0.09 s of busy time so far
+            assert not load.measured
+    assert load.measured and load.rate == pytest.approx(burst / seconds, rel=0.01)
+
+
 class _Slow:
     """A scorer that takes 5 ms a trace (the GIL is free meanwhile)."""
 
