@@ -56,6 +56,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.service.config import ServiceConfig, redact_url
 from otel_semloop.service.pipeline import Held
+from otel_semloop.service.wirepatch import varint
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
@@ -116,7 +117,7 @@ def encode_request(batch: list[Held]) -> bytes:
                 elif n < 0x4000:
                     append(bytes((0x12, n & 0x7F | 0x80, n >> 7)))
                 else:
-                    append(b"\x12" + _varint(n))
+                    append(b"\x12" + varint(n))
                 append(span)
             if ss.schema_url:
                 ss_parts.append(_field(3, ss.schema_url.encode()))
@@ -129,21 +130,9 @@ def encode_request(batch: list[Held]) -> bytes:
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited protobuf field (wire type 2): tag, varint length, bytes."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
-def _varint(value: int) -> bytes:
-    if value < 0x80:
-        return _SMALL[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_SMALL = [bytes((n,)) for n in range(0x80)]
 
 
 class ExportQueue:

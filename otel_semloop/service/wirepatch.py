@@ -27,7 +27,7 @@ from typing import Any
 
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["appended"]
+__all__ = ["appended", "varint"]
 
 _MIN_I64, _MAX_I64 = -(1 << 63), (1 << 63) - 1
 _DOUBLE = struct.Struct("<d").pack
@@ -80,7 +80,7 @@ def _key_value(key: Any, value: Any) -> bytes:
     t = type(value)
     if t is str:
         raw = value.encode()
-        any_value = b"\x0a" + _length(len(raw)) + raw
+        any_value = b"\x0a" + varint(len(raw)) + raw
     elif t is bool:
         any_value = b"\x10\x01" if value else b"\x10\x00"
     elif t is float:
@@ -88,8 +88,8 @@ def _key_value(key: Any, value: Any) -> bytes:
     else:
         any_value = _any(value)
     # proto3: an empty key is not written
-    head = b"\x0a" + _length(len(name)) + name if name else b""
-    return head + b"\x12" + _length(len(any_value)) + any_value
+    head = b"\x0a" + varint(len(name)) + name if name else b""
+    return head + b"\x12" + varint(len(any_value)) + any_value
 
 
 def _any(value: Any) -> bytes:
@@ -102,7 +102,7 @@ def _any(value: Any) -> bytes:
     if t is int:
         if not _MIN_I64 <= value <= _MAX_I64:
             raise _Unsupported
-        return b"\x18" + _varint(value & 0xFFFFFFFFFFFFFFFF)
+        return b"\x18" + varint(value & 0xFFFFFFFFFFFFFFFF)
     if t is float:
         return b"\x21" + _DOUBLE(value)
     if t is list or t is tuple:
@@ -111,14 +111,14 @@ def _any(value: Any) -> bytes:
 
 
 def _field(tag: int, payload: bytes) -> bytes:
-    return _TAGS[tag] + _length(len(payload)) + payload
+    return _TAGS[tag] + varint(len(payload)) + payload
 
 
-def _length(n: int) -> bytes:
-    return _SMALL[n] if n < 0x80 else _varint(n)
-
-
-def _varint(value: int) -> bytes:
+def varint(value: int) -> bytes:
+    """A protobuf base-128 varint (a length, a tag, an integer): the exporter frames its
+    requests with it too."""
+    if value < 0x80:
+        return _SMALL[value]
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)
