@@ -7,7 +7,8 @@ import copy
 import json
 
 from otel_semloop.batch.engine import Engine, EngineOptions
-from otel_semloop.batch.inputs import ReadState, Source, _Spool, iter_units
+from otel_semloop.batch.inputs import ReadState, Source, iter_units
+from otel_semloop.batch.units import Spool
 from otel_semloop.batch.writer import Output
 from otel_semloop.cli import main
 from tests.batch.rescore_data import agent_lines, labels, spans_of, write_jsonl
@@ -95,12 +96,12 @@ def test_chunks_shrink_as_an_input_of_known_size_runs_out_with_the_same_bytes(tm
     # the last big chunk would keep one worker busy while the other waits: near the end
     # of an input whose size is known, chunks get smaller; the output must not change
     source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=24, per_line=3))
-    units = list(iter_units([Source(str(source))], ReadState([], _Spool())))
+    units = list(iter_units([Source(str(source))], ReadState([], Spool())))
     sizes = [len(u.raw) + 1 for u in units]
     total = sum(sizes)
     read = [sum(sizes[: i + 1]) for i in range(len(units))]
     fixed, fixed_chunks = _rescored(units, tmp_path / "a.jsonl", lambda i: None, monkeypatch)
-    units = list(iter_units([Source(str(source))], ReadState([], _Spool())))
+    units = list(iter_units([Source(str(source))], ReadState([], Spool())))
     left = [1 - r / total for r in read]
     tapered, tapered_chunks = _rescored(units, tmp_path / "b.jsonl", left.__getitem__, monkeypatch)
     assert total > 4 * 20_000
