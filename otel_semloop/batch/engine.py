@@ -271,8 +271,8 @@ class Engine:
             self._relieve()
 
     def _group(self, held: Held, parsed: tuple[Any, ...]) -> None:
-        _, _, held.ids, held.spans, held.gaps, groups, held.bounds = parsed
-        self.stats.spans += len(held.ids)
+        _, _, (held.sids, held.rootmask), held.spans, held.gaps, groups, held.bounds = parsed
+        self.stats.spans += len(held.rootmask)
         n = self._n
         chunk = self._chunk
         spill = self._spill
@@ -284,8 +284,7 @@ class Engine:
                     continue
                 if spill is not None and tid in spill.traces:
                     for i in indexes:
-                        _, sid, root = held.ids[i]
-                        spill.add(tid, sid, root, held.unit.kind, held.span(i))
+                        spill.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
                     if held.late is None:
                         held.late = set()
                     held.late.add(tid)
@@ -414,9 +413,9 @@ class Engine:
                 self._order.pop(tid, None)
             for held, indexes in t.spans:  # each unit once
                 if patches:
-                    ids = held.ids
+                    sids = held.sids
                     for i in indexes:
-                        patch = patches.get(ids[i][1])
+                        patch = patches.get(sids[16 * i : 16 * i + 16])
                         if patch is not None:
                             if held.patches is None:
                                 held.patches = {}
@@ -438,6 +437,7 @@ class Engine:
             # written: only its place in the chunk is kept (until the chunk's verdicts go)
             held.unit.raw = b""
             held.spans = []
+            held.sids, held.rootmask = "", b""
             held.gaps = held.patches = held.bounds = None
 
     def _relieve(self) -> None:
