@@ -28,6 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_semloop.model import EventRecord, SpanRecord
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE
+from otel_semloop.otlp.records import record_from_proto_span
 
 __all__ = ["record_from_span_bytes"]
 
@@ -376,8 +377,6 @@ def record_from_span_bytes(data: bytes, where: str = "", path: str = "span") -> 
         return _fast(data)
     except (_Other, IndexError, UnicodeDecodeError, struct.error):
         pass
-    from otel_semloop.otlp.records import record_from_proto_span
-
     record = record_from_proto_span(_from_string(data), where, path)
     record.source = data
     return record

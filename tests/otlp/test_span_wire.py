@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_semloop.model import EventRecord
-from otel_semloop.otlp import record_from_proto_span, wire
-from otel_semloop.otlp.wire import record_from_span_bytes
+from otel_semloop.otlp import record_from_proto_span, record_from_span_bytes, wire
 from tests.otlp.test_otlp_codec import spans
 
 CHECK = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
