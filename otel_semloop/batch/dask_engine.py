@@ -22,7 +22,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
 from otel_semloop.batch.engine import EngineOptions, EngineStats
-from otel_semloop.batch.inputs import InputProblem, ReadState, Source, _Spool, iter_units
+from otel_semloop.batch.inputs import ReadState, Source, iter_units
 from otel_semloop.batch.spans import (
     apply_json,
     apply_proto,
@@ -32,6 +32,7 @@ from otel_semloop.batch.spans import (
     scan_json,
     scan_proto,
 )
+from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_jobs
 from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.codec import span_to_json
@@ -45,7 +46,7 @@ def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tu
     """Every span of one file as ``(trace_id, (position, kind, bytes, root, span_id))``.
     Units that do not parse are skipped here (the client reports them)."""
     out: list[tuple[str, tuple[Any, ...]]] = []
-    state = ReadState([], _Spool())
+    state = ReadState([], Spool())
     try:
         for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
             if unit.error is not None:

@@ -1,6 +1,14 @@
 """The streaming rescoring engine: units in, spans grouped by trace, each trace scored once
 when complete, every unit written out in input order with its patches applied.
 
+Data flow: :mod:`~otel_semloop.batch.inputs` yields units; the engine sends them a chunk
+at a time to :mod:`~otel_semloop.batch.chunks` (parsed, and the traces wholly inside the
+chunk scored, in a worker); it groups the spans of every unit by trace here, sends the
+traces a chunk could not score as jobs to :mod:`~otel_semloop.batch.worker`, holds each
+unit as a :class:`~otel_semloop.batch.held.Held` until its traces are decided, and writes
+it as :func:`~otel_semloop.batch.held.render` makes it; over the memory budget open traces
+go to :mod:`~otel_semloop.batch.spill`.
+
 Completion window
     A trace is complete when its root (a span without a parent, or with a remote parent)
     has been seen and none of its spans arrived for ``window`` units. It is then scored
@@ -13,20 +21,21 @@ Completion window
 
 Bounded memory
     Only units waiting for an open trace are held. When they exceed ``memory_budget``
-    bytes, the traces holding back the oldest unit are spilled: their spans go to disk,
-    partitioned by trace id, and from then on units are written to a spill file in order
-    instead of the output. At the end the spilled traces are read back one partition at a
-    time, scored, and the spill file is replayed into the output with their patches. So a
-    file larger than memory is rescored in order, whatever its traces look like.
+    bytes, the traces holding back the oldest unit are spilled (see
+    :mod:`~otel_semloop.batch.spill`), and from then on decided units go to the spill in
+    order instead of the output, to be replayed with the spilled traces' patches at the
+    end.
 
 Determinism
     Verdicts depend only on each trace's spans, patches are applied where each span
     stands, and summary rows are sorted by the order traces were closed: the same input
     gives the same output bytes, with or without a pool.
 
-Size: the engine is one state machine (held units, open/stalled/scoring traces, the
-pool's in-flight tasks, the spill) whose parts share its bookkeeping; split apart, every
-piece would need the others' private state.
+Size: one concern, the bookkeeping of which trace is where (units held in order; traces
+open, stalled without a root, scoring, decided; chunks and job batches in flight; the
+chunk verdicts waiting to be used) and the transitions between those states. Every
+method moves a trace or a unit between these shared tables; the parts that need none of
+them (rendering a unit, the spill files, parsing, scoring) have their own modules.
 """
 
 from __future__ import annotations
@@ -35,32 +44,21 @@ import concurrent.futures
 import multiprocessing
 import os
 import re
-import struct
-import tempfile
-import zlib
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 import orjson
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_semloop.batch.chunks import ChunkResult, parse_chunk, render_json
-from otel_semloop.batch.inputs import InputProblem, Unit
-from otel_semloop.batch.spans import (
-    apply_json,
-    apply_proto,
-    dump_json,
-    load_json,
-    payload_json,
-    payload_proto,
-    scan_json,
-    scan_proto,
-)
+from otel_semloop.batch.chunks import ChunkResult, parse_chunk
+from otel_semloop.batch.held import Held, render
+from otel_semloop.batch.spans import payload_json, payload_proto
+from otel_semloop.batch.spill import Spill
+from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, init_worker, score_jobs
 from otel_semloop.otlp.codec import span_to_json
-from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -80,7 +78,6 @@ DEFAULT_CHUNK_UNITS = 4096
 MIN_TAIL_CHUNK_BYTES = 1 << 20
 _JOBS_PER_TASK = 16
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
-_PARTITIONS = 16
 
 
 @dataclass(slots=True)
@@ -114,37 +111,11 @@ class EngineStats:
     chunks: int = 0
 
 
-class _Held:
-    """A unit waiting to be written: its spans' ids and where their bytes are (from the
-    parse), the patches its spans gained, and how many undecided traces it still waits
-    for."""
-
-    __slots__ = ("bounds", "gaps", "ids", "late", "patches", "spans", "unit", "waiting")
-
-    def __init__(self, unit: Unit) -> None:
-        self.unit = unit
-        self.ids: list[tuple[str, str, bool]] = []
-        #: each span's bytes, or None when ``bounds`` has their offsets in ``unit.raw``
-        self.spans: list[bytes] | None = []
-        self.gaps: list[bytes] | None = None
-        self.bounds: Any = None  # array of (start, end) per span in a compact JSON line
-        #: span index -> its patch, or (from a worker) its patched compact JSON
-        self.patches: dict[int, SpanPatch | bytes] | None = None
-        self.waiting = 0
-        self.late: set[str] | None = None  # spilled traces whose patches it still needs
-
-    def span(self, i: int) -> bytes:
-        """Span ``i``'s bytes (compact JSON or protobuf)."""
-        if self.spans is not None:
-            return self.spans[i]
-        return self.unit.raw[self.bounds[2 * i] : self.bounds[2 * i + 1]]
-
-
 class _Open:
     __slots__ = ("chunk", "count", "last", "mixed", "roots", "spans")
 
     def __init__(self, chunk: int) -> None:
-        self.spans: list[tuple[_Held, list[int]]] = []  # per unit, its span indexes
+        self.spans: list[tuple[Held, list[int]]] = []  # per unit, its span indexes
         self.count = 0
         self.roots: list[str] = []
         self.last = 0
@@ -170,7 +141,7 @@ class Engine:
         self.options = options
         self.stats = stats or EngineStats()
         self._write = write
-        self._pending: deque[_Held] = deque()
+        self._pending: deque[Held] = deque()
         self._held_bytes = 0
         self._open: OrderedDict[str, _Open] = OrderedDict()
         self._stalled: dict[str, _Open] = {}
@@ -186,14 +157,14 @@ class Engine:
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self.stats.workers = 1
         self._max_inflight = max(2, self._workers * 3)
-        self._spill: _Spill | None = None
+        self._spill: Spill | None = None
         self._inbox: list[Unit] = []
         self._inbox_bytes = 0
         self._fed = 0
         self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
-        self._chunk_held: dict[int, list[_Held]] = {}  # units of this chunk and the previous one
+        self._chunk_held: dict[int, list[Held]] = {}  # units of chunks with verdicts waiting
         self._verdicts: dict[str, tuple[int, int, tuple[str, ...], Any, Any]] = {}
         self._last_ids: set[bytes] = set()
 
@@ -256,18 +227,33 @@ class Engine:
             self._chunk_held[number] = []
             for unit, p in zip(units, parsed, strict=True):
                 self._take(unit, p)
-            # a verdict is used by the end of the next chunk or not at all
-            stale = [tid for tid, v in self._verdicts.items() if v[0] < number]
-            for tid in stale:
-                del self._verdicts[tid]
-            self._chunk_held.pop(number - 1, None)
+            self._forget_verdicts(number)
             if one:
                 return
+
+    def _forget_verdicts(self, number: int) -> None:
+        """After chunk ``number``'s units were taken: keep each worker verdict while its
+        trace is open here, since the completion window may close it only chunks later
+        (small chunks near the end of an input hold a few units each; a verdict dropped
+        earlier had its trace scored a second time, as a job); drop the ones whose trace
+        is not open (already closed, or its spans were late): they will never be used.
+        The units of a chunk are kept while a verdict points into them."""
+        open_, stalled = self._open, self._stalled
+        unused = [
+            tid
+            for tid, v in self._verdicts.items()
+            if v[0] == number and tid not in open_ and tid not in stalled
+        ]
+        for tid in unused:
+            del self._verdicts[tid]
+        needed = {v[0] for v in self._verdicts.values()}
+        for chunk in [c for c in self._chunk_held if c < number and c not in needed]:
+            del self._chunk_held[chunk]
 
     def _take(self, unit: Unit, parsed: tuple[Any, ...]) -> None:
         self._n += 1
         self.stats.units += 1
-        held = _Held(unit)
+        held = Held(unit)
         self._chunk_held[self._chunk].append(held)
         if unit.error is not None:
             self.stats.malformed.append(InputProblem(unit.where, unit.error))
@@ -284,9 +270,9 @@ class Engine:
         if self._held_bytes > self.options.memory_budget:
             self._relieve()
 
-    def _group(self, held: _Held, parsed: tuple[Any, ...]) -> None:
-        _, _, held.ids, held.spans, held.gaps, groups, held.bounds = parsed
-        self.stats.spans += len(held.ids)
+    def _group(self, held: Held, parsed: tuple[Any, ...]) -> None:
+        _, _, (held.sids, held.rootmask), held.spans, held.gaps, groups, held.bounds = parsed
+        self.stats.spans += len(held.rootmask)
         n = self._n
         chunk = self._chunk
         spill = self._spill
@@ -298,8 +284,7 @@ class Engine:
                     continue
                 if spill is not None and tid in spill.traces:
                     for i in indexes:
-                        _, sid, root = held.ids[i]
-                        spill.add(tid, sid, root, held.unit.kind, held.span(i))
+                        spill.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
                     if held.late is None:
                         held.late = set()
                     held.late.add(tid)
@@ -428,9 +413,9 @@ class Engine:
                 self._order.pop(tid, None)
             for held, indexes in t.spans:  # each unit once
                 if patches:
-                    ids = held.ids
+                    sids = held.sids
                     for i in indexes:
-                        patch = patches.get(ids[i][1])
+                        patch = patches.get(sids[16 * i : 16 * i + 16])
                         if patch is not None:
                             if held.patches is None:
                                 held.patches = {}
@@ -439,46 +424,12 @@ class Engine:
 
     # -- output ------------------------------------------------------------------------
 
-    def _render(self, held: _Held) -> Any:
-        """What :class:`Writer` gets as ``doc`` for a decided unit (see :class:`Engine`)."""
-        unit = held.unit
-        if unit.error is not None:
-            return None
-        patches = held.patches
-        if (
-            not patches
-            and unit.kind == self.options.output_format
-            and not (unit.kind == "json" and b"\n" in unit.raw)
-        ):
-            return None
-        if held.bounds is not None:
-            return _splice(unit.raw, held.bounds, patches) if patches else unit.raw
-        if unit.kind == "json" and held.gaps is not None:
-            spans = held.spans
-            assert spans is not None
-            if patches:
-                spans = list(spans)
-                for i, patch in patches.items():
-                    if type(patch) is bytes:  # written by the worker
-                        spans[i] = patch
-                    else:
-                        span = orjson.loads(spans[i])
-                        apply_json(span, patch)
-                        spans[i] = dump_json(span)
-            return render_json(held.gaps, spans)
-        doc = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
-        if patches:
-            scanned = scan_json(doc) if unit.kind == "json" else scan_proto(doc)
-            for i, patch in patches.items():
-                (apply_json if unit.kind == "json" else apply_proto)(scanned[i].span, patch)
-        return doc
-
     def _flush(self) -> None:
         pending = self._pending
         while pending and pending[0].waiting == 0:
             held = pending.popleft()
             self._held_bytes -= len(held.unit.raw)
-            doc = self._render(held)
+            doc = render(held, self.options.output_format)
             if self._spill is not None:
                 self._spill.hold(held, doc)
             else:
@@ -486,6 +437,7 @@ class Engine:
             # written: only its place in the chunk is kept (until the chunk's verdicts go)
             held.unit.raw = b""
             held.spans = []
+            held.sids, held.rootmask = "", b""
             held.gaps = held.patches = held.bounds = None
 
     def _relieve(self) -> None:
@@ -497,7 +449,7 @@ class Engine:
                 self._flush()
                 continue
             if self._spill is None:
-                self._spill = _Spill(self.options.spill_dir)
+                self._spill = Spill(self.options.spill_dir)
             blocking = {
                 tid
                 for tid, t in (*self._open.items(), *self._stalled.items())
@@ -507,7 +459,8 @@ class Engine:
                 break
             for tid in blocking:
                 t = self._open.pop(tid, None) or self._stalled.pop(tid)
-                self._spill.spill(tid, t)
+                self._verdicts.pop(tid, None)
+                self._spill.spill(tid, t.spans)
                 self.stats.spilled_traces += 1
             self._flush()
 
@@ -528,7 +481,7 @@ class Engine:
         self.stats.rows = [row for _, row in self._rows]
         return self.stats
 
-    def _finish_spill(self, spill: _Spill) -> None:
+    def _finish_spill(self, spill: Spill) -> None:
         patches: dict[str, dict[str, Any]] = {}
         for jobs in spill.jobs():
             for job in jobs:
@@ -550,25 +503,7 @@ class Engine:
                     self._rows.append((self._order.pop(tid, 0), row))
                     self.stats.loops += row.label == "loop"
         self.stats.spilled_units = spill.held_units
-        for unit, late, dirty, rendered in spill.replay():
-            doc: Any = None
-            if unit.error is not None:
-                pass
-            elif late:
-                parsed = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
-                changed = False
-                for s in scan_json(parsed) if unit.kind == "json" else scan_proto(parsed):
-                    p = patches.get(s.trace_id)
-                    patch = p.get(s.span_id) if p else None
-                    if patch is not None:
-                        (apply_json if unit.kind == "json" else apply_proto)(s.span, patch)
-                        changed = True
-                if changed or rendered:
-                    dirty = dirty or changed
-                    doc = dump_json(parsed) if unit.kind == "json" else parsed
-            elif rendered:
-                doc = unit.raw if unit.kind == "json" else TracesData.FromString(unit.raw)
-            self._write(unit, doc, dirty)
+        spill.write_back(patches, self._write)
         spill.close()
 
     def close(self) -> None:
@@ -577,157 +512,3 @@ class Engine:
             self._pool = None
         if self._spill is not None:
             self._spill.close()
-
-
-def _splice(raw: bytes, bounds: Any, patches: dict[int, SpanPatch | bytes]) -> bytes:
-    """The compact JSON line ``raw`` with its patched spans re-serialised: the bytes of
-    re-serialising the whole line, since ``raw`` is what orjson writes for it."""
-    view = memoryview(raw)
-    parts: list[Any] = []
-    at = 0
-    for i in sorted(patches):
-        patch = patches[i]
-        start, end = bounds[2 * i], bounds[2 * i + 1]
-        parts.append(view[at:start])
-        if type(patch) is bytes:  # written by the worker
-            parts.append(patch)
-        else:
-            span = orjson.loads(view[start:end])
-            apply_json(span, patch)
-            parts.append(dump_json(span))
-        at = end
-    parts.append(view[at:])
-    return b"".join(parts)
-
-
-class _Spill:
-    """Spans of spilled traces in partition files by trace id, and the units written
-    after the first spill, in order, in one file."""
-
-    def __init__(self, directory: str | None) -> None:
-        self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
-        self.parts: list[IO[bytes]] = [
-            open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b")  # noqa: SIM115
-            for i in range(_PARTITIONS)
-        ]
-        self.units: IO[bytes] = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
-        self.traces: dict[str, list[str]] = {}  # trace id -> root span ids
-        self.held_units = 0
-
-    def _part(self, tid: str) -> IO[bytes]:
-        return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
-
-    def add(self, tid: str, sid: str, root: bool, kind: str, data: bytes) -> None:
-        fp = self._part(tid)
-        fp.write(struct.pack(">32sc?I", tid.encode(), b"j" if kind == "json" else b"p", root, len(data)))
-        fp.write(data)
-        if root:
-            self.traces[tid].append(sid)
-
-    def spill(self, tid: str, t: _Open) -> None:
-        self.traces[tid] = []
-        seen: set[int] = set()
-        for held, indexes in t.spans:
-            for i in indexes:
-                _, sid, root = held.ids[i]
-                self.add(tid, sid, root, held.unit.kind, held.span(i))
-            if id(held) not in seen:
-                seen.add(id(held))
-                held.waiting -= 1
-                if held.late is None:
-                    held.late = set()
-                held.late.add(tid)
-
-    def hold(self, held: _Held, doc: Any) -> None:
-        """Write a decided unit to the spill file (in order), as :meth:`Engine._render`
-        made it (``doc`` None: as read)."""
-        unit = held.unit
-        if doc is None:
-            data = unit.raw
-        elif type(doc) is bytes:
-            data = doc
-        else:
-            data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
-        meta = orjson.dumps(
-            {
-                "s": unit.source,
-                "q": unit.seq,
-                "k": unit.kind,
-                "d": unit.document,
-                "e": unit.error,
-                "l": bool(held.late),
-                "x": bool(held.patches),
-                "r": doc is not None,
-                "sp": list(unit.spooled[1:]) if unit.spooled else None,
-            }
-        )
-        self.units.write(struct.pack(">II", len(meta), len(data)))
-        self.units.write(meta)
-        self.units.write(data)
-        self.held_units += 1
-        self._spooled = getattr(self, "_spooled", {})
-        if unit.spooled:
-            self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
-
-    def jobs(self) -> Iterable[list[TraceJob]]:
-        for fp in self.parts:
-            fp.flush()
-            fp.seek(0)
-            by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
-            header = struct.calcsize(">32sc?I")
-            while True:
-                head = fp.read(header)
-                if not head:
-                    break
-                tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
-                by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
-            jobs = []
-            for tid, items in by_trace.items():
-                roots = tuple(self.traces.get(tid, ()))
-                if all(kind == b"p" for kind, _ in items):
-                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-                    job = TraceJob(
-                        tid, "proto", payload_proto([Span.FromString(d) for _, d in items]), roots, not roots
-                    )
-                else:
-                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-                    spans = [
-                        orjson.loads(d) if k == b"j" else span_to_json(Span.FromString(d)) for k, d in items
-                    ]
-                    job = TraceJob(tid, "json", payload_json(spans), roots, not roots)
-                jobs.append(job)
-            fp.truncate(0)
-            yield jobs
-
-    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
-        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
-        fp = self.units
-        fp.flush()
-        fp.seek(0)
-        spooled = getattr(self, "_spooled", {})
-        while True:
-            head = fp.read(8)
-            if not head:
-                return
-            n_meta, n_data = struct.unpack(">II", head)
-            meta = orjson.loads(fp.read(n_meta))
-            data = fp.read(n_data)
-            sp = meta["sp"]
-            unit = Unit(
-                meta["s"],
-                meta["q"],
-                meta["k"],
-                data,
-                document=meta["d"],
-                spooled=(spooled[(meta["s"], meta["q"])], sp[0], sp[1]) if sp else None,
-                error=meta["e"],
-            )
-            yield unit, meta["l"], meta["x"], meta["r"]
-
-    def close(self) -> None:
-        for fp in self.parts:
-            fp.close()
-        self.units.close()
-        self.dir.cleanup()

@@ -1,6 +1,7 @@
 """Where batch input comes from and what it is: files, directories, FIFOs and stdin; plain,
 gzip or zstd; OTLP JSON lines, length-prefixed protobuf, or one ``ExportTraceServiceRequest``
-(JSON or protobuf) per file.
+(JSON or protobuf) per file. Cutting the decompressed stream into units (lines, messages,
+one document), bounded in size, is :mod:`otel_semloop.batch.units`.
 
 Why from content and not from the file name: the Collector's file exporter writes
 ``format: proto`` and ``compression: zstd`` files under whatever name the operator chose,
@@ -10,15 +11,9 @@ none of the formats gets one precise message ("a zip archive", "a JSON array") i
 of hundreds of per-line errors.
 
 Memory: decompression streams (``gzip.GzipFile`` and zstd's stream reader behind a
-buffered reader), and no line or message is held past ``max_unit_bytes``: a longer one
-(a gzip bomb inflating to one huge line, a bogus length prefix) is copied to a spool file
-chunk by chunk and later copied through unscored, so nothing is lost and nothing
-unbounded is held. A truncated compressed stream ends the input after the last complete
-line, reported as a :class:`InputProblem`.
-
-Size: discovery, decompression, format detection and the bounded line/message readers
-are one pipeline over one stream; each stage is small and they hand each other the same
-reader state.
+buffered reader), and no unit is held past ``max_unit_bytes`` (see
+:mod:`otel_semloop.batch.units`). A truncated compressed stream ends the input after the
+last complete line, reported as a :class:`InputProblem`.
 """
 
 from __future__ import annotations
@@ -28,21 +23,28 @@ import io
 import os
 import stat
 import sys
-import tempfile
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
+from otel_semloop.batch.units import (
+    READ_CHUNK,
+    InputProblem,
+    Reader,
+    Spool,
+    Unit,
+    json_units,
+    proto_units,
+    single_proto,
+)
 
 __all__ = [
     "DEFAULT_MAX_UNIT_BYTES",
     "InputError",
-    "InputProblem",
+    "ReadState",
     "Source",
-    "Unit",
     "expand_inputs",
     "iter_units",
 ]
@@ -51,7 +53,7 @@ __all__ = [
 #: writes one export batch per line, typically well under 10 MB; past this a line is
 #: spooled to disk and copied through unscored (the bound errs toward not scoring).
 DEFAULT_MAX_UNIT_BYTES = 64 << 20
-_CHUNK = 1 << 20
+_CHUNK = READ_CHUNK
 
 _GZIP = b"\x1f\x8b"
 _ZSTD = b"\x28\xb5\x2f\xfd"
@@ -68,17 +70,6 @@ _OTHER_MAGIC = {
 class InputError(Exception):
     """An input cannot be read at all (missing, a directory with no files, an unknown format).
     Exit status 2."""
-
-
-@dataclass(frozen=True, slots=True)
-class InputProblem:
-    """Something wrong inside an input that did not stop the run (reported, exit 2)."""
-
-    where: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.where}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,31 +90,6 @@ class Source:
         except OSError:
             return 0
         return st.st_size if stat.S_ISREG(st.st_mode) else 0
-
-
-@dataclass(slots=True, eq=False)
-class Unit:
-    """One line (JSON lines), one message (length-prefixed protobuf) or one whole document.
-
-    ``raw`` is the exact bytes read (a line without its newline, a message without its
-    length prefix); ``spooled`` is set instead for a unit longer than the limit
-    (``(file, offset, length)`` in a spool file). ``kind`` is ``json`` or ``proto``;
-    ``document`` marks a whole-file ``ExportTraceServiceRequest``.
-    """
-
-    source: str
-    seq: int
-    kind: str
-    raw: bytes
-    document: bool = False
-    spooled: tuple[IO[bytes], int, int] | None = None
-    error: str | None = None
-
-    @property
-    def where(self) -> str:
-        if self.document:
-            return self.source
-        return f"{self.source}:{self.seq}" if self.kind == "json" else f"{self.source} message {self.seq}"
 
 
 def expand_inputs(paths: list[str]) -> list[Source]:
@@ -246,82 +212,12 @@ def _describe_head(head: bytes) -> str:
     return "binary data starting " + " ".join(f"{b:02x}" for b in head[:8])
 
 
-class _Reader:
-    """Line and message reads over a decompressed stream, bounded by ``limit``."""
-
-    def __init__(self, fp: IO[bytes], label: str, limit: int, spool: _Spool) -> None:
-        self.fp = fp
-        self.label = label
-        self.limit = limit
-        self.spool = spool
-
-    def read_line(self) -> tuple[bytes, tuple[IO[bytes], int, int] | None]:
-        """The next line without its newline (b"" at the end). A line past the limit is
-        spooled: returns (b"", (file, offset, length))."""
-        line = self.fp.readline(self.limit + 1)
-        if len(line) <= self.limit or line.endswith(b"\n"):
-            return line, None
-        spool_fp, offset = self.spool.begin()
-        spool_fp.write(line)
-        length = len(line)
-        while not line.endswith(b"\n"):
-            line = self.fp.readline(_CHUNK)
-            if not line:
-                break
-            spool_fp.write(line)
-            length += len(line)
-        # the spooled copy keeps its newline (if any); the writer strips it
-        return b"", (spool_fp, offset, length)
-
-    def read_exactly(self, n: int) -> bytes:
-        if n <= _CHUNK:
-            return self.fp.read(n)
-        parts = []
-        remaining = n
-        while remaining:
-            chunk = self.fp.read(min(remaining, _CHUNK))
-            if not chunk:
-                break
-            parts.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(parts)
-
-    def spool_exactly(self, n: int) -> tuple[tuple[IO[bytes], int, int], int]:
-        spool_fp, offset = self.spool.begin()
-        remaining = n
-        while remaining:
-            chunk = self.fp.read(min(remaining, _CHUNK))
-            if not chunk:
-                break
-            spool_fp.write(chunk)
-            remaining -= len(chunk)
-        return (spool_fp, offset, n - remaining), n - remaining
-
-
-class _Spool:
-    """One temporary file for oversized units, created on first use."""
-
-    def __init__(self) -> None:
-        self.fp: IO[bytes] | None = None
-
-    def begin(self) -> tuple[IO[bytes], int]:
-        if self.fp is None:
-            self.fp = tempfile.TemporaryFile(prefix="otel-semloop-spool-")  # noqa: SIM115 - closed in close()
-        self.fp.seek(0, os.SEEK_END)
-        return self.fp, self.fp.tell()
-
-    def close(self) -> None:
-        if self.fp is not None:
-            self.fp.close()
-            self.fp = None
-
-
 @dataclass(slots=True)
 class ReadState:
     """Per-run reading state shared with the engine: problems found, bytes read."""
 
     problems: list[InputProblem]
-    spool: _Spool
+    spool: Spool
     compressed_read: int = 0
     units: int = 0
 
@@ -364,7 +260,7 @@ def _iter_source(
     except InputError as exc:
         state.problems.append(InputProblem(label, str(exc).removeprefix(f"{label}: ")))
         return
-    reader = _Reader(fp, label, limit, state.spool)
+    reader = Reader(fp, label, limit, state.spool)
     seq = 0
     try:
         head = _peek(fp, 64)
@@ -372,13 +268,13 @@ def _iter_source(
         if not head:
             return
         if first == b"{":
-            gen = _json_units(reader, label)
+            gen = json_units(reader, label)
         elif head[:1] == b"\x0a":
-            gen = _single_proto(reader, label)
+            gen = single_proto(reader, label)
         elif (head[:1] == b"\x00" and len(head) >= 5 and head[4:5] in (b"\x0a", b"")) or head[
             :4
         ] == b"\x00\x00\x00\x00":
-            gen = _proto_units(reader, label, state)
+            gen = proto_units(reader, label, state.problems)
         else:
             what = _describe_head(head)
             where = f"{label} ({compression}-compressed)" if compression != "none" else label
@@ -407,125 +303,3 @@ def _iter_source(
 
 def _peek(fp: IO[bytes], n: int) -> bytes:
     return fp.peek(n)[:n]  # type: ignore[attr-defined]
-
-
-class _Prefixed(io.RawIOBase):
-    """``prefix`` then the rest of ``fp``: puts back bytes read while probing."""
-
-    def __init__(self, prefix: bytes, fp: IO[bytes]) -> None:
-        self._prefix = memoryview(prefix)
-        self._fp = fp
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b: Any) -> int:
-        if self._prefix:
-            n = min(len(b), len(self._prefix))
-            b[:n] = self._prefix[:n]
-            self._prefix = self._prefix[n:]
-            return n
-        data = self._fp.read(len(b))
-        b[: len(data)] = data
-        return len(data)
-
-
-def _json_units(reader: _Reader, label: str) -> Iterator[Unit]:
-    seq = 0
-    first = True
-    while True:
-        line, spooled = reader.read_line()
-        if not line and spooled is None:
-            return
-        seq += 1
-        if spooled is not None:
-            yield Unit(label, seq, "json", b"", spooled=spooled, error=_too_long(spooled[2], reader.limit))
-            first = False
-            continue
-        if line[-1:] == b"\n":
-            line = line[:-1]
-            if line[-1:] == b"\r":
-                line = line[:-1]
-        if first and _is_partial_json(line):
-            # Perhaps not a line of its own but a pretty-printed whole document.
-            rest = reader.read_exactly(reader.limit + 1)
-            doc = line + b"\n" + rest
-            if len(doc) <= reader.limit:
-                try:
-                    orjson.loads(doc)
-                except orjson.JSONDecodeError:
-                    pass
-                else:
-                    yield Unit(label, 1, "json", doc, document=True)
-                    return
-            # A malformed first line of a JSON lines file: read on from after it.
-            reader.fp = io.BufferedReader(_Prefixed(rest, reader.fp), _CHUNK)  # type: ignore[assignment]
-        first = False
-        if not line.strip():
-            continue
-        yield Unit(label, seq, "json", line)
-
-
-def _is_partial_json(line: bytes) -> bool:
-    stripped = line.strip()
-    if not stripped.startswith(b"{") or stripped.endswith(b"}"):
-        return False
-    try:
-        orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return True
-    return False
-
-
-def _too_long(n: int, limit: int) -> str:
-    return f"longer than the {limit >> 20} MiB unit limit ({n} bytes); copied through unscored"
-
-
-def _single_proto(reader: _Reader, label: str) -> Iterator[Unit]:
-    data = reader.read_exactly(reader.limit + 1)
-    if len(data) > reader.limit:
-        yield Unit(label, 1, "proto", b"", document=True, error=_too_long(len(data), reader.limit))
-        return
-    yield Unit(label, 1, "proto", data, document=True)
-
-
-def _proto_units(reader: _Reader, label: str, state: ReadState) -> Iterator[Unit]:
-    seq = 0
-    offset = 0
-    while True:
-        prefix = reader.fp.read(4)
-        if not prefix:
-            return
-        seq += 1
-        if len(prefix) < 4:
-            state.problems.append(
-                InputProblem(
-                    f"{label} message {seq} at byte {offset}", "truncated length prefix; the rest is lost"
-                )
-            )
-            return
-        size = int.from_bytes(prefix, "big")
-        if size > reader.limit:
-            spooled, got = reader.spool_exactly(size)
-            if got < size:
-                state.problems.append(
-                    InputProblem(
-                        f"{label} message {seq} at byte {offset}",
-                        f"truncated: length prefix says {size} bytes, {got} left; the rest is lost",
-                    )
-                )
-                return
-            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit))
-            offset += 4 + size
-            continue
-        data = reader.read_exactly(size)
-        if len(data) < size:
-            state.problems.append(
-                InputProblem(
-                    f"{label} message {seq} at byte {offset}",
-                    f"truncated: length prefix says {size} bytes, {len(data)} left; the rest is lost",
-                )
-            )
-            return
-        offset += 4 + size
-        yield Unit(label, seq, "proto", data)

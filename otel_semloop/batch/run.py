@@ -36,11 +36,11 @@ from otel_semloop.batch.inputs import (
     InputError,
     ReadState,
     Source,
-    _Spool,
     expand_inputs,
     iter_units,
 )
 from otel_semloop.batch.summary import Summary, summarize, write_table
+from otel_semloop.batch.units import Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
 from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
 from otel_semloop.errors import ConfigError
@@ -288,7 +288,7 @@ def run(args: argparse.Namespace) -> int:
         output_format=fmt,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
     )
-    state = ReadState([], _Spool())
+    state = ReadState([], Spool())
     sizes = [s.size() for s in sources]
     total = sum(sizes) if all(sizes) else 0  # a stream or a special file: size unknown
     progress = _Progress(sum(sizes), not args.quiet and sys.stderr.isatty())

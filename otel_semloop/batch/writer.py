@@ -23,8 +23,9 @@ import sys
 import tempfile
 from typing import IO, Any
 
-from otel_semloop.batch.inputs import InputProblem, Source, Unit
+from otel_semloop.batch.inputs import Source
 from otel_semloop.batch.spans import dump_json, load_json, to_json, to_proto
+from otel_semloop.batch.units import InputProblem, Unit
 
 __all__ = ["Output", "OutputError", "UsageError", "format_for"]
 

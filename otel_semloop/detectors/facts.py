@@ -26,9 +26,16 @@ Replay and live
     call needs is computed when first needed and a result or text seen again is read once;
     live, everything is computed at once and no text is kept. Same facts either way.
 
-Size: one concern, the facts of a step and the run state (novelty, best figures per call)
-they are computed against; :class:`StepFacts` and the :class:`Fingerprinter` that fills it
-are one contract, and the masks, figures and failure classes it reads are elsewhere.
+Size: one concern, a step's facts computed against the run's state, in one pass per
+step. :class:`StepFacts` is not a plain record its reader could take elsewhere: its
+argument signature and words are computed on first read from private slots
+(``_arguments``, ``_signature``, ``_arg_words``) that only :meth:`Fingerprinter._tool`
+fills, and in a replay :class:`_LazyCall` and :class:`_Unread` defer reads whose
+timing the fingerprinter decides; apart, two modules would share those private fields.
+The run state (the novelty LRUs, each call's best figures, last result and streak) is
+read and written by the same pass that digests the step. What that pass reads is
+elsewhere: masks and text folding (``normalize``), what counts as the same call
+(``call_identity``), failure classes (``failure_class``), figures (``figures``).
 """
 
 from __future__ import annotations

@@ -83,27 +83,26 @@ Cost
     ``ratio()`` runs only when an upper bound on it, the longest common subsequence
     computed by rapidfuzz's bit-parallel ``LCSseq`` in C (about a microsecond for two
     1,000-character outputs), says it could change the result (see
-    :func:`score_reasoning_stagnation`). The call-graph walk serialises a span's input
-    (``json.dumps``) only when an ancestor has the same type and name, the only case in
-    which its label can matter. Both tree walks are iterative, so arbitrarily deep traces
-    do not hit Python's recursion limit. Linear in the trace's size.
+    :mod:`otel_semloop.detectors.stagnation`). The call-graph walk serialises a span's
+    input (``json.dumps``) only when an ancestor has the same type and name, the only case
+    in which its label can matter (:mod:`otel_semloop.detectors.call_graph`). Both tree
+    walks are iterative, so arbitrarily deep traces do not hit Python's recursion limit.
+    Linear in the trace's size.
 
-Size: the specification of one metric reproduced exactly; its three checks and its
-reason text belong together.
+Here: the specification, tool repetition, the readers of a span dict and of a trace's
+steps, the combination; stagnation and call-graph cycles have their own modules.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
-from difflib import SequenceMatcher
 from typing import Any, ClassVar
 
-from rapidfuzz.distance import LCSseq
-
+from otel_semloop.detectors.call_graph import _cycle_score, _hash_input, _Path, score_call_graph_cycles
+from otel_semloop.detectors.stagnation import STOP_WORDS, score_reasoning_stagnation
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import LexicalResult
 
@@ -132,28 +131,9 @@ WEIGHTS: tuple[tuple[str, float], ...] = (
     (CALL_GRAPH_CYCLES, 0.25),
 )
 
-#: Outputs with fewer meaningful words than this are never compared.
-MIN_MEANINGFUL_WORDS = 20
-#: Similarity strictly above this is "identical" (stagnation score 0.0).
-IDENTICAL_ABOVE = 0.95
-#: Characters of a span's input kept in its call-graph label.
-INPUT_HASH_CHARS = 64
-
-#: deepeval's stop words and agent boilerplate, removed before comparing LLM outputs.
-STOP_WORDS = frozenset(
-    {
-        "the", "a", "an", "is", "are", "was", "were", "i", "will", "now", "based", "on",
-        "information", "provided", "to", "of", "in", "and", "that", "this", "with", "for",
-        "it", "my", "next", "step", "going", "so", "do", "be", "have", "has", "not", "but",
-        "as", "or", "from", "at", "by", "about", "above", "below", "up", "its", "let",
-    }
-)  # fmt: skip
-
 NO_TRACE_REASON = "No trace data found. This metric requires trace data from @observe."
 NO_LOOP_REASON = "No loop patterns detected."
 NO_EXPLICIT_REASON = "Loops detected but no explicit reason provided."
-
-_END = object()
 
 
 # ----------------------------------------------------------------------------------------
@@ -222,318 +202,6 @@ def _repetition(tools: Sequence[Any], key: Any, repetition_threshold: int) -> tu
     if count >= repetition_threshold:
         return 0.5, f"Tool '{tool_name}' called {count} times with identical arguments."
     return 1.0, "Tool calls are within acceptable repetition limits."
-
-
-# ----------------------------------------------------------------------------------------
-# Call-graph cycles
-# ----------------------------------------------------------------------------------------
-
-
-def _input_hash(span: Mapping[str, Any]) -> str:
-    return _hash_input(span.get("input", ""))
-
-
-def _hash_input(raw: Any) -> str:
-    """The ``input_hash`` part of a call-graph label, from a span's input."""
-    if isinstance(raw, dict):
-        try:
-            raw = json.dumps(raw, sort_keys=True)
-        except (TypeError, ValueError):
-            raw = str(raw)
-    return str(raw)[:INPUT_HASH_CHARS]
-
-
-def _label(span: Mapping[str, Any]) -> str:
-    return f"{span.get('type', 'unknown')}:{span.get('name', 'unnamed')}:{_input_hash(span)}"
-
-
-def _children(span: Mapping[str, Any]) -> Iterator[Any]:
-    return iter(span.get("children", []))
-
-
-class _Node:
-    """A span on the current ancestry path, its label computed only when needed."""
-
-    __slots__ = ("_label", "prefix", "span")
-
-    def __init__(self, span: Mapping[str, Any]) -> None:
-        self.span = span
-        self.prefix = f"{span.get('type', 'unknown')}:{span.get('name', 'unnamed')}:"
-        self._label: str | None = None
-
-    @property
-    def label(self) -> str:
-        if self._label is None:
-            self._label = self.prefix + _input_hash(self.span)
-        return self._label
-
-
-class _Path:
-    """The current ancestry path of a call-graph walk and an index of the labels on it.
-
-    Labels on the path are distinct (a repeat ends the search), so a dict lookup equals
-    deepeval's ``list.index``. Labels are ``type:name:input_hash``. While every type and
-    name seen holds no colon (the prefix ``type:name:`` has exactly two), a label splits
-    back into exactly those three parts, so two labels are equal if and only if their
-    prefixes are equal and then their input hashes are: ``by_prefix`` maps each prefix on
-    the path to its depths, and an input is serialised only on a prefix match. From the
-    first node whose type or name holds a colon on, full labels are compared
-    (``position``), as deepeval does. Nodes are :class:`_Node` or :class:`_Ancestor`."""
-
-    __slots__ = ("by_prefix", "nodes", "position")
-
-    def __init__(self) -> None:
-        self.nodes: list[Any] = []
-        self.by_prefix: dict[str, list[int]] | None = {}
-        self.position: dict[str, int] = {}
-
-    def find(self, node: Any, keep: bool) -> int | None:
-        """The depth on the path of the node with ``node``'s label (where a cycle starts),
-        else None; then, with ``keep``, ``node`` is indexed as the next one pushed."""
-        depth = len(self.nodes)
-        by_prefix = self.by_prefix
-        if by_prefix is not None and node.prefix.count(":") != 2:
-            # Colons in a type or name: from here on, full labels (computed for the path).
-            by_prefix = self.by_prefix = None
-            self.position = {n.label: i for i, n in enumerate(self.nodes)}
-        if by_prefix is None:
-            start = self.position.get(node.label)
-            if start is None and keep:
-                self.position[node.label] = depth
-            return start
-        depths = by_prefix.get(node.prefix)
-        if depths:
-            label = node.label
-            found = next((d for d in depths if self.nodes[d].label == label), None)
-            if found is None and keep:
-                depths.append(depth)
-            return found
-        if keep:
-            by_prefix[node.prefix] = [depth]
-        return None
-
-    def may_hold(self, prefix: str) -> bool:
-        """False when no node with this prefix can have its label on the path (a leaf
-        that is then not built at all)."""
-        return self.by_prefix is None or prefix.count(":") != 2 or prefix in self.by_prefix
-
-    def pop(self) -> None:
-        """Take the last node off the path and out of the index."""
-        node = self.nodes.pop()
-        if self.by_prefix is None:
-            del self.position[node.label]
-        else:
-            depths = self.by_prefix[node.prefix]
-            depths.pop()
-            if not depths:
-                del self.by_prefix[node.prefix]
-
-    def cycle(self, start: int, node: Any) -> list[str]:
-        """The labels from depth ``start`` down to ``node``, which repeats the first."""
-        return [*(n.label for n in self.nodes[start:]), node.label]
-
-
-def score_call_graph_cycles(tree: Mapping[str, Any] | None) -> tuple[float, str]:
-    """deepeval's call-graph-cycle sub-score and reason.
-
-    An iterative version of deepeval's recursive DFS: the same visiting order, the same
-    first cycle reported (the path and its index: :class:`_Path`).
-    """
-    if not tree:
-        return 1.0, "No call graph cycles detected."
-    path = _Path()
-    root = _Node(tree)
-    path.find(root, keep=True)
-    path.nodes.append(root)
-    pending = [_children(tree)]
-    cycle: list[str] | None = None
-    while pending:
-        child = next(pending[-1], _END)
-        if child is _END:
-            pending.pop()
-            path.pop()
-            continue
-        kids = child.get("children", _END)
-        leaf = kids is _END or (kids.__class__ is list and not kids)
-        if leaf and not path.may_hold(f"{child.get('type', 'unknown')}:{child.get('name', 'unnamed')}:"):
-            # A leaf (the usual span) whose prefix no ancestor has: no node built.
-            continue
-        node = _Node(child)
-        start = path.find(node, keep=not leaf)
-        if start is not None:
-            cycle = path.cycle(start, node)
-            break
-        if not leaf:
-            path.nodes.append(node)
-            pending.append(iter(kids))
-    return _cycle_score(cycle)
-
-
-def _cycle_score(cycle: list[str] | None) -> tuple[float, str]:
-    """The call-graph sub-score and reason of the first cycle found (its labels), if any."""
-    if cycle is None:
-        return 1.0, "No execution cycles detected."
-    shown = []
-    for label in cycle:
-        parts = label.split(":", 2)
-        shown.append(f"{parts[0]}:{parts[1]}")
-    return 0.0, f"Cycle detected in execution path: {' -> '.join(shown)}."
-
-
-# ----------------------------------------------------------------------------------------
-# Reasoning stagnation
-# ----------------------------------------------------------------------------------------
-
-
-class _Output:
-    """One LLM output, cleaned once: its meaningful words joined by spaces, their bigrams."""
-
-    __slots__ = ("bigrams", "text")
-
-    def __init__(self, words: list[str]) -> None:
-        self.text = " ".join(words)
-        self.bigrams = frozenset(itertools.pairwise(words))
-
-
-def _lcs_length(a: str, b: _Output) -> int:
-    """Length of the longest common subsequence of ``a`` and ``b.text`` (rapidfuzz's
-    bit-parallel ``LCSseq``, in C)."""
-    return LCSseq.similarity(a, b.text)
-
-
-def _prepare(output: Any) -> _Output | None:
-    """The comparable form of an output, or None when deepeval would skip its pairs."""
-    if not isinstance(output, str):
-        return None
-    words = [w for w in str(output).lower().split() if len(w) > 2 and w not in STOP_WORDS]
-    if len(words) < MIN_MEANINGFUL_WORDS:
-        return None
-    return _Output(words)
-
-
-def _bigram_jaccard(a: _Output, b: _Output) -> float:
-    # |A & B| / |A | B| with |A | B| = |A| + |B| - |A & B|: the same integers, same float.
-    common = len(a.bigrams & b.bigrams)
-    union = len(a.bigrams) + len(b.bigrams) - common
-    return common / union if union else 0.0
-
-
-def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold: float) -> bool:
-    """False when ``SequenceMatcher(None, a, b).ratio()`` provably cannot change the result.
-
-    ``ratio()`` is ``2.0 * M / (len(a) + len(b))`` where ``M`` is the total size of
-    ``get_matching_blocks()``: non-overlapping blocks of equal characters, increasing in
-    both strings. So the matched characters form a common subsequence, and ``M`` is at
-    most (2) the longest common subsequence, which is at most (1) the shorter length
-    (difflib's ``real_quick_ratio()``). Each bound here uses the same ``2.0 * m /
-    length`` expression as difflib, so, float division being monotone in ``m``,
-    ``ratio()`` never exceeds it, even by rounding. (1) is O(1); (2) is rapidfuzz's
-    bit-parallel LCS in C, tighter than difflib's ``quick_ratio()`` (the character
-    multiset intersection bounds the LCS from above) and cheaper than it. ``ratio()``
-    is needed only when it could exceed ``floor`` (the larger of the pair's Jaccard and
-    the running maximum) and reach the threshold; see :func:`score_reasoning_stagnation`
-    for why skipping it otherwise is exact.
-    """
-    length = len(a.text) + len(b.text)
-    bound = 2.0 * min(len(a.text), len(b.text)) / length  # (1) real_quick_ratio()
-    if bound <= floor or not bound >= similarity_threshold:
-        return False
-    bound = 2.0 * LCSseq.similarity(a.text, b.text) / length  # (2) longest common subsequence
-    return bound > floor and bound >= similarity_threshold
-
-
-#: Distinct LLM outputs remembered while scoring stagnation (a cycle of repeated outputs is
-#: usually shorter; a longer one is cleaned again, with the same result).
-_RECENT_OUTPUTS = 16
-
-
-def score_reasoning_stagnation(
-    llm_outputs: Sequence[Any], similarity_threshold: float = 0.85
-) -> tuple[float, str]:
-    """deepeval's reasoning-stagnation sub-score and reason for the LLM outputs, in order.
-
-    deepeval computes, for every consecutive pair of comparable outputs, ``sim =
-    max(jaccard, ratio)``, keeps a running maximum ``M`` updated only on a strictly
-    larger ``sim`` (so the first pair reaching the final maximum is reported), and
-    reports only when the final ``M >= similarity_threshold``. This version computes
-    every Jaccard value exactly but calls ``ratio()`` only when an upper bound ``U`` on
-    it (:func:`_ratio_can_matter`) satisfies ``U > max(jaccard, M') and U >=
-    threshold``, using ``sim' = jaccard`` otherwise; ``M'`` is its own running maximum.
-
-    Why the result is identical. Invariant after every pair: ``M' <= M``, and whenever
-    ``M >= threshold``, ``M' == M`` with the same reported pair. A skipped pair falls in
-    one of three cases. (1) ``U <= jaccard``: then ``ratio <= jaccard``, so ``sim' ==
-    sim`` exactly. (2) ``U <= M'``: then ``sim <= M' <= M``, so deepeval does not update,
-    and neither does this code (``jaccard <= U <= M'``). (3) ``U < threshold``: the true
-    ``sim`` is below the threshold, so it can never be (or tie) a reported maximum;
-    using the smaller ``jaccard`` may only lower ``M'`` while both are below the
-    threshold, and once ``M`` reaches the threshold both update on the same pair with
-    the same exactly computed value, because that pair's ``sim >= threshold`` means it
-    was computed exactly and ``M' <= M < sim``. Every other pair gets its exact ``sim``.
-    So at the end either both maxima are below the threshold (both report no
-    stagnation) or they are equal with the same first pair.
-
-    Jaccard itself is skipped (taken as 0.0) when the bound ``min(|A|, |B|) / max(|A|,
-    |B|)`` on it (the intersection is at most the smaller set, the union at least the
-    larger; float division is monotone, so the computed value obeys it too) is below the
-    threshold: then ``sim >= threshold`` can only come from ``ratio``, which the skip
-    rules above compute whenever it can matter (with a floor that is only lower), and a
-    pair below the threshold gets a value below it. An output equal to the previous one
-    (one memo entry) has Jaccard exactly 1.0 and a ratio bound of 1.0, so neither is
-    computed.
-    """
-    if len(llm_outputs) < 2:
-        return 1.0, "Not enough LLM spans to check for reasoning stagnation."
-    max_overlap = 0.0
-    pair = (-1, -1)  # reported as is when nothing was compared and the threshold is <= 0
-    # Only consecutive outputs are compared: a two-item window keeps memory (and the
-    # garbage collector's work) constant however long the trace is.
-    # An agent that repeats itself repeats outputs: a recent output is cleaned once. The
-    # memo is bounded (cleared when full), so memory stays constant however long the trace.
-    prepared: dict[str, _Output | None] = {}
-
-    def prepare(output: Any) -> _Output | None:
-        if not isinstance(output, str):
-            return None
-        found = prepared.get(output, _END)
-        if found is _END:
-            if len(prepared) >= _RECENT_OUTPUTS:
-                prepared.clear()
-            found = prepared[output] = _prepare(output)
-        return found  # type: ignore[return-value]
-
-    b = prepare(llm_outputs[0])
-    for i in range(len(llm_outputs) - 1):
-        a, b = b, prepare(llm_outputs[i + 1])
-        if a is None or b is None:
-            continue
-        if a is b and a.bigrams:
-            # The same output again (the memo returns one object for equal texts): Jaccard
-            # 1.0, and no ratio can exceed it.
-            similarity = 1.0
-            if similarity > max_overlap:
-                max_overlap = similarity
-                pair = (i, i + 1)
-            continue
-        small, large = len(a.bigrams), len(b.bigrams)
-        if small > large:
-            small, large = large, small
-        # Jaccard is at most min/max of the set sizes; below the threshold it cannot decide
-        # the result (see the docstring) and is not computed.
-        similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
-        floor = max_overlap if max_overlap > similarity else similarity
-        if _ratio_can_matter(a, b, floor, similarity_threshold):
-            ratio = SequenceMatcher(None, a.text, b.text).ratio()
-            if ratio > similarity:
-                similarity = ratio
-        if similarity > max_overlap:
-            max_overlap = similarity
-            pair = (i, i + 1)
-    if max_overlap >= similarity_threshold:
-        if max_overlap > IDENTICAL_ABOVE:
-            return 0.0, f"Identical reasoning outputs at steps {pair[0]} and {pair[1]}."
-        return 0.5, f"High reasoning overlap ({max_overlap:.2f}) at steps {pair[0]} and {pair[1]}."
-    return 1.0, "No reasoning stagnation."
 
 
 # ----------------------------------------------------------------------------------------

@@ -34,8 +34,8 @@ from otel_semloop.detectors.progress import (
     NearDuplicateDetector,
     RepeatedResultDetector,
     SameAnswerDetector,
-    StaleDetector,
 )
+from otel_semloop.detectors.stale import StaleDetector
 from otel_semloop.detectors.text import ChantingDetector, MonologueDetector
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding

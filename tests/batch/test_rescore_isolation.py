@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.batch.engine import Engine, EngineOptions
-from otel_semloop.batch.inputs import ReadState, Source, _Spool, iter_units
+from otel_semloop.batch.inputs import ReadState, Source, iter_units
+from otel_semloop.batch.units import Spool
 from otel_semloop.cli import main
 from tests.batch.rescore_data import agent_lines, roots, spans_of, write_jsonl
 
@@ -170,7 +171,7 @@ def test_fuzz_hostile_attribute_values_never_lose_a_span(tmp_path, edits, window
     path = tmp_path / "fuzz.jsonl"
     path.write_bytes(b"".join(r + b"\n" for r in raw))
     written: list[bytes] = []
-    state = ReadState([], _Spool())
+    state = ReadState([], Spool())
     engine = Engine(
         EngineOptions(window=window, workers=1),
         lambda unit, doc, dirty: written.append(unit.raw if doc is None else doc),

@@ -7,9 +7,8 @@ from otel_semloop.detectors.progress import (
     CALL_CEILING,
     NEAR_DUPLICATE_ARGS,
     REPEATED_RESULT,
-    STALE_STEPS,
-    STALE_TIME,
 )
+from otel_semloop.detectors.stale import STALE_STEPS, STALE_TIME
 from otel_semloop.verdict import Label
 from tests.support.scenarios import Scenario, found
 

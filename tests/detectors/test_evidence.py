@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from otel_semloop.detectors.agents import HANDOFF_CYCLE
 from otel_semloop.detectors.failures import RETRY_STORM
-from otel_semloop.detectors.progress import CALL_CEILING, SAME_ANSWER, STALE_WINDOW
+from otel_semloop.detectors.progress import CALL_CEILING, SAME_ANSWER
+from otel_semloop.detectors.stale import STALE_WINDOW
 from otel_semloop.detectors.text import CHANTING
 from otel_semloop.verdict import Label
 from tests.support.convention_runs import CONVENTIONS, handoff, score_in

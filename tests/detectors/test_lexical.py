@@ -11,14 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_semloop.detectors.lexical import (
-    STOP_WORDS,
-    LexicalDetector,
-    _lcs_length,
-    _Output,
-    deepeval_score,
-    score_reasoning_stagnation,
-)
+from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
+from otel_semloop.detectors.stagnation import STOP_WORDS, _lcs_length, _Output, score_reasoning_stagnation
 from tests.support.repo_data import GOLDEN, read_jsonl
 
 GOLDEN_COUNT = 78

@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import LCSseq
 
-from otel_semloop.detectors.lexical import STOP_WORDS, deepeval_score
+from otel_semloop.detectors.lexical import deepeval_score
+from otel_semloop.detectors.stagnation import STOP_WORDS
 
 
 def reference_score(tree: dict[str, Any], similarity_threshold: float = 0.85) -> tuple[float, dict, str]:

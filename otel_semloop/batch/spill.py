@@ -1,0 +1,202 @@
+"""Spilling open traces to disk when held units pass the memory budget, and putting them
+back at the end.
+
+The spans of a spilled trace go to one of a few partition files by trace id; from the
+first spill on, every decided unit is written, in order, to one units file instead of the
+output (the writer sees nothing until the end). At the end the partitions are read back
+one at a time as scoring jobs (so memory holds one partition's traces, not the input),
+and the units file is replayed into the output with the spilled traces' patches applied
+where their spans stand. So a file larger than memory is rescored in input order,
+whatever its traces look like.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import tempfile
+import zlib
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+import orjson
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from otel_semloop.batch.held import Held
+from otel_semloop.batch.spans import (
+    apply_json,
+    apply_proto,
+    dump_json,
+    load_json,
+    payload_json,
+    payload_proto,
+    scan_json,
+    scan_proto,
+)
+from otel_semloop.batch.units import Unit
+from otel_semloop.batch.worker import TraceJob
+from otel_semloop.otlp.codec import span_to_json
+
+__all__ = ["Spill"]
+
+_PARTITIONS = 16
+
+
+class Spill:
+    """Spans of spilled traces in partition files by trace id, and the units written
+    after the first spill, in order, in one file."""
+
+    def __init__(self, directory: str | None) -> None:
+        self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
+        self.parts: list[IO[bytes]] = [
+            open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b")  # noqa: SIM115
+            for i in range(_PARTITIONS)
+        ]
+        self.units: IO[bytes] = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
+        self.traces: dict[str, list[str]] = {}  # trace id -> root span ids
+        self.held_units = 0
+        self._spooled: dict[tuple[str, int], IO[bytes]] = {}
+
+    def _part(self, tid: str) -> IO[bytes]:
+        return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
+
+    def add(self, tid: str, sid: str, root: bool, kind: str, data: bytes) -> None:
+        fp = self._part(tid)
+        fp.write(struct.pack(">32sc?I", tid.encode(), b"j" if kind == "json" else b"p", root, len(data)))
+        fp.write(data)
+        if root:
+            self.traces[tid].append(sid)
+
+    def spill(self, tid: str, spans: list[tuple[Held, list[int]]]) -> None:
+        """Move trace ``tid``'s held spans to its partition; the units holding them no
+        longer wait for it, but will need its patches when replayed."""
+        self.traces[tid] = []
+        seen: set[int] = set()
+        for held, indexes in spans:
+            for i in indexes:
+                self.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
+            if id(held) not in seen:
+                seen.add(id(held))
+                held.waiting -= 1
+                if held.late is None:
+                    held.late = set()
+                held.late.add(tid)
+
+    def hold(self, held: Held, doc: Any) -> None:
+        """Write a decided unit to the spill file (in order), as :func:`otel_semloop.batch.held.render`
+        made it (``doc`` None: as read)."""
+        unit = held.unit
+        if doc is None:
+            data = unit.raw
+        elif type(doc) is bytes:
+            data = doc
+        else:
+            data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
+        meta = orjson.dumps(
+            {
+                "s": unit.source,
+                "q": unit.seq,
+                "k": unit.kind,
+                "d": unit.document,
+                "e": unit.error,
+                "l": bool(held.late),
+                "x": bool(held.patches),
+                "r": doc is not None,
+                "sp": list(unit.spooled[1:]) if unit.spooled else None,
+            }
+        )
+        self.units.write(struct.pack(">II", len(meta), len(data)))
+        self.units.write(meta)
+        self.units.write(data)
+        self.held_units += 1
+        if unit.spooled:
+            self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
+
+    def jobs(self) -> Iterable[list[TraceJob]]:
+        for fp in self.parts:
+            fp.flush()
+            fp.seek(0)
+            by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
+            header = struct.calcsize(">32sc?I")
+            while True:
+                head = fp.read(header)
+                if not head:
+                    break
+                tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
+                by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
+            jobs = []
+            for tid, items in by_trace.items():
+                roots = tuple(self.traces.get(tid, ()))
+                if all(kind == b"p" for kind, _ in items):
+                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+                    job = TraceJob(
+                        tid, "proto", payload_proto([Span.FromString(d) for _, d in items]), roots, not roots
+                    )
+                else:
+                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+                    spans = [
+                        orjson.loads(d) if k == b"j" else span_to_json(Span.FromString(d)) for k, d in items
+                    ]
+                    job = TraceJob(tid, "json", payload_json(spans), roots, not roots)
+                jobs.append(job)
+            fp.truncate(0)
+            yield jobs
+
+    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
+        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
+        fp = self.units
+        fp.flush()
+        fp.seek(0)
+        spooled = self._spooled
+        while True:
+            head = fp.read(8)
+            if not head:
+                return
+            n_meta, n_data = struct.unpack(">II", head)
+            meta = orjson.loads(fp.read(n_meta))
+            data = fp.read(n_data)
+            sp = meta["sp"]
+            unit = Unit(
+                meta["s"],
+                meta["q"],
+                meta["k"],
+                data,
+                document=meta["d"],
+                spooled=(spooled[(meta["s"], meta["q"])], sp[0], sp[1]) if sp else None,
+                error=meta["e"],
+            )
+            yield unit, meta["l"], meta["x"], meta["r"]
+
+    def write_back(
+        self, patches: dict[str, dict[str, Any]], write: Callable[[Unit, Any, bool], None]
+    ) -> None:
+        """Every unit held since the first spill, in order, to ``write`` (as the engine
+        writes units), with the spilled traces' ``patches`` (trace id -> span id -> patch)
+        applied to the units that held their spans."""
+        for unit, late, dirty, rendered in self.replay():
+            doc: Any = None
+            if unit.error is not None:
+                pass
+            elif late:
+                parsed = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
+                changed = False
+                for s in scan_json(parsed) if unit.kind == "json" else scan_proto(parsed):
+                    p = patches.get(s.trace_id)
+                    patch = p.get(s.span_id) if p else None
+                    if patch is not None:
+                        (apply_json if unit.kind == "json" else apply_proto)(s.span, patch)
+                        changed = True
+                if changed or rendered:
+                    dirty = dirty or changed
+                    doc = dump_json(parsed) if unit.kind == "json" else parsed
+            elif rendered:
+                doc = unit.raw if unit.kind == "json" else TracesData.FromString(unit.raw)
+            write(unit, doc, dirty)
+
+    def close(self) -> None:
+        for fp in self.parts:
+            fp.close()
+        self.units.close()
+        self.dir.cleanup()
