@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import struct
 
+import pytest
+from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -263,6 +265,52 @@ def test_hand_written_wire_reads_as_the_reference_does(case):
     assert_same(data)
     if clean:  # read without upb: a mistake of the reader's own shows above
         wire._fast(data)
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        ld(3, b"\xff"),  # trace_state: not kept, still checked by upb
+        ld(5, b"a\xc3"),
+        ld(9, ld(1, b"\xed\xa0\x80")),
+        ld(9, ld(1, b"k") + ld(2, ld(1, b"\xff"))),
+        ld(9, ld(1, b"k") + ld(2, ld(1, b"\xff" * 200))),
+        ld(9, ld(1, b"k") + ld(2, ld(5, ld(1, ld(1, b"\xff"))))),
+        ld(11, ld(2, b"\xff")),
+        ld(15, ld(2, b"\xff")),
+    ],
+)
+def test_invalid_utf8_anywhere_is_refused_as_upb_refuses_it(field):
+    kind, error, _ = assert_same(b"".join([*IDS, field]))
+    assert kind == "raised" and error is DecodeError
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        b"*\x05ab",  # a name cut short (read by the head)
+        b"*\x85\x01ab",
+        b"9\x01\x02",  # a start time cut short
+        ld(9, ld(1, b"k") + ld(2, ld(1, b"v")))[:-1],
+        ld(15, ld(2, b"m"))[:-1],
+        ld(9, ld(1, b"k") + ld(2, ld(5, ld(1, ld(1, b"a")))))[:-2],
+    ],
+)
+def test_cut_wire_is_refused_as_upb_refuses_it(tail):
+    kind, error, _ = assert_same(b"".join([*IDS, tail]))
+    assert kind == "raised" and error is DecodeError
+
+
+@pytest.mark.parametrize("value", [5, 200, 2**31 - 1, 2**31, 2**32 + 1, 2**63, 2**64 - 1])
+def test_enums_past_int32_read_as_upb_reads_them(value):
+    assert_same(b"".join([*IDS, tag(6, 0) + varint(value)]))
+    assert_same(b"".join([*IDS, ld(15, tag(3, 0) + varint(value))]))
+
+
+def test_fields_after_an_unknown_one_are_read():
+    kvlist = kv_field(ld(1, b"a")) + tag(3, 0) + b"\x01" + kv_field(ld(1, b"b"))
+    data = b"".join([*IDS, ld(9, ld(1, b"k") + ld(2, ld(6, kvlist)))])
+    assert assert_same(data)[1][6] == canon({"k": {"a": None, "b": None}})
 
 
 @CHECK
