@@ -147,6 +147,9 @@ def _kvs(data: bytes, i: int, j: int, out: dict[str, Any], depth: int, tag: int)
         end = data[i + 1]
         if end < 0x80:
             i += 2
+        elif data[i + 2] < 0x80:
+            end = (end & 0x7F) | (data[i + 2] << 7)
+            i += 3
         else:
             end, i = _varint(data, i + 1, j)
         end += i

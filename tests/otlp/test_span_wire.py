@@ -307,6 +307,11 @@ def test_enums_past_int32_read_as_upb_reads_them(value):
     assert_same(b"".join([*IDS, ld(15, tag(3, 0) + varint(value))]))
 
 
+def test_a_start_time_without_an_end_time_after_it():
+    start = tag(7, 1) + (5).to_bytes(8, "little")
+    assert assert_same(b"".join([*IDS, start, ld(5, b"abcdefg")]))[1][3] == canon("abcdefg")
+
+
 def test_fields_after_an_unknown_one_are_read():
     kvlist = kv_field(ld(1, b"a")) + tag(3, 0) + b"\x01" + kv_field(ld(1, b"b"))
     data = b"".join([*IDS, ld(9, ld(1, b"k") + ld(2, ld(6, kvlist)))])
