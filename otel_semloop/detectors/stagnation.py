@@ -14,9 +14,11 @@ Cost
     when an upper bound on it, the longest common subsequence computed by rapidfuzz's
     bit-parallel ``LCSseq`` in C (about a microsecond for two 1,000-character outputs),
     says it could change the result; Jaccard is computed only when a bound from the set
-    sizes says it could. The proofs that the result is identical are in
-    :func:`score_reasoning_stagnation` and :func:`_ratio_can_matter`. Linear in the
-    number of outputs; memory constant (a two-output window and a bounded memo).
+    sizes says it could; once a pair reaches similarity 1.0 (an output repeated verbatim,
+    as looping agents do) the rest is neither cleaned nor compared. The proofs that the
+    result is identical are in :func:`score_reasoning_stagnation` and
+    :func:`_ratio_can_matter`. Linear in the number of outputs; memory constant (a
+    two-output window and a bounded memo).
 """
 
 from __future__ import annotations
@@ -49,27 +51,13 @@ _END = object()
 
 
 class _Output:
-    """One LLM output, cleaned once: its meaningful words joined by spaces (``text``) and,
-    built on first read, the set of their bigrams (``bigrams``).
+    """One LLM output, cleaned once: its meaningful words joined by spaces, their bigrams."""
 
-    ``most`` is ``len(words) - 1``, the number of bigrams counted with repeats: an upper
-    bound on the size of the set, known without building it (see
-    :func:`score_reasoning_stagnation` for when that is enough)."""
-
-    __slots__ = ("_bigrams", "_words", "most", "text")
+    __slots__ = ("bigrams", "text")
 
     def __init__(self, words: list[str]) -> None:
         self.text = " ".join(words)
-        self.most = len(words) - 1
-        self._words: list[str] | None = words
-        self._bigrams: frozenset[tuple[str, str]] | None = None
-
-    @property
-    def bigrams(self) -> frozenset[tuple[str, str]]:
-        if self._bigrams is None:
-            self._bigrams = frozenset(itertools.pairwise(self._words))  # type: ignore[arg-type]
-            self._words = None  # held only until the set is built
-        return self._bigrams
+        self.bigrams = frozenset(itertools.pairwise(words))
 
 
 def _lcs_length(a: str, b: _Output) -> int:
@@ -159,16 +147,6 @@ def score_reasoning_stagnation(
     (one memo entry) has Jaccard exactly 1.0 and a ratio bound of 1.0, so neither is
     computed.
 
-    A bigram set is built only when that bound needs its exact size. Let ``S`` be the
-    output with fewer words and ``L`` the other; ``|S| <= S.most`` (its bigrams counted
-    with repeats). When ``L``'s set is non-empty and ``S.most / |L| < threshold``, the
-    bound above is below the threshold without ``S``'s set: if ``|S| <= |L|`` it is
-    ``|S| / |L| <= S.most / |L|`` (same denominator, monotone division); ``|S| > |L|``
-    cannot happen for a threshold at most 1 (it would need ``S.most >= |S| > |L| >
-    S.most``), and above 1 every ratio of sizes is below it. So every pair this test
-    skips, the exact test skips too; the others go to the exact test. (Word counts alone
-    bound nothing: ``x y x y ...`` has two bigrams however long it is.)
-
     Stopping early. No similarity exceeds 1.0 (``jaccard = common / union`` with
     ``common <= union``, ``ratio = 2.0 * M / (len(a) + len(b))`` with ``2 * M <= len(a) +
     len(b)``: exact integers in floats, and a correctly rounded quotient of ``x <= y`` is at
@@ -201,25 +179,19 @@ def score_reasoning_stagnation(
         a, b = b, prepare(llm_outputs[i + 1])
         if a is None or b is None:
             continue
-        if a is b and a.most > 0:
+        if a is b and a.bigrams:
             # The same output again (the memo returns one object for equal texts): Jaccard
             # 1.0 (its set of bigrams is not empty), and no ratio can exceed it.
             if max_overlap < 1.0:
                 max_overlap = 1.0
                 pair = (i, i + 1)
             break  # nothing exceeds 1.0: the result is decided (see the docstring)
+        small, large = len(a.bigrams), len(b.bigrams)
+        if small > large:
+            small, large = large, small
         # Jaccard is at most min/max of the set sizes; below the threshold it cannot decide
-        # the result (see the docstring) and is not computed. The set of the output with
-        # more words is built first: with it, the other's word count often settles the test.
-        short, long = (a, b) if a.most <= b.most else (b, a)
-        large = len(long.bigrams)
-        if large and short.most / large < similarity_threshold:
-            similarity = 0.0
-        else:
-            small = len(short.bigrams)
-            if small > large:
-                small, large = large, small
-            similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
+        # the result (see the docstring) and is not computed.
+        similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
         floor = max_overlap if max_overlap > similarity else similarity
         if _ratio_can_matter(a, b, floor, similarity_threshold):
             ratio = SequenceMatcher(None, a.text, b.text).ratio()

@@ -414,8 +414,9 @@ def _swapped_superset(n_words: int, extra: int) -> tuple[str, str]:
 
 
 def test_jaccard_is_computed_when_the_word_count_bound_is_just_above_the_threshold() -> None:
-    """20 bigrams against 23: ``20 / 23 >= 0.85``, so the bigram sets are built; Jaccard
-    0.87 is the pair's similarity (its ``ratio()`` is far lower)."""
+    """20 bigrams against 23: the size bound ``20 / 23`` is above 0.85, so Jaccard is
+    computed, and 0.87 is the pair's similarity (its ``ratio()`` is far lower). A
+    shortcut that took Jaccard for 0.0 a little too eagerly would report no overlap."""
     short, long = _swapped_superset(21, 1)
     assert SequenceMatcher(None, short, long).ratio() < 0.7
     expected = (0.5, "High reasoning overlap (0.87) at steps 0 and 1.")
@@ -425,7 +426,8 @@ def test_jaccard_is_computed_when_the_word_count_bound_is_just_above_the_thresho
 
 
 def test_jaccard_equal_to_the_threshold_is_computed() -> None:
-    """34 bigrams against 40: Jaccard exactly 0.85, the threshold (reached, not exceeded)."""
+    """34 bigrams against 40: Jaccard and its size bound exactly 0.85, the threshold
+    (reached, not exceeded): still computed."""
     short, long = _swapped_superset(35, 4)
     expected = (0.5, "High reasoning overlap (0.85) at steps 0 and 1.")
     assert plain_stagnation([short, long]) == expected
