@@ -18,9 +18,11 @@ Run it with ``otel-semloop serve`` or from Python::
 
 Modules: :mod:`.config` (``ServiceConfig``), :mod:`.receiver` (gRPC servicer, ASGI app,
 request decoding and error replies), :mod:`.pipeline` (buffer, scoring budget,
-write-back), :mod:`.exporter` (queue, batching, retries), :mod:`.server` (lifecycle,
-signals, the background-thread runner), :mod:`.processes` (scoring in worker processes),
-:mod:`.admission` (how far scoring is behind). Needs the ``collector`` extra (grpcio,
+write-back), :mod:`.exporter` (queue, batching, retries), :mod:`.server` (the service's lifecycle
+and admission), :mod:`.listeners` (the gRPC server and uvicorn: addresses, TLS, connection
+limits), :mod:`.runner` (signals, the process and the background-thread runner),
+:mod:`.processes` (the pool of scoring processes), :mod:`.scoring_worker` (what a scoring
+process does), :mod:`.admission` (how far scoring is behind). Needs the ``collector`` extra (grpcio,
 uvicorn).
 """
 
@@ -31,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from otel_semloop.service.config import ExportProtocol, ServiceConfig
-    from otel_semloop.service.server import SemloopService, ServiceThread, serve
+    from otel_semloop.service.runner import ServiceThread, serve
+    from otel_semloop.service.server import SemloopService
 
 __all__ = ["ExportProtocol", "SemloopService", "ServiceConfig", "ServiceThread", "serve"]
 
@@ -39,14 +42,14 @@ _HOMES = {
     "ExportProtocol": "config",
     "ServiceConfig": "config",
     "SemloopService": "server",
-    "ServiceThread": "server",
-    "serve": "server",
+    "ServiceThread": "runner",
+    "serve": "runner",
 }
 
 
 def __getattr__(name: str) -> Any:
     """Imported on first use, so that a scoring process (which imports
-    :mod:`.processes`) loads neither gRPC nor uvicorn."""
+    :mod:`.scoring_worker`) loads neither gRPC nor uvicorn."""
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -64,7 +64,8 @@ from otel_semloop.release import Outcome, SpanLinks
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.admission import ScoringLoad
 from otel_semloop.service.config import ServiceConfig
-from otel_semloop.service.processes import ScoringProcesses, loop_summary
+from otel_semloop.service.processes import ScoringProcesses
+from otel_semloop.service.scoring_worker import loop_summary
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
 from otel_semloop.writeback import SpanPatch
 

@@ -1,4 +1,4 @@
-"""Scoring in worker processes: the service's traces scored on the other cores.
+"""Scoring in worker processes: the service's side (the pool of workers, the pipe's parent end).
 
 Why: the receivers, the buffer and the exporter share one event loop, and scoring threads
 in the same process share its GIL, so a service scoring on threads uses about one core
@@ -6,23 +6,15 @@ however many the host has. With :class:`ScoringProcesses` the
 :class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each one checks out a
 worker process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
 ``batch_evaluator``: the release a thread took and those queued behind it), sends their
-spans over a pipe as serialized protobuf and waits (the GIL is free meanwhile); the worker
-decodes them into records and calls :func:`~otel_semloop.scoring.score_records` (trace
-build, detectors, policy, patches) for each, applies the patches to the spans it decoded
-and serializes those again. The pool's rules (budget, stuck threads, exactly once) hold
-per release.
+spans over a pipe as serialized protobuf and waits (the GIL is free meanwhile). What a
+worker does with them, and what it sends back, is :mod:`otel_semloop.service.scoring_worker`.
+The pool's rules (budget, stuck threads, exactly once) hold per release.
 
-What crosses the pipe is small: the spans' wire bytes in (what the service already
-holds); per release a verdict, the root's index and id and the patched spans' bytes out
-(new attributes and events are written as bytes appended to a span's own:
-:mod:`otel_semloop.service.wirepatch`).
-The service process then only swaps bytes: each patched span becomes a new
-:class:`~otel_semloop.service.pipeline.Held` (the original is not touched, so a thread
-abandoned past its budget changed nothing that left). Unless
-:attr:`ScoringProcesses.full_verdicts` (an evaluation record needs the whole verdict and
-root), the verdict is slim and the worker makes the loop log line, so the service
-unpickles a few fields per trace and decodes no root. A batch of one
-round trip costs the service process about 20 us plus a few us a span.
+What comes back is small (per release a verdict, the root's index and head, the patched
+spans' bytes): each patched span becomes a new :class:`~otel_semloop.service.pipeline.Held`
+(the original is untouched, so a thread abandoned past its budget changed nothing that
+left). Unless :attr:`ScoringProcesses.full_verdicts`, verdicts come slim with the loop
+log line made, and no root is decoded here.
 
 Workers
     Started with ``forkserver`` (they inherit no gRPC or asyncio state of the service),
@@ -33,31 +25,22 @@ Workers
     watchdog terminates a worker still busy on one batch ``kill_after`` seconds after it
     got it (a hung detector cannot hold a core for ever; its trace left unscored at the
     budget, and its thread, counted stuck by the pool, comes back).
-    Replacements for workers abandoned past the budget are started on demand, so at most
-    ``threads + max_stuck`` workers exist, and idle ones beyond ``processes`` retire.
+    Replacements for workers abandoned past the budget start on demand (at most
+    ``threads + max_stuck`` exist; idle ones beyond ``processes`` retire).
     Each worker takes up to ``depth`` batches from as many pool threads (the service uses
     :data:`WORKER_DEPTH`, two): the next batch is already in its pipe when it answers one,
-    so it does not idle while the service process, busy receiving, turns that reply into
-    the next send. Replies are read in the order the batches were sent; a worker that
-    dies or is terminated fails every batch it held.
+    so it does not idle while the busy service process turns a reply into the next send.
+    Replies are read in the order sent; a worker that dies fails every batch it held.
 
 Only the default deterministic scorer is run in workers (:func:`runs_in_workers`): its
 configuration comes from the same ``SEMLOOP_DETECT_*`` environment in each worker. A
 judged or custom scorer keeps scoring on the pool's threads in the service process.
-
-Size: the worker's loop and the service side of its pipe (what is sent, what comes back
-and how it is written back) are one protocol, and the workers' lifecycle (start, check
-out, watchdog, replacement) is the state both sides share.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
-import copyreg
-import dataclasses
-import gc
-import io
 import multiprocessing
 import pickle
 import threading
@@ -65,29 +48,21 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from opentelemetry.proto.common.v1 import common_pb2
-from opentelemetry.proto.trace.v1 import trace_pb2
-
 from otel_semloop.grouping import Release
-from otel_semloop.model import SpanRecord, Trace
-from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
+from otel_semloop.model import Trace
 from otel_semloop.release import Evaluation, SpanAdapter
-from otel_semloop.scoring import DetectorScorer, Scorer, collector_paused, score_records
-from otel_semloop.service.wirepatch import appended
+from otel_semloop.scoring import DetectorScorer, Scorer
+from otel_semloop.service.scoring_worker import READY, root_trace, worker_main
 from otel_semloop.telemetry import get_logger
-from otel_semloop.verdict import Finding, Label, LexicalResult, Verdict
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["WORKER_DEPTH", "ScoringProcesses", "WorkerDied", "runs_in_workers"]
 
 _logger = get_logger("otel_semloop.service")
-_READY = b"ready"
-
 
 #: Batches the service keeps in each worker (``depth``): the one being scored and the next,
-#: waiting in its pipe. Measured with one: each worker waited 10-14% of the time for its
-#: next batch while hundreds of traces were queued (the service process, busy receiving,
-#: took that long to turn a reply into the next send).
+#: waiting in its pipe. With one, each worker waited 10-14% of the time for its next batch
+#: while hundreds of traces were queued (the busy service process was slow to send it).
 WORKER_DEPTH = 2
 
 
@@ -112,209 +87,6 @@ def runs_in_workers(scorer: Scorer) -> bool:
         and type(lexical) is LexicalDetector
         and all(getattr(lexical, name) == getattr(default, name) for name in LexicalDetector.__slots__)
     )
-
-
-# -- the worker process --------------------------------------------------------------------
-
-
-def _worker_main(conn: Any, mode: str) -> None:
-    """A scoring process: ``(full, [(span bytes, partial), ...])`` in; per release what
-    :func:`_score_one` returns, until the pipe closes."""
-    score_records([], mode=mode)  # type: ignore[arg-type]  # imports and the scorer, before ready
-    # What start-up left alive lives as long as the process: out of the collector's sight.
-    gc.collect()
-    gc.freeze()
-    conn.send_bytes(_READY)
-    while True:
-        try:
-            full, batch = pickle.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        with collector_paused():
-            results = [_score_one(spans, partial, mode, full) for spans, partial in batch]
-        try:
-            reply = _dumps(results)
-        except Exception:  # an exception that does not pickle: only its release says so
-            reply = _dumps([_picklable(result) for result in results])
-        try:
-            conn.send_bytes(reply)
-        except (EOFError, OSError):
-            return
-
-
-def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) -> tuple[str, Any]:
-    """Score one release's spans: ``("ok", None)`` without agent steps, else ``("ok",
-    (verdict, root index, (trace id, root span id, name, agent) or None, [(span index,
-    patched span bytes)], loop log line or None))``, or ``("error", exception)``.
-
-    The patches are applied here, to the spans this process decoded anyway, so the
-    service process only swaps bytes. Unless ``full``, the verdict sent back is slim
-    (:func:`_slim`) and a loop's log line is made here (:func:`loop_summary`): the
-    service then unpickles a few fields instead of every finding."""
-    span_from = _SPAN_FROM
-    try:
-        messages = [span_from(data) for data in spans]
-        records = [record_from_proto_span(message) for message in messages]
-        scored = score_records(records, partial=partial, mode=mode)  # type: ignore[arg-type]
-        if scored is None:
-            return ("ok", None)
-        verdict, patches = scored
-        root = -1
-        patched: list[tuple[int, bytes]] = []
-        for index, record in enumerate(records):
-            patch = patches.get(record.span_id)
-            if patch is None:
-                continue
-            if patch.events and root < 0:
-                root = index
-            if not patch.events and _only_in_loop(patch.attributes) and _IN_LOOP not in record.attributes:
-                wire: bytes | None = spans[index] + _IN_LOOP_FIELD  # the common patch, encoded once
-            else:  # new attributes and events as fields appended to the span's bytes
-                wire = appended(spans[index], record.attributes, patch)
-            if wire is None:  # a key the span has, or a value appended() does not encode
-                message = messages[index]
-                apply_patch_proto(message, patch)
-                wire = message.SerializeToString()
-            patched.append((index, wire))
-        head: tuple[str, str, str, str] | None = None
-        if root >= 0:  # what the loop log line reads of the root: no decoding for it there
-            record = records[root]
-            agent = record.attributes.get("gen_ai.agent.name")
-            head = (record.trace_id, record.span_id, record.name, agent if isinstance(agent, str) else "")
-        if full:
-            return ("ok", (verdict, root, head, patched, None))
-        line = loop_summary(_root_trace(head, partial), verdict) if verdict.label is Label.LOOP else None
-        return ("ok", (_slim(verdict), root, head, patched, line))
-    except Exception as exc:  # the trace goes out unscored with this error's type
-        return ("error", exc)
-
-
-_IN_LOOP = "semloop.in_loop"
-#: ``semloop.in_loop=true`` as the bytes of one ``Span.attributes`` entry (field 9), as
-#: :func:`~otel_semloop.service.wirepatch.appended` writes it.
-_IN_LOOP_FIELD = trace_pb2.Span(
-    attributes=[common_pb2.KeyValue(key=_IN_LOOP, value=common_pb2.AnyValue(bool_value=True))]
-).SerializeToString()
-
-
-def _only_in_loop(attributes: Any) -> bool:
-    return len(attributes) == 1 and attributes.get(_IN_LOOP) is True
-
-
-class _Slim:
-    """Pickles as the verdict without what only the worker reads (findings, the lexical
-    result, the loop's span ids, calibration: their patches are already on the spans):
-    what the service's label counts, log and pool read (label, score, action, reason,
-    partial, scorer attributes) crosses the pipe and unpickles as a :class:`Verdict`.
-    (A wrapper rather than a copy: ``dataclasses.replace`` cost the worker ~2 us a span.)"""
-
-    __slots__ = ("verdict",)
-
-    def __init__(self, verdict: Verdict) -> None:
-        self.verdict = verdict
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        verdict = self.verdict
-        values = []
-        for name in _FIELDS[Verdict]:
-            if name in _SLIM_DROPPED:
-                values.append({} if name == "calibration" else _SLIM_DROPPED[name])
-            else:
-                values.append(getattr(verdict, name))
-        return (_rebuild, (Verdict, tuple(values)))
-
-
-#: What a slim verdict holds in place of the fields only the worker reads (their defaults;
-#: ``calibration`` an empty dict of its own, not one shared by a batch's verdicts).
-_SLIM_DROPPED: dict[str, Any] = {
-    "findings": (),
-    "lexical": None,
-    "in_loop_span_ids": frozenset(),
-    "calibration": None,
-}
-
-
-def _slim(verdict: Verdict) -> _Slim:
-    return _Slim(verdict)
-
-
-def loop_summary(trace: Trace, verdict: Verdict) -> str:
-    """The service's loop log line: one JSON object with the trace id, agent, signals,
-    score, action, reason and partial flag. The reason is cleaned of control characters
-    so a tool name cannot forge a log line."""
-    import json
-
-    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
-    agent = ""
-    if root is not None:
-        attributes = root.attributes
-        agent = str(attributes.get("gen_ai.agent.name") or root.name)
-    reason = str(getattr(verdict, "reason", "") or "")
-    return json.dumps(
-        {
-            "trace_id": trace.trace_id,
-            "agent": agent[:200],
-            "signals": list(verdict.fired_signals),
-            "score": round(verdict.score, 3),
-            "action": verdict.action.value,
-            "reason": reason[:500],
-            "partial": trace.partial,
-        },
-        ensure_ascii=True,
-    )
-
-
-def _root_trace(head: tuple[str, str, str, str] | None, partial: bool) -> Trace:
-    """A trace holding only the root's record as the worker read it (ids, name,
-    ``gen_ai.agent.name``): what the loop log line reads."""
-    if head is None:
-        return Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
-    trace_id, root_id, name, agent = head
-    attributes = {"gen_ai.agent.name": agent} if agent else {}
-    record = SpanRecord(trace_id, root_id, "", name, 0, 0, attributes)
-    return Trace(trace_id=trace_id, steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
-
-
-def _picklable(result: tuple[str, Any]) -> tuple[str, Any]:
-    try:
-        _dumps(result)
-    except Exception as exc:
-        return ("error", RuntimeError(f"{type(exc).__name__}: {exc}"))
-    return result
-
-
-_SPAN_FROM = trace_pb2.Span.FromString
-
-
-def _dumps(obj: Any) -> bytes:
-    """``pickle.dumps`` with the verdict's dataclasses reduced to their field values: the
-    default for a slotted dataclass calls ``dataclasses.fields`` for every object on
-    both sides (a good part of the service process's unpickling)."""
-    buffer = io.BytesIO()
-    pickler = pickle.Pickler(buffer, pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH
-    pickler.dump(obj)
-    return buffer.getvalue()
-
-
-def _reduce(obj: Any) -> tuple[Any, ...]:
-    cls = type(obj)
-    return (_rebuild, (cls, tuple([getattr(obj, name) for name in _FIELDS[cls]])))
-
-
-def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
-    """The object :func:`_reduce` took apart (its fields set as a frozen dataclass's
-    ``__init__`` sets them; these classes have no ``__post_init__``)."""
-    obj = cls.__new__(cls)
-    for name, value in zip(_FIELDS[cls], values, strict=True):
-        object.__setattr__(obj, name, value)
-    return obj
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(field.name for field in dataclasses.fields(cls)) for cls in (Verdict, Finding, LexicalResult)
-}
-_DISPATCH = {**copyreg.dispatch_table, **dict.fromkeys(_FIELDS, _reduce)}
 
 
 class _Worker:
@@ -379,7 +151,7 @@ class ScoringProcesses:
         if "forkserver" in methods:
             # The fork server imports the scoring code once; workers forked from it start
             # warm (no effect if this process's fork server already runs).
-            self._context.set_forkserver_preload([__name__])
+            self._context.set_forkserver_preload([worker_main.__module__])
         self._lock = threading.Lock()
         self._workers: list[_Worker] = []
         self._closed = threading.Event()
@@ -431,7 +203,7 @@ class ScoringProcesses:
     def _spawn(self, wait: bool = True) -> _Worker:
         parent, child = self._context.Pipe()
         process = self._context.Process(
-            target=_worker_main, args=(child, self._mode), name="semloop-scoring", daemon=True
+            target=worker_main, args=(child, self._mode), name="semloop-scoring", daemon=True
         )
         process.start()
         child.close()
@@ -443,7 +215,7 @@ class ScoringProcesses:
 
     def _await_ready(self, worker: _Worker, timeout: float) -> None:
         try:
-            ready = worker.conn.poll(timeout) and worker.conn.recv_bytes() == _READY
+            ready = worker.conn.poll(timeout) and worker.conn.recv_bytes() == READY
         except (EOFError, OSError):
             ready = False
         if not ready:
@@ -617,12 +389,12 @@ def _evaluation(
         patches[key] = SpanPatch()
     root_index, head, decode = root
     if root_index < 0 or head is None:
-        return Evaluation(_root_trace(None, partial), records, verdict, patches)
+        return Evaluation(root_trace(None, partial), records, verdict, patches)
     root_id = head[1]
     records[root_index].span_id = root_id
     patches[root_id] = patches.pop(f"#{root_index}")
     if not decode:
-        return Evaluation(_root_trace(head, partial), records, verdict, patches)
+        return Evaluation(root_trace(head, partial), records, verdict, patches)
     record = adapter.record(records[root_index].source)
     trace = Trace(trace_id=head[0], steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
     return Evaluation(trace, records, verdict, patches)

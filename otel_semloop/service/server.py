@@ -1,9 +1,8 @@
 """The collector service: receivers, pipeline and exporter on one asyncio loop.
 
 :class:`SemloopService` is the whole thing as an object (``await start()``,
-``await stop()``); :func:`serve` runs it until SIGINT/SIGTERM (``otel-semloop serve``);
-:class:`ServiceThread` runs it on a background thread (tests, embedding in a program that
-has its own main loop).
+``await stop()``); :mod:`.runner` runs it until SIGINT/SIGTERM (``otel-semloop serve``)
+or on a background thread; :mod:`.listeners` builds the gRPC server and uvicorn.
 
 Why one loop: ``grpc.aio`` and uvicorn both run on asyncio, so the gRPC receiver, the
 HTTP receiver, the buffer's tick and the exporter share one thread and the
@@ -24,14 +23,7 @@ Connections: at most ``max_connections`` connections on each receiver (more are 
 at once); an HTTP client that has not sent its request headers within ``header_timeout`` is
 disconnected, one whose body stalls for ``body_timeout`` gets 408; idle keep-alive
 connections close after ``keepalive_timeout``. gRPC: ``header_timeout`` bounds the
-TLS/HTTP2 handshake and ``max_concurrent_streams`` the requests per connection. The
-file-descriptor soft limit is raised to the hard one at start so that the exporter can
-always open its sockets.
-
-Signals: SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and
-wake the loop; they do not depend on asyncio's wakeup pipe, which a burst of traffic can
-fill ("Exception ignored when trying to write to the signal wakeup fd"), losing the
-signal. The tick also polls the flag, so the first SIGTERM always starts the drain.
+TLS/HTTP2 handshake and ``max_concurrent_streams`` the requests per connection.
 
 Shutdown (``stop``/signal): health turns not-ready, stop accepting (the gRPC server and
 uvicorn finish the requests in flight), release every held trace, score what fits in 80%
@@ -39,39 +31,30 @@ of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queu
 time, then close. Spans still unsent at the deadline (the downstream is down) are counted
 and logged as dropped, with their number (with a durable queue they stay on disk and go
 out after the restart).
-
-Size: the service's lifecycle in one place (start, admission, signals, drain, stop, the
-thread wrapper for tests and embedding); candidates to move out: the admin endpoints.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
-import signal
-import socket
-import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
-import uvicorn
 from opentelemetry import metrics
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
-from otel_semloop.service.config import ServiceConfig, parse_address
+from otel_semloop.service.config import ServiceConfig
 from otel_semloop.service.exporter import ExportQueue, make_sender
+from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
 from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
 from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
-from otel_semloop.service.receiver import Refusal, grpc_handler, http_app
+from otel_semloop.service.receiver import Refusal
 
-__all__ = ["SemloopService", "ServiceThread", "serve"]
+__all__ = ["SemloopService"]
 
 _logger = logging.getLogger("otel_semloop.service")
 #: Requests with more spans than this are checked and copied on a thread.
@@ -83,82 +66,6 @@ _SLACK_SHARE = 0.5
 #: ... or once a trace accepted now is predicted to wait this share of its budget for a
 #: scorer: the rest is margin for the scorers slowing down (a busy host) after the ack.
 _WAIT_SHARE = 0.4
-
-
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its own signal handlers: the service owns SIGINT/SIGTERM (uvicorn
-    would re-raise the signal after its shutdown, before we have drained)."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-def _guarded_protocol(max_connections: int, header_timeout: float, on_refuse: Any) -> type:
-    """uvicorn's h11 protocol with a connection cap and a request-header deadline (a
-    slow client cannot hold a connection, and so a file descriptor, forever)."""
-
-    class Guarded(H11Protocol):
-        _header_timer: asyncio.TimerHandle | None = None
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            if len(self.connections) >= max_connections:
-                self.transport = transport
-                on_refuse("connections")
-                transport.abort()
-                return
-            super().connection_made(transport)
-            self._arm()
-
-        def _arm(self) -> None:
-            self._header_timer = self.loop.call_later(header_timeout, self._header_deadline)
-
-        def _header_deadline(self) -> None:
-            self._header_timer = None
-            # No complete request head in time (or an idle keep-alive): close.
-            waiting = self.cycle is None or self.cycle.response_complete
-            if waiting and self.transport is not None and not self.transport.is_closing():
-                on_refuse("slow_headers")
-                self.transport.close()
-
-        def data_received(self, data: bytes) -> None:
-            super().data_received(data)
-            if self._header_timer is not None and self.cycle is not None and not self.cycle.response_complete:
-                self._header_timer.cancel()
-                self._header_timer = None
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if self._header_timer is None and not self.transport.is_closing():
-                self._arm()
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._header_timer is not None:
-                self._header_timer.cancel()
-                self._header_timer = None
-            super().connection_lost(exc)
-
-    return Guarded
-
-
-def _raise_fd_limit() -> None:
-    try:
-        import resource
-
-        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-        if hard == resource.RLIM_INFINITY or soft < hard:
-            resource.setrlimit(
-                resource.RLIMIT_NOFILE, (hard if hard != resource.RLIM_INFINITY else 65536, hard)
-            )
-    except (ImportError, ValueError, OSError):  # pragma: no cover - not Unix, or not allowed
-        pass
-
-
-def _read(path: str | None) -> bytes | None:
-    if not path:
-        return None
-    with open(path, "rb") as fp:
-        return fp.read()
 
 
 class SemloopService:
@@ -193,9 +100,8 @@ class SemloopService:
         self._processes: ScoringProcesses | None = None
         self._sender: Any = None
         self._grpc_server: grpc.aio.Server | None = None
-        self._http_server: _Uvicorn | None = None
+        self._http: HttpListener | None = None
         self._tasks: list[asyncio.Task[Any]] = []
-        self._http_task: asyncio.Task[Any] | None = None
         self.grpc_port: int | None = None
         self.http_port: int | None = None
         self.health_port: int | None = None
@@ -331,9 +237,10 @@ class SemloopService:
                         len(replayed),
                     )
             if config.grpc:
-                await self._start_grpc()
+                self._grpc_server, self.grpc_port = await start_grpc(self, config)
             if config.http:
-                await self._start_http(loop)
+                self._http = await start_http(self, config, self.refused)
+                self.http_port = self._http.port
         except BaseException:
             await self._close_receivers()
             await self._close_rest()
@@ -365,87 +272,6 @@ class SemloopService:
             server = AdminServer(config.prometheus, "prometheus", None, self._prometheus_registry).start()
             self._admin.append(server)
             self.prometheus_port = server.port
-
-    async def _start_grpc(self) -> None:
-        config = self.config
-        assert config.grpc
-        host, port = parse_address(config.grpc, "grpc")
-        server = grpc.aio.server(
-            handlers=[
-                grpc_handler(
-                    self, auth_token=config.auth_token, max_decompressed_bytes=config.max_decompressed_bytes
-                )
-            ],
-            options=[
-                ("grpc.max_receive_message_length", config.max_decompressed_bytes),
-                ("grpc.max_concurrent_streams", config.max_concurrent_streams),
-                # gRPC core closes connections past this at once (its ConnectionQuota).
-                ("grpc.max_allowed_incoming_connections", config.max_connections),
-                ("grpc.server_handshake_timeout_ms", int(config.header_timeout * 1000)),
-                ("grpc.max_connection_idle_ms", int(max(config.keepalive_timeout, 1) * 1000 * 10)),
-                ("grpc.so_reuseport", 0),
-            ],
-        )
-        address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        if config.tls_certificate:
-            credentials = grpc.ssl_server_credentials(
-                [(_read(config.tls_key), _read(config.tls_certificate))],
-                root_certificates=_read(config.tls_client_ca),
-                require_client_auth=bool(config.tls_client_ca),
-            )
-            bound = server.add_secure_port(address, credentials)
-        else:
-            bound = server.add_insecure_port(address)
-        if not bound:
-            raise OSError(f"cannot bind the gRPC receiver to {config.grpc}")
-        await server.start()
-        self._grpc_server = server
-        self.grpc_port = bound
-
-    async def _start_http(self, loop: asyncio.AbstractEventLoop) -> None:
-        import ssl
-
-        config = self.config
-        assert config.http
-        host, port = parse_address(config.http, "http")
-        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            sock.close()
-            raise
-        self.http_port = sock.getsockname()[1]
-        tls: dict[str, Any] = {}
-        if config.tls_certificate:
-            tls = {"ssl_certfile": config.tls_certificate, "ssl_keyfile": config.tls_key}
-            if config.tls_client_ca:
-                tls.update(ssl_ca_certs=config.tls_client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
-        app = http_app(
-            self,
-            max_request_bytes=config.max_request_bytes,
-            max_decompressed_bytes=config.max_decompressed_bytes,
-            auth_token=config.auth_token,
-            body_timeout=config.body_timeout,
-        )
-        uv_config = uvicorn.Config(
-            app,
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            timeout_graceful_shutdown=5,
-            timeout_keep_alive=max(1, int(config.keepalive_timeout)),
-            http=_guarded_protocol(config.max_connections, config.header_timeout, self.refused),
-            **tls,
-        )
-        self._http_server = _Uvicorn(uv_config)
-        task = loop.create_task(self._http_server.serve(sockets=[sock]))
-        self._http_task = task
-        while not self._http_server.started:
-            if task.done():
-                task.result()  # raises what uvicorn raised
-                raise OSError(f"the HTTP receiver on {config.http} stopped at startup")
-            await asyncio.sleep(0.005)
 
     async def stop(self, timeout: float | None = None) -> bool:
         """Stop receiving, score and forward everything held within ``timeout`` (default
@@ -503,45 +329,6 @@ class SemloopService:
                 snapshot[f"semloop.buffer.{key}"] = value
         return {key.removeprefix("semloop."): value for key, value in snapshot.items()}
 
-    async def serve_until_signal(self, *, own_process: bool = False) -> bool:
-        """Run until SIGINT or SIGTERM, then :meth:`stop`. Main thread only.
-        ``own_process``: the service is the whole process (``serve``): once started, what
-        exists then (modules, the scorer, the receivers) is frozen out of the cyclic
-        garbage collector (:func:`_settle_collector`)."""
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        received = threading.Event()
-
-        def on_signal(signum: int, frame: Any) -> None:
-            if received.is_set():
-                _logger.warning("otel-semloop: signal %d again; already draining", signum)
-            received.set()
-            # Wakes a loop blocked in select(); if the loop's self-pipe is full the loop is
-            # awake anyway and the watcher below sees the flag.
-            loop.call_soon_threadsafe(stop.set)
-
-        async def watch() -> None:
-            while not received.is_set():
-                await asyncio.sleep(0.1)
-            stop.set()
-
-        previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-        watcher = loop.create_task(watch())
-        try:
-            await self.start()
-            if own_process:
-                _settle_collector()
-            await stop.wait()
-            _logger.info(
-                "otel-semloop: signal received; draining (up to %.0f s)", self.config.shutdown_timeout_seconds
-            )
-        finally:
-            watcher.cancel()
-            clean = await self.stop()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        return clean
-
     # -- internals -------------------------------------------------------------------------
 
     async def _heartbeat(self) -> None:
@@ -570,13 +357,9 @@ class SemloopService:
         if self._grpc_server is not None:
             await self._grpc_server.stop(grace=2.0)
             self._grpc_server = None
-        if self._http_server is not None:
-            self._http_server.should_exit = True
-            if self._http_task is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self._http_task, 10)
-            self._http_server = None
-            self._http_task = None
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
 
     async def _close_rest(self) -> None:
         if self._processes is not None:
@@ -598,93 +381,3 @@ class SemloopService:
         if self._own_meter_provider is not None:
             with contextlib.suppress(Exception):
                 self._own_meter_provider.shutdown(timeout_millis=5000)
-
-
-#: Allocations between two young-generation collections once the service runs (CPython's
-#: default is 700).
-_GC_YOUNG_THRESHOLD = 10_000
-
-
-def _settle_collector() -> None:
-    """Move everything alive after start-up to the collector's permanent generation and
-    collect the young generation less often. Without it the loop spent about 5% of its CPU
-    in the cyclic collector under load (a full collection rescans every module, class and
-    gRPC object; ``py-spy --native`` and ``gc.callbacks``): with it, under 1%. What a
-    request allocates is mostly freed by reference counting before any collection; the
-    spans held (thousands of objects that live ``grace`` seconds) are what made the young
-    collections promote and rescan. Safe for a process that owns its heap: start-up objects
-    live as long as it does."""
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(_GC_YOUNG_THRESHOLD, middle, old)
-
-
-def serve(config: ServiceConfig, scorer: Any = None) -> int:
-    """Run the service in this (main) thread until SIGINT/SIGTERM. Exit status: 0 after a
-    clean drain, 1 if spans were dropped or left unscored at shutdown, 2 if a receiver
-    could not start. ``scorer`` as for :class:`SemloopService` (the CLI's judge)."""
-    _raise_fd_limit()
-
-    async def main() -> int:
-        service = SemloopService(config, scorer=scorer)
-        try:
-            clean = await service.serve_until_signal(own_process=True)
-        except OSError as error:
-            _logger.error("otel-semloop: %s", error)
-            return 2
-        return 0 if clean else 1
-
-    return asyncio.run(main())
-
-
-class ServiceThread:
-    """A :class:`SemloopService` on its own thread and event loop.
-
-    ``start()`` returns once the receivers listen (ports in :attr:`grpc_port` and
-    :attr:`http_port`) or raises what startup raised; ``stop()`` drains like a signal
-    would and joins the thread. Usable as a context manager."""
-
-    def __init__(self, config: ServiceConfig, **options: Any) -> None:
-        self.service = SemloopService(config, **options)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="semloop-service", daemon=True)
-
-    @property
-    def grpc_port(self) -> int | None:
-        return self.service.grpc_port
-
-    @property
-    def http_port(self) -> int | None:
-        return self.service.http_port
-
-    def start(self) -> ServiceThread:
-        self._thread.start()
-        try:
-            asyncio.run_coroutine_threadsafe(self.service.start(), self._loop).result(30)
-        except BaseException:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
-            raise
-        return self
-
-    def stop(self, timeout: float | None = None) -> bool:
-        """Drain (``timeout`` default: ``shutdown_timeout_seconds``) and stop the thread."""
-        if not self._thread.is_alive():
-            return True
-        wait = (self.service.config.shutdown_timeout_seconds if timeout is None else timeout) + 15
-        try:
-            return asyncio.run_coroutine_threadsafe(self.service.stop(timeout), self._loop).result(wait)
-        finally:
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(5)
-            self._loop.close()
-
-    def stats(self) -> dict[str, int]:
-        return self.service.stats()
-
-    def __enter__(self) -> ServiceThread:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()

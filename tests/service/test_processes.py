@@ -101,7 +101,7 @@ def test_without_evaluation_records_the_root_is_not_decoded_and_the_loop_line_is
     """Without evaluation records the worker makes the loop log line and sends a slim
     verdict: the service decodes no root and unpickles no finding, and logs and writes
     what the in-process path does."""
-    from otel_semloop.service.processes import loop_summary
+    from otel_semloop.service.scoring_worker import loop_summary
 
     workers.full_verdicts = False
     try:

@@ -1,0 +1,197 @@
+"""The receivers' servers: a ``grpc.aio`` server and uvicorn, bound, limited and started.
+
+What the receivers answer (decoding, auth, error replies) is :mod:`.receiver`; this is the
+socket side: addresses, TLS (server certificate, optional client certificates), and the
+connection limits of the service's module docstring (:mod:`.server`). gRPC:
+``max_connections`` (gRPC core closes connections past it at once), ``header_timeout`` for
+the TLS/HTTP2 handshake, ``max_concurrent_streams`` per connection. HTTP: uvicorn with its
+h11 protocol wrapped (:func:`_guarded_protocol`) for a connection cap and a request-header
+deadline, ``body_timeout`` in the ASGI app, ``keepalive_timeout`` for idle connections.
+Both run on the caller's event loop; neither installs signal handlers (the service owns
+SIGINT/SIGTERM).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import ssl
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from otel_semloop.service.config import ServiceConfig, parse_address
+from otel_semloop.service.receiver import grpc_handler, http_app
+
+__all__ = ["HttpListener", "start_grpc", "start_http"]
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handlers: the service owns SIGINT/SIGTERM (uvicorn
+    would re-raise the signal after its shutdown, before we have drained)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+def _guarded_protocol(max_connections: int, header_timeout: float, on_refuse: Any) -> type:
+    """uvicorn's h11 protocol with a connection cap and a request-header deadline (a
+    slow client cannot hold a connection, and so a file descriptor, forever)."""
+
+    class Guarded(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if len(self.connections) >= max_connections:
+                self.transport = transport
+                on_refuse("connections")
+                transport.abort()
+                return
+            super().connection_made(transport)
+            self._arm()
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(header_timeout, self._header_deadline)
+
+        def _header_deadline(self) -> None:
+            self._header_timer = None
+            # No complete request head in time (or an idle keep-alive): close.
+            waiting = self.cycle is None or self.cycle.response_complete
+            if waiting and self.transport is not None and not self.transport.is_closing():
+                on_refuse("slow_headers")
+                self.transport.close()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._header_timer is not None and self.cycle is not None and not self.cycle.response_complete:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self._header_timer is None and not self.transport.is_closing():
+                self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+    return Guarded
+
+
+def _read(path: str | None) -> bytes | None:
+    if not path:
+        return None
+    with open(path, "rb") as fp:
+        return fp.read()
+
+
+async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Server, int]:
+    """The OTLP gRPC receiver for ``service`` (what :func:`~.receiver.grpc_handler` calls),
+    listening on ``config.grpc``: the started server and its port. Raises ``OSError`` when
+    the address cannot be bound."""
+    assert config.grpc
+    host, port = parse_address(config.grpc, "grpc")
+    server = grpc.aio.server(
+        handlers=[
+            grpc_handler(
+                service, auth_token=config.auth_token, max_decompressed_bytes=config.max_decompressed_bytes
+            )
+        ],
+        options=[
+            ("grpc.max_receive_message_length", config.max_decompressed_bytes),
+            ("grpc.max_concurrent_streams", config.max_concurrent_streams),
+            # gRPC core closes connections past this at once (its ConnectionQuota).
+            ("grpc.max_allowed_incoming_connections", config.max_connections),
+            ("grpc.server_handshake_timeout_ms", int(config.header_timeout * 1000)),
+            ("grpc.max_connection_idle_ms", int(max(config.keepalive_timeout, 1) * 1000 * 10)),
+            ("grpc.so_reuseport", 0),
+        ],
+    )
+    address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if config.tls_certificate:
+        credentials = grpc.ssl_server_credentials(
+            [(_read(config.tls_key), _read(config.tls_certificate))],
+            root_certificates=_read(config.tls_client_ca),
+            require_client_auth=bool(config.tls_client_ca),
+        )
+        bound = server.add_secure_port(address, credentials)
+    else:
+        bound = server.add_insecure_port(address)
+    if not bound:
+        raise OSError(f"cannot bind the gRPC receiver to {config.grpc}")
+    await server.start()
+    return server, bound
+
+
+class HttpListener:
+    """uvicorn serving the OTLP HTTP app on its own task of the loop (:func:`start_http`)."""
+
+    def __init__(self, server: _Uvicorn, task: asyncio.Task[Any], port: int) -> None:
+        self.server = server
+        self.task = task
+        self.port = port
+
+    async def close(self) -> None:
+        """Stop accepting, let uvicorn finish the requests in flight (up to 10 s)."""
+        self.server.should_exit = True
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.task, 10)
+
+
+async def start_http(service: Any, config: ServiceConfig, on_refuse: Callable[[str], None]) -> HttpListener:
+    """The OTLP HTTP receiver for ``service`` (what :func:`~.receiver.http_app` calls),
+    listening on ``config.http``, once uvicorn has started; ``on_refuse(reason)`` counts
+    connections the guard closes. Raises ``OSError`` when the address cannot be bound,
+    or what uvicorn raised at start-up."""
+    assert config.http
+    host, port = parse_address(config.http, "http")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    tls: dict[str, Any] = {}
+    if config.tls_certificate:
+        tls = {"ssl_certfile": config.tls_certificate, "ssl_keyfile": config.tls_key}
+        if config.tls_client_ca:
+            tls.update(ssl_ca_certs=config.tls_client_ca, ssl_cert_reqs=ssl.CERT_REQUIRED)
+    app = http_app(
+        service,
+        max_request_bytes=config.max_request_bytes,
+        max_decompressed_bytes=config.max_decompressed_bytes,
+        auth_token=config.auth_token,
+        body_timeout=config.body_timeout,
+    )
+    uv_config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        timeout_graceful_shutdown=5,
+        timeout_keep_alive=max(1, int(config.keepalive_timeout)),
+        http=_guarded_protocol(config.max_connections, config.header_timeout, on_refuse),
+        **tls,
+    )
+    server = _Uvicorn(uv_config)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    listener = HttpListener(server, task, sock.getsockname()[1])
+    try:
+        while not server.started:
+            if task.done():
+                task.result()  # raises what uvicorn raised
+                raise OSError(f"the HTTP receiver on {config.http} stopped at startup")
+            await asyncio.sleep(0.005)
+    except BaseException:
+        await listener.close()
+        raise
+    return listener
