@@ -12,7 +12,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.otlp import apply_patch_proto
 from otel_semloop.service.exporter import encode_request
-from otel_semloop.service.pipeline import PROTO_SPANS, Held, prepare
+from otel_semloop.service.held import PROTO_SPANS, Held, prepare
 from otel_semloop.writeback import SpanPatch
 from tests.service.traffic import agent_spans, plain_spans, request_of, trace_id_of
 
@@ -95,7 +95,7 @@ def _decoded_may_have_steps(span: trace_pb2.Span) -> bool:
     """What the service decided before it read kinds from the bytes: decode, then classify."""
     from otel_semloop.conventions import step_kind
     from otel_semloop.model import StepKind
-    from otel_semloop.service.pipeline import _KIND_KEYS as kind_keys
+    from otel_semloop.service.held import _KIND_KEYS as kind_keys
 
     kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in kind_keys}
     return bool(kinds) and step_kind(kinds, top_level=True) is not StepKind.OTHER
