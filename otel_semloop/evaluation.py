@@ -25,6 +25,10 @@ Development): ``gen_ai.evaluation.name`` (``semloop.loop``), ``gen_ai.evaluation
 ``gen_ai.evaluation.explanation`` (the verdict's reason), ``gen_ai.response.id`` when the
 evaluated span carries one, and ``error.type`` when the evaluation itself failed (scoring ran
 past its budget, the scorers were stuck, the scorer raised).
+
+Size: one record's shape and the publisher that delivers it every way above; split apart,
+the deliveries (log record JSON, the OTel logs API, Phoenix) would each need the shape's
+private pieces.
 """
 
 from __future__ import annotations
