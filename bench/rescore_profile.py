@@ -40,8 +40,9 @@ PHASES = {
     "read": [("inputs.py", "iter_units")],
     "parse": [("spans.py", "load_json"), ("spans.py", "scan_json")],
     "serialise": [
+        ("chunks.py", "_whole"),
+        ("chunks.py", "_compact_bounds"),
         ("chunks.py", "_gaps"),
-        ("chunks.py", "_bounds"),
         ("chunks.py", "render_json"),
         ("spans.py", "dump_json"),
     ],

@@ -164,7 +164,7 @@ class Engine:
         self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
-        self._chunk_held: dict[int, list[Held]] = {}  # units of this chunk and the previous one
+        self._chunk_held: dict[int, list[Held]] = {}  # units of chunks with verdicts waiting
         self._verdicts: dict[str, tuple[int, int, tuple[str, ...], Any, Any]] = {}
         self._last_ids: set[bytes] = set()
 
@@ -227,13 +227,28 @@ class Engine:
             self._chunk_held[number] = []
             for unit, p in zip(units, parsed, strict=True):
                 self._take(unit, p)
-            # a verdict is used by the end of the next chunk or not at all
-            stale = [tid for tid, v in self._verdicts.items() if v[0] < number]
-            for tid in stale:
-                del self._verdicts[tid]
-            self._chunk_held.pop(number - 1, None)
+            self._forget_verdicts(number)
             if one:
                 return
+
+    def _forget_verdicts(self, number: int) -> None:
+        """After chunk ``number``'s units were taken: keep each worker verdict while its
+        trace is open here, since the completion window may close it only chunks later
+        (small chunks near the end of an input hold a few units each; a verdict dropped
+        earlier had its trace scored a second time, as a job); drop the ones whose trace
+        is not open (already closed, or its spans were late): they will never be used.
+        The units of a chunk are kept while a verdict points into them."""
+        open_, stalled = self._open, self._stalled
+        unused = [
+            tid
+            for tid, v in self._verdicts.items()
+            if v[0] == number and tid not in open_ and tid not in stalled
+        ]
+        for tid in unused:
+            del self._verdicts[tid]
+        needed = {v[0] for v in self._verdicts.values()}
+        for chunk in [c for c in self._chunk_held if c < number and c not in needed]:
+            del self._chunk_held[chunk]
 
     def _take(self, unit: Unit, parsed: tuple[Any, ...]) -> None:
         self._n += 1
@@ -256,8 +271,8 @@ class Engine:
             self._relieve()
 
     def _group(self, held: Held, parsed: tuple[Any, ...]) -> None:
-        _, _, held.ids, held.spans, held.gaps, groups, held.bounds = parsed
-        self.stats.spans += len(held.ids)
+        _, _, (held.sids, held.rootmask), held.spans, held.gaps, groups, held.bounds = parsed
+        self.stats.spans += len(held.rootmask)
         n = self._n
         chunk = self._chunk
         spill = self._spill
@@ -269,8 +284,7 @@ class Engine:
                     continue
                 if spill is not None and tid in spill.traces:
                     for i in indexes:
-                        _, sid, root = held.ids[i]
-                        spill.add(tid, sid, root, held.unit.kind, held.span(i))
+                        spill.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
                     if held.late is None:
                         held.late = set()
                     held.late.add(tid)
@@ -399,9 +413,9 @@ class Engine:
                 self._order.pop(tid, None)
             for held, indexes in t.spans:  # each unit once
                 if patches:
-                    ids = held.ids
+                    sids = held.sids
                     for i in indexes:
-                        patch = patches.get(ids[i][1])
+                        patch = patches.get(sids[16 * i : 16 * i + 16])
                         if patch is not None:
                             if held.patches is None:
                                 held.patches = {}
@@ -423,6 +437,7 @@ class Engine:
             # written: only its place in the chunk is kept (until the chunk's verdicts go)
             held.unit.raw = b""
             held.spans = []
+            held.sids, held.rootmask = "", b""
             held.gaps = held.patches = held.bounds = None
 
     def _relieve(self) -> None:
@@ -444,6 +459,7 @@ class Engine:
                 break
             for tid in blocking:
                 t = self._open.pop(tid, None) or self._stalled.pop(tid)
+                self._verdicts.pop(tid, None)
                 self._spill.spill(tid, t.spans)
                 self.stats.spilled_traces += 1
             self._flush()

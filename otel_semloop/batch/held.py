@@ -29,11 +29,12 @@ class Held:
     parse), the patches its spans gained, and how many undecided traces it still waits
     for."""
 
-    __slots__ = ("bounds", "gaps", "ids", "late", "patches", "spans", "unit", "waiting")
+    __slots__ = ("bounds", "gaps", "late", "patches", "rootmask", "sids", "spans", "unit", "waiting")
 
     def __init__(self, unit: Unit) -> None:
         self.unit = unit
-        self.ids: list[tuple[str, str, bool]] = []
+        self.sids = ""  # every span's id, 16 hex characters each
+        self.rootmask = b""  # one byte a span: 1 for a local root
         #: each span's bytes, or None when ``bounds`` has their offsets in ``unit.raw``
         self.spans: list[bytes] | None = []
         self.gaps: list[bytes] | None = None
@@ -42,6 +43,10 @@ class Held:
         self.patches: dict[int, SpanPatch | bytes] | None = None
         self.waiting = 0
         self.late: set[str] | None = None  # spilled traces whose patches it still needs
+
+    def sid(self, i: int) -> str:
+        """Span ``i``'s id."""
+        return self.sids[16 * i : 16 * i + 16]
 
     def span(self, i: int) -> bytes:
         """Span ``i``'s bytes (compact JSON or protobuf)."""

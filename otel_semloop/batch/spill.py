@@ -74,8 +74,7 @@ class Spill:
         seen: set[int] = set()
         for held, indexes in spans:
             for i in indexes:
-                _, sid, root = held.ids[i]
-                self.add(tid, sid, root, held.unit.kind, held.span(i))
+                self.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
             if id(held) not in seen:
                 seen.add(id(held))
                 held.waiting -= 1

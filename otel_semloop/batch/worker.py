@@ -31,6 +31,7 @@ from otel_semloop.writeback import SpanPatch, evaluation_event, patches_for, ver
 
 __all__ = ["ScorerSpec", "TraceJob", "TraceRow", "score_jobs"]
 
+
 def clean(text: str, limit: int = 300) -> str:
     """Text safe for an attribute, a log line and a terminal: secrets redacted with the
     judge's patterns, control characters escaped, bounded."""

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench import rescore_throughput as bench
 from otel_semloop.batch.chunks import parse_chunk, parse_unit, render_json
@@ -107,18 +109,72 @@ def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkey
 )
 def test_a_line_is_its_gaps_and_spans(doc):
     raw = json.dumps(doc, indent=1).encode()  # spacing orjson would not write
-    parsed, objects = parse_unit("json", raw, "x:1")
-    _, _, ids, spans, gaps, _, bounds = parsed
+    parsed, scanned = parse_unit("json", raw, "x:1")
+    _, _, (sids, rootmask), spans, gaps, _, bounds = parsed
     assert bounds is None
-    assert len(ids) == len(spans) == len(objects)
+    assert len(sids) == 16 * len(spans) and len(rootmask) == len(spans) == len(scanned)
     assert render_json(gaps, spans) == orjson.dumps(orjson.loads(raw))
     # a compact line (what orjson writes for it) sends only where its spans are
     compact = orjson.dumps(orjson.loads(raw))
-    parsed, objects = parse_unit("json", compact, "x:1")
-    _, _, ids, spans, gaps, _, bounds = parsed
-    assert spans is None and gaps is None and len(bounds) == 2 * len(ids) == 2 * len(objects)
+    parsed, scanned = parse_unit("json", compact, "x:1")
+    _, _, (sids, rootmask), spans, gaps, _, bounds = parsed
+    objects = [s.span for s in scanned]
+    assert sids == "".join(s.span_id for s in scanned) and list(rootmask) == [s.root for s in scanned]
+    assert spans is None and gaps is None and len(bounds) == 2 * len(rootmask) == 2 * len(objects)
     pieces = [compact[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(objects))]
     assert pieces == [orjson.dumps(o) for o in objects]
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**64 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+_hex = st.integers(1, 2**64 - 1)
+
+
+@st.composite
+def _compact_lines(draw) -> dict:
+    def span() -> dict:
+        out = {"traceId": f"{draw(_hex):032x}", "spanId": f"{draw(_hex):016x}"}
+        out.update(draw(st.dictionaries(st.sampled_from(["name", "attributes", "x", "spans"]), _json_values)))
+        return out
+
+    def scope() -> dict:
+        keys = st.sampled_from(["scope", "schemaUrl", "spanz"])
+        out = draw(st.dictionaries(keys, _json_values, max_size=2))
+        out["spans"] = [span() for _ in range(draw(st.integers(0, 3)))]
+        return out
+
+    def resource() -> dict:
+        out = draw(st.dictionaries(st.sampled_from(["resource", "schemaUrl"]), _json_values, max_size=2))
+        out["scopeSpans"] = [scope() for _ in range(draw(st.integers(0, 2)))]
+        return out
+
+    return {"resourceSpans": [resource() for _ in range(draw(st.integers(0, 2)))]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(_compact_lines())
+def test_the_spans_of_a_compact_line_are_found_where_orjson_wrote_them(doc):
+    # offsets come from the length of each span's own dump: they must cut the line exactly
+    # where its spans are, whatever the values around and inside them
+    raw = orjson.dumps(doc)
+    parsed, scanned = parse_unit("json", raw, "x:1")
+    objects = [s.span for s in scanned]
+    assert parsed[0] is None
+    bounds = parsed[6]
+    assert bounds is not None and len(bounds) == 2 * len(objects)
+    pieces = [raw[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(objects))]
+    assert pieces == [orjson.dumps(o) for o in objects]
+    sids = parsed[2][0]
+    assert [orjson.loads(p)["spanId"] for p in pieces] == [
+        sids[16 * i : 16 * i + 16] for i in range(len(pieces))
+    ]
 
 
 def test_a_line_orjson_cannot_write_has_no_gaps():

@@ -107,3 +107,41 @@ def test_chunks_shrink_as_an_input_of_known_size_runs_out_with_the_same_bytes(tm
     assert total > 4 * 20_000
     assert tapered == fixed
     assert tapered_chunks > fixed_chunks + 2
+
+
+def test_a_chunk_verdict_waits_for_the_window_however_small_the_chunks(tmp_path):
+    # One trace a line and chunks of about one line: the engine's window closes each
+    # trace several chunks after the worker scored it. The worker's verdict must still be
+    # used then (each trace scored once), with the same bytes as without chunks.
+    from bench.deepeval_tree import tree_to_spans
+    from otel_semloop.otlp import records_to_traces_json
+    from tests.batch.rescore_data import healthy_tree, looping_tree
+
+    lines = []
+    for i in range(10):
+        tree = looping_tree() if i % 2 == 0 else healthy_tree()
+        records = tree_to_spans(tree, f"w{i}", start_ns=1_767_225_600_000_000_000 + i * 10**9)
+        lines.append(records_to_traces_json(sorted(records, key=lambda r: r.end_ns)))
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+
+    def rescored(chunk_bytes: int, out_path):
+        output = Output(str(out_path), "json")
+        output.open()
+        engine = Engine(EngineOptions(workers=1, chunk_bytes=chunk_bytes, window=4), output.write_unit)
+        try:
+            for unit in iter_units([Source(str(source))], ReadState([], Spool())):
+                engine.feed(unit)
+            stats = engine.finish()
+        finally:
+            engine.close()
+        output.commit()
+        return out_path.read_bytes(), stats
+
+    whole, whole_stats = rescored(1 << 30, tmp_path / "a.jsonl")
+    small, small_stats = rescored(
+        min(len(line) for line in source.read_bytes().splitlines()), tmp_path / "b.jsonl"
+    )
+    assert small_stats.chunks >= 10 and whole_stats.chunks == 1
+    assert small_stats.traces == whole_stats.traces == 10
+    assert small_stats.scored_in_chunk == whole_stats.scored_in_chunk == 10
+    assert small == whole
