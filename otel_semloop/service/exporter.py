@@ -55,7 +55,7 @@ from urllib.parse import urlsplit
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.service.config import ServiceConfig, redact_url
-from otel_semloop.service.pipeline import Held
+from otel_semloop.service.held import Held
 from otel_semloop.service.wirepatch import varint
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
@@ -131,8 +131,6 @@ def encode_request(batch: list[Held]) -> bytes:
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited protobuf field (wire type 2): tag, varint length, bytes."""
     return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
 
 
 class ExportQueue:
