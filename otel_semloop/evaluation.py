@@ -25,6 +25,10 @@ Development): ``gen_ai.evaluation.name`` (``semloop.loop``), ``gen_ai.evaluation
 ``gen_ai.evaluation.explanation`` (the verdict's reason), ``gen_ai.response.id`` when the
 evaluated span carries one, and ``error.type`` when the evaluation itself failed (scoring ran
 past its budget, the scorers were stuck, the scorer raised).
+
+Size: one record's shape and the publisher that delivers it every way above; split apart,
+the deliveries (log record JSON, the OTel logs API, Phoenix) would each need the shape's
+private pieces.
 """
 
 from __future__ import annotations
@@ -119,15 +123,21 @@ def error_type(verdict: Verdict) -> str | None:
     return _ERROR_TYPES.get(reason, "_OTHER")
 
 
-def evaluation_attributes(verdict: Verdict, *, response_id: str | None = None) -> dict[str, AttributeValue]:
-    """The attributes of the ``gen_ai.evaluation.result`` record for ``verdict``."""
+def evaluation_attributes(
+    verdict: Verdict, *, response_id: str | None = None, safe_reason: str | None = None
+) -> dict[str, AttributeValue]:
+    """The attributes of the ``gen_ai.evaluation.result`` record for ``verdict``.
+    ``safe_reason``: ``safe_text(verdict.reason)`` when the caller made it already (the
+    root's ``semloop.reason``), so that a reason is redacted once per verdict."""
     attrs: dict[str, AttributeValue] = {"gen_ai.evaluation.name": EVALUATION_NAME}
     failed = error_type(verdict)
     if verdict.label is not Label.UNSCORED:
         attrs["gen_ai.evaluation.score.value"] = float(verdict.score)
     attrs["gen_ai.evaluation.score.label"] = verdict.label.value
     # Reasons quote trace text (tool names, error types): secrets redacted, controls escaped.
-    attrs["gen_ai.evaluation.explanation"] = safe_text(verdict.reason or verdict.label.value)
+    if safe_reason is None or not verdict.reason:
+        safe_reason = safe_text(verdict.reason or verdict.label.value)
+    attrs["gen_ai.evaluation.explanation"] = safe_reason
     if response_id:
         attrs["gen_ai.response.id"] = response_id
     if failed is not None:
@@ -157,11 +167,13 @@ def evaluation_record(
     )
 
 
-def evaluation_event(verdict: Verdict, time_ns: int = 0, *, response_id: str | None = None) -> EventRecord:
-    """The record as a span event (what Jaeger and Honeycomb show)."""
-    return EventRecord(
-        name=EVENT_NAME, time_ns=time_ns, attributes=evaluation_attributes(verdict, response_id=response_id)
-    )
+def evaluation_event(
+    verdict: Verdict, time_ns: int = 0, *, response_id: str | None = None, safe_reason: str | None = None
+) -> EventRecord:
+    """The record as a span event (what Jaeger and Honeycomb show); ``safe_reason`` as
+    for :func:`evaluation_attributes`."""
+    attributes = evaluation_attributes(verdict, response_id=response_id, safe_reason=safe_reason)
+    return EventRecord(name=EVENT_NAME, time_ns=time_ns, attributes=attributes)
 
 
 # -- log records ------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ else happens once, here:
   local root is read and marked ``semloop.label=unscored`` with the reason.
 * :func:`local_root`: the span a verdict goes on when the trace was not built.
 
-Adapters: ``otel_semloop.processor.sdk.SDK_SPANS`` and ``otel_semloop.service.pipeline.PROTO_SPANS``.
+Adapters: ``otel_semloop.processor.sdk.SDK_SPANS`` and ``otel_semloop.service.held.PROTO_SPANS``.
 """
 
 from __future__ import annotations

@@ -54,18 +54,25 @@ def patches_for(trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
         root = trace.spans.get(trace.root_span_id)
         event_time = (root.end_ns or root.start_ns) if root is not None else 0
         response_id = root.attributes.get("gen_ai.response.id") if root is not None else None
+        # The reason redacted once: semloop.reason and the event's explanation are one text.
+        safe_reason = safe_text(verdict.reason) if verdict.reason else None
+        attributes = verdict_attributes(verdict, safe_reason=safe_reason)
         event = evaluation_event(
-            verdict, event_time, response_id=response_id if isinstance(response_id, str) else None
+            verdict,
+            event_time,
+            response_id=response_id if isinstance(response_id, str) else None,
+            safe_reason=safe_reason,
         )
-        patches[trace.root_span_id] = SpanPatch(attributes=verdict_attributes(verdict), events=[event])
+        patches[trace.root_span_id] = SpanPatch(attributes=attributes, events=[event])
     for span_id in verdict.in_loop_span_ids:
         if span_id in trace.spans:
             patches.setdefault(span_id, SpanPatch()).attributes["semloop.in_loop"] = True
     return patches
 
 
-def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
-    """The ``semloop.*`` attributes of a verdict (root span)."""
+def verdict_attributes(verdict: Verdict, *, safe_reason: str | None = None) -> dict[str, AttributeValue]:
+    """The ``semloop.*`` attributes of a verdict (root span). ``safe_reason``:
+    ``safe_text(verdict.reason)`` when the caller made it already."""
     attrs: dict[str, AttributeValue] = {
         "semloop.loop.detected": verdict.loop_detected,
         "semloop.score": float(verdict.score),
@@ -75,9 +82,13 @@ def verdict_attributes(verdict: Verdict) -> dict[str, AttributeValue]:
     }
     # Reasons quote trace text (tool names, error types): secrets redacted, controls escaped.
     if verdict.reason:
-        attrs["semloop.reason"] = safe_text(verdict.reason)
+        if safe_reason is None:
+            safe_reason = safe_text(verdict.reason)
+        attrs["semloop.reason"] = safe_reason
     if verdict.label is Label.UNSCORED:
-        attrs["semloop.unscored.reason"] = safe_text(verdict.unscored_reason or verdict.reason)
+        unscored = verdict.unscored_reason or verdict.reason
+        same = safe_reason is not None and unscored == verdict.reason
+        attrs["semloop.unscored.reason"] = safe_reason if same else safe_text(unscored)
     signals = verdict.fired_signals
     if signals:
         attrs["semloop.signals"] = list(signals)

@@ -85,8 +85,8 @@ class BudgetDetector(IncrementalDetector):
             used[BUDGET_STEPS] += 1
         if kind is _TOOL:
             used[BUDGET_TOOL_CALLS] += 1
-        used[BUDGET_TOKENS] += facts.tokens
-        used[BUDGET_COST] += facts.cost
+        used[BUDGET_TOKENS] += (step.input_tokens or 0) + (step.output_tokens or 0)
+        used[BUDGET_COST] += step.cost or 0.0
         if facts.start_ns is not None and (self._first_ns is None or facts.start_ns < self._first_ns):
             self._first_ns = facts.start_ns
         end = facts.time_ns

@@ -92,7 +92,6 @@ class StepFacts:
         "content",
         "content_epoch",
         "content_novel",
-        "cost",
         "end_ns",
         "epoch",
         "failure",
@@ -111,7 +110,6 @@ class StepFacts:
         "text",
         "text_epoch",
         "text_novel",
-        "tokens",
         "trivial",
     )
 
@@ -148,8 +146,8 @@ class StepFacts:
         #: set once the failure is known (``Fingerprinter._tool``).
         self.is_action = False
         self.has_tool_calls = bool(step.tool_calls)
-        self.tokens = (step.input_tokens or 0) + (step.output_tokens or 0)
-        self.cost = step.cost or 0.0
+        # (Tokens and cost are the budget detector's to read from the step: no other
+        # detector needs them, and budgets are off by default.)
 
     @property
     def signature(self) -> ArgSignature | None:
@@ -333,6 +331,7 @@ class Fingerprinter:
             # from a new one: only the failure detector reads it, and only about failures.
             if self.lazy:
                 facts = _LazyCall(step, index)
+                facts._step = step
             else:
                 facts = StepFacts(step, index)
                 facts.call = _llm_call(step)
@@ -587,9 +586,8 @@ class _LazyCall(StepFacts):
 
     __slots__ = ("_step",)
 
-    def __init__(self, step: Step, index: int) -> None:
-        super().__init__(step, index)
-        self._step = step
+    # No ``__init__`` of its own (a second frame and a ``super()`` call per LLM step): the
+    # fingerprinter sets ``_step`` right after construction.
 
     def __getattr__(self, name: str) -> Any:
         if name == "call":

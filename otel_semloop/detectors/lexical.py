@@ -89,8 +89,7 @@ Cost
     walks are iterative, so arbitrarily deep traces do not hit Python's recursion limit.
     Linear in the trace's size.
 
-Here: the specification, tool repetition, the readers of a span dict and of a trace's
-steps, the combination; stagnation and call-graph cycles have their own modules.
+Here: the specification, tool repetition, the span-dict and step readers, the combination.
 """
 
 from __future__ import annotations
@@ -281,13 +280,15 @@ def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
         children = step.children
         pushed = False
         if cycle is None:
-            node = _Ancestor(f"{_STEP_TYPES[kind]}:{step.name}:", step)
-            start = path.find(node, keep=bool(children))
-            if start is not None:
-                cycle = path.cycle(start, node)
-            elif children:
-                path.nodes.append(node)
-                pushed = True
+            prefix = f"{_STEP_TYPES[kind]}:{step.name}:"
+            if children or path.may_hold(prefix):  # else a leaf no ancestor can match: no node
+                node = _Ancestor(prefix, step)
+                start = path.find(node, keep=bool(children))
+                if start is not None:
+                    cycle = path.cycle(start, node)
+                elif children:
+                    path.nodes.append(node)
+                    pushed = True
         if children:
             stack.append((iter(children), pushed))
     return tools, outputs, cycle

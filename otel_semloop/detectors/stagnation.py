@@ -14,9 +14,11 @@ Cost
     when an upper bound on it, the longest common subsequence computed by rapidfuzz's
     bit-parallel ``LCSseq`` in C (about a microsecond for two 1,000-character outputs),
     says it could change the result; Jaccard is computed only when a bound from the set
-    sizes says it could. The proofs that the result is identical are in
-    :func:`score_reasoning_stagnation` and :func:`_ratio_can_matter`. Linear in the
-    number of outputs; memory constant (a two-output window and a bounded memo).
+    sizes says it could; once a pair reaches similarity 1.0 (an output repeated verbatim,
+    as looping agents do) the rest is neither cleaned nor compared. The proofs that the
+    result is identical are in :func:`score_reasoning_stagnation` and
+    :func:`_ratio_can_matter`. Linear in the number of outputs; memory constant (a
+    two-output window and a bounded memo).
 """
 
 from __future__ import annotations
@@ -144,6 +146,13 @@ def score_reasoning_stagnation(
     pair below the threshold gets a value below it. An output equal to the previous one
     (one memo entry) has Jaccard exactly 1.0 and a ratio bound of 1.0, so neither is
     computed.
+
+    Stopping early. No similarity exceeds 1.0 (``jaccard = common / union`` with
+    ``common <= union``, ``ratio = 2.0 * M / (len(a) + len(b))`` with ``2 * M <= len(a) +
+    len(b)``: exact integers in floats, and a correctly rounded quotient of ``x <= y`` is at
+    most 1.0), and the maximum changes only on a strictly larger value. Once it is 1.0, no
+    later pair can change the maximum or the reported pair: the remaining outputs are
+    neither cleaned nor compared.
     """
     if len(llm_outputs) < 2:
         return 1.0, "Not enough LLM spans to check for reasoning stagnation."
@@ -172,12 +181,11 @@ def score_reasoning_stagnation(
             continue
         if a is b and a.bigrams:
             # The same output again (the memo returns one object for equal texts): Jaccard
-            # 1.0, and no ratio can exceed it.
-            similarity = 1.0
-            if similarity > max_overlap:
-                max_overlap = similarity
+            # 1.0 (its set of bigrams is not empty), and no ratio can exceed it.
+            if max_overlap < 1.0:
+                max_overlap = 1.0
                 pair = (i, i + 1)
-            continue
+            break  # nothing exceeds 1.0: the result is decided (see the docstring)
         small, large = len(a.bigrams), len(b.bigrams)
         if small > large:
             small, large = large, small
@@ -192,6 +200,8 @@ def score_reasoning_stagnation(
         if similarity > max_overlap:
             max_overlap = similarity
             pair = (i, i + 1)
+            if similarity >= 1.0:
+                break  # nothing exceeds 1.0: the result is decided (see the docstring)
     if max_overlap >= similarity_threshold:
         if max_overlap > IDENTICAL_ABOVE:
             return 0.0, f"Identical reasoning outputs at steps {pair[0]} and {pair[1]}."

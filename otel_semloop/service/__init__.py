@@ -17,13 +17,13 @@ Run it with ``otel-semloop serve`` or from Python::
         ...  # send OTLP to running.grpc_port / running.http_port
 
 Modules: :mod:`.config` (``ServiceConfig``), :mod:`.receiver` (gRPC servicer, ASGI app,
-request decoding and error replies), :mod:`.pipeline` (buffer, scoring budget,
-write-back), :mod:`.exporter` (queue, batching, retries), :mod:`.server` (the service's lifecycle
-and admission), :mod:`.listeners` (the gRPC server and uvicorn: addresses, TLS, connection
-limits), :mod:`.runner` (signals, the process and the background-thread runner),
-:mod:`.processes` (the pool of scoring processes), :mod:`.scoring_worker` (what a scoring
-process does), :mod:`.admission` (how far scoring is behind). Needs the ``collector`` extra (grpcio,
-uvicorn).
+request decoding and error replies), :mod:`.held` (received spans as held),
+:mod:`.pipeline` (buffer, scoring budget, write-back), :mod:`.exporter` (queue, batching,
+retries), :mod:`.server` (the service's lifecycle and admission), :mod:`.listeners` (the
+gRPC server and uvicorn: addresses, TLS, connection limits), :mod:`.runner` (signals, the
+process and the background-thread runner), :mod:`.processes` (the pool of scoring
+processes), :mod:`.scoring_worker` (what a scoring process does), :mod:`.admission` (how
+far scoring is behind). Needs the ``collector`` extra (grpcio, uvicorn).
 """
 
 from __future__ import annotations

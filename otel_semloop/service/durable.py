@@ -124,7 +124,7 @@ class DurableQueue:
             self._forget(ticket)
 
     def settle(self, batch: list[Any]) -> asyncio.Future[int] | None:
-        """Spans that left for good (each a :class:`~otel_semloop.service.pipeline.Held`).
+        """Spans that left for good (each a :class:`~otel_semloop.service.held.Held`).
         Returns a future done once that is on disk: the exporter waits for it before its
         next batch, so at most the batch in flight and this one can be resent after a
         crash."""

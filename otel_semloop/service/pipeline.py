@@ -6,14 +6,10 @@ tick, the pool's bookkeeping), so the buffer needs no lock. Only scoring runs on
 pool's threads: a thread reads the held spans, and writes patches only once it won its
 release (a thread past its budget never writes to a span that has already left).
 
-Span identity and provenance
-    Each received span is held as a :class:`Held`: its own copy of the protobuf ``Span``
-    (patched in place) plus envelopes holding only the Resource and InstrumentationScope
-    it arrived with (and their schema URLs), so it is exported with them. A held span
-    keeps nothing of its request alive: a few spans waiting for their root cannot pin the
-    megabytes of the requests they came in. ``cost`` is the span's share of its request's
-    bytes (counted against ``memory_limit_bytes`` until forwarded) and ``ticket`` the
-    durable-queue record it belongs to. Every span enters the buffer once and leaves it
+Spans
+    Received spans are held as :class:`~otel_semloop.service.held.Held` (see
+    :mod:`otel_semloop.service.held`: the holder, the request copy that fills it, the
+    adapter scoring reads it through). Every span enters the buffer once and leaves it
     once (a release or a late span), and is put in the export queue once.
 
 Completion
@@ -28,261 +24,43 @@ Scoring
     Releases go to the :class:`~otel_semloop.pool.ScoringPool` shared with the span
     processor (its budget, stuck-thread cap, staged verdicts and drain rules are the
     pool's; see :mod:`otel_semloop.pool`). Spans are read there through
-    :data:`PROTO_SPANS`; a scoring thread that wins its release applies the patches in
-    place (nobody else holds those spans any more) and hands the outcome back to the
-    loop, which puts it in the export queue. Non-agent traces are recognised from a few
-    attribute keys on the loop, without decoding, and forwarded untouched. With
-    ``scoring_processes`` the pool's threads hand each release to a worker process
-    (:mod:`otel_semloop.service.processes`), so scoring uses the other cores and the
-    loop keeps the GIL for receiving. :attr:`Pipeline.load` measures how far scoring
+    :data:`~otel_semloop.service.held.PROTO_SPANS`; a scoring thread that wins its release
+    applies the patches in place (nobody else holds those spans any more) and hands the
+    outcome back to the loop, which puts it in the export queue. Non-agent traces are
+    recognised from a few attribute keys on the loop, without decoding, and forwarded
+    untouched. With ``scoring_processes`` the pool's threads hand each release to a worker
+    process (:mod:`otel_semloop.service.processes`), so scoring uses the other cores and
+    the loop keeps the GIL for receiving. :attr:`Pipeline.load` measures how far scoring
     is behind (:mod:`otel_semloop.service.admission`), for the receivers' backpressure.
-
-Size: the span holder, the request copy that fills it and the loop's side of grouping
-and scoring are one path with one invariant (every span in once, out once); the
-admission arithmetic and the worker processes live in their own modules.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import re
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-from opentelemetry.proto.trace.v1 import trace_pb2
-
-from otel_semloop.conventions import step_kind
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
-from otel_semloop.model import SpanRecord, StepKind
-from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
+from otel_semloop.otlp import apply_patch_proto
 from otel_semloop.pool import ScoringPool
-from otel_semloop.release import Outcome, SpanLinks
+from otel_semloop.release import Outcome
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.admission import ScoringLoad
 from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.held import PROTO_SPANS, Accepted, Held, Prepared, prepare
 from otel_semloop.service.processes import ScoringProcesses
 from otel_semloop.service.scoring_worker import loop_summary
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["PROTO_SPANS", "Held", "Pipeline", "ProtoSpans"]
+__all__ = ["Pipeline"]
 
 _logger = get_logger("otel_semloop.service")
 
-_FLAGS_HAS_IS_REMOTE = 0x100
-_FLAGS_IS_REMOTE = 0x200
-_ZERO_TRACE_ID = bytes(16)
 _LATE_PATCH = SpanPatch(attributes={"semloop.late": True})
-#: The attributes :func:`~otel_semloop.conventions.step_kind` reads to classify a span.
-_KIND_KEYS = frozenset(
-    {
-        "confident.span.type",
-        "openinference.span.kind",
-        "traceloop.span.kind",
-        "gen_ai.operation.name",
-        "llm.request.type",
-    }
-)
-
-
-class Held:
-    """One received span and the envelope it came in (kept for its Resource and Scope).
-
-    The span is kept as its protobuf wire bytes (``wire``: a few hundred bytes less than a
-    decoded message, and shipped to a scoring process or into an export request as they
-    are) until something changes it: :attr:`span` decodes it once and from then on the
-    message is the span. :meth:`view` reads it without keeping the decoded copy. ``key``
-    is ``trace_id + span_id`` when the durable queue needs it (else empty)."""
-
-    __slots__ = ("_span", "cost", "key", "resource_spans", "scope_spans", "ticket", "wire")
-
-    def __init__(
-        self,
-        span: Any,
-        resource_spans: Any,
-        scope_spans: Any,
-        cost: int = 0,
-        ticket: int = 0,
-        key: bytes = b"",
-    ) -> None:
-        if isinstance(span, bytes):
-            self.wire: bytes | None = span
-            self._span: Any = None
-        else:
-            self.wire, self._span = None, span
-        self.resource_spans = resource_spans
-        self.scope_spans = scope_spans
-        self.cost = cost
-        self.ticket = ticket
-        self.key = key
-
-    @property
-    def span(self) -> Any:
-        """The span as a protobuf message, to change it (decoded once, then kept)."""
-        if self._span is None:
-            self._span = _SPAN_FROM(self.wire)
-            self.wire = None
-        return self._span
-
-    def view(self) -> Any:
-        """The span as a message to read (a throwaway decoding while it is still bytes)."""
-        return self._span if self._span is not None else _SPAN_FROM(self.wire)
-
-    def replaced(self, wire: bytes) -> Held:
-        """A copy holding ``wire`` (the span patched elsewhere), with the same envelopes,
-        cost, ticket and key; this one is left as it was."""
-        return Held(wire, self.resource_spans, self.scope_spans, self.cost, self.ticket, self.key)
-
-    def serialized(self) -> bytes:
-        """The span's wire bytes (as received, unless it was changed)."""
-        return self.wire if self.wire is not None else self._span.SerializeToString()  # type: ignore[no-any-return]
-
-
-_SPAN_FROM = trace_pb2.Span.FromString
-_SERIALIZE = trace_pb2.Span.SerializeToString
-#: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
-#: reads cannot be a step (checked before decoding anything).
-_MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(_KIND_KEYS)))
-
-
-def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
-    """Copies of a ``ResourceSpans``/``ScopeSpans`` without their spans."""
-    out_rs = trace_pb2.ResourceSpans()
-    if rs.HasField("resource"):
-        out_rs.resource.CopyFrom(rs.resource)
-    out_rs.schema_url = rs.schema_url
-    out_ss = trace_pb2.ScopeSpans()
-    if ss.HasField("scope"):
-        out_ss.scope.CopyFrom(ss.scope)
-    out_ss.schema_url = ss.schema_url
-    return out_rs, out_ss
-
-
-def _remote_parent(span: Any) -> bool:
-    flags = span.flags
-    return bool(flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE)
-
-
-class ProtoSpans:
-    """The :class:`~otel_semloop.release.SpanAdapter` for received protobuf spans
-    (:class:`Held`): records are decoded from the protobuf, patches are applied in place."""
-
-    __slots__ = ()
-
-    def record(self, held: Held) -> SpanRecord:
-        record = record_from_proto_span(held.view())
-        record.source = held
-        return record
-
-    def patched(self, held: Held, patch: SpanPatch) -> Held:
-        if patch.attributes or patch.events:  # an empty patch: applied where it was made
-            apply_patch_proto(held.span, patch)
-        return held
-
-    def links(self, held: Held) -> SpanLinks:
-        span = held.view()
-        return SpanLinks(
-            span_id=span.span_id,
-            parent_id=span.parent_span_id or None,
-            parent_is_remote=_remote_parent(span),
-            start_ns=span.start_time_unix_nano,
-        )
-
-    def may_have_steps(self, spans: Sequence[Held]) -> bool:
-        """Reads only the few attribute keys that classify a span; a span whose bytes hold
-        none of those keys is not even decoded."""
-        search = _MAY_BE_STEP.search
-        for held in spans:
-            wire = held.wire
-            if wire is not None and search(wire) is None:
-                continue
-            span = held.view()
-            kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in _KIND_KEYS}
-            if kinds and step_kind(kinds, top_level=True) is not StepKind.OTHER:
-                return True
-        return False
-
-
-#: The adapter instance the service uses.
-PROTO_SPANS = ProtoSpans()
-
-
-@dataclasses.dataclass(slots=True)
-class Accepted:
-    """What :meth:`Pipeline.accept` made of a request: spans taken, spans rejected (with
-    the first reason, naming the span's path)."""
-
-    accepted: int = 0
-    rejected: int = 0
-    message: str = ""
-
-
-#: Memory a held span costs beyond its wire bytes (the holder, the buffer's and the export
-#: queue's entries, and the decoded request while it is copied), measured at about 650
-#: bytes with one-span traces (600,000 of them in one request: 390 MB above the idle RSS).
-SPAN_OVERHEAD_BYTES = 640
-
-
-@dataclasses.dataclass(slots=True)
-class Prepared:
-    """A request's spans checked and copied out, ready for :meth:`Pipeline.hold`."""
-
-    spans: list[tuple[bytes, bool, Held]]
-    result: Accepted
-
-
-def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Prepared:
-    """Check and copy a request's spans: O(spans), a few checks and each span's bytes (so
-    that no held span pins its request). Touches no shared state, so a large request is
-    prepared on a thread while the loop serves on."""
-    result = Accepted()
-    out: list[tuple[bytes, bool, Held]] = []
-    total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-    # A held span costs its share of the wire bytes plus the Python objects around it.
-    cost = (size // total if total else 0) + SPAN_OVERHEAD_BYTES
-    zero = _ZERO_TRACE_ID
-    serialize = _SERIALIZE
-    for i, rs in enumerate(request.resource_spans):
-        for j, ss in enumerate(rs.scope_spans):
-            env_rs, env_ss = _envelopes(rs, ss)
-            for k, span in enumerate(ss.spans):
-                # Each field read of a protobuf message makes a new object: read them once.
-                trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                bad_parent = parent and len(parent) != 8
-                if len(trace_id) != 16 or len(span_id) != 8 or bad_parent or trace_id == zero:
-                    reason = invalid_span_reason(span)
-                    if reason is not None:
-                        result.rejected += 1
-                        if not result.message:
-                            result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
-                        continue
-                if skip and trace_id + span_id in skip:
-                    continue
-                local_root = not parent or _remote_parent(span)
-                key = trace_id + span_id if ticket else b""
-                out.append((trace_id, local_root, Held(serialize(span), env_rs, env_ss, cost, ticket, key)))
-    result.accepted = len(out)
-    return Prepared(out, result)
-
-
-def invalid_span_reason(span: Any) -> str | None:
-    """Why a protobuf span cannot be grouped (bad ids), or None. OTLP requires a 16-byte
-    non-zero trace id and an 8-byte span id; the parent id is empty or 8 bytes."""
-    tid = span.trace_id
-    if len(tid) != 16:
-        return f"traceId must be 16 bytes, got {len(tid)}"
-    if tid == _ZERO_TRACE_ID:
-        return "traceId must not be all zeros"
-    if len(span.span_id) != 8:
-        return f"spanId must be 8 bytes, got {len(span.span_id)}"
-    parent = span.parent_span_id
-    if parent and len(parent) != 8:
-        return f"parentSpanId must be empty or 8 bytes, got {len(parent)}"
-    return None
 
 
 class Pipeline:

@@ -11,7 +11,7 @@ worker does with them, and what it sends back, is :mod:`otel_semloop.service.sco
 The pool's rules (budget, stuck threads, exactly once) hold per release.
 
 What comes back is small (per release a verdict, the root's index and head, the patched
-spans' bytes): each patched span becomes a new :class:`~otel_semloop.service.pipeline.Held`
+spans' bytes): each patched span becomes a new :class:`~otel_semloop.service.held.Held`
 (the original is untouched, so a thread abandoned past its budget changed nothing that
 left). Unless :attr:`ScoringProcesses.full_verdicts`, verdicts come slim with the loop
 log line made, and no root is decoded here.

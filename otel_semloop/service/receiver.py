@@ -51,7 +51,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
-from otel_semloop.service.pipeline import Accepted
+from otel_semloop.service.held import Accepted
 
 __all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_handler", "http_app"]
 

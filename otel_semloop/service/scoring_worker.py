@@ -27,7 +27,9 @@ import copyreg
 import dataclasses
 import gc
 import io
+import json
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 from opentelemetry.proto.common.v1 import common_pb2
@@ -35,6 +37,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
+from otel_semloop.redact import safe_text
 from otel_semloop.scoring import collector_paused, score_records
 from otel_semloop.service.wirepatch import appended
 from otel_semloop.verdict import Finding, Label, LexicalResult, Verdict
@@ -111,7 +114,16 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
             head = (record.trace_id, record.span_id, record.name, agent if isinstance(agent, str) else "")
         if full:
             return ("ok", (verdict, root, head, patched, None))
-        line = loop_summary(root_trace(head, partial), verdict) if verdict.label is Label.LOOP else None
+        line = None
+        if verdict.label is Label.LOOP:  # the root patch's signals and redacted reason, made once
+            made = patches[head[1]].attributes if head is not None else {}
+            signals, reason = made.get("semloop.signals"), made.get("semloop.reason")
+            line = loop_summary(
+                root_trace(head, partial),
+                verdict,
+                signals=signals if isinstance(signals, list) else None,
+                safe_reason=reason if isinstance(reason, str) else None,
+            )
         return ("ok", (_slim(verdict), root, head, patched, line))
     except Exception as exc:  # the trace goes out unscored with this error's type
         return ("error", exc)
@@ -166,26 +178,33 @@ def _slim(verdict: Verdict) -> _Slim:
     return _Slim(verdict)
 
 
-def loop_summary(trace: Trace, verdict: Verdict) -> str:
+def loop_summary(
+    trace: Trace,
+    verdict: Verdict,
+    *,
+    signals: Sequence[str] | None = None,
+    safe_reason: str | None = None,
+) -> str:
     """The service's loop log line: one JSON object with the trace id, agent, signals,
-    score, action, reason and partial flag. The reason is cleaned of control characters
-    so a tool name cannot forge a log line."""
-    import json
-
+    score, action, reason and partial flag. The reason is redacted and cleaned of control
+    characters (:func:`~otel_semloop.redact.safe_text`: a tool name can neither leak a
+    secret into the log nor forge a line). ``signals`` and ``safe_reason``: the verdict's
+    fired signals and redacted reason when the caller has them (the root's patch)."""
     root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
     agent = ""
     if root is not None:
         attributes = root.attributes
         agent = str(attributes.get("gen_ai.agent.name") or root.name)
-    reason = str(getattr(verdict, "reason", "") or "")
+    if safe_reason is None:
+        safe_reason = safe_text(str(getattr(verdict, "reason", "") or ""))
     return json.dumps(
         {
             "trace_id": trace.trace_id,
             "agent": agent[:200],
-            "signals": list(verdict.fired_signals),
+            "signals": list(verdict.fired_signals if signals is None else signals),
             "score": round(verdict.score, 3),
             "action": verdict.action.value,
-            "reason": reason[:500],
+            "reason": safe_reason[:500],
             "partial": trace.partial,
         },
         ensure_ascii=True,

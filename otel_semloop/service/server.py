@@ -48,9 +48,10 @@ from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig
 from otel_semloop.service.exporter import ExportQueue, make_sender
+from otel_semloop.service.held import Accepted, Held, prepare
 from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
-from otel_semloop.service.pipeline import Accepted, Held, Pipeline, prepare
+from otel_semloop.service.pipeline import Pipeline
 from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
 from otel_semloop.service.receiver import Refusal
 

@@ -52,7 +52,7 @@ def appended(wire: bytes, existing: Mapping[str, Any], patch: SpanPatch) -> byte
     try:
         parts = [wire]
         for key, value in attributes.items():
-            parts.append(_field(0x4A, _key_value(key, value)))
+            parts.append(_entry(0x4A, key, value))
         for event in patch.events:
             parts.append(_field(0x5A, _event(event.name, event.time_ns, event.attributes)))
     except (_Unsupported, UnicodeEncodeError):
@@ -70,13 +70,42 @@ def _event(name: str, time_ns: Any, attributes: Mapping[str, Any] | Iterable[tup
         parts.append(_field(0x12, name.encode()))
     items = attributes.items() if isinstance(attributes, Mapping) else attributes
     for key, value in items:
-        parts.append(_field(0x1A, _key_value(key, value)))
+        parts.append(_entry(0x1A, key, value))
     return b"".join(parts)
 
 
-def _key_value(key: Any, value: Any) -> bytes:
-    """A ``KeyValue``'s bytes (str, bool and float values inline: the verdict's own)."""
-    name = (key if type(key) is str else str(key)).encode()
+def _entry(tag: int, key: Any, value: Any) -> bytes:
+    """A ``KeyValue`` as the field ``tag`` of its message (``Span.attributes``,
+    ``Event.attributes``). Made once per process and kept (:data:`_MEMO`): the whole field
+    for a flag or a short text (a label, an action), everything before the 8 bytes of a
+    float (the scores), a key's own bytes for other values."""
+    t = type(value)
+    if type(key) is not str:
+        return _field(tag, _key_value(_head(str(key)), value))
+    if t is float:
+        prefix = _MEMO.get((tag, key, float))
+        if prefix is None:
+            head = _head(key)
+            prefix = _TAGS[tag] + varint(len(head) + 11) + head + b"\x12\x09\x21"  # AnyValue{double}
+            _remember((tag, key, float), prefix)
+        return prefix + _DOUBLE(value)
+    memo = t is bool or (t is str and len(value) <= _SHORT)
+    if memo:
+        whole = _MEMO.get((tag, key, t, value))
+        if whole is not None:
+            return whole
+    head = _MEMO.get(key)
+    if head is None:
+        head = _head(key)
+        _remember(key, head)
+    out = _field(tag, _key_value(head, value))
+    if memo:
+        _remember((tag, key, t, value), out)
+    return out
+
+
+def _key_value(head: bytes, value: Any) -> bytes:
+    """A ``KeyValue``'s bytes after its key's own (``head``)."""
     t = type(value)
     if t is str:
         raw = value.encode()
@@ -87,9 +116,26 @@ def _key_value(key: Any, value: Any) -> bytes:
         any_value = b"\x21" + _DOUBLE(value)
     else:
         any_value = _any(value)
-    # proto3: an empty key is not written
-    head = b"\x0a" + varint(len(name)) + name if name else b""
     return head + b"\x12" + varint(len(any_value)) + any_value
+
+
+def _head(key: str) -> bytes:
+    """``KeyValue.key`` (field 1) as bytes; proto3 writes no empty key."""
+    name = key.encode()
+    return b"\x0a" + varint(len(name)) + name if name else b""
+
+
+def _remember(memo_key: Any, value: bytes) -> None:
+    if len(_MEMO) < _MEMO_LIMIT:
+        _MEMO[memo_key] = value
+
+
+#: Texts up to this many characters have their whole entry kept (labels, actions).
+_SHORT = 64
+#: At most this many pieces are kept: patch keys are the contract's names and short values
+#: a few labels, so the bound only guards against an unusual scorer.
+_MEMO_LIMIT = 4096
+_MEMO: dict[Any, bytes] = {}
 
 
 def _any(value: Any) -> bytes:

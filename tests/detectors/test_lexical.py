@@ -354,6 +354,95 @@ def test_bounded_stagnation_equals_plain_pairwise(outputs: list[Any], threshold:
     assert score_reasoning_stagnation(outputs, threshold) == plain_stagnation(outputs, threshold)
 
 
+#: Meaningful words (three characters or more, no stop words): every word of an output counts.
+_LONG_WORDS = ["alpha", "beta", "gamma", "delta", "omega"]
+
+
+@st.composite
+def repetitive_outputs(draw: st.DrawFn) -> list[Any]:
+    """Outputs whose bigram sets are far smaller than their word counts (a short cycle of
+    words repeated: ``alpha beta alpha beta ...`` has two bigrams however long it is), of
+    very different lengths, edited, respaced (the same words again in another string) or
+    repeated verbatim: where a bound on the Jaccard taken from word counts, or stopping
+    at the wrong similarity, would go wrong."""
+    outputs: list[Any] = []
+    previous: list[str] | None = None
+    for _ in range(draw(st.integers(2, 9))):
+        kind = draw(st.sampled_from(["cycle", "cycle", "edit", "respaced", "same", "none"]))
+        if kind == "none":
+            outputs.append(None)
+            continue
+        if kind in ("same", "respaced", "edit") and previous is not None:
+            words = list(previous)
+            if kind == "edit":
+                for _ in range(draw(st.integers(1, 3))):
+                    at = draw(st.integers(0, len(words) - 1))
+                    words[at] = draw(st.sampled_from(_LONG_WORDS))
+        else:
+            period = draw(st.lists(st.sampled_from(_LONG_WORDS), min_size=1, max_size=4))
+            length = draw(st.integers(18, 120))
+            words = [period[i % len(period)] for i in range(length)]
+        previous = words
+        outputs.append(("  " if kind == "respaced" else " ").join(words))
+    return outputs
+
+
+@settings(max_examples=300, deadline=None)
+@given(outputs=repetitive_outputs(), threshold=st.sampled_from([0.85, 0.85, 0.5, 0.95, 1.0, 0.0]))
+def test_stagnation_shortcuts_equal_plain_pairwise_on_repetitive_outputs(
+    outputs: list[Any], threshold: float
+) -> None:
+    assert score_reasoning_stagnation(outputs, threshold) == plain_stagnation(outputs, threshold)
+
+
+def test_a_long_repetitive_output_matches_a_short_one_by_its_bigrams() -> None:
+    """Two bigrams each, 20 and 120 words: Jaccard 1.0, which no word-count bound sees."""
+    short = " ".join(["alpha", "beta"] * 10)
+    long = " ".join(["alpha", "beta"] * 60)
+    assert score_reasoning_stagnation([short, long]) == (0.0, "Identical reasoning outputs at steps 0 and 1.")
+    assert plain_stagnation([short, long]) == score_reasoning_stagnation([short, long])
+
+
+def _swapped_superset(n_words: int, extra: int) -> tuple[str, str]:
+    """An output of ``n_words`` distinct words and one holding all its bigrams (its two
+    halves swapped around a new word, then ``extra`` new words): Jaccard is the first's
+    bigram count over the second's, while ``ratio()`` stays near one half."""
+    words = [f"w{i:02d}" for i in range(n_words)]
+    middle = n_words // 2
+    swapped = [*words[middle:], "xxx", *words[: middle + 1], *(f"y{i:02d}" for i in range(extra))]
+    return " ".join(words), " ".join(swapped)
+
+
+def test_jaccard_is_computed_when_the_word_count_bound_is_just_above_the_threshold() -> None:
+    """20 bigrams against 23: the size bound ``20 / 23`` is above 0.85, so Jaccard is
+    computed, and 0.87 is the pair's similarity (its ``ratio()`` is far lower). A
+    shortcut that took Jaccard for 0.0 a little too eagerly would report no overlap."""
+    short, long = _swapped_superset(21, 1)
+    assert SequenceMatcher(None, short, long).ratio() < 0.7
+    expected = (0.5, "High reasoning overlap (0.87) at steps 0 and 1.")
+    assert plain_stagnation([short, long]) == expected
+    assert score_reasoning_stagnation([short, long]) == expected
+    assert score_reasoning_stagnation([long, short]) == expected
+
+
+def test_jaccard_equal_to_the_threshold_is_computed() -> None:
+    """34 bigrams against 40: Jaccard and its size bound exactly 0.85, the threshold
+    (reached, not exceeded): still computed."""
+    short, long = _swapped_superset(35, 4)
+    expected = (0.5, "High reasoning overlap (0.85) at steps 0 and 1.")
+    assert plain_stagnation([short, long]) == expected
+    assert score_reasoning_stagnation([short, long]) == expected
+
+
+def test_the_first_identical_pair_stays_reported_after_later_ones() -> None:
+    """Once a pair reaches 1.0 nothing later can replace it (the scoring stops there)."""
+    text = " ".join(f"word{i:02d}" for i in range(30))
+    respaced = text.replace(" ", "  ")
+    outputs = [text, respaced, text, "other " * 25, text, text]
+    assert score_reasoning_stagnation(outputs) == (0.0, "Identical reasoning outputs at steps 0 and 1.")
+    assert plain_stagnation(outputs) == score_reasoning_stagnation(outputs)
+
+
 @settings(max_examples=200, deadline=None)
 @given(a=st.text("abc de", max_size=40), b=st.text("abc de", max_size=40))
 def test_lcs_bound_is_exact_and_above_sequence_matcher(a: str, b: str) -> None:

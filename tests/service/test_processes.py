@@ -20,7 +20,7 @@ from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.pool import ScoringPool
 from otel_semloop.release import Outcome, evaluate, written_back
 from otel_semloop.scoring import DetectorScorer, Scorer
-from otel_semloop.service.pipeline import PROTO_SPANS, Held
+from otel_semloop.service.held import PROTO_SPANS, Held
 from otel_semloop.service.processes import ScoringProcesses, WorkerDied, runs_in_workers
 from otel_semloop.telemetry import SelfTelemetry
 from tests.service.traffic import agent_spans, trace_id_of
