@@ -49,16 +49,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
 from otel_semloop.batch.chunks import ChunkResult, parse_chunk
 from otel_semloop.batch.held import Held, render
-from otel_semloop.batch.spans import payload_json, payload_proto
+from otel_semloop.batch.spans import trace_job
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, init_worker, score_jobs
-from otel_semloop.otlp.codec import span_to_json
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -342,23 +338,8 @@ class Engine:
             self._apply([(tid, None, known[4])])
             self.stats.scored_in_chunk += 1
             return
-        kinds = {held.unit.kind for held, _ in t.spans}
-        if kinds == {"proto"}:
-            spans = [Span.FromString(held.span(i)) for held, indexes in t.spans for i in indexes]
-            job = TraceJob(tid, "proto", payload_proto(spans), roots, not roots)
-        elif kinds == {"json"}:
-            payload = b"[" + b",".join([held.span(i) for held, indexes in t.spans for i in indexes]) + b"]"
-            job = TraceJob(tid, "json", payload, roots, not roots)
-        else:
-            decoded = [
-                orjson.loads(held.span(i))
-                if held.unit.kind == "json"
-                else span_to_json(Span.FromString(held.span(i)))
-                for held, indexes in t.spans
-                for i in indexes
-            ]
-            job = TraceJob(tid, "json", payload_json(decoded), roots, not roots)
-        self._batch.append(job)
+        spans = [(held.unit.kind, held.span(i)) for held, indexes in t.spans for i in indexes]
+        self._batch.append(trace_job(tid, spans, roots))
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
 

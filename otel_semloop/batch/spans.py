@@ -23,14 +23,15 @@ from typing import Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
+from otel_semloop.batch.worker import TraceJob
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad
 from otel_semloop.otlp.anyvalue import decode_attributes_json
-from otel_semloop.otlp.codec import json_to_traces, traces_to_json
+from otel_semloop.otlp.codec import json_to_traces, span_to_json, traces_to_json
 from otel_semloop.otlp.records import apply_patch_json, apply_patch_proto
 from otel_semloop.writeback import EVALUATION_NAME, SpanPatch
 
-__all__ = ["ScannedSpan", "dump_json", "scan_json", "scan_proto"]
+__all__ = ["ScannedSpan", "dump_json", "scan_json", "scan_proto", "trace_job"]
 
 _ZERO_TRACE_HEX = "0" * 32
 _ZERO_TRACE = bytes(16)
@@ -182,6 +183,23 @@ def payload_proto(spans: list[Any]) -> bytes:
     scope = holder.resource_spans.add().scope_spans.add()
     scope.spans.extend(spans)
     return holder.SerializeToString()
+
+
+def trace_job(trace_id: str, spans: list[tuple[str, bytes]], roots: tuple[str, ...]) -> TraceJob:
+    """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order:
+    protobuf spans in one ``TracesData``; compact JSON spans (as a worker or the spill
+    holds them) joined into one array as they are; a mix of both as JSON."""
+    kinds = {kind for kind, _ in spans}
+    if kinds == {"proto"}:
+        payload = payload_proto([Span.FromString(data) for _, data in spans])
+        return TraceJob(trace_id, "proto", payload, roots, not roots)
+    if kinds == {"json"}:
+        payload = b"[" + b",".join([data for _, data in spans]) + b"]"
+        return TraceJob(trace_id, "json", payload, roots, not roots)
+    decoded = [
+        orjson.loads(data) if kind == "json" else span_to_json(Span.FromString(data)) for kind, data in spans
+    ]
+    return TraceJob(trace_id, "json", payload_json(decoded), roots, not roots)
 
 
 def lenient_span_json(span: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:

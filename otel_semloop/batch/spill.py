@@ -28,14 +28,12 @@ from otel_semloop.batch.spans import (
     apply_proto,
     dump_json,
     load_json,
-    payload_json,
-    payload_proto,
     scan_json,
     scan_proto,
+    trace_job,
 )
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob
-from otel_semloop.otlp.codec import span_to_json
 
 __all__ = ["Spill"]
 
@@ -127,20 +125,8 @@ class Spill:
             jobs = []
             for tid, items in by_trace.items():
                 roots = tuple(self.traces.get(tid, ()))
-                if all(kind == b"p" for kind, _ in items):
-                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-                    job = TraceJob(
-                        tid, "proto", payload_proto([Span.FromString(d) for _, d in items]), roots, not roots
-                    )
-                else:
-                    from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-                    spans = [
-                        orjson.loads(d) if k == b"j" else span_to_json(Span.FromString(d)) for k, d in items
-                    ]
-                    job = TraceJob(tid, "json", payload_json(spans), roots, not roots)
-                jobs.append(job)
+                spans = [("json" if kind == b"j" else "proto", data) for kind, data in items]
+                jobs.append(trace_job(tid, spans, roots))
             fp.truncate(0)
             yield jobs
 
