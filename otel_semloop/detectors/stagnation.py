@@ -13,10 +13,10 @@ Cost
     every consecutive pair. Here each output is cleaned once, and ``ratio()`` runs only
     when an upper bound on it, the longest common subsequence computed by rapidfuzz's
     bit-parallel ``LCSseq`` in C (about a microsecond for two 1,000-character outputs),
-    says it could change the result; Jaccard is computed only when a bound from the set
-    sizes says it could; once a pair reaches similarity 1.0 (an output repeated verbatim,
-    as looping agents do) the rest is neither cleaned nor compared. The proofs that the
-    result is identical are in :func:`score_reasoning_stagnation` and
+    says it could change the result; Jaccard (and a bigram set) only when bounds from the
+    words and the set sizes say it could; once a pair reaches similarity 1.0 (an output
+    repeated verbatim, as looping agents do) the rest is neither cleaned nor compared. The
+    proofs that the result is identical are in :func:`score_reasoning_stagnation` and
     :func:`_ratio_can_matter`. Linear in the number of outputs; memory constant (a
     two-output window and a bounded memo).
 """
@@ -51,13 +51,25 @@ _END = object()
 
 
 class _Output:
-    """One LLM output, cleaned once: its meaningful words joined by spaces, their bigrams."""
+    """One LLM output, cleaned once: its meaningful words joined by spaces (``text``), the
+    set of those words (``vocab``), one less than their count (``most``: the bigrams counted
+    with repeats) and, built on first read, the set of their bigrams (``bigrams``)."""
 
-    __slots__ = ("bigrams", "text")
+    __slots__ = ("_bigrams", "_words", "most", "text", "vocab")
 
     def __init__(self, words: list[str]) -> None:
         self.text = " ".join(words)
-        self.bigrams = frozenset(itertools.pairwise(words))
+        self.most = len(words) - 1
+        self.vocab = frozenset(words)
+        self._words: list[str] | None = words
+        self._bigrams: frozenset[tuple[str, str]] | None = None
+
+    @property
+    def bigrams(self) -> frozenset[tuple[str, str]]:
+        if self._bigrams is None:
+            self._bigrams = frozenset(itertools.pairwise(self._words))  # type: ignore[arg-type]
+            self._words = None  # held only until the set is built
+        return self._bigrams
 
 
 def _lcs_length(a: str, b: _Output) -> int:
@@ -147,6 +159,17 @@ def score_reasoning_stagnation(
     (one memo entry) has Jaccard exactly 1.0 and a ratio bound of 1.0, so neither is
     computed.
 
+    Most pairs need no bigram set: the words bound Jaccard too. Let ``Wa``, ``Wb`` be the
+    two outputs' sets of words and ``D = |Wa ^ Wb|``. Each word of ``Wa - Wb`` that occurs
+    at a position after the first ends a bigram of ``A`` (the word before it, then it)
+    that ``B`` cannot hold (``B``'s bigrams are made of ``Wb``'s words), and different
+    words end different bigrams; only the first word may occur nowhere else. So ``|A -
+    B| >= |Wa - Wb| - 1``, the same for ``B``, and ``|A ^ B| >= D - 2``. With ``u = |A |
+    B| <= N = (len(a) - 1) + (len(b) - 1)``, Jaccard ``= 1 - |A ^ B| / u <= (N - (D - 2)) /
+    N``. When that bound, computed as a float, is below the threshold, so is the computed
+    Jaccard (both are correctly rounded quotients of integers, and rounding is monotone),
+    and Jaccard is skipped as above, without building either bigram set.
+
     Stopping early. No similarity exceeds 1.0 (``jaccard = common / union`` with
     ``common <= union``, ``ratio = 2.0 * M / (len(a) + len(b))`` with ``2 * M <= len(a) +
     len(b)``: exact integers in floats, and a correctly rounded quotient of ``x <= y`` is at
@@ -179,19 +202,25 @@ def score_reasoning_stagnation(
         a, b = b, prepare(llm_outputs[i + 1])
         if a is None or b is None:
             continue
-        if a is b and a.bigrams:
+        if a is b and a.most > 0:
             # The same output again (the memo returns one object for equal texts): Jaccard
             # 1.0 (its set of bigrams is not empty), and no ratio can exceed it.
             if max_overlap < 1.0:
                 max_overlap = 1.0
                 pair = (i, i + 1)
             break  # nothing exceeds 1.0: the result is decided (see the docstring)
-        small, large = len(a.bigrams), len(b.bigrams)
-        if small > large:
-            small, large = large, small
-        # Jaccard is at most min/max of the set sizes; below the threshold it cannot decide
-        # the result (see the docstring) and is not computed.
-        similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
+        # Jaccard is at most (N - (D - 2)) / N from the words, and at most min/max of the
+        # bigram set sizes; below the threshold it cannot decide the result (see the
+        # docstring) and is not computed (nor, by the first bound, the sets).
+        apart = len(a.vocab) + len(b.vocab) - 2 * len(a.vocab & b.vocab) - 2
+        total = a.most + b.most
+        if apart > 0 and (total - apart) / total < similarity_threshold:
+            similarity = 0.0
+        else:
+            small, large = len(a.bigrams), len(b.bigrams)
+            if small > large:
+                small, large = large, small
+            similarity = 0.0 if large and small / large < similarity_threshold else _bigram_jaccard(a, b)
         floor = max_overlap if max_overlap > similarity else similarity
         if _ratio_can_matter(a, b, floor, similarity_threshold):
             ratio = SequenceMatcher(None, a.text, b.text).ratio()

@@ -375,7 +375,10 @@ def record_from_span_bytes(data: bytes, where: str = "", path: str = "span") -> 
     ``record_from_proto_span(Span.FromString(data), where, path)`` returns, except that
     ``source`` is ``data`` itself (parse it when you need the message). Raises what that
     does: ``google.protobuf.message.DecodeError`` for bytes that are not a span,
-    :class:`~otel_semloop.errors.OTLPDecodeError` for ids of the wrong length."""
+    :class:`~otel_semloop.errors.OTLPDecodeError` for ids of the wrong length.
+    A ``bytearray`` or ``memoryview`` is read as a copy in ``bytes`` (the ``source``)."""
+    if data.__class__ is not bytes:
+        data = bytes(data)
     try:
         return _fast(data)
     except (_Other, IndexError, UnicodeDecodeError, struct.error):

@@ -49,7 +49,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from otel_semloop.errors import ConfigError
 from otel_semloop.settings import BufferingSettings, load, setting, setting_default, validate
 
-__all__ = ["ExportProtocol", "ServiceConfig", "parse_address", "redact_url"]
+__all__ = ["ExportProtocol", "ServiceConfig", "parse_address", "read_file", "redact_url"]
 
 ExportProtocol = Literal["grpc", "http/protobuf"]
 _PROTOCOLS = ("grpc", "http/protobuf")
@@ -400,6 +400,14 @@ def _expand(value: Any, env: Mapping[str, str], where: str) -> Any:
     if isinstance(value, list):
         return [_expand(v, env, where) for v in value]
     return value
+
+
+def read_file(path: str | None) -> bytes | None:
+    """The bytes of the file a certificate or key option names, or None when it is unset."""
+    if not path:
+        return None
+    with open(path, "rb") as fp:
+        return fp.read()
 
 
 def parse_address(address: str, name: str = "address") -> tuple[str, int]:

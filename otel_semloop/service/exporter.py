@@ -54,7 +54,7 @@ from urllib.parse import urlsplit
 
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from otel_semloop.service.config import ServiceConfig, redact_url
+from otel_semloop.service.config import ServiceConfig, read_file, redact_url
 from otel_semloop.service.held import Held
 from otel_semloop.service.wirepatch import varint
 from otel_semloop.telemetry import SelfTelemetry, get_logger
@@ -416,9 +416,9 @@ class GrpcSender:
         ]
         if split.scheme == "https" or config.export_certificate:
             credentials = grpc.ssl_channel_credentials(
-                root_certificates=_read(config.export_certificate),
-                private_key=_read(config.export_client_key),
-                certificate_chain=_read(config.export_client_certificate),
+                root_certificates=read_file(config.export_certificate),
+                private_key=read_file(config.export_client_key),
+                certificate_chain=read_file(config.export_client_certificate),
             )
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         else:
@@ -486,13 +486,6 @@ def _retry_info(exc: Any) -> float | None:
                 detail.Unpack(info)
                 return info.retry_delay.seconds + info.retry_delay.nanos / 1e9
     return None
-
-
-def _read(path: str | None) -> bytes | None:
-    if not path:
-        return None
-    with open(path, "rb") as fp:
-        return fp.read()
 
 
 def make_sender(config: ServiceConfig) -> HttpSender | GrpcSender:

@@ -24,7 +24,7 @@ import grpc
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from otel_semloop.service.config import ServiceConfig, parse_address
+from otel_semloop.service.config import ServiceConfig, parse_address, read_file
 from otel_semloop.service.receiver import grpc_handler, http_app
 
 __all__ = ["HttpListener", "start_grpc", "start_http"]
@@ -86,13 +86,6 @@ def _guarded_protocol(max_connections: int, header_timeout: float, on_refuse: An
     return Guarded
 
 
-def _read(path: str | None) -> bytes | None:
-    if not path:
-        return None
-    with open(path, "rb") as fp:
-        return fp.read()
-
-
 async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Server, int]:
     """The OTLP gRPC receiver for ``service`` (what :func:`~.receiver.grpc_handler` calls),
     listening on ``config.grpc``: the started server and its port. Raises ``OSError`` when
@@ -118,8 +111,8 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     if config.tls_certificate:
         credentials = grpc.ssl_server_credentials(
-            [(_read(config.tls_key), _read(config.tls_certificate))],
-            root_certificates=_read(config.tls_client_ca),
+            [(read_file(config.tls_key), read_file(config.tls_certificate))],
+            root_certificates=read_file(config.tls_client_ca),
             require_client_auth=bool(config.tls_client_ca),
         )
         bound = server.add_secure_port(address, credentials)

@@ -434,6 +434,31 @@ def test_jaccard_equal_to_the_threshold_is_computed() -> None:
     assert score_reasoning_stagnation([short, long]) == expected
 
 
+def test_jaccard_of_outputs_differing_in_a_few_words_is_computed() -> None:
+    """80 distinct words against the same with its halves swapped and two words replaced:
+    five words tell the two apart, yet Jaccard is 0.88 (its ``ratio()`` far lower), so the
+    bound from the words must not skip it."""
+    words = [f"w{i:02d}" for i in range(80)]
+    swapped = [*words[40:], "xxx", *words[:41]]
+    swapped[3], swapped[10] = "z00", "z01"
+    expected = (0.5, "High reasoning overlap (0.88) at steps 0 and 1.")
+    outputs = [" ".join(words), " ".join(swapped)]
+    assert plain_stagnation(outputs) == expected
+    assert score_reasoning_stagnation(outputs) == expected
+
+
+def test_the_word_bound_counts_the_bigrams_of_both_outputs() -> None:
+    """201 distinct words, then the same twice over with 33 new words inside: Jaccard
+    200/235 = 0.851. The bound's denominator is both outputs' bigram counts (634); with the
+    shorter one's alone (200) it would fall to 0.845 and wrongly skip the pair."""
+    words = [f"w{i:03d}" for i in range(201)]
+    longer = [*words, *words[:100], *(f"n{i:02d}" for i in range(33)), *words[100:]]
+    outputs = [" ".join(words), " ".join(longer)]
+    expected = (0.5, "High reasoning overlap (0.85) at steps 0 and 1.")
+    assert plain_stagnation(outputs) == expected
+    assert score_reasoning_stagnation(outputs) == expected
+
+
 def test_the_first_identical_pair_stays_reported_after_later_ones() -> None:
     """Once a pair reaches 1.0 nothing later can replace it (the scoring stops there)."""
     text = " ".join(f"word{i:02d}" for i in range(30))

@@ -349,5 +349,9 @@ def test_source_is_the_bytes_and_errors_are_the_references():
     short = Span(trace_id=b"t" * 15, span_id=b"s" * 8).SerializeToString()
     kind, _, text = assert_same(short)
     assert kind == "raised" and "trace id must be 16 bytes" in text
+    fields = outcome(record_from_span_bytes, data)
+    for view in (bytearray(data), memoryview(data)):
+        assert outcome(record_from_span_bytes, view) == fields
+        assert type(record_from_span_bytes(view).source) is bytes
     linked = Span(trace_id=b"t" * 16, span_id=b"s" * 8, links=[Span.Link()]).SerializeToString()
     assert record_from_span_bytes(linked).source is linked  # (read by upb)
