@@ -5,7 +5,6 @@ of :class:`~otel_semloop.writeback.SpanPatch`, and the Collector file exporter's
 * :mod:`.codec` - protobuf ``TracesData`` <-> OTLP JSON dicts (hex ids, integer enums,
   64-bit integers as strings), without ``google.protobuf.json_format``.
 * :mod:`.records` - spans as ``SpanRecord``s and patches applied in place.
-* :mod:`.wire` - a ``SpanRecord`` read straight from a serialized protobuf ``Span``.
 * :mod:`.files` - JSON lines and length-prefixed protobuf files, gzip-aware.
 """
 
@@ -39,7 +38,6 @@ from otel_semloop.otlp.records import (
     records_from_proto,
     records_to_traces_json,
 )
-from otel_semloop.otlp.wire import record_from_span_bytes
 
 __all__ = [
     "Batch",
@@ -60,7 +58,6 @@ __all__ = [
     "open_input",
     "open_output",
     "record_from_proto_span",
-    "record_from_span_bytes",
     "record_to_json",
     "records_from_json",
     "records_from_proto",

@@ -27,7 +27,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.conventions import step_kind
 from otel_semloop.model import SpanRecord, StepKind
-from otel_semloop.otlp import apply_patch_proto, record_from_proto_span, record_from_span_bytes
+from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.release import SpanLinks
 from otel_semloop.writeback import SpanPatch
 
@@ -173,8 +173,7 @@ class ProtoSpans:
     __slots__ = ()
 
     def record(self, held: Held) -> SpanRecord:
-        wire = held.wire  # read from the bytes while it has them (otlp/wire.py), no message built
-        record = record_from_span_bytes(wire) if wire is not None else record_from_proto_span(held.span)
+        record = record_from_proto_span(held.view())
         record.source = held
         return record
 

@@ -36,7 +36,7 @@ from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.model import SpanRecord, Trace
-from otel_semloop.otlp import apply_patch_proto, record_from_span_bytes
+from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.redact import safe_text
 from otel_semloop.scoring import collector_paused, score_records
 from otel_semloop.service.wirepatch import appended
@@ -84,8 +84,8 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
     service then unpickles a few fields instead of every finding."""
     span_from = _SPAN_FROM
     try:
-        # Records read from the bytes (otlp/wire.py): no protobuf message unless a patch needs one.
-        records = [record_from_span_bytes(data) for data in spans]
+        messages = [span_from(data) for data in spans]
+        records = [record_from_proto_span(message) for message in messages]
         scored = score_records(records, partial=partial, mode=mode)  # type: ignore[arg-type]
         if scored is None:
             return ("ok", None)
@@ -103,7 +103,7 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
             else:  # new attributes and events as fields appended to the span's bytes
                 wire = appended(spans[index], record.attributes, patch)
             if wire is None:  # a key the span has, or a value appended() does not encode
-                message = span_from(spans[index])
+                message = messages[index]
                 apply_patch_proto(message, patch)
                 wire = message.SerializeToString()
             patched.append((index, wire))
