@@ -100,29 +100,28 @@ class Reader:
         # the spooled copy keeps its newline (if any); the writer strips it
         return b"", (spool_fp, offset, length)
 
+    def _pieces(self, n: int) -> Iterator[bytes]:
+        """The next ``n`` bytes in reads of at most ``_CHUNK``; fewer at the end of input."""
+        remaining = n
+        while remaining:
+            chunk = self.fp.read(min(remaining, _CHUNK))
+            if not chunk:
+                return
+            yield chunk
+            remaining -= len(chunk)
+
     def read_exactly(self, n: int) -> bytes:
         if n <= _CHUNK:
             return self.fp.read(n)
-        parts = []
-        remaining = n
-        while remaining:
-            chunk = self.fp.read(min(remaining, _CHUNK))
-            if not chunk:
-                break
-            parts.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(parts)
+        return b"".join(self._pieces(n))
 
     def spool_exactly(self, n: int) -> tuple[tuple[IO[bytes], int, int], int]:
         spool_fp, offset = self.spool.begin()
-        remaining = n
-        while remaining:
-            chunk = self.fp.read(min(remaining, _CHUNK))
-            if not chunk:
-                break
+        copied = 0
+        for chunk in self._pieces(n):
             spool_fp.write(chunk)
-            remaining -= len(chunk)
-        return (spool_fp, offset, n - remaining), n - remaining
+            copied += len(chunk)
+        return (spool_fp, offset, copied), copied
 
 
 class Spool:
