@@ -4,8 +4,6 @@ message would hold (envelopes, schema URLs, patched and untouched spans)."""
 
 from __future__ import annotations
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
@@ -75,41 +73,3 @@ def test_reading_a_held_span_does_not_keep_a_decoded_copy() -> None:
     assert span.name == "invoke_agent researcher"
     assert Held(span, None, None).serialized() == agent.serialized()
 
-
-_KIND_VALUES = st.sampled_from(
-    ["chat", "execute_tool", "invoke_agent", "LLM", "tool", "CHAIN", "AGENT", "task", "workflow", "", "é" * 3]
-)
-_KIND_KEYS = st.sampled_from(
-    ["gen_ai.operation.name", "openinference.span.kind", "traceloop.span.kind", "confident.span.type",
-     "llm.request.type", "gen_ai.agent.name", "other"]
-)  # fmt: skip
-_ATTRIBUTE_VALUES = st.one_of(
-    _KIND_VALUES.map(lambda text: common_pb2.AnyValue(string_value=text)),
-    st.text(max_size=200).map(lambda text: common_pb2.AnyValue(string_value=text)),
-    st.integers(min_value=-5, max_value=5).map(lambda n: common_pb2.AnyValue(int_value=n)),
-    st.booleans().map(lambda b: common_pb2.AnyValue(bool_value=b)),
-)
-
-
-def _decoded_may_have_steps(span: trace_pb2.Span) -> bool:
-    """What the service decided before it read kinds from the bytes: decode, then classify."""
-    from otel_semloop.conventions import step_kind
-    from otel_semloop.model import StepKind
-    from otel_semloop.service.held import _KIND_KEYS as kind_keys
-
-    kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in kind_keys}
-    return bool(kinds) and step_kind(kinds, top_level=True) is not StepKind.OTHER
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(_KIND_KEYS, _ATTRIBUTE_VALUES), max_size=6), st.text(max_size=30))
-def test_kinds_read_from_a_spans_bytes_decide_as_decoding_it_does(
-    attributes: list[tuple[str, common_pb2.AnyValue]], name: str
-) -> None:
-    """``may_have_steps`` reads a held span's kind attributes from its bytes when it can: the
-    answer is the one decoding the span gives (kinds as other attributes' text, repeated
-    keys, non-string and long values, non-ASCII text)."""
-    span = trace_pb2.Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name=name)
-    span.attributes.extend(common_pb2.KeyValue(key=key, value=value) for key, value in attributes)
-    held = Held(span.SerializeToString(), None, None)
-    assert PROTO_SPANS.may_have_steps([held]) == _decoded_may_have_steps(span)
