@@ -155,6 +155,10 @@ def _flat(items: list[Any]) -> Any:
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
 _INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
+#: Attribute key tuples (of dicts) with no indexed message key; cleared when it reaches
+#: :data:`_KEY_MEMO_ENTRIES` (a bound on memory only: a forgotten tuple is scanned again).
+_KEYS_WITHOUT_INDEXED: set[tuple[str, ...]] = set()
+_KEY_MEMO_ENTRIES = 1024
 
 
 def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
@@ -167,7 +171,15 @@ def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -
 def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Collect indexed message attributes (``gen_ai.completion.0.content``,
     ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
-    dicts per prefix, in index order."""
+    dicts per prefix, in index order.
+
+    Whether a span has any is a matter of its keys alone, and the spans of one
+    instrumentation share their keys: a dict's key tuple that held none is remembered
+    (:data:`_KEYS_WITHOUT_INDEXED`), so an LLM span without message lists (content capture
+    off, or only the output recorded) is not scanned key by key again."""
+    keys = tuple(attrs) if attrs.__class__ is dict else None
+    if keys is not None and keys in _KEYS_WITHOUT_INDEXED:
+        return {}
     found: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in attrs.items():
         if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
@@ -187,6 +199,13 @@ def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]
             calls.setdefault(int(call.group(1)), {})[field] = value
         else:
             message[rest] = value
+    if not found:
+        # (``found`` gets an entry for every key the pattern matches, whatever its value.)
+        if keys is not None:
+            if len(_KEYS_WITHOUT_INDEXED) >= _KEY_MEMO_ENTRIES:
+                _KEYS_WITHOUT_INDEXED.clear()
+            _KEYS_WITHOUT_INDEXED.add(keys)
+        return {}
     result: dict[str, list[dict[str, Any]]] = {}
     for prefix, by_index in found.items():
         messages = []
