@@ -13,12 +13,10 @@ text, one definition for every convention:
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
 * the tool calls an LLM requested in its output (:func:`requested_tool_calls`, kept
-  structured as :class:`ToolCall`) and the tool results it was given
-  back (:func:`tool_responses`).
+  structured as :class:`ToolCall`) and the tool results it was given (:func:`tool_responses`).
 
-The values inside attribute strings (JSON, and the envelopes instrumentations wrap a call's
-arguments and a tool's result in) are decoded by :mod:`otel_semloop.envelopes`, the one
-module this one builds on.
+The values inside attribute strings (JSON, the envelopes around a call's arguments and a
+tool's result) are decoded by :mod:`otel_semloop.envelopes`, the one module this one uses.
 
 Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
 true``) as no text and no calls, never as an error: one odd span must not lose a trace's
@@ -155,8 +153,8 @@ def _flat(items: list[Any]) -> Any:
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
 _INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
-#: Attribute key tuples (of dicts) with no indexed message key; cleared when it reaches
-#: :data:`_KEY_MEMO_ENTRIES` (a bound on memory only: a forgotten tuple is scanned again).
+#: Key tuples of attribute dicts with no indexed message key, cleared at _KEY_MEMO_ENTRIES
+#: (a bound on memory only: a forgotten tuple is scanned again).
 _KEYS_WITHOUT_INDEXED: set[tuple[str, ...]] = set()
 _KEY_MEMO_ENTRIES = 1024
 
@@ -171,12 +169,9 @@ def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -
 def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Collect indexed message attributes (``gen_ai.completion.0.content``,
     ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
-    dicts per prefix, in index order.
-
-    Whether a span has any is a matter of its keys alone, and the spans of one
-    instrumentation share their keys: a dict's key tuple that held none is remembered
-    (:data:`_KEYS_WITHOUT_INDEXED`), so an LLM span without message lists (content capture
-    off, or only the output recorded) is not scanned key by key again."""
+    dicts per prefix, in index order. Whether there are any depends on the keys alone, and
+    one instrumentation's spans share theirs: a key tuple without any is remembered
+    (:data:`_KEYS_WITHOUT_INDEXED`), so LLM spans without message lists are not scanned again."""
     keys = tuple(attrs) if attrs.__class__ is dict else None
     if keys is not None and keys in _KEYS_WITHOUT_INDEXED:
         return {}
@@ -199,8 +194,7 @@ def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]
             calls.setdefault(int(call.group(1)), {})[field] = value
         else:
             message[rest] = value
-    if not found:
-        # (``found`` gets an entry for every key the pattern matches, whatever its value.)
+    if not found:  # (no key matched the pattern: ``found`` ignores the values)
         if keys is not None:
             if len(_KEYS_WITHOUT_INDEXED) >= _KEY_MEMO_ENTRIES:
                 _KEYS_WITHOUT_INDEXED.clear()
