@@ -55,35 +55,40 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     preorder: dict[str, int] = {}
     # Depth first, in pre-order: a stack of (the siblings left to visit, their nearest step
     # ancestor), one entry per open parent (not per span: a flat trace of 10,000 spans
-    # would otherwise hold 10,000 tuples for the garbage collector to scan).
+    # would otherwise hold 10,000 tuples for the garbage collector to scan). Siblings are
+    # visited in one loop until one has children, whose entry then goes on top.
     stack: list[tuple[Iterator[SpanRecord], Step | None]] = [(iter(tops), None)]
     while stack:
-        siblings, parent_step = stack[-1]
-        record = next(siblings, None)
-        if record is None:
-            stack.pop()
-            continue
-        if record.span_id in preorder:  # a parent-id cycle in hostile input
-            continue
-        preorder[record.span_id] = len(preorder)
-        kind = step_kind(record.attributes, top_level=parent_step is None)
-        attach_to = parent_step
-        if kind is _OTHER:
-            other.append(record)
+        siblings, parent_step = stack.pop()
+        top_level = parent_step is None
+        if parent_step is None:
+            attach_here, depth, agent = roots, 0, None
         else:
-            step = read_step(record, kind)
-            if parent_step is None:
-                roots.append(step)
+            attach_here, depth = parent_step.children, parent_step.depth + 1
+            agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
+        for record in siblings:
+            span_id = record.span_id
+            if span_id in preorder:  # a parent-id cycle in hostile input
+                continue
+            preorder[span_id] = len(preorder)
+            kind = step_kind(record.attributes, top_level=top_level)
+            if kind is _OTHER:
+                other.append(record)
+                attach_to = parent_step
             else:
-                step.depth = parent_step.depth + 1
-                step.agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
-                parent_step.children.append(step)
-            steps.append(step)
-            starts.append(record.start_ns or 0)
-            attach_to = step
-        below = children.get(record.span_id)
-        if below:
-            stack.append((iter(below), attach_to))
+                step = read_step(record, kind)
+                if depth:
+                    step.depth = depth
+                    step.agent = agent
+                attach_here.append(step)
+                steps.append(step)
+                starts.append(record.start_ns or 0)
+                attach_to = step
+            below = children.get(span_id)
+            if below:
+                stack.append((siblings, parent_step))
+                stack.append((iter(below), attach_to))
+                break
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
     other.extend(r for r in spans.values() if r.span_id not in preorder)
