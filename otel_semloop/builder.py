@@ -14,8 +14,9 @@ import operator
 from collections.abc import Iterable, Iterator, Sequence
 
 from otel_semloop.conventions import read_step, step_kind
-from otel_semloop.messages import flatten_text, tool_responses
-from otel_semloop.model import SpanRecord, Step, StepKind, ToolCall, Trace
+from otel_semloop.messages import flatten_text
+from otel_semloop.model import SpanRecord, Step, StepKind, Trace
+from otel_semloop.tool_calls import ToolCall, tool_responses
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT

@@ -12,11 +12,12 @@ text, one definition for every convention:
 * the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
-* the tool calls an LLM requested in its output (:func:`requested_tool_calls`, kept
-  structured as :class:`ToolCall`) and the tool results it was given (:func:`tool_responses`).
+* an LLM output's text and the tool calls it requested, in one pass
+  (:func:`text_and_tool_calls`; the calls and the results given back are
+  :mod:`otel_semloop.tool_calls`'s).
 
 The values inside attribute strings (JSON, the envelopes around a call's arguments and a
-tool's result) are decoded by :mod:`otel_semloop.envelopes`, the one module this one uses.
+tool's result) are decoded by :mod:`otel_semloop.envelopes`.
 
 Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
 true``) as no text and no calls, never as an error: one odd span must not lose a trace's
@@ -27,37 +28,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from otel_semloop.envelopes import decode_json
-
-
-@dataclass(frozen=True, slots=True, init=False)
-class ToolCall:
-    """A tool call an LLM asked for inside its output messages.
-
-    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
-    """
-
-    name: str
-    arguments: Any = None
-    call_id: str | None = None
-
-    def __init__(self, name: str, arguments: Any = None, call_id: str | None = None) -> None:
-        # The generated frozen __init__ sets each field through object.__setattr__, about
-        # three times the cost of writing the slots directly (one per LLM step).
-        _set_name(self, name)
-        _set_arguments(self, arguments)
-        _set_call_id(self, call_id)
-
-
-_set_name = ToolCall.__dict__["name"].__set__
-_set_arguments = ToolCall.__dict__["arguments"].__set__
-_set_call_id = ToolCall.__dict__["call_id"].__set__
-
+from otel_semloop.tool_calls import ToolCall, requested_call, requested_tool_calls
 
 #: Span events (and log records attached to their span, see
 #: :func:`otel_semloop.conventions.attach_log_records`) that carry an LLM call's messages,
@@ -239,7 +215,7 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
                 if isinstance(content, str):
                     message_texts.append(content)
             elif kind == "tool_call":
-                calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+                calls.append(requested_call(part.get("name"), part.get("arguments"), part.get("id")))
         else:
             text = "\n".join(message_texts)
             if text:
@@ -335,65 +311,3 @@ def block_text(blocks: list[Any]) -> str:
         elif isinstance(part.get("toolResult"), dict) and isinstance(part["toolResult"].get("content"), list):
             texts.append(block_text(part["toolResult"]["content"]))
     return "\n".join(texts)
-
-
-def requested_tool_calls(output: Any) -> list[ToolCall]:
-    """Tool calls requested inside LLM output messages (GenAI parts, chat ``tool_calls``)."""
-    messages = output if isinstance(output, list) else [output] if isinstance(output, dict) else []
-    calls: list[ToolCall] = []
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        parts = message.get("parts")
-        if isinstance(parts, _SEQUENCES):
-            for part in parts:
-                if isinstance(part, dict) and part.get("type") == "tool_call":
-                    calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                use = part.get("toolUse") if isinstance(part, dict) else None
-                if isinstance(use, dict):  # a Bedrock Converse block (Strands)
-                    calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
-        requested = message.get("tool_calls")
-        if not isinstance(requested, _SEQUENCES):
-            continue
-        for call in requested:
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
-            calls.append(_tool_call(function.get("name"), function.get("arguments"), call.get("id")))
-    return calls
-
-
-#: Message parts and tool calls are read from these only (iterating a string or a dict
-#: yielded no parts either; a bool or a number there raised TypeError).
-_SEQUENCES = (list, tuple)
-
-
-def _items(value: Any) -> Any:
-    """The entries of a list or tuple; nothing for anything else (see ``_SEQUENCES``)."""
-    return value if isinstance(value, _SEQUENCES) else ()
-
-
-def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
-    return ToolCall(str(name or ""), decode_json(arguments), str(call_id) if call_id else None)
-
-
-def tool_responses(messages: Any) -> dict[str, Any]:
-    """Tool results an LLM call was given back, by tool call id: chat ``tool`` messages
-    (``tool_call_id``, ``content``) and GenAI ``tool_call_response`` parts (``id``,
-    ``response``). Used when the tool calls themselves were not recorded as spans."""
-    found: dict[str, Any] = {}
-    if not isinstance(messages, list):
-        return found
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        call_id = message.get("tool_call_id")
-        if call_id and message.get("role") == "tool":
-            found[str(call_id)] = decode_json(message.get("content"))
-        for part in _items(message.get("parts")):
-            if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
-                found[str(part["id"])] = decode_json(part.get("response"))
-    return found

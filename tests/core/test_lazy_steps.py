@@ -22,6 +22,7 @@ from bench.detector_speed import genai_records
 from otel_semloop import conventions as cv
 from otel_semloop import envelopes as env
 from otel_semloop import messages as msg
+from otel_semloop import tool_calls as tc
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
@@ -197,7 +198,7 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
         "output": step_out,
         "input_text": msg.flatten_text(step_in),
         "output_text": msg.flatten_text(step_out),
-        "tool_calls": tuple(msg.requested_tool_calls(step_out)) if kind is StepKind.LLM else (),
+        "tool_calls": tuple(tc.requested_tool_calls(step_out)) if kind is StepKind.LLM else (),
         "tool_arguments": None,
         "tool_result": None,
         "handoff_to": None,
