@@ -19,9 +19,10 @@ Where the messages are
     Span attributes first (the forms above). When an LLM or tool span has none, its span
     events are read (the GenAI details and per-message events, OpenLLMetry's
     ``gen_ai.content.*``), and GenAI events emitted as log records once
-    :func:`~otel_semloop.messages.attach_log_records` has put them on their span. What the
-    messages say (their text, the tool calls requested, the envelopes around arguments and
-    results) is read by :mod:`otel_semloop.messages`, one definition for every convention.
+    :func:`attach_log_records` has put them on their span. What the
+    messages say (their text, the tool calls requested) is read by
+    :mod:`otel_semloop.messages`, and the envelopes around arguments and results are taken
+    off by :mod:`otel_semloop.envelopes`: one definition for every convention.
 """
 
 from __future__ import annotations
@@ -32,19 +33,21 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_semloop.handoffs import handoff_target
-from otel_semloop.messages import (
+from otel_semloop.envelopes import (
     decode_input,
     decode_json,
     decode_json_string,
+    unwrap_callback_input,
+    unwrap_tool_result,
+)
+from otel_semloop.handoffs import handoff_target
+from otel_semloop.messages import (
     event_messages,
     first_indexed,
     flatten_text,
     indexed_messages,
     message_content,
     text_and_tool_calls,
-    unwrap_callback_input,
-    unwrap_tool_result,
 )
 from otel_semloop.model import STATUS_ERROR, EventRecord, SpanRecord, Step, StepKind, ToolCall
 

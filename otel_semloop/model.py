@@ -24,7 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_semloop.messages import ToolCall, decode_input, decode_json, decode_json_string, flatten_text
+from otel_semloop.envelopes import decode_input, decode_json, decode_json_string
+from otel_semloop.messages import flatten_text
+from otel_semloop.tool_calls import ToolCall
 
 #: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
 #: OTLP ``AnyValue`` (decoded to dicts and lists) and bytes.
