@@ -264,7 +264,9 @@ def _parse_chunk(
         if patches:
             spans = iter(t.spans)
             for unit, indexes, sids, gaps in t.places:
-                for index, span in zip(indexes, spans):  # t.spans: the places' spans in order
+                # t.spans are the places' spans in order; zip takes an index first, so it
+                # stops at the unit's last index without taking a span of the next unit
+                for index, span in zip(indexes, spans, strict=False):
                     patch = patches.get(sids[16 * index : 16 * index + 16])
                     if patch is not None:
                         if gaps:  # written here, where the span is already decoded
