@@ -217,7 +217,8 @@ class _Local:
 
     def __init__(self) -> None:
         self.spans: list[Any] = []
-        self.places: list[tuple[int, int, str, bool]] = []  # (unit, span index, span id, gaps?)
+        #: per unit: (unit, its span indexes, the unit's span ids, gaps?), in unit order
+        self.places: list[tuple[int, list[int], str, bool]] = []
         self.roots: list[str] = []
         self.last = 0
         self.kinds: set[str] = set()
@@ -261,13 +262,17 @@ def _parse_chunk(
         _, patches, row = score_job(job, current, t.spans)
         patched = []
         if patches:
-            for span, (unit, index, sid, gaps) in zip(t.spans, t.places, strict=True):
-                patch = patches.get(sid)
-                if patch is not None:
-                    if gaps:  # written here, where the span is already decoded
-                        apply_json(span, patch)
-                        patch = bytes(memoryview(dump_json(span)))
-                    patched.append((unit, index, patch))
+            spans = iter(t.spans)
+            for unit, indexes, sids, gaps in t.places:
+                # t.spans are the places' spans in order; zip takes an index first, so it
+                # stops at the unit's last index without taking a span of the next unit
+                for index, span in zip(indexes, spans, strict=False):
+                    patch = patches.get(sids[16 * index : 16 * index + 16])
+                    if patch is not None:
+                        if gaps:  # written here, where the span is already decoded
+                            apply_json(span, patch)
+                            patch = bytes(memoryview(dump_json(span)))
+                        patched.append((unit, index, patch))
         scored[tid] = (len(t.spans), roots, patched, row)
 
     for n, unit in enumerate(units, 1):
@@ -282,8 +287,10 @@ def _parse_chunk(
                 # its traces are scored by the engine from the span bytes, as before
                 gaps = p[4] is not None or p[6] is not None
                 exact = kind != "json" or gaps
-                for i, s in enumerate(scanned):
-                    tid = s.trace_id
+                sids = p[2][0]
+                # trace by trace, each placed after its last span in the unit: the order
+                # in which span-by-span grouping would leave the open traces
+                for tid, indexes, roots in p[5]:
                     if tid in closed:
                         continue  # late: the engine writes it untouched
                     t = open_.get(tid)
@@ -292,14 +299,13 @@ def _parse_chunk(
                         open_[tid] = t
                     else:
                         open_.move_to_end(tid)
-                    sid = s.span_id
-                    t.spans.append(s.span)
-                    t.places.append((n - 1, i, sid, gaps))
+                    t.spans += [scanned[i].span for i in indexes]
+                    t.places.append((n - 1, indexes, sids, gaps))
                     t.kinds.add(kind)
                     t.exact = t.exact and exact
                     t.last = n
-                    if s.root:
-                        t.roots.append(sid)
+                    if roots:
+                        t.roots += roots
         limit = n - window
         while open_:
             tid, t = next(iter(open_.items()))
