@@ -11,11 +11,12 @@ recursion.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 from otel_semloop.conventions import read_step, step_kind
-from otel_semloop.messages import flatten_text, tool_responses
+from otel_semloop.messages import flatten_text
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace
+from otel_semloop.tool_calls import ToolCall, tool_responses
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
@@ -55,35 +56,40 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     preorder: dict[str, int] = {}
     # Depth first, in pre-order: a stack of (the siblings left to visit, their nearest step
     # ancestor), one entry per open parent (not per span: a flat trace of 10,000 spans
-    # would otherwise hold 10,000 tuples for the garbage collector to scan).
+    # would otherwise hold 10,000 tuples for the garbage collector to scan). Siblings are
+    # visited in one loop until one has children, whose entry then goes on top.
     stack: list[tuple[Iterator[SpanRecord], Step | None]] = [(iter(tops), None)]
     while stack:
-        siblings, parent_step = stack[-1]
-        record = next(siblings, None)
-        if record is None:
-            stack.pop()
-            continue
-        if record.span_id in preorder:  # a parent-id cycle in hostile input
-            continue
-        preorder[record.span_id] = len(preorder)
-        kind = step_kind(record.attributes, top_level=parent_step is None)
-        attach_to = parent_step
-        if kind is _OTHER:
-            other.append(record)
+        siblings, parent_step = stack.pop()
+        top_level = parent_step is None
+        if parent_step is None:
+            attach_here, depth, agent = roots, 0, None
         else:
-            step = read_step(record, kind)
-            if parent_step is None:
-                roots.append(step)
+            attach_here, depth = parent_step.children, parent_step.depth + 1
+            agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
+        for record in siblings:
+            span_id = record.span_id
+            if span_id in preorder:  # a parent-id cycle in hostile input
+                continue
+            preorder[span_id] = len(preorder)
+            kind = step_kind(record.attributes, top_level=top_level)
+            if kind is _OTHER:
+                other.append(record)
+                attach_to = parent_step
             else:
-                step.depth = parent_step.depth + 1
-                step.agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
-                parent_step.children.append(step)
-            steps.append(step)
-            starts.append(record.start_ns or 0)
-            attach_to = step
-        below = children.get(record.span_id)
-        if below:
-            stack.append((iter(below), attach_to))
+                step = read_step(record, kind)
+                if depth:
+                    step.depth = depth
+                    step.agent = agent
+                attach_here.append(step)
+                steps.append(step)
+                starts.append(record.start_ns or 0)
+                attach_to = step
+            below = children.get(span_id)
+            if below:
+                stack.append((siblings, parent_step))
+                stack.append((iter(below), attach_to))
+                break
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
     other.extend(r for r in spans.values() if r.span_id not in preorder)
@@ -94,8 +100,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
             steps = [step for _, step in sorted(zip(starts, steps, strict=True), key=_FIRST)]
     except TypeError:  # start times that do not compare (hand-built records): as before
         steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
-    _fill_tool_calls_from_llm_requests(steps)
-    steps = _add_unrecorded_tool_calls(steps)
+    steps = _link_tool_calls(steps)
     root_record = _root_record(tops) if tops else _earliest(spans)
     return Trace(
         trace_id=root_record.trace_id,
@@ -143,17 +148,38 @@ def _root_record(tops: list[SpanRecord]) -> SpanRecord:
     return tops[0]
 
 
-def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
-    """Tool arguments and results are opt-in in the GenAI conventions: when a tool step
-    lacks its arguments, take them from the matching call requested by the latest LLM
-    output before it (matched by tool name, each request used once); when it lacks its
-    result too, take the result the next LLM call was given for that call's id (a
-    ``tool`` message or a ``tool_call_response`` part: AutoGen records its tool spans with
-    neither). O(steps + calls)."""
-    pending: list = []
+def _link_tool_calls(steps: list[Step]) -> list[Step]:
+    """The tool calls LLM outputs requested, linked to the tool steps (one pass over the
+    ordered steps, O(steps + calls)); returns the steps, with a step added for each call
+    no tool span recorded.
+
+    Filled from the requests: tool arguments and results are opt-in in the GenAI
+    conventions, so when a tool step lacks its arguments they are taken from the matching
+    call requested by the latest LLM output before it (matched by tool name, each request
+    used once); when it lacks its result too, from the result the next LLM call was given
+    for that call's id (a ``tool`` message or a ``tool_call_response`` part: AutoGen
+    records its tool spans with neither).
+
+    Unrecorded calls: an application instrumented only at the LLM client
+    (``openinference-instrumentation-openai``, OpenLLMetry's ``openai`` instrumentation)
+    records no tool spans: its agent's actions exist only as tool calls inside LLM outputs,
+    and their results as tool messages in the next LLM call's input. Without steps for them
+    a tool loop there would be invisible. A call counts as recorded when any tool step runs
+    before the next LLM step. The synthetic step carries the LLM span's id (write-back
+    marks that span) and sits between the two LLM calls; it is not added to the deepeval
+    tree view, which deepeval would not see either.
+
+    (The two never read what the other writes: filling changes tool steps, the synthetic
+    steps are made from LLM steps and their calls.)
+    """
+    pending: Sequence[ToolCall] = ()  # the latest requested calls not matched to a tool step
+    owned = False  # whether ``pending`` is this pass's own copy (else the step's own calls)
     waiting: list[tuple[Step, str]] = []  # tool steps without a result, and their call id
-    for step in steps:
-        if step.kind is _LLM:
+    requester: Step | None = None  # the latest LLM step whose calls no tool step has run
+    out: list[Step] | None = None  # the steps with synthetic ones, from the first inserted
+    for index, step in enumerate(steps):
+        kind = step.kind
+        if kind is _LLM:
             if waiting:
                 responses = tool_responses(step.input)
                 for tool, call_id in waiting:
@@ -162,45 +188,37 @@ def _fill_tool_calls_from_llm_requests(steps: list[Step]) -> None:
                         tool.tool_result = tool.output = result
                         tool.output_text = flatten_text(result)
                 waiting = []
-            if step.tool_calls:
-                pending = list(step.tool_calls)
-        elif step.kind is _TOOL and step.tool_arguments is None and pending:
-            match = next((c for c in pending if c.name == step.name), None)
-            if match is not None:
-                pending.remove(match)
-                step.tool_arguments = match.arguments
-                if step.input is None:
-                    step.input = match.arguments
-                if step.tool_result is None and not step.is_error and match.call_id:
-                    waiting.append((step, match.call_id))
-
-
-def _add_unrecorded_tool_calls(steps: list[Step]) -> list[Step]:
-    """Steps for tool calls an LLM requested when no tool span recorded them.
-
-    An application instrumented only at the LLM client (``openinference-instrumentation-
-    openai``, OpenLLMetry's ``openai`` instrumentation) records no tool spans: its agent's
-    actions exist only as tool calls inside LLM outputs, and their results as tool messages
-    in the next LLM call's input. Without these steps a tool loop there would be invisible.
-    A call counts as recorded when any tool step runs before the next LLM step. The
-    synthetic step carries the LLM span's id (write-back marks that span) and sits between
-    the two LLM calls; it is not added to the deepeval tree view, which deepeval would not
-    see either. O(steps + calls).
-    """
-    if not any(s.kind is _LLM and s.tool_calls for s in steps):
-        return steps
-    out: list[Step] = []
-    pending: Step | None = None  # the latest LLM step that requested calls not yet seen run
-    for step in steps:
-        if step.kind is _LLM:
-            if pending is not None:
-                out.extend(_synthetic_tool_steps(pending, step))
-            pending = step if step.tool_calls else None
-        elif step.kind is _TOOL:
-            pending = None
-        out.append(step)
-    if pending is not None:
-        out.extend(_synthetic_tool_steps(pending, None))
+            if requester is not None:
+                if out is None:
+                    out = steps[:index]
+                out.extend(_synthetic_tool_steps(requester, step))
+            calls = step.tool_calls
+            if calls:
+                pending = calls  # (copied on its first match only)
+                owned = False
+                requester = step
+            else:
+                requester = None
+        elif kind is _TOOL:
+            requester = None
+            if step.tool_arguments is None and pending:
+                match = next((c for c in pending if c.name == step.name), None)
+                if match is not None:
+                    if not owned:
+                        pending = list(pending)
+                        owned = True
+                    pending.remove(match)  # type: ignore[attr-defined]
+                    step.tool_arguments = match.arguments
+                    if step.input is None:
+                        step.input = match.arguments
+                    if step.tool_result is None and not step.is_error and match.call_id:
+                        waiting.append((step, match.call_id))
+        if out is not None:
+            out.append(step)
+    if out is None:
+        out = steps
+    if requester is not None:
+        out.extend(_synthetic_tool_steps(requester, None))
     return out
 
 

@@ -1,14 +1,9 @@
 """What was said in a span: message content in every shape instrumentations record it.
 
 A step's input and output are read (by :mod:`otel_semloop.conventions`) from whichever
-attribute or event carries them; this module turns what it finds there into values and
+attribute or event carries them; this module turns what it finds there into messages and
 text, one definition for every convention:
 
-* JSON in attribute strings (:func:`decode_json`, :func:`decode_json_string`);
-* the envelopes around a call's arguments and a tool's result: OpenLLMetry's decorator
-  envelope (``{"args": [...], "kwargs": {...}}``, :func:`unwrap_envelope`), LangChain's
-  callback payload (:func:`unwrap_callback_input`), the framework objects around a tool's
-  result (LangChain messages, LlamaIndex's ``ToolOutput``: :func:`unwrap_tool_result`);
 * messages in span events (the GenAI details event, the per-message GenAI events,
   OpenLLMetry's ``gen_ai.content.*``: :func:`event_messages`), log records included once
   :func:`otel_semloop.conventions.attach_log_records` has put them on their span;
@@ -17,165 +12,28 @@ text, one definition for every convention:
 * the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
-* the tool calls an LLM requested in its output (:func:`requested_tool_calls`, kept
-  structured as :class:`ToolCall`) and the tool results it was given
-  back (:func:`tool_responses`).
+* an LLM output's text and the tool calls it requested, in one pass
+  (:func:`text_and_tool_calls`; the calls and the results given back are
+  :mod:`otel_semloop.tool_calls`'s).
+
+The values inside attribute strings (JSON, the envelopes around a call's arguments and a
+tool's result) are decoded by :mod:`otel_semloop.envelopes`.
 
 Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
 true``) as no text and no calls, never as an error: one odd span must not lose a trace's
 verdict.
-
-Size: one concern, "what was said", in each shape a convention records it (attributes,
-indexed attributes, span events, log records, envelopes); the shapes share the message and
-block readers, so splitting them would spread one definition of a message's text over files.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-
-@dataclass(frozen=True, slots=True, init=False)
-class ToolCall:
-    """A tool call an LLM asked for inside its output messages.
-
-    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
-    """
-
-    name: str
-    arguments: Any = None
-    call_id: str | None = None
-
-    def __init__(self, name: str, arguments: Any = None, call_id: str | None = None) -> None:
-        # The generated frozen __init__ sets each field through object.__setattr__, about
-        # three times the cost of writing the slots directly (one per LLM step).
-        _set_name(self, name)
-        _set_arguments(self, arguments)
-        _set_call_id(self, call_id)
-
-
-_set_name = ToolCall.__dict__["name"].__set__
-_set_arguments = ToolCall.__dict__["arguments"].__set__
-_set_call_id = ToolCall.__dict__["call_id"].__set__
-
-
-def decode_json(value: Any) -> Any:
-    """Parse a string that holds a JSON object or array; leave anything else as it is."""
-    if isinstance(value, str) and value[:1] in ("{", "["):
-        try:
-            return orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-    return value
-
-
-def decode_json_string(value: Any) -> Any:
-    """A JSON-encoded string (``"\\"no matches\\""``) decoded to its text."""
-    if isinstance(value, str) and len(value) >= 2 and value[0] == '"' and value[-1] == '"':
-        try:
-            decoded = orjson.loads(value)
-        except orjson.JSONDecodeError:
-            return value
-        return decode_json(decoded) if isinstance(decoded, str) else decoded
-    return value
-
-
-def decode_input(raw: Any, envelope: bool) -> Any:
-    """A call's input from its raw attribute: JSON decoded, and the arguments inside an
-    OpenLLMetry decorator envelope when ``envelope`` (the span has ``traceloop.entity.*``)."""
-    value = decode_json(raw)
-    return unwrap_envelope(value) if envelope else value
-
-
-def unwrap_envelope(value: Any) -> Any:
-    """The call's arguments inside an instrumentation envelope.
-
-    OpenLLMetry's ``@tool``/``@task`` decorators record ``{"args": [...], "kwargs":
-    {...}}``: keyword arguments alone become a plain object, a single positional argument
-    becomes itself (merged with the keywords when it is an object), several positional
-    arguments become ``{"args": [...], **kwargs}``. Anything else is returned unchanged.
-    """
-    if not isinstance(value, dict) or not value or not set(value) <= {"args", "kwargs"}:
-        return value
-    args = value.get("args") or []
-    kwargs = value.get("kwargs") or {}
-    if not isinstance(args, list) or not isinstance(kwargs, dict):
-        return value
-    if not args:
-        return kwargs
-    if len(args) == 1 and not kwargs:
-        return decode_json(args[0])
-    if len(args) == 1 and isinstance(args[0], dict):
-        return {**args[0], **kwargs}
-    return {"args": args, **kwargs}
-
-
-#: Keys of LangChain's tool-start callback payload as instrumentations record it
-#: (OpenLLMetry's LangChain instrumentation): the arguments are in ``inputs`` (an object)
-#: or ``input_str`` (its ``str()``, a Python literal); ``tags``, ``metadata`` (LangGraph
-#: checkpoint ids, new on every step) and ``kwargs`` (the tool call id) identify the run.
-_CALLBACK_INPUT_KEYS = frozenset(
-    {"input_str", "inputs", "tags", "metadata", "kwargs", "run_id", "parent_run_id"}
-)
-_LITERAL_MAX_CHARS = 65536
-
-
-def unwrap_callback_input(value: Any) -> Any:
-    """A tool's arguments inside a LangChain callback payload (see
-    :data:`_CALLBACK_INPUT_KEYS`); anything else unchanged. Without this every call looks
-    new: the payload carries a fresh checkpoint id and tool call id each time."""
-    if not isinstance(value, dict) or "input_str" not in value or not set(value) <= _CALLBACK_INPUT_KEYS:
-        return value
-    inputs = value.get("inputs")
-    if isinstance(inputs, dict) and inputs:
-        return inputs
-    text = value.get("input_str")
-    if not isinstance(text, str):
-        return text
-    decoded = decode_json(text)
-    if decoded is not text or len(text) > _LITERAL_MAX_CHARS or text[:1] not in ("{", "["):
-        return decoded
-    try:
-        return ast.literal_eval(text)  # the str() of a dict: a literal, never code
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return text
-
-
-def unwrap_tool_result(value: Any) -> Any:
-    """A tool's result inside the objects frameworks record around it; anything else
-    unchanged. Without this, a tool call id or run metadata inside the object makes every
-    result look new.
-
-    * LangChain's tool-end callback payload (``{"output": ..., "kwargs": {...}}``);
-    * a serialized LangChain message (``{"lc": 1, "type": "constructor", "kwargs":
-      {"content": ..., "tool_call_id": ...}}``) and its dict dump (``{"type": "tool",
-      "data": {"content": ..., "tool_call_id": ...}}``): the content;
-    * LlamaIndex's ``ToolOutput`` (``tool_name``, ``raw_output``, ``blocks``): the raw
-      output.
-    """
-    if not isinstance(value, dict):
-        return value
-    if "output" in value and set(value) <= {"output", "kwargs"}:
-        value = decode_json(value["output"])
-        if not isinstance(value, dict):
-            return value
-    if value.get("lc") == 1 and value.get("type") == "constructor":
-        kwargs = value.get("kwargs")
-        if isinstance(kwargs, dict):
-            return decode_json(kwargs["content"]) if "content" in kwargs else kwargs
-    data = value.get("data")
-    if set(value) == {"type", "data"} and isinstance(data, dict) and "content" in data:
-        return decode_json(data["content"])
-    if "tool_name" in value and "raw_output" in value:
-        return decode_json(value["raw_output"])
-    return value
-
+from otel_semloop.envelopes import decode_json
+from otel_semloop.tool_calls import ToolCall, requested_call, requested_tool_calls
 
 #: Span events (and log records attached to their span, see
 #: :func:`otel_semloop.conventions.attach_log_records`) that carry an LLM call's messages,
@@ -271,6 +129,10 @@ def _flat(items: list[Any]) -> Any:
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
 _INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
+#: Key tuples of attribute dicts with no indexed message key, cleared at _KEY_MEMO_ENTRIES
+#: (a bound on memory only: a forgotten tuple is scanned again).
+_KEYS_WITHOUT_INDEXED: set[tuple[str, ...]] = set()
+_KEY_MEMO_ENTRIES = 1024
 
 
 def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
@@ -283,7 +145,12 @@ def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -
 def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Collect indexed message attributes (``gen_ai.completion.0.content``,
     ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
-    dicts per prefix, in index order."""
+    dicts per prefix, in index order. Whether there are any depends on the keys alone, and
+    one instrumentation's spans share theirs: a key tuple without any is remembered
+    (:data:`_KEYS_WITHOUT_INDEXED`), so LLM spans without message lists are not scanned again."""
+    keys = tuple(attrs) if attrs.__class__ is dict else None
+    if keys is not None and keys in _KEYS_WITHOUT_INDEXED:
+        return {}
     found: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in attrs.items():
         if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
@@ -303,6 +170,12 @@ def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]
             calls.setdefault(int(call.group(1)), {})[field] = value
         else:
             message[rest] = value
+    if not found:  # (no key matched the pattern: ``found`` ignores the values)
+        if keys is not None:
+            if len(_KEYS_WITHOUT_INDEXED) >= _KEY_MEMO_ENTRIES:
+                _KEYS_WITHOUT_INDEXED.clear()
+            _KEYS_WITHOUT_INDEXED.add(keys)
+        return {}
     result: dict[str, list[dict[str, Any]]] = {}
     for prefix, by_index in found.items():
         messages = []
@@ -342,7 +215,7 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
                 if isinstance(content, str):
                     message_texts.append(content)
             elif kind == "tool_call":
-                calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
+                calls.append(requested_call(part.get("name"), part.get("arguments"), part.get("id")))
         else:
             text = "\n".join(message_texts)
             if text:
@@ -438,65 +311,3 @@ def block_text(blocks: list[Any]) -> str:
         elif isinstance(part.get("toolResult"), dict) and isinstance(part["toolResult"].get("content"), list):
             texts.append(block_text(part["toolResult"]["content"]))
     return "\n".join(texts)
-
-
-def requested_tool_calls(output: Any) -> list[ToolCall]:
-    """Tool calls requested inside LLM output messages (GenAI parts, chat ``tool_calls``)."""
-    messages = output if isinstance(output, list) else [output] if isinstance(output, dict) else []
-    calls: list[ToolCall] = []
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        parts = message.get("parts")
-        if isinstance(parts, _SEQUENCES):
-            for part in parts:
-                if isinstance(part, dict) and part.get("type") == "tool_call":
-                    calls.append(_tool_call(part.get("name"), part.get("arguments"), part.get("id")))
-        content = message.get("content")
-        if isinstance(content, list):
-            for part in content:
-                use = part.get("toolUse") if isinstance(part, dict) else None
-                if isinstance(use, dict):  # a Bedrock Converse block (Strands)
-                    calls.append(_tool_call(use.get("name"), use.get("input"), use.get("toolUseId")))
-        requested = message.get("tool_calls")
-        if not isinstance(requested, _SEQUENCES):
-            continue
-        for call in requested:
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
-            calls.append(_tool_call(function.get("name"), function.get("arguments"), call.get("id")))
-    return calls
-
-
-#: Message parts and tool calls are read from these only (iterating a string or a dict
-#: yielded no parts either; a bool or a number there raised TypeError).
-_SEQUENCES = (list, tuple)
-
-
-def _items(value: Any) -> Any:
-    """The entries of a list or tuple; nothing for anything else (see ``_SEQUENCES``)."""
-    return value if isinstance(value, _SEQUENCES) else ()
-
-
-def _tool_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
-    return ToolCall(str(name or ""), decode_json(arguments), str(call_id) if call_id else None)
-
-
-def tool_responses(messages: Any) -> dict[str, Any]:
-    """Tool results an LLM call was given back, by tool call id: chat ``tool`` messages
-    (``tool_call_id``, ``content``) and GenAI ``tool_call_response`` parts (``id``,
-    ``response``). Used when the tool calls themselves were not recorded as spans."""
-    found: dict[str, Any] = {}
-    if not isinstance(messages, list):
-        return found
-    for message in messages:
-        if not isinstance(message, dict):
-            continue
-        call_id = message.get("tool_call_id")
-        if call_id and message.get("role") == "tool":
-            found[str(call_id)] = decode_json(message.get("content"))
-        for part in _items(message.get("parts")):
-            if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
-                found[str(part["id"])] = decode_json(part.get("response"))
-    return found

@@ -79,10 +79,10 @@ def parse_unit(kind: str, raw: bytes, where: str) -> tuple[Parsed, list[ScannedS
     objects = [s.span for s in scanned]
     groups = _groups(scanned)
     if kind == "json":
-        whole = _whole(doc)
-        bounds = _compact_bounds(doc, objects, raw) if whole == raw else None
+        bounds = _compact_bounds(doc, objects, raw)
         if bounds is not None:
             return (None, None, ids, None, None, groups, bounds), scanned
+        whole = _whole(doc)
         spans = [dump_json(o) for o in objects]
         gaps = _gaps(doc, spans, whole) if whole is not None else None
         # copied to their size: orjson's bytes keep its whole (much larger) buffer
@@ -102,31 +102,39 @@ def _whole(doc: Any) -> bytes | None:
 
 
 def _compact_bounds(doc: Any, spans: list[Any], raw: bytes) -> array[int] | None:
-    """Start and end of each span in ``raw``, which is ``orjson.dumps(doc)`` (a compact
-    line), or None when they cannot be placed.
+    """Start and end of each span in ``raw`` when ``raw`` is exactly ``orjson.dumps(doc)``
+    (a compact line), else None.
 
-    Why from lengths: orjson writes a container as its members' own serialisations joined
-    by fixed punctuation, so in ``orjson.dumps(doc)`` each span is ``orjson.dumps(span)``
-    and the bytes between spans are those :func:`_gaps` composes. Only the lengths are
-    needed, and taking ``len`` of each span's dump frees it at once: keeping 15,000 span
-    dumps of a chunk cost about four times as much as measuring them. The gaps are checked
-    where they land in ``raw``, and the spans must fill the rest exactly."""
+    Why part by part: orjson writes a container as its members' own serialisations joined
+    by fixed punctuation, so ``orjson.dumps(doc)`` is the skeleton's gaps (see
+    :func:`_skeleton_gaps`) with each span's own dump between them. Each part is compared
+    where it lands in ``raw`` (no copy), and the parts must fill ``raw`` exactly: that is
+    the check that ``raw`` is compact, without dumping the whole line a second time. Each
+    span's dump is freed once measured: keeping 15,000 span dumps of a chunk cost about
+    four times as much as measuring them."""
     gaps = _skeleton_gaps(doc)
     if gaps is None or len(gaps) != len(spans) + 1:
         return None
     dumps = orjson.dumps
+    starts = raw.startswith
     bounds = array("q")
     add = bounds.append
     at = 0
-    for gap, span in zip(gaps, spans, strict=False):  # one gap more
-        if raw[at : at + len(gap)] != gap:
-            return None
-        at += len(gap)
-        add(at)
-        at += len(dumps(span))
-        add(at)
+    try:
+        for gap, span in zip(gaps, spans, strict=False):  # one gap more
+            if not starts(gap, at):
+                return None
+            at += len(gap)
+            add(at)
+            part = dumps(span)
+            if not starts(part, at):
+                return None
+            at += len(part)
+            add(at)
+    except TypeError:  # past orjson's nesting limit: not what orjson wrote
+        return None
     last = gaps[-1]
-    if raw[at:] != last:
+    if len(raw) - at != len(last) or not starts(last, at):
         return None
     return bounds
 
@@ -209,7 +217,8 @@ class _Local:
 
     def __init__(self) -> None:
         self.spans: list[Any] = []
-        self.places: list[tuple[int, int, str, bool]] = []  # (unit, span index, span id, gaps?)
+        #: per unit: (unit, its span indexes, the unit's span ids, gaps?), in unit order
+        self.places: list[tuple[int, list[int], str, bool]] = []
         self.roots: list[str] = []
         self.last = 0
         self.kinds: set[str] = set()
@@ -253,13 +262,17 @@ def _parse_chunk(
         _, patches, row = score_job(job, current, t.spans)
         patched = []
         if patches:
-            for span, (unit, index, sid, gaps) in zip(t.spans, t.places, strict=True):
-                patch = patches.get(sid)
-                if patch is not None:
-                    if gaps:  # written here, where the span is already decoded
-                        apply_json(span, patch)
-                        patch = bytes(memoryview(dump_json(span)))
-                    patched.append((unit, index, patch))
+            spans = iter(t.spans)
+            for unit, indexes, sids, gaps in t.places:
+                # t.spans are the places' spans in order; zip takes an index first, so it
+                # stops at the unit's last index without taking a span of the next unit
+                for index, span in zip(indexes, spans, strict=False):
+                    patch = patches.get(sids[16 * index : 16 * index + 16])
+                    if patch is not None:
+                        if gaps:  # written here, where the span is already decoded
+                            apply_json(span, patch)
+                            patch = bytes(memoryview(dump_json(span)))
+                        patched.append((unit, index, patch))
         scored[tid] = (len(t.spans), roots, patched, row)
 
     for n, unit in enumerate(units, 1):
@@ -274,8 +287,10 @@ def _parse_chunk(
                 # its traces are scored by the engine from the span bytes, as before
                 gaps = p[4] is not None or p[6] is not None
                 exact = kind != "json" or gaps
-                for i, s in enumerate(scanned):
-                    tid = s.trace_id
+                sids = p[2][0]
+                # trace by trace, each placed after its last span in the unit: the order
+                # in which span-by-span grouping would leave the open traces
+                for tid, indexes, roots in p[5]:
                     if tid in closed:
                         continue  # late: the engine writes it untouched
                     t = open_.get(tid)
@@ -284,14 +299,13 @@ def _parse_chunk(
                         open_[tid] = t
                     else:
                         open_.move_to_end(tid)
-                    sid = s.span_id
-                    t.spans.append(s.span)
-                    t.places.append((n - 1, i, sid, gaps))
+                    t.spans += [scanned[i].span for i in indexes]
+                    t.places.append((n - 1, indexes, sids, gaps))
                     t.kinds.add(kind)
                     t.exact = t.exact and exact
                     t.last = n
-                    if s.root:
-                        t.roots.append(sid)
+                    if roots:
+                        t.roots += roots
         limit = n - window
         while open_:
             tid, t = next(iter(open_.items()))

@@ -41,7 +41,6 @@ them (rendering a unit, the spill files, parsing, scoring) have their own module
 from __future__ import annotations
 
 import concurrent.futures
-import multiprocessing
 import os
 import re
 from collections import OrderedDict, deque
@@ -54,7 +53,7 @@ from otel_semloop.batch.held import Held, render
 from otel_semloop.batch.spans import trace_job
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, init_worker, score_jobs
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs, start_pool
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -352,15 +351,7 @@ class Engine:
     def _start_pool(self) -> None:
         """Processes cost a second or so to start: only for inputs larger than a chunk."""
         if self._pool is None and self._workers > 1:
-            ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-            if os.name == "posix":
-                # the fork server imports the scoring stack once and each worker starts
-                # from its copy, instead of every worker importing (and, without
-                # bytecode caches, compiling) it again: about a second of CPU a worker
-                ctx.set_forkserver_preload(["__main__", "otel_semloop.batch.chunks"])
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                self._workers, mp_context=ctx, initializer=init_worker, initargs=(self.options.spec,)
-            )
+            self._pool = start_pool(self._workers, self.options.spec)
             self.stats.workers = self._workers
 
     def _submit(self) -> None:

@@ -145,3 +145,30 @@ def test_a_chunk_verdict_waits_for_the_window_however_small_the_chunks(tmp_path)
     assert small_stats.traces == whole_stats.traces == 10
     assert small_stats.scored_in_chunk == whole_stats.scored_in_chunk == 10
     assert small == whole
+
+
+def test_workers_forked_or_started_by_a_fork_server_write_the_same_bytes(tmp_path, monkeypatch):
+    # workers are forked from the reading process when it runs no other thread (they
+    # start at once with the scoring stack imported), else started by a fork server,
+    # since forking a process that runs threads can deadlock; the output must not change
+    import threading
+
+    from otel_semloop.batch import worker
+
+    source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=8, per_line=2))
+    command = ["rescore", str(source), "-q", "--workers", "2", "--chunk-mb", str(20_000 / (1 << 20))]
+    forked, served = tmp_path / "forked.jsonl", tmp_path / "served.jsonl"
+
+    def method() -> str:
+        pool = worker.start_pool(2, worker.ScorerSpec())
+        pool.shutdown()
+        return pool._mp_context.get_start_method()
+
+    if threading.active_count() == 1:  # as in the command line's process
+        assert method() == "fork"
+    assert main([*command, "-o", str(forked)]) == 0
+    monkeypatch.setattr(worker.threading, "active_count", lambda: 2)
+    assert method() == "forkserver"
+    assert main([*command, "-o", str(served)]) == 0
+    assert served.read_bytes() == forked.read_bytes()
+    assert sorted(labels(forked).values()) == ["loop"] * 4 + ["no_loop"] * 4

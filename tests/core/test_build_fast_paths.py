@@ -1,21 +1,33 @@
 """The fast paths of span -> step reading give what the plain algorithms give.
 
-Each fast path (in :mod:`otel_semloop.builder` and :mod:`otel_semloop.messages`) is held
-to the algorithm it replaced, kept here as the reference, on generated input: the step
-order of a trace (start time, then tree pre-order; siblings by start time, then arrival)
-and an LLM output's text and requested tool calls read in one pass."""
+Each fast path (in :mod:`otel_semloop.builder`, :mod:`otel_semloop.messages` and
+:mod:`otel_semloop.tool_calls`) is held to the algorithm it replaced, kept here as the
+reference, on generated input: the step order of a trace (start time, then tree pre-order;
+siblings by start time, then arrival) with each step's depth and enclosing agent, an LLM
+output's text and requested tool calls read in one pass, a requested call's arguments
+decoded on first read, indexed messages of remembered key sets, and requested calls linked
+to tool steps in one pass."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
+import pickle
+from types import MappingProxyType
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_semloop.builder import build_trace
-from otel_semloop.conventions import step_kind
-from otel_semloop.messages import flatten_text, requested_tool_calls, text_and_tool_calls
-from otel_semloop.model import SpanRecord, StepKind
+from otel_semloop import messages as messages_module
+from otel_semloop.builder import _link_tool_calls, _synthetic_tool_steps, build_trace
+from otel_semloop.conventions import read_step, step_kind
+from otel_semloop.envelopes import decode_json
+from otel_semloop.messages import flatten_text, indexed_messages, text_and_tool_calls
+from otel_semloop.model import SpanRecord, Step, StepKind
+from otel_semloop.tool_calls import ToolCall, requested_call, requested_tool_calls, tool_responses
 from tests.core.test_builder_fuzz import json_values, span_records
 
 # -- the step order ------------------------------------------------------------------------
@@ -51,6 +63,8 @@ def _reference_order(records: list[SpanRecord]) -> dict[str, Any]:
     kids: dict[str, list[str]] = {}
     other: list[str] = []
     preorder: dict[str, int] = {}
+    placed: dict[str, tuple[int, str | None]] = {}  # step span id: (depth, enclosing agent)
+    named: dict[str, tuple[StepKind, str]] = {}  # step span id: (kind, step name)
     stack: list[tuple[SpanRecord, str | None]] = [(r, None) for r in reversed(tops)]
     while stack:
         record, parent_step = stack.pop()
@@ -58,11 +72,19 @@ def _reference_order(records: list[SpanRecord]) -> dict[str, Any]:
             continue
         preorder[record.span_id] = len(preorder)
         attach_to = parent_step
-        if step_kind(record.attributes, top_level=parent_step is None) is StepKind.OTHER:
+        kind = step_kind(record.attributes, top_level=parent_step is None)
+        if kind is StepKind.OTHER:
             other.append(record.span_id)
         else:
             (roots if parent_step is None else kids.setdefault(parent_step, [])).append(record.span_id)
             steps.append(record)
+            named[record.span_id] = (kind, read_step(record, kind).name)
+            if parent_step is None:
+                placed[record.span_id] = (0, None)
+            else:
+                depth, agent = placed[parent_step]
+                parent_kind, parent_name = named[parent_step]
+                placed[record.span_id] = (depth + 1, parent_name if parent_kind is StepKind.AGENT else agent)
             attach_to = record.span_id
         for child in reversed(children.get(record.span_id, ())):
             stack.append((child, attach_to))
@@ -78,6 +100,7 @@ def _reference_order(records: list[SpanRecord]) -> dict[str, Any]:
         "children": kids,
         "other": other,
         "root": root.span_id,
+        "placed": placed,
     }
 
 
@@ -89,6 +112,7 @@ def _order(records: list[SpanRecord]) -> dict[str, Any]:
         "children": {s.span_id: [c.span_id for c in s.children] for s in trace.steps if s.children},
         "other": [r.span_id for r in trace.other_spans],
         "root": trace.root_span_id,
+        "placed": {s.span_id: (s.depth, s.agent) for s in trace.steps if not s.synthetic},
     }
 
 
@@ -189,8 +213,6 @@ def test_an_output_s_text_and_calls_in_one_pass_are_the_two_readers(output: Any)
 
 
 def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_output() -> None:
-    from otel_semloop.conventions import read_step
-
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "search",
@@ -203,3 +225,215 @@ def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_ou
     plain.pop("traceloop.entity.input")
     step = read_step(SpanRecord("t", "s", "", "search", 1, 2, plain), StepKind.TOOL)
     assert step.tool_result == step.output == {"hits": 2}
+
+
+# -- a requested call's arguments, decoded on first read --------------------------------------
+
+
+def _decoded(call: ToolCall) -> bool:
+    """Whether ``call.arguments`` holds its value (its slot is set) without reading it."""
+    try:
+        ToolCall.__dict__["arguments"].__get__(call)
+    except AttributeError:
+        return False
+    return True
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=3) | st.none() | st.integers(),
+    json_values.map(json.dumps)
+    | st.sampled_from(['{"a": ', "[1, 2", "{}", "[]", "{not json}", "plain", ""])
+    | json_values,
+    st.text(max_size=3) | st.none(),
+)
+def test_a_requested_call_reads_its_arguments_as_an_eager_decode_does(
+    name: Any, arguments: Any, call_id: Any
+) -> None:
+    def eager() -> ToolCall:
+        return ToolCall(str(name or ""), decode_json(arguments), str(call_id) if call_id else None)
+
+    call = requested_call(name, arguments, call_id)
+    undecoded = isinstance(arguments, str) and arguments[:1] in ("{", "[")
+    assert _decoded(call) is not undecoded
+    assert call.name == eager().name and call.call_id == eager().call_id
+    assert _decoded(call) is not undecoded  # (reading the others decodes nothing)
+    for read in (
+        lambda c: c.arguments,
+        repr,
+        lambda c: (c == eager(), eager() == c, c != eager()),
+        lambda c: pickle.loads(pickle.dumps(c)),
+        copy.copy,
+        copy.deepcopy,
+        lambda c: dataclasses.replace(c, name="x"),
+        dataclasses.asdict,
+    ):
+        got, want = read(requested_call(name, arguments, call_id)), read(eager())
+        assert got == want and repr(got) == repr(want)
+    assert call.arguments == eager().arguments and _decoded(call)
+
+
+def test_a_call_built_by_hand_keeps_its_arguments_and_unknown_attributes_raise() -> None:
+    text = '{"q": 1}'
+    assert ToolCall("search", text).arguments is text  # only calls read from an output decode
+    call = requested_call("search", text, None)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        call.nothing  # noqa: B018
+    with pytest.raises(AttributeError, match="no attribute 'arguments'"):
+        ToolCall.__new__(ToolCall).arguments  # noqa: B018
+
+
+# -- indexed messages of remembered key sets ------------------------------------------------
+
+INDEXED_KEYS = st.sampled_from(
+    [
+        "gen_ai.operation.name",
+        "gen_ai.output.messages",
+        "gen_ai.prompt.0.content",
+        "gen_ai.prompt.0.role",
+        "gen_ai.completion.1.tool_calls.0.name",
+        "gen_ai.completion.x.content",  # the prefix, but no index: not a message
+        "llm.output_messages.0.message.content",
+        "llm.input_messages.2.message.tool_calls.0.tool_call.function.arguments",
+        "gen_ai.prompt",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.dictionaries(INDEXED_KEYS, st.text(max_size=2) | st.integers(), max_size=5), max_size=6))
+def test_indexed_messages_of_a_remembered_key_set_are_what_a_scan_finds(spans: list[dict[str, Any]]) -> None:
+    def scanned(attrs: dict[str, Any]) -> Any:
+        messages_module._KEYS_WITHOUT_INDEXED.clear()
+        return indexed_messages(attrs)
+
+    for attrs in spans + spans:  # every key set seen twice: the second read may be remembered
+        assert indexed_messages(attrs) == scanned(dict(attrs))
+        indexed_messages(attrs)
+    # A mapping that is not a dict is scanned every time; the memory is bounded.
+    assert indexed_messages(MappingProxyType({"gen_ai.prompt.0.content": "x"})) == {
+        "gen_ai.prompt": [{"content": "x"}]
+    }
+    for i in range(messages_module._KEY_MEMO_ENTRIES + 5):
+        indexed_messages({f"k{i}": 1})
+    assert len(messages_module._KEYS_WITHOUT_INDEXED) <= messages_module._KEY_MEMO_ENTRIES
+
+
+# -- requested calls linked to tool steps -----------------------------------------------------
+
+
+def _reference_link(steps: list[Step]) -> list[Step]:
+    """The two passes the builder made before one did both (as at 64b123c)."""
+    pending: list = []
+    waiting: list[tuple[Step, str]] = []
+    for step in steps:
+        if step.kind is StepKind.LLM:
+            if waiting:
+                responses = tool_responses(step.input)
+                for tool, call_id in waiting:
+                    result = responses.get(call_id)
+                    if result is not None:
+                        tool.tool_result = tool.output = result
+                        tool.output_text = flatten_text(result)
+                waiting = []
+            if step.tool_calls:
+                pending = list(step.tool_calls)
+        elif step.kind is StepKind.TOOL and step.tool_arguments is None and pending:
+            match = next((c for c in pending if c.name == step.name), None)
+            if match is not None:
+                pending.remove(match)
+                step.tool_arguments = match.arguments
+                if step.input is None:
+                    step.input = match.arguments
+                if step.tool_result is None and not step.is_error and match.call_id:
+                    waiting.append((step, match.call_id))
+    if not any(s.kind is StepKind.LLM and s.tool_calls for s in steps):
+        return steps
+    out: list[Step] = []
+    requester: Step | None = None
+    for step in steps:
+        if step.kind is StepKind.LLM:
+            if requester is not None:
+                out.extend(_synthetic_tool_steps(requester, step))
+            requester = step if step.tool_calls else None
+        elif step.kind is StepKind.TOOL:
+            requester = None
+        out.append(step)
+    if requester is not None:
+        out.extend(_synthetic_tool_steps(requester, None))
+    return out
+
+
+TOOL_NAMES = st.sampled_from(["search", "read"])
+CALL_IDS = st.sampled_from(["c1", "c2", "c3"]) | st.none()
+CALLS = st.lists(
+    st.builds(
+        lambda n, a, i: (n, a, i), TOOL_NAMES, st.none() | st.just({"q": 1}) | st.just('{"q": 2}'), CALL_IDS
+    ),
+    max_size=3,
+)
+GIVEN_BACK = st.lists(
+    st.builds(
+        lambda i, r: {"role": "tool", "tool_call_id": i, "content": r},
+        CALL_IDS,
+        st.just("r") | st.just('{"n": 1}'),
+    )
+    | st.builds(
+        lambda i, r: {"parts": [{"type": "tool_call_response", "id": i, "response": r}]},
+        CALL_IDS,
+        st.just("p"),
+    ),
+    max_size=3,
+)
+STEP_SPECS = st.lists(
+    st.one_of(
+        st.tuples(st.just("llm"), CALLS, st.none() | GIVEN_BACK),
+        st.tuples(
+            st.just("tool"),
+            TOOL_NAMES,
+            st.none() | st.just({"q": 9}),
+            st.none() | st.just("done"),
+            st.booleans(),
+            st.none() | st.just("in"),
+        ),
+        st.tuples(st.just("agent")),
+    ),
+    max_size=10,
+)
+
+
+def _steps(specs: list[tuple[Any, ...]]) -> list[Step]:
+    steps = []
+    for i, spec in enumerate(specs):
+        times = {"span_id": f"s{i}", "start_ns": 10 * i, "end_ns": 10 * i + 5, "agent": "a", "depth": 1}
+        if spec[0] == "llm":
+            calls = tuple(requested_call(*call) for call in spec[1])
+            steps.append(Step(StepKind.LLM, "chat", input=spec[2], tool_calls=calls, **times))
+        elif spec[0] == "tool":
+            _, name, arguments, result, failed, given_input = spec
+            steps.append(
+                Step(
+                    StepKind.TOOL,
+                    name,
+                    tool_arguments=arguments,
+                    tool_result=result,
+                    output=result,
+                    is_error=failed,
+                    input=given_input,
+                    **times,
+                )
+            )
+        else:
+            steps.append(Step(StepKind.AGENT, "a", **times))
+    return steps
+
+
+@settings(max_examples=400, deadline=None)
+@given(STEP_SPECS)
+def test_requested_calls_are_linked_to_tool_steps_as_the_two_reference_passes_link_them(
+    specs: list[Any],
+) -> None:
+    got, want = _link_tool_calls(_steps(specs)), _reference_link(_steps(specs))
+    assert [repr(s) for s in got] == [repr(s) for s in want]
+    # The tool calls a step was given are not changed by matching them.
+    assert [s.tool_calls for s in got] == [s.tool_calls for s in want]

@@ -21,7 +21,7 @@ import json
 import pytest
 
 from otel_semloop.builder import build_trace
-from otel_semloop.messages import unwrap_callback_input, unwrap_tool_result
+from otel_semloop.envelopes import unwrap_callback_input, unwrap_tool_result
 from otel_semloop.model import EventRecord, SpanRecord, StepKind
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label

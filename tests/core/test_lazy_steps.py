@@ -15,12 +15,15 @@ import pickle
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench.detector_speed import genai_records
 from otel_semloop import conventions as cv
+from otel_semloop import envelopes as env
 from otel_semloop import messages as msg
+from otel_semloop import tool_calls as tc
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
@@ -93,6 +96,16 @@ def test_assigning_input_or_input_text_works_before_and_after_a_read():
     other.input_text = "after a read"
     other.output = None
     assert (other.input_text, other.output) == ("after a read", None)
+
+
+def test_no_step_attribute_read_goes_through_getattr():
+    # A class with __getattr__ has every attribute read of its instances take CPython's
+    # generic path (not the specialised slot read): the deferred fields have descriptors.
+    assert not any("__getattr__" in vars(cls) for cls in Step.__mro__[:-1])
+    step = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    with pytest.raises(AttributeError, match="no attribute 'input'"):
+        del step._deferred
+        _ = step.input
 
 
 def test_a_step_built_by_hand_is_plain_and_unknown_attributes_still_raise():
@@ -187,29 +200,29 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
             events_in, events_out = msg.message_content(events_in), msg.message_content(events_out)
         step_in = events_in if step_in is None else step_in
         step_out = events_out if step_out is None else step_out
-    step_in, step_out = msg.decode_json(step_in), msg.decode_json(step_out)
+    step_in, step_out = env.decode_json(step_in), env.decode_json(step_out)
     if "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs:
-        step_in, step_out = msg.unwrap_envelope(step_in), msg.decode_json_string(step_out)
+        step_in, step_out = env.unwrap_envelope(step_in), env.decode_json_string(step_out)
     out: dict[str, Any] = {
         "name": name,
         "input": step_in,
         "output": step_out,
         "input_text": msg.flatten_text(step_in),
         "output_text": msg.flatten_text(step_out),
-        "tool_calls": tuple(msg.requested_tool_calls(step_out)) if kind is StepKind.LLM else (),
+        "tool_calls": tuple(tc.requested_tool_calls(step_out)) if kind is StepKind.LLM else (),
         "tool_arguments": None,
         "tool_result": None,
         "handoff_to": None,
     }
     if kind is StepKind.TOOL:
         arguments = attrs.get("gen_ai.tool.call.arguments")
-        tool_arguments = msg.decode_json(arguments) if arguments is not None else step_in
+        tool_arguments = env.decode_json(arguments) if arguments is not None else step_in
         result = attrs.get("gen_ai.tool.call.result")
-        tool_result = msg.decode_json(result) if result is not None else step_out
+        tool_result = env.decode_json(result) if result is not None else step_out
         if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
-            tool_arguments = msg.unwrap_callback_input(tool_arguments)
+            tool_arguments = env.unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
-            tool_result = msg.unwrap_tool_result(tool_result)
+            tool_result = env.unwrap_tool_result(tool_result)
         out["tool_arguments"], out["tool_result"] = tool_arguments, tool_result
         out["handoff_to"] = handoff_target(attrs, name, tool_arguments)
     error_type = attrs.get("error.type")
@@ -343,6 +356,10 @@ def test_lazy_and_eager_reads_give_the_same_step(
         kind = step_kind(record.attributes)
     expected = _eager(record, kind)
     step = read_step(record, kind)
+    for field in dataclasses.fields(Step):  # every other field is stored by read_step itself
+        if field.name not in ("input", "input_text", "output"):
+            getattr(step, field.name)  # (an unset slot raises AttributeError)
+    assert not step.children and step.depth == 0 and step.agent is None and not step.synthetic
     for field in order:  # whatever is read first, each field is what the eager read gave
         if field != "x":
             assert _same(getattr(step, field), expected[field]), field

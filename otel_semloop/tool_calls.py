@@ -1,0 +1,149 @@
+"""The tool calls an LLM requested in its output, and the results it was given back.
+
+An LLM asks for tools inside its output messages: GenAI ``tool_call`` parts, chat
+``tool_calls`` (``function.name``/``function.arguments``), Bedrock Converse ``toolUse``
+blocks (:func:`requested_tool_calls`, each a :class:`ToolCall`); the results come back in
+the next call's input as ``tool`` messages or ``tool_call_response`` parts
+(:func:`tool_responses`). The builder reads them to fill tool steps whose spans lack their
+arguments or results, and to make steps for calls no tool span recorded
+(:mod:`otel_semloop.builder`); the detectors read only whether an LLM step asked for any.
+
+Malformed content (``"tool_calls": true``, a part that is not an object) gives no calls,
+never an error. Imports only :mod:`otel_semloop.envelopes`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from otel_semloop.envelopes import decode_json
+
+__all__ = ["ToolCall", "requested_call", "requested_tool_calls", "tool_responses"]
+
+
+class _ArgumentsText:
+    """ToolCall's base: the slot ``_arguments_text`` holds the JSON text a call read from an
+    LLM output (:func:`_tool_call`) leaves ``arguments`` to be decoded from on first read.
+    Only a tool step without arguments of its own, or a call no tool span recorded, needs
+    them (:mod:`otel_semloop.builder`); the detectors read whether there are calls at all."""
+
+    __slots__ = ("_arguments_text",)
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only when a slot is unset: ``arguments`` on its first read.
+        if name == "arguments":
+            try:
+                text = _ARGUMENTS_TEXT.__get__(self)
+            except AttributeError:
+                pass
+            else:
+                value = decode_json(text)
+                _set_arguments(self, value)
+                return value
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+_ARGUMENTS_TEXT = _ArgumentsText.__dict__["_arguments_text"]
+
+
+@dataclass(frozen=True, slots=True, init=False)
+class ToolCall(_ArgumentsText):
+    """A tool call an LLM asked for inside its output messages.
+
+    ``arguments`` is the structured value when the arguments were JSON, else the raw text.
+    (Read from an output, JSON arguments are decoded on first read: values, equality,
+    ``repr``, copies and pickles are as if they had been decoded at once.)
+    """
+
+    name: str
+    arguments: Any = None
+    call_id: str | None = None
+
+    def __init__(self, name: str, arguments: Any = None, call_id: str | None = None) -> None:
+        # The generated frozen __init__ sets each field through object.__setattr__, about
+        # three times the cost of writing the slots directly (one per LLM step).
+        _set_name(self, name)
+        _set_arguments(self, arguments)
+        _set_call_id(self, call_id)
+
+
+_set_name = ToolCall.__dict__["name"].__set__
+_set_arguments = ToolCall.__dict__["arguments"].__set__
+_set_call_id = ToolCall.__dict__["call_id"].__set__
+_set_arguments_text = _ARGUMENTS_TEXT.__set__
+_new_tool_call = ToolCall.__new__
+
+
+def requested_tool_calls(output: Any) -> list[ToolCall]:
+    """Tool calls requested inside LLM output messages (GenAI parts, chat ``tool_calls``)."""
+    messages = output if isinstance(output, list) else [output] if isinstance(output, dict) else []
+    calls: list[ToolCall] = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        parts = message.get("parts")
+        if isinstance(parts, _SEQUENCES):
+            for part in parts:
+                if isinstance(part, dict) and part.get("type") == "tool_call":
+                    calls.append(requested_call(part.get("name"), part.get("arguments"), part.get("id")))
+        content = message.get("content")
+        if isinstance(content, list):
+            for part in content:
+                use = part.get("toolUse") if isinstance(part, dict) else None
+                if isinstance(use, dict):  # a Bedrock Converse block (Strands)
+                    calls.append(requested_call(use.get("name"), use.get("input"), use.get("toolUseId")))
+        requested = message.get("tool_calls")
+        if not isinstance(requested, _SEQUENCES):
+            continue
+        for call in requested:
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            calls.append(requested_call(function.get("name"), function.get("arguments"), call.get("id")))
+    return calls
+
+
+#: Message parts and tool calls are read from these only (iterating a string or a dict
+#: yielded no parts either; a bool or a number there raised TypeError).
+_SEQUENCES = (list, tuple)
+
+
+def _items(value: Any) -> Any:
+    """The entries of a list or tuple; nothing for anything else (see ``_SEQUENCES``)."""
+    return value if isinstance(value, _SEQUENCES) else ()
+
+
+def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
+    """A call as an LLM output names it (name and call id as text); JSON arguments (what
+    :func:`~otel_semloop.envelopes.decode_json` decodes) are decoded on first read (see
+    :class:`_ArgumentsText`)."""
+    if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
+        call = _new_tool_call(ToolCall)
+        _set_name(call, str(name or ""))
+        _set_arguments_text(call, arguments)
+        _set_call_id(call, str(call_id) if call_id else None)
+        return call
+    return ToolCall(str(name or ""), arguments, str(call_id) if call_id else None)
+
+
+_JSON_OPENERS = ("{", "[")  # as decode_json reads them
+
+
+def tool_responses(messages: Any) -> dict[str, Any]:
+    """Tool results an LLM call was given back, by tool call id: chat ``tool`` messages
+    (``tool_call_id``, ``content``) and GenAI ``tool_call_response`` parts (``id``,
+    ``response``). Used when the tool calls themselves were not recorded as spans."""
+    found: dict[str, Any] = {}
+    if not isinstance(messages, list):
+        return found
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        call_id = message.get("tool_call_id")
+        if call_id and message.get("role") == "tool":
+            found[str(call_id)] = decode_json(message.get("content"))
+        for part in _items(message.get("parts")):
+            if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
+                found[str(part["id"])] = decode_json(part.get("response"))
+    return found
