@@ -49,7 +49,17 @@ from otel_semloop.messages import (
     message_content,
     text_and_tool_calls,
 )
-from otel_semloop.model import STATUS_ERROR, EventRecord, SpanRecord, Step, StepKind, ToolCall
+from otel_semloop.model import (
+    STATUS_ERROR,
+    EventRecord,
+    SpanRecord,
+    Step,
+    StepKind,
+    ToolCall,
+    set_input_slot,
+    set_input_text_slot,
+    set_output_slot,
+)
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
@@ -236,40 +246,41 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         if output_tokens.__class__ is not int:
             output_tokens = _as_int(output_tokens)
         cost = _first_present(attrs, *_COST_KEYS)
-    # Positional: a keyword call matches each name against the parameters (several times
-    # the cost of the call itself for this many); the order is checked at import below.
-    step = Step(
-        kind,
-        name,
-        record.span_id,
-        record.trace_id,
-        record.parent_span_id,
-        step_input,
-        output,
-        input_text,
-        output_text,
-        tool_arguments,
-        tool_result,
-        tool_calls,
-        is_error,
-        str(error_type or "") if is_error else "",
-        (message or "") if is_error else "",
-        record.start_ns or None,
-        record.end_ns or None,
-        None,  # agent: set by the builder
-        input_tokens,
-        output_tokens,
-        float(cost) if isinstance(cost, (int, float)) else None,
-        0,  # depth
-        False,  # synthetic
-        handoff_to,
-    )
+    # The fields are stored here, not through Step's __init__: its generated code would
+    # write input, input_text and output through their deferring descriptors (a Python
+    # call each) only for them to be deleted again when deferred. The fields set are
+    # checked against Step's at import, below.
+    step = _new_step(Step)
+    step.kind = kind
+    step.name = name
+    step.span_id = record.span_id
+    step.trace_id = record.trace_id
+    step.parent_span_id = record.parent_span_id
+    # (A deferred field's slot is left unset: its first read decodes it from _deferred.)
     if defer_input or defer_output:
         step._deferred = (raw_in, envelope, raw_out)
-        if defer_input:
-            del step.input, step.input_text
-        if defer_output:
-            del step.output
+    if not defer_input:
+        set_input_slot(step, step_input)
+        set_input_text_slot(step, input_text)
+    if not defer_output:
+        set_output_slot(step, output)
+    step.output_text = output_text
+    step.tool_arguments = tool_arguments
+    step.tool_result = tool_result
+    step.tool_calls = tool_calls
+    step.is_error = is_error
+    step.error_type = str(error_type or "") if is_error else ""
+    step.error_message = (message or "") if is_error else ""
+    step.start_ns = record.start_ns or None
+    step.end_ns = record.end_ns or None
+    step.agent = None  # set by the builder
+    step.input_tokens = input_tokens
+    step.output_tokens = output_tokens
+    step.cost = float(cost) if isinstance(cost, (int, float)) else None
+    step.depth = 0  # set by the builder
+    step.synthetic = False
+    step.handoff_to = handoff_to
+    step.children = []
     return step
 
 
@@ -277,10 +288,11 @@ _STEP_FIELDS = (
     "kind", "name", "span_id", "trace_id", "parent_span_id", "input", "output", "input_text",
     "output_text", "tool_arguments", "tool_result", "tool_calls", "is_error", "error_type",
     "error_message", "start_ns", "end_ns", "agent", "input_tokens", "output_tokens", "cost",
-    "depth", "synthetic", "handoff_to",
+    "depth", "synthetic", "handoff_to", "children",
 )  # fmt: skip
-if tuple(f.name for f in dataclasses.fields(Step))[: len(_STEP_FIELDS)] != _STEP_FIELDS:
-    raise ImportError("read_step builds a Step positionally: update it to Step's field order")
+if tuple(f.name for f in dataclasses.fields(Step)) != _STEP_FIELDS:
+    raise ImportError("read_step stores each field of a Step by name: update it to Step's fields")
+_new_step = Step.__new__
 _JSON_OPENERS = ("{", "[")
 _UNREAD: Any = object()
 _NAME_KEYS = {

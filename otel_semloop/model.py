@@ -87,21 +87,14 @@ _TOOL = StepKind.TOOL
 class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
-    ``output``) are decoded from on first read (see
-    :func:`_resolve_deferred`); unset when nothing is left."""
+    ``output``) are decoded from on first read (see :class:`_DeferredField`); unset when
+    nothing is left.
+
+    (No ``__getattr__`` for that: on CPython 3.11 a class with one has every attribute read
+    of its instances take the generic path, about three times the cost of a slot read,
+    and the detectors read a step's fields many times over.)"""
 
     __slots__ = ("_deferred",)
-
-    def __getattr__(self, name: str) -> Any:
-        # Called only when a slot is unset: a deferred field on its first read.
-        if name in _DEFERRED_FIELDS:
-            try:
-                deferred = _DEFERRED_SLOT.__get__(self)
-            except AttributeError:
-                deferred = None
-            if deferred is not None:
-                return _resolve_deferred(self, deferred, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 _DEFERRED_SLOT = _Deferrable.__dict__["_deferred"]
@@ -246,8 +239,51 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
     return text
 
 
+class _DeferredField:
+    """The class attribute of a deferred field of :class:`Step` (``input``, ``input_text``,
+    ``output``), over its slot: a read of the slot when it is set, else the value decoded
+    from ``_deferred`` (:func:`_resolve_deferred`), stored and returned; writes and deletes
+    go to the slot."""
+
+    __slots__ = ("_delete", "_get", "_name", "_set")
+
+    def __init__(self, name: str, member: Any) -> None:
+        self._name = name
+        self._get, self._set, self._delete = member.__get__, member.__set__, member.__delete__
+
+    def __get__(self, step: Step | None, owner: type | None = None) -> Any:
+        if step is None:
+            return self
+        try:
+            return self._get(step)
+        except AttributeError:
+            pass
+        try:
+            deferred = _DEFERRED_SLOT.__get__(step)
+        except AttributeError:
+            deferred = None
+        if deferred is None:
+            raise AttributeError(f"{type(step).__name__!r} object has no attribute {self._name!r}")
+        return _resolve_deferred(step, deferred, self._name)
+
+    def __set__(self, step: Step, value: Any) -> None:
+        self._set(step, value)
+
+    def __delete__(self, step: Step) -> None:
+        self._delete(step)
+
+
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
+#: The slots of the deferred fields (their member descriptors), read and written directly
+#: where no decoding may happen.
 _SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
+for _field_name, _member in _SLOTS.items():
+    setattr(Step, _field_name, _DeferredField(_field_name, _member))
+#: Writers of the deferred fields' slots (no descriptor call, nothing decoded), for
+#: :func:`~otel_semloop.conventions.read_step`, which stores a step's fields one by one.
+set_input_slot = _SLOTS["input"].__set__
+set_input_text_slot = _SLOTS["input_text"].__set__
+set_output_slot = _SLOTS["output"].__set__
 _INPUT_SLOT = _SLOTS["input"]
 _INPUT_TEXT_SLOT = _SLOTS["input_text"]
 #: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).

@@ -15,6 +15,7 @@ import pickle
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -95,6 +96,16 @@ def test_assigning_input_or_input_text_works_before_and_after_a_read():
     other.input_text = "after a read"
     other.output = None
     assert (other.input_text, other.output) == ("after a read", None)
+
+
+def test_no_step_attribute_read_goes_through_getattr():
+    # A class with __getattr__ has every attribute read of its instances take CPython's
+    # generic path (not the specialised slot read): the deferred fields have descriptors.
+    assert not any("__getattr__" in vars(cls) for cls in Step.__mro__[:-1])
+    step = read_step(_llm(HISTORY, OUTPUT), StepKind.LLM)
+    with pytest.raises(AttributeError, match="no attribute 'input'"):
+        del step._deferred
+        _ = step.input
 
 
 def test_a_step_built_by_hand_is_plain_and_unknown_attributes_still_raise():
@@ -345,6 +356,10 @@ def test_lazy_and_eager_reads_give_the_same_step(
         kind = step_kind(record.attributes)
     expected = _eager(record, kind)
     step = read_step(record, kind)
+    for field in dataclasses.fields(Step):  # every other field is stored by read_step itself
+        if field.name not in ("input", "input_text", "output"):
+            getattr(step, field.name)  # (an unset slot raises AttributeError)
+    assert not step.children and step.depth == 0 and step.agent is None and not step.synthetic
     for field in order:  # whatever is read first, each field is what the eager read gave
         if field != "x":
             assert _same(getattr(step, field), expected[field]), field
