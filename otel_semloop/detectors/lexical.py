@@ -166,7 +166,7 @@ def _tool_spans_and_llm_outputs(tree: Mapping[str, Any]) -> tuple[list[Mapping[s
 
 #: A step kind's node ``type`` in the tree view (:meth:`otel_semloop.model.Trace.tree_view`).
 _STEP_TYPES = {StepKind.AGENT: "agent", StepKind.LLM: "llm", StepKind.TOOL: "tool", StepKind.OTHER: "base"}
-_TOOL, _LLM = StepKind.TOOL, StepKind.LLM
+_TOOL, _LLM, _OTHER = StepKind.TOOL, StepKind.LLM, StepKind.OTHER
 
 
 def _step_input(step: Step) -> Any:
@@ -206,17 +206,28 @@ def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
     find on it (no node of the view is empty, so none is skipped). The cycle search is
     theirs: prefixes ``type:name:`` compared while none holds a colon, full labels from the
     first one that does (:class:`_Path`); it stops at the first cycle, the collection
-    goes on."""
+    goes on.
+
+    A leaf (most steps) gets no node when no ancestor can hold its prefix
+    (:meth:`_Path.may_hold`), and that is decided without writing the prefix out: while
+    prefixes are compared (no colon in a type or name; types hold none), equal prefixes
+    mean the same type and name, so an ancestor holding a leaf's prefix has its kind
+    (``base`` is the wrapper's and other steps': the wrapper counts as one of those) and
+    its name. ``parents`` holds those of every step put on the path so far, a superset of
+    the ancestors: a leaf whose kind and name it lacks is skipped at once."""
     tools: list[Step] = []
     outputs: list[Any] = []
     path = _Path()
     cycle: list[str] | None = None
+    parents: set[tuple[StepKind, str]] = set()
     roots = trace.roots
     if len(roots) == 1:
         pending: list[Step] = [roots[0]]
     else:  # several top-level steps (or none) hang under a ``base`` node
         record = trace.spans.get(trace.root_span_id)
-        wrapper = _Ancestor(f"base:{record.name if record else 'trace'}:", None)
+        name = record.name if record else "trace"
+        parents.add((_OTHER, name))
+        wrapper = _Ancestor(f"base:{name}:", None)
         path.find(wrapper, keep=True)
         path.nodes.append(wrapper)
         pending = roots
@@ -236,7 +247,9 @@ def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
             outputs.append(step.output_text)
         children = step.children
         pushed = False
-        if cycle is None:
+        if cycle is None and (
+            children or (kind, step.name) in parents or ":" in step.name or path.by_prefix is None
+        ):
             prefix = f"{_STEP_TYPES[kind]}:{step.name}:"
             if children or path.may_hold(prefix):  # else a leaf no ancestor can match: no node
                 node = _Ancestor(prefix, step)
@@ -245,6 +258,7 @@ def _walk_steps(trace: Trace) -> tuple[list[Step], list[Any], list[str] | None]:
                     cycle = path.cycle(start, node)
                 elif children:
                     path.nodes.append(node)
+                    parents.add((kind, step.name))
                     pushed = True
         if children:
             stack.append((iter(children), pushed))

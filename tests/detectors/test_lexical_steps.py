@@ -99,6 +99,21 @@ def test_a_leaf_sharing_an_ancestors_prefix_leaves_no_trace_on_the_path() -> Non
     assert deepeval_score_trace(trace).breakdown["call_graph_cycles"] == 1.0
 
 
+@pytest.mark.parametrize(("ancestor", "leaf"), [("a", "a:b"), ("a:b", "a")])
+def test_a_leaf_whose_label_equals_an_ancestors_across_a_colon_is_a_cycle(ancestor: str, leaf: str) -> None:
+    # ``agent:a:b:go``: the ancestor ``a`` with input ``b:go`` and the leaf ``a:b`` with
+    # input ``go`` (or the other way round) have one label but different names: a leaf
+    # is skipped by its kind and name only while no name holds a colon.
+    def agent(name: str, text: str, *children: Step) -> Step:
+        return Step(StepKind.AGENT, name, input=text, input_text=text, children=list(children))
+
+    low = agent(leaf, "go" if leaf == "a:b" else "b:go")
+    top = agent(ancestor, "b:go" if ancestor == "a" else "go", low)
+    trace = Trace("t", [top, low], roots=[top])
+    assert deepeval_score(trace.tree_view()).breakdown["call_graph_cycles"] == 0.0
+    assert deepeval_score_trace(trace) == deepeval_score(trace.tree_view())
+
+
 @pytest.mark.parametrize("every", [7])
 def test_the_snapshot_traces_score_the_same_read_from_steps(every: int) -> None:
     detector = LexicalDetector()
