@@ -11,6 +11,7 @@ flags, status, attributes, events); other fields pass through as they are.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -122,7 +123,15 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         end = int(end)
     else:
         end = field(span, "endTimeUnixNano", _u64)
-    attrs = _attributes(span)
+    attrs = get("attributes")
+    if attrs and type(attrs) is list:  # (as _attributes reads them, without its call)
+        try:
+            attrs = attributes_json(attrs)
+        except Bad as e:
+            e.path.append("attributes")
+            raise
+    else:
+        attrs = _attributes(span)
     events = get("events")
     if events:
         try:
@@ -138,7 +147,7 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
     if flags:
         if type(flags) is not int or flags < 0 or flags > c.MAX_U32:
             flags = field(span, "flags", c.u32)
-        remote = _parent_is_remote(flags)
+        remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
     else:
         if flags is not None:
             field(span, "flags", c.u32)
@@ -156,9 +165,31 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         code, message = 0, ""
     else:
         c.bad_type("a status object", status, "status")
-    return SpanRecord(
-        trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span
-    )
+    # Stored field by field (every field of SpanRecord, checked at import below): the
+    # generated __init__ would cost a call frame per span for the same stores.
+    record = _new_record(SpanRecord)
+    record.trace_id = trace_id
+    record.span_id = span_id
+    record.parent_span_id = parent
+    record.name = name
+    record.start_ns = start
+    record.end_ns = end
+    record.attributes = attrs
+    record.events = events
+    record.status_code = code
+    record.status_message = message
+    record.kind = kind
+    record.parent_is_remote = remote
+    record.source = span
+    return record
+
+
+_new_record = SpanRecord.__new__
+if tuple(f.name for f in dataclasses.fields(SpanRecord)) != (
+    "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "attributes", "events",
+    "status_code", "status_message", "kind", "parent_is_remote", "source",
+):  # fmt: skip
+    raise ImportError("_span_json stores each field of a SpanRecord by name: update it")
 
 
 def _list(d: dict[str, Any], key: str) -> list[Any]:
