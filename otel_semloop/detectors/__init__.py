@@ -1,9 +1,9 @@
 """Loop detectors: each reads one agent trace and reports what it found.
 
 * :mod:`.lexical` - deepeval's ``AgentLoopDetectionMetric``, reproduced exactly (the
-  compatibility score, ``semloop.deepeval.*``); two of its sub-scores have their own
-  modules, :mod:`.stagnation` (reasoning stagnation) and :mod:`.call_graph` (call-graph
-  cycles).
+  compatibility score, ``semloop.deepeval.*``); its three sub-scores have their own
+  modules, :mod:`.repetition` (tool repetition), :mod:`.stagnation` (reasoning
+  stagnation) and :mod:`.call_graph` (call-graph cycles).
 * The deterministic detectors, the default verdict: :mod:`.cycles` (action cycles),
   :mod:`.progress` (repeated results, cosmetic argument changes, the same answer, the call
   ceiling), :mod:`.stale` (stale stretches), :mod:`.failures` (repeated and permanent

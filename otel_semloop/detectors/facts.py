@@ -24,14 +24,18 @@ Novelty and epochs
 Replay and live
     Replaying a finished trace (``Fingerprinter.lazy``), what only a repeat of the same
     call needs is computed when first needed and a result or text seen again is read once;
-    live, everything is computed at once and no text is kept. Same facts either way.
+    an assistant text is digested only when its ``text`` is read, and the text novelty
+    (``text_novel``, ``text_epoch``) is settled only when read (:class:`_TextNovelty`):
+    the default detectors read it at agent steps and hand-offs alone. Live, everything is
+    computed at once and no text is kept. Same facts either way.
 
 Size: one concern, a step's facts computed against the run's state, in one pass per
 step. :class:`StepFacts` is not a plain record its reader could take elsewhere: its
 argument signature and words are computed on first read from private slots
 (``_arguments``, ``_signature``, ``_arg_words``) that only :meth:`Fingerprinter._tool`
-fills, and in a replay :class:`_LazyCall` and :class:`_Unread` defer reads whose
-timing the fingerprinter decides; apart, two modules would share those private fields.
+fills, and in a replay :class:`_LazyCall`, :class:`_Unread` and :class:`_TextNovelty`
+defer reads whose timing the fingerprinter decides; apart, two modules would share those
+private fields.
 The run state (the novelty LRUs, each call's best figures, last result and streak) is
 read and written by the same pass that digests the step. What that pass reads is
 elsewhere: masks and text folding (``normalize``), what counts as the same call
@@ -83,6 +87,12 @@ class StepFacts:
         "_arg_words",
         "_arguments",
         "_signature",
+        "_text",
+        "_text_after",
+        "_text_epoch",
+        "_text_novel",
+        "_text_raw",
+        "_text_run",
         "action",
         "agent",
         "args_known",
@@ -107,9 +117,6 @@ class StepFacts:
         "result",
         "span_id",
         "start_ns",
-        "text",
-        "text_epoch",
-        "text_novel",
         "trivial",
     )
 
@@ -140,8 +147,9 @@ class StepFacts:
         self.novel = False
         self.progressed = False
         self.call_novel = False
-        self.text: int | None = None
-        self.text_novel = False
+        # ``text``, ``text_novel`` and ``text_epoch`` are set by the fingerprinter, in
+        # private slots (in a replay, an assistant text's on first read: see
+        # :class:`_TextNovelty`).
         #: A tool step that counts for repetition and novelty (not a transient failure);
         #: set once the failure is known (``Fingerprinter._tool``).
         self.is_action = False
@@ -195,6 +203,37 @@ class StepFacts:
         """Compute both now and let go of the arguments (live: no content is kept)."""
         _ = self.signature, self.arg_words
         self._arguments = None
+
+    # The text fields are properties over private slots rather than slots filled by a
+    # ``__getattr__``: a class with ``__getattr__`` has every attribute read take the slow
+    # generic path on Python 3.11 (no specialisation), about three times a slot read.
+
+    @property
+    def text(self) -> int | None:
+        """The digest of the normalised output text (LLM and agent steps; None when there
+        is none or nothing is left once normalised)."""
+        text = self._text
+        if text is _UNREAD:
+            text = self._text = self._text_run.digest(self._text_raw)  # type: ignore[union-attr]
+        return text  # type: ignore[return-value]
+
+    @property
+    def text_novel(self) -> bool:
+        """Whether this LLM step's text was not said before in the run (``text_epoch``)."""
+        try:
+            return self._text_novel
+        except AttributeError:  # replay: not settled yet
+            _TextNovelty.settle(self)
+            return self._text_novel
+
+    @property
+    def text_epoch(self) -> int:
+        """How many LLM steps up to this one said something not said before."""
+        try:
+            return self._text_epoch
+        except AttributeError:  # replay: not settled yet
+            _TextNovelty.settle(self)
+            return self._text_epoch
 
     @property
     def time_ns(self) -> int | None:
@@ -273,7 +312,7 @@ class Fingerprinter:
         "_epoch",
         "_reads",
         "_seen",
-        "_text_epoch",
+        "_text_anchor",
         "_text_reads",
         "_texts",
         "_tools",
@@ -301,7 +340,12 @@ class Fingerprinter:
         try:
             self._seen.clear()
             self._calls.clear()
-            self._texts.clear()
+            if self._texts.done < len(self._texts.pending):
+                # Facts of the last run may still read their texts' novelty: they keep
+                # that run's state; this run gets its own.
+                self._texts = _TextNovelty(self._config.seen_capacity, self._text_reads)
+            else:
+                self._texts.clear()
             self._contents.clear()
             self._reads.clear()
             self._text_reads.clear()
@@ -311,20 +355,24 @@ class Fingerprinter:
             # call digest -> (best progress, best size, last counts, last numbers, best
             # numbers, last result, streak)
             self._calls = _LRU(capacity)
-            self._texts = _LRU(capacity)  # assistant text digests
             self._contents = _LRU(capacity)  # result content digests (digits kept)
             self._reads: dict[str, _Read] = {}  # replay only: result text -> what it reads as
             self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
+            self._texts = _TextNovelty(capacity, self._text_reads)  # assistant text digests
+        #: Replay: the latest assistant text whose novelty is not settled yet (None before
+        #: the run's first one): a later step's ``text_epoch`` is that text's.
+        self._text_anchor: StepFacts | None = None
         self._content_epoch = 0
         self._epoch = 0
         self._call_epoch = 0
-        self._text_epoch = 0
         self._unique = 0
 
     def facts(self, step: Step, index: int) -> StepFacts:
         kind = step.kind
         if kind is _TOOL:
             facts = StepFacts(step, index)
+            facts._text = None
+            facts._text_novel = False
             self._tool(step, facts)
         elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
@@ -340,11 +388,18 @@ class Fingerprinter:
         else:
             facts = StepFacts(step, index)
             facts.call = 0
+            facts._text_novel = False
             if kind is _AGENT:
                 self._text(step, facts, novelty=False)
+            else:
+                facts._text = None
         facts.epoch = self._epoch
         facts.call_epoch = self._call_epoch
-        facts.text_epoch = self._text_epoch
+        anchor = self._text_anchor
+        if anchor is None:
+            facts._text_epoch = self._texts.epoch
+        else:
+            facts._text_after = anchor  # ``text_epoch``: that text's, once settled
         facts.content_epoch = self._content_epoch
         return facts
 
@@ -514,28 +569,28 @@ class Fingerprinter:
         return read.figures
 
     def _text(self, step: Step, facts: StepFacts, *, novelty: bool) -> None:
-        """Digest the output text; only assistant (LLM) text counts toward text novelty."""
+        """Digest the output text (``text``); only assistant (LLM) text counts toward text
+        novelty (``text_novel``, set only when ``novelty``). Replaying, an assistant
+        text's digest and novelty wait until first read (:class:`_TextNovelty`)."""
         text = step.output_text
         if not text:
+            facts._text = None
+            if novelty:
+                facts._text_novel = False
             return
-        if self.lazy:
-            reads = self._text_reads
-            if text in reads:
-                digest = reads[text]
-            else:
-                digest = reads[text] = _text_digest(text)
-                if len(reads) > _MEMO_ENTRIES:
-                    del reads[next(iter(reads))]
-        else:
-            digest = _text_digest(text)
-        if digest is None:
+        if not self.lazy:
+            facts._text = digest = _text_digest(text)
+            if novelty:
+                facts._text_novel = digest is not None and self._texts.add(digest)
             return
-        facts.text = digest
-        if not novelty:
+        if novelty:
+            facts._text = _UNREAD
+            facts._text_raw = text
+            facts._text_run = texts = self._texts
+            texts.pending.append(facts)
+            self._text_anchor = facts
             return
-        facts.text_novel = not self._texts.add(digest)
-        if facts.text_novel:
-            self._text_epoch += 1
+        facts._text = self._texts.digest(text)
 
 
 #: Distinct result texts (and assistant texts) a replay remembers what they read as: a
@@ -567,6 +622,86 @@ class _Read:
         self.figures: _Figures | None = None
 
 
+#: A replayed assistant text's digest before it is read.
+_UNREAD: Any = object()
+
+
+class _TextNovelty:
+    """The novelty of one run's assistant texts: which digests were seen (an LRU), how many
+    were new (``epoch``) and, replaying, the texts not settled yet (``pending``, in order).
+
+    Replaying a finished trace, an assistant text's digest is computed only when its
+    ``text`` is read (the monologue detector reads the texts of LLM steps that call no
+    tool), and its novelty and every later step's ``text_epoch`` only when one of those is
+    read (the hand-off detector reads ``text_epoch`` at agent steps and hand-offs): then
+    the pending texts up to it are settled in order, exactly as the live fingerprinter
+    settles each at once (the same digests added to the same LRU in the same order), so
+    the values read are the same. A step's facts hold the latest pending text before it
+    (``_text_after``); settling stops there. Facts of a finished run keep their run's state
+    (a reset gives the next run a new one while texts are pending), so they read the same
+    values after the reset; the texts are the trace's own strings."""
+
+    __slots__ = ("_reads", "done", "epoch", "pending", "seen")
+
+    def __init__(self, capacity: int, reads: dict[str, int | None]) -> None:
+        self.seen = _LRU(capacity)
+        self._reads = reads  # text -> digest (a pure function: shared across runs)
+        self.epoch = 0
+        self.pending: list[StepFacts | None] = []
+        self.done = 0  # pending[:done] are settled
+
+    def clear(self) -> None:
+        """Forget the run (every pending text settled: no facts still need it)."""
+        self.seen.clear()
+        self.epoch = 0
+        self.pending.clear()
+        self.done = 0
+
+    def add(self, digest: int) -> bool:
+        """Record an assistant text's digest; whether it is new (then ``epoch`` counts it)."""
+        if self.seen.add(digest):
+            return False
+        self.epoch += 1
+        return True
+
+    def digest(self, text: str) -> int | None:
+        """:func:`_text_digest`, remembered for up to :data:`_MEMO_ENTRIES` texts."""
+        reads = self._reads
+        if text in reads:
+            return reads[text]
+        digest = reads[text] = _text_digest(text)
+        if len(reads) > _MEMO_ENTRIES:
+            del reads[next(iter(reads))]
+        return digest
+
+    @staticmethod
+    def settle(facts: StepFacts) -> None:
+        """Set ``facts``' ``text_epoch`` (and, for an assistant text, ``text_novel``):
+        settle the pending texts up to the latest one before it."""
+        anchor = facts._text_after
+        run = anchor._text_run
+        if run is not None:
+            run._through(anchor)
+        if anchor is not facts:
+            facts._text_epoch = anchor._text_epoch
+
+    def _through(self, anchor: StepFacts) -> None:
+        """Settle the pending texts up to and including ``anchor``'s, in order."""
+        pending = self.pending
+        while True:
+            facts = pending[self.done]
+            assert facts is not None  # (the anchor is at or after ``done``)
+            pending[self.done] = None  # let go of it
+            self.done += 1
+            digest = facts.text  # computed now unless read before
+            facts._text_novel = digest is not None and self.add(digest)
+            facts._text_epoch = self.epoch
+            facts._text_run = None  # settled
+            facts._text_raw = None
+            if facts is anchor:
+                return
+
+
 def _text_digest(text: str) -> int | None:
     """The digest of an output text's normalised form (None when nothing is left)."""
     normalised = normalize_text(text)
@@ -581,20 +716,22 @@ def _llm_call(step: Step) -> int:
 class _LazyCall(StepFacts):
     """The facts of an LLM step in a replay: ``call`` (:func:`_llm_call`, which reads the
     whole input history) is computed on first read, so a step nobody asks about never
-    flattens or hashes its input. The slot stays unset until then; reading an unset slot
-    falls back to ``__getattr__``, which fills it (later reads are plain slot reads)."""
+    flattens or hashes its input. ``call`` is a property here (over ``_call``), shadowing
+    the base class's slot; not a ``__getattr__``, which would make every other attribute
+    read of these facts take the slow generic path."""
 
-    __slots__ = ("_step",)
+    __slots__ = ("_call", "_step")
 
     # No ``__init__`` of its own (a second frame and a ``super()`` call per LLM step): the
     # fingerprinter sets ``_step`` right after construction.
 
-    def __getattr__(self, name: str) -> Any:
-        if name == "call":
-            step, self._step = self._step, None
-            self.call = call = _llm_call(step)
-            return call
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    @property  # type: ignore[override]
+    def call(self) -> int:
+        step = self._step
+        if step is not None:
+            self._step = None
+            self._call = _llm_call(step)
+        return self._call
 
 
 class _Unread:

@@ -89,18 +89,18 @@ Cost
     walks are iterative, so arbitrarily deep traces do not hit Python's recursion limit.
     Linear in the trace's size.
 
-Here: the specification, tool repetition, the span-dict and step readers, the combination.
+Here: the specification, the span-dict and step readers, the combination; the sub-scores
+are :mod:`~otel_semloop.detectors.repetition`, :mod:`~otel_semloop.detectors.stagnation`
+and :mod:`~otel_semloop.detectors.call_graph`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from otel_semloop.detectors.call_graph import _cycle_score, _hash_input, _Path, score_call_graph_cycles
+from otel_semloop.detectors.repetition import _key_of, _repetition, score_tool_repetition
 from otel_semloop.detectors.stagnation import STOP_WORDS, score_reasoning_stagnation
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import LexicalResult
@@ -158,49 +158,6 @@ def _tool_spans_and_llm_outputs(tree: Mapping[str, Any]) -> tuple[list[Mapping[s
             outputs.append(span.get("output", ""))
         stack.extend(reversed(list(span.get("children", []))))
     return tools, outputs
-
-
-# ----------------------------------------------------------------------------------------
-# Tool repetition
-# ----------------------------------------------------------------------------------------
-
-
-def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
-    return _key_of(span.get("name", ""), span.get("input", {}))
-
-
-def _key_of(name: Any, args: Any) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
-    """A tool call's key: its name and its arguments as deepeval compares them."""
-    if isinstance(args, str):
-        with contextlib.suppress(Exception):  # deepeval keeps the raw string on any failure
-            args = json.loads(args)
-    if isinstance(args, dict):
-        # The sorted (str(key), str(value)) pairs, the pairs built by ``map`` in C.
-        return name, tuple(sorted(zip(map(str, args), map(str, args.values()), strict=True)))
-    return name, (str(args),)
-
-
-def score_tool_repetition(
-    tool_spans: Sequence[Mapping[str, Any]], repetition_threshold: int = 3
-) -> tuple[float, str]:
-    """deepeval's tool-repetition sub-score and reason for the tool spans, in order."""
-    return _repetition(tool_spans, _call_key, repetition_threshold)
-
-
-def _repetition(tools: Sequence[Any], key: Any, repetition_threshold: int) -> tuple[float, str]:
-    """:func:`score_tool_repetition` of the tool calls ``tools``, keyed by ``key``."""
-    if not tools:
-        return 1.0, "No tool spans found."
-    # Counted in C (one hash of each nested key tuple, not two); a Counter keeps first-seen
-    # order like the dict deepeval fills.
-    counts = Counter(map(key, tools))
-    # max() keeps the first of equal counts, i.e. the first call seen.
-    (tool_name, _), count = max(counts.items(), key=lambda item: item[1])
-    if count >= repetition_threshold * 2:
-        return 0.0, f"Tool '{tool_name}' called {count} times with identical arguments."
-    if count >= repetition_threshold:
-        return 0.5, f"Tool '{tool_name}' called {count} times with identical arguments."
-    return 1.0, "Tool calls are within acceptable repetition limits."
 
 
 # ----------------------------------------------------------------------------------------

@@ -140,7 +140,7 @@ def _fold_ascii(text: str, table: bytes) -> str:
     punctuation dropped first with :data:`_FOLD_PUNCTUATION`): one byte translation, then
     runs of blanks collapsed by a pattern that starts with a literal."""
     folded = text.encode("ascii").translate(table)
-    if b"  " in folded:
+    if folded.find(b"  ") != -1:  # (``in`` on bytes first fails to read its operand as an int)
         folded = _BLANKS.sub(b" ", folded)
     return folded.strip(b" ").decode("ascii")
 

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.facts import Fingerprinter, StepFacts
+from otel_semloop.messages import ToolCall
 from otel_semloop.model import Step, StepKind
 
 #: Results whose figures move every way: percentages, n/m, work remaining, bare numbers,
@@ -41,6 +42,9 @@ _RESULTS = (
 _ARGUMENTS = (None, {"q": "a"}, {"q": "b"}, {"q": "a", "page": 2}, "raw text")
 _FIELDS = (
     *(name for name in StepFacts.__slots__ if not name.startswith("_")),
+    "text",
+    "text_novel",
+    "text_epoch",
     "signature",
     "arg_words",
     "transient_failure",
@@ -127,3 +131,90 @@ def test_calls_with_the_same_arguments_have_the_same_signature(name: str, left: 
         assert one.signature == two.signature
     if left == right and one.call == two.call:
         assert two.same_arguments(one)
+
+
+#: Assistant texts: repeats, texts equal once normalised (case, punctuation, numbers),
+#: texts that normalise to nothing, and none.
+_TEXTS = (
+    "",
+    "Checking the logs.",
+    "checking the LOGS!",
+    "Checking the logs 42.",
+    "...",
+    "done",
+    "Done.",
+    "other",
+)
+_TEXT_FIELDS = ("text", "text_novel", "text_epoch")
+
+_TEXT_STEP = st.tuples(
+    st.sampled_from(("llm", "llm_calls_tool", "tool", "handoff", "agent", "other")),
+    st.sampled_from(range(len(_TEXTS))),
+)
+
+
+def _text_steps(plan: list[tuple[str, int]]) -> list[Step]:
+    steps: list[Step] = []
+    for i, (kind, text) in enumerate(plan):
+        output = "".join(list(_TEXTS[text]))  # a new string object each time
+        if kind in ("llm", "llm_calls_tool"):
+            calls = (ToolCall("search"),) if kind == "llm_calls_tool" else ()
+            steps.append(Step(StepKind.LLM, "chat", output_text=output, tool_calls=calls, start_ns=i))
+        elif kind in ("tool", "handoff"):
+            handoff = "billing" if kind == "handoff" else None
+            steps.append(
+                Step(
+                    StepKind.TOOL,
+                    "search",
+                    tool_arguments={"q": output},
+                    tool_result=output,
+                    handoff_to=handoff,
+                    start_ns=i,
+                )
+            )
+        elif kind == "agent":
+            steps.append(Step(StepKind.AGENT, "coder", output_text=output, start_ns=i))
+        else:
+            steps.append(Step(StepKind.OTHER, "misc", output_text=output, start_ns=i))
+    return steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(_TEXT_STEP, max_size=25),
+    st.lists(_TEXT_STEP, max_size=10),
+    st.lists(st.tuples(st.integers(0, 30), st.sampled_from(_TEXT_FIELDS)), max_size=12),
+)
+def test_replayed_text_novelty_equals_live_whenever_it_is_read(
+    plan: list[tuple[str, int]], other: list[tuple[str, int]], reads: list[tuple[int, str]]
+) -> None:
+    # A replay settles assistant texts only when one of their fields is read (in any order,
+    # at any time, also after the next run started): the values equal the live ones.
+    config = DetectorConfig()
+    live, replay = Fingerprinter(config), Fingerprinter(config)
+    replay.lazy = True
+    first, second = _text_steps(plan), _text_steps(other)
+    expected = [_facts(live, first), _facts(live, second)]
+    replay.reset()
+    replayed = []
+    for index, step in enumerate(first):
+        replayed.append(replay.facts(step, index))
+        for at, field in reads:  # read some field of an earlier step now
+            if at == index:
+                getattr(replayed[at // 2], field)
+    replay.reset()  # the next run; the first run's facts are read after it
+    again = [replay.facts(step, index) for index, step in enumerate(second)]
+    for facts, want in zip(replayed, expected[0], strict=True):
+        assert tuple(getattr(facts, field) for field in _FIELDS) == want
+    assert [tuple(getattr(f, field) for field in _FIELDS) for f in again] == expected[1]
+
+
+def test_a_replay_digests_no_assistant_text_nobody_reads() -> None:
+    replay = Fingerprinter(DetectorConfig())
+    replay.lazy = True
+    replay.reset()
+    steps = _text_steps([("llm_calls_tool", 1), ("tool", 2), ("llm_calls_tool", 2), ("tool", 1)])
+    facts = [replay.facts(step, index) for index, step in enumerate(steps)]
+    assert not replay._text_reads  # nothing read, nothing digested
+    assert facts[3].text_epoch == 1  # "checking the logs" said twice: one new text
+    assert len(replay._text_reads) == 2

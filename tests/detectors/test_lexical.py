@@ -129,6 +129,19 @@ def test_json_string_arguments_equal_dict_arguments() -> None:
     assert result.breakdown["tool_repetition"] == 0.5
 
 
+def test_argument_values_are_compared_as_their_str() -> None:
+    # deepeval keys a dict by (str(key), str(value)): 1, "1" and a JSON string's 1 are one
+    # value; [1] and "[1]" too; 1 and 1.0 are not ("1" vs "1.0").
+    same = deepeval_score(agent(tool(input_={"n": 1}), tool(input_={"n": "1"}), tool(input_='{"n": 1}')))
+    listed = deepeval_score(
+        agent(tool(input_={"n": [1]}), tool(input_={"n": "[1]"}), tool(input_={"n": [1]}))
+    )
+    floats = deepeval_score(agent(tool(input_={"n": 1}), tool(input_={"n": 1.0}), tool(input_={"n": 1})))
+    assert same.breakdown["tool_repetition"] == 0.5
+    assert listed.breakdown["tool_repetition"] == 0.5
+    assert floats.breakdown["tool_repetition"] == 1.0
+
+
 def test_plain_string_arguments_are_compared_as_strings() -> None:
     same = deepeval_score(agent(*[tool("shell", "ls -la") for _ in range(3)]))
     different = deepeval_score(agent(tool("shell", "ls -la"), tool("shell", "ls"), tool("shell", "ls -la")))
