@@ -12,6 +12,7 @@ flags, status, attributes, events); other fields pass through as they are.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -32,12 +33,7 @@ __all__ = ["apply_patch_json", "apply_patch_proto", "records_from_json", "record
 
 _u64 = c.u64
 _is_lower_hex16 = c.is_lower_hex16
-
-
-def _parent_is_remote(flags: int) -> bool | None:
-    if flags & FLAGS_HAS_IS_REMOTE:
-        return bool(flags & FLAGS_IS_REMOTE)
-    return None
+_parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 
 
 def _attributes(d: dict[str, Any]) -> dict[str, Any]:
@@ -75,14 +71,6 @@ def _events_json(events: Any) -> list[EventRecord]:
     return out
 
 
-def _span_id(value: Any) -> str:
-    return c.span_id_hex(value)
-
-
-def _parent_id(value: Any) -> str:
-    return c.span_id_hex(value, allow_empty=True)
-
-
 def _status(status: dict[str, Any]) -> tuple[int, str]:
     code = field(status, "code", c.status_code)
     message = status.get("message", "")
@@ -103,7 +91,7 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         trace_ids[tid] = trace_id
     span_id = get("spanId")
     if type(span_id) is not str or not _is_lower_hex16(span_id):
-        span_id = field(span, "spanId", _span_id)
+        span_id = field(span, "spanId", c.span_id_hex)
     parent = get("parentSpanId")
     if type(parent) is not str or (parent and not _is_lower_hex16(parent)):
         parent = field(span, "parentSpanId", _parent_id)
@@ -165,8 +153,7 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         code, message = 0, ""
     else:
         c.bad_type("a status object", status, "status")
-    # Stored field by field (every field of SpanRecord, checked at import below): the
-    # generated __init__ would cost a call frame per span for the same stores.
+    # Every field stored here (checked at import below): __init__ costs a frame per span.
     record = _new_record(SpanRecord)
     record.trace_id = trace_id
     record.span_id = span_id
@@ -289,7 +276,7 @@ def record_from_proto_span(span: Any, where: str = "", path: str = "span") -> Sp
         span.status.code,
         span.status.message,
         span.kind,
-        _parent_is_remote(span.flags),
+        bool(span.flags & FLAGS_IS_REMOTE) if span.flags & FLAGS_HAS_IS_REMOTE else None,
         span,
     )
 
