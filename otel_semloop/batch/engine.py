@@ -162,6 +162,7 @@ class Engine:
         self._chunk_held: dict[int, list[Held]] = {}  # units of chunks with verdicts waiting
         self._verdicts: dict[str, tuple[int, int, tuple[str, ...], Any, Any]] = {}
         self._last_ids: set[bytes] = set()
+        self._older_ids: set[bytes] = set()
 
     # -- input -------------------------------------------------------------------------
 
@@ -191,14 +192,15 @@ class Engine:
         self._chunk_no += 1
         self.stats.chunks += 1
         work = [None if u.error is not None else (u.kind, u.raw, u.where) for u in units]
-        # Traces of the previous chunk that go on in this one: the worker need not score
-        # them (a hint only: the engine checks every verdict it uses).
+        # Traces of the two previous chunks that go on in this one: the worker need not
+        # score them (a hint only: the engine checks every verdict it uses). Two, since a
+        # trace with spans in chunks N-2 and N but none in N-1 was otherwise scored twice.
         ids: set[bytes] = set()
         for u in units:
             if u.error is None and u.kind == "json":
                 ids.update(_TRACE_ID.findall(u.raw))
-        carried = frozenset(i.decode().lower() for i in ids & self._last_ids)
-        self._last_ids = ids
+        carried = frozenset(i.decode().lower() for i in ids & (self._last_ids | self._older_ids))
+        self._older_ids, self._last_ids = self._last_ids, ids
         if full:
             self._start_pool()
         future: concurrent.futures.Future[ChunkResult]
