@@ -138,8 +138,11 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         raw_out = get("gen_ai.output.messages")
         if not raw_in or not raw_out:
             indexed = indexed_messages(attrs)
-            raw_in = raw_in or first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
-            raw_out = raw_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+            if indexed:
+                raw_in = raw_in or first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+                raw_out = raw_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+            else:  # (what first_indexed finds in nothing)
+                raw_in, raw_out = raw_in or None, raw_out or None
     if raw_in is not None and raw_out is not None:
         pass  # (an LLM span's message lists)
     elif _EARLIER_IO_KEYS.isdisjoint(attrs):  # one pass in C: a GenAI tool span, most others
@@ -245,7 +248,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             output_tokens = _first_present(attrs, *_OUTPUT_TOKEN_KEYS)
         if output_tokens.__class__ is not int:
             output_tokens = _as_int(output_tokens)
-        cost = _first_present(attrs, *_COST_KEYS)
+        cost = get("gen_ai.usage.cost")  # (_COST_KEYS, in order)
+        if cost is None:
+            cost = get("llm.cost.total")
     # The fields are stored here, not through Step's __init__: its generated code would
     # write input, input_text and output through their deferring descriptors (a Python
     # call each) only for them to be deleted again when deferred. The fields set are
@@ -313,6 +318,8 @@ _OUTPUT_TOKEN_KEYS = (
     "confident.llm.output_token_count",
 )
 _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+if _COST_KEYS != ("gen_ai.usage.cost", "llm.cost.total"):
+    raise ImportError("read_step reads the cost keys by name: update it")
 _USAGE_KEYS = frozenset(_INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS + _COST_KEYS)
 
 

@@ -11,6 +11,8 @@ flags, status, attributes, events); other fields pass through as they are.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,12 +33,7 @@ __all__ = ["apply_patch_json", "apply_patch_proto", "records_from_json", "record
 
 _u64 = c.u64
 _is_lower_hex16 = c.is_lower_hex16
-
-
-def _parent_is_remote(flags: int) -> bool | None:
-    if flags & FLAGS_HAS_IS_REMOTE:
-        return bool(flags & FLAGS_IS_REMOTE)
-    return None
+_parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 
 
 def _attributes(d: dict[str, Any]) -> dict[str, Any]:
@@ -74,14 +71,6 @@ def _events_json(events: Any) -> list[EventRecord]:
     return out
 
 
-def _span_id(value: Any) -> str:
-    return c.span_id_hex(value)
-
-
-def _parent_id(value: Any) -> str:
-    return c.span_id_hex(value, allow_empty=True)
-
-
 def _status(status: dict[str, Any]) -> tuple[int, str]:
     code = field(status, "code", c.status_code)
     message = status.get("message", "")
@@ -102,7 +91,7 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         trace_ids[tid] = trace_id
     span_id = get("spanId")
     if type(span_id) is not str or not _is_lower_hex16(span_id):
-        span_id = field(span, "spanId", _span_id)
+        span_id = field(span, "spanId", c.span_id_hex)
     parent = get("parentSpanId")
     if type(parent) is not str or (parent and not _is_lower_hex16(parent)):
         parent = field(span, "parentSpanId", _parent_id)
@@ -122,7 +111,15 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         end = int(end)
     else:
         end = field(span, "endTimeUnixNano", _u64)
-    attrs = _attributes(span)
+    attrs = get("attributes")
+    if attrs and type(attrs) is list:  # (as _attributes reads them, without its call)
+        try:
+            attrs = attributes_json(attrs)
+        except Bad as e:
+            e.path.append("attributes")
+            raise
+    else:
+        attrs = _attributes(span)
     events = get("events")
     if events:
         try:
@@ -138,7 +135,7 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
     if flags:
         if type(flags) is not int or flags < 0 or flags > c.MAX_U32:
             flags = field(span, "flags", c.u32)
-        remote = _parent_is_remote(flags)
+        remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
     else:
         if flags is not None:
             field(span, "flags", c.u32)
@@ -156,9 +153,30 @@ def _span_json(span: Any, trace_ids: dict[str, str]) -> SpanRecord:
         code, message = 0, ""
     else:
         c.bad_type("a status object", status, "status")
-    return SpanRecord(
-        trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span
-    )
+    # Every field stored here (checked at import below): __init__ costs a frame per span.
+    record = _new_record(SpanRecord)
+    record.trace_id = trace_id
+    record.span_id = span_id
+    record.parent_span_id = parent
+    record.name = name
+    record.start_ns = start
+    record.end_ns = end
+    record.attributes = attrs
+    record.events = events
+    record.status_code = code
+    record.status_message = message
+    record.kind = kind
+    record.parent_is_remote = remote
+    record.source = span
+    return record
+
+
+_new_record = SpanRecord.__new__
+if tuple(f.name for f in dataclasses.fields(SpanRecord)) != (
+    "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "attributes", "events",
+    "status_code", "status_message", "kind", "parent_is_remote", "source",
+):  # fmt: skip
+    raise ImportError("_span_json stores each field of a SpanRecord by name: update it")
 
 
 def _list(d: dict[str, Any], key: str) -> list[Any]:
@@ -258,7 +276,7 @@ def record_from_proto_span(span: Any, where: str = "", path: str = "span") -> Sp
         span.status.code,
         span.status.message,
         span.kind,
-        _parent_is_remote(span.flags),
+        bool(span.flags & FLAGS_IS_REMOTE) if span.flags & FLAGS_HAS_IS_REMOTE else None,
         span,
     )
 

@@ -225,3 +225,25 @@ def test_tool_calls_or_parts_that_are_not_lists_are_no_calls_and_no_error():
         attributes = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps([message])}
         step = build_trace([SpanRecord("0" * 31 + "1", "a" * 16, "", "chat", 1, 2, attributes)]).steps[0]
         assert step.tool_calls == ()
+
+
+def test_usage_and_cost_come_from_the_first_key_that_has_them():
+    llm = {"gen_ai.operation.name": "chat", "gen_ai.output.messages": genai_messages("assistant")}
+    (step,) = build_trace([span("a", **llm, **{"llm.token_count.prompt": 7, "llm.cost.total": 0.25})]).steps
+    assert (step.input_tokens, step.output_tokens, step.cost) == (7, None, 0.25)
+    usage = {"gen_ai.usage.input_tokens": 3, "gen_ai.usage.output_tokens": 4, "gen_ai.usage.cost": 1}
+    (step,) = build_trace([span("a", **llm, **usage, **{"llm.cost.total": 0.25})]).steps
+    assert (step.input_tokens, step.output_tokens, step.cost) == (3, 4, 1.0)
+
+
+def test_an_empty_message_list_attribute_gives_way_to_the_next_input_key():
+    # An empty gen_ai.input.messages counts as absent: the input comes from the first of
+    # the other input keys that is present, as for a span without it.
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": "",
+        "confident.span.input": "what the user asked",
+        "gen_ai.output.messages": genai_messages("assistant", {"type": "text", "content": "ok"}),
+    }
+    (step,) = build_trace([span("a", **attributes)]).steps
+    assert step.input_text == "what the user asked" and step.output_text == "ok"
