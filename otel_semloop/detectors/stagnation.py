@@ -12,8 +12,9 @@ Cost
     deepeval calls ``SequenceMatcher.ratio()``, which is quadratic in the text length, on
     every consecutive pair. Here each output is cleaned once, and ``ratio()`` runs only
     when an upper bound on it, the longest common subsequence computed by rapidfuzz's
-    bit-parallel ``LCSseq`` in C (about a microsecond for two 1,000-character outputs),
-    says it could change the result; Jaccard (and a bigram set) only when bounds from the
+    bit-parallel ``LCSseq`` in C (about a microsecond for two 1,000-character outputs;
+    asked only whether it reaches the least length that could matter, so it can stop
+    early), says it could change the result; Jaccard (and a bigram set) only when bounds from the
     words and the set sizes say it could; once a pair reaches similarity 1.0 (an output
     repeated verbatim, as looping agents do) the rest is neither cleaned nor compared. The
     proofs that the result is identical are in :func:`score_reasoning_stagnation` and
@@ -115,8 +116,25 @@ def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold
     bound = 2.0 * min(len(a.text), len(b.text)) / length  # (1) real_quick_ratio()
     if bound <= floor or not bound >= similarity_threshold:
         return False
-    bound = 2.0 * LCSseq.similarity(a.text, b.text) / length  # (2) longest common subsequence
+    # (2) longest common subsequence, asked only whether it reaches the least length that
+    # could matter (rapidfuzz returns 0 below ``score_cutoff``, the exact length from it on,
+    # and stops early when it cannot be reached).
+    cutoff = _least_mattering(length, floor, similarity_threshold)
+    bound = 2.0 * LCSseq.similarity(a.text, b.text, score_cutoff=cutoff) / length
     return bound > floor and bound >= similarity_threshold
+
+
+def _least_mattering(length: int, floor: float, similarity_threshold: float) -> int:
+    """The least ``m`` with ``2.0 * m / length > floor`` and ``>= similarity_threshold``
+    (the expression as written: monotone in ``m``, so every larger ``m`` passes and every
+    smaller one fails; a length below it then gives a bound that fails, 0 included).
+    The caller knows that the shorter text's length passes (bound (1)): the search ends."""
+    m = max(0, int(max(floor, similarity_threshold) * length / 2.0) - 1)
+    while m > 0 and 2.0 * (m - 1) / length > floor and 2.0 * (m - 1) / length >= similarity_threshold:
+        m -= 1
+    while not (2.0 * m / length > floor and 2.0 * m / length >= similarity_threshold):
+        m += 1
+    return m
 
 
 #: Distinct LLM outputs remembered while scoring stagnation (a cycle of repeated outputs is

@@ -12,7 +12,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
-from otel_semloop.detectors.stagnation import STOP_WORDS, _lcs_length, _Output, score_reasoning_stagnation
+from otel_semloop.detectors.stagnation import (
+    STOP_WORDS,
+    _lcs_length,
+    _least_mattering,
+    _Output,
+    _ratio_can_matter,
+    score_reasoning_stagnation,
+)
 from tests.support.repo_data import GOLDEN, read_jsonl
 
 GOLDEN_COUNT = 78
@@ -527,3 +534,30 @@ def test_ten_thousand_step_flat_trace_scores_without_error() -> None:
     result = deepeval_score(agent(*steps))
     assert result.breakdown == {"tool_repetition": 0.0, "reasoning_stagnation": 1.0, "call_graph_cycles": 1.0}
     assert result.reason == "Tool 'search' called 5000 times with identical arguments."
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from([*_LONG_WORDS, "al", "ph"]), min_size=1, max_size=30),
+    st.lists(st.sampled_from([*_LONG_WORDS, "al", "ph"]), min_size=1, max_size=30),
+    st.floats(0.0, 1.0),
+    st.floats(0.0, 1.0),
+)
+def test_the_lcs_asked_with_a_cutoff_decides_as_the_exact_lcs(
+    left: list[str], right: list[str], floor: float, threshold: float
+) -> None:
+    # ``_ratio_can_matter`` asks rapidfuzz only whether the LCS reaches the least length
+    # that could matter (``_least_mattering``): the same answer as the exact length, and
+    # that least length is the least one (a larger one would turn lengths between them away).
+    a, b = _Output(left), _Output(right)
+    length = len(a.text) + len(b.text)
+    quick = 2.0 * min(len(a.text), len(b.text)) / length
+
+    def passes(m: int) -> bool:
+        return 2.0 * m / length > floor and 2.0 * m / length >= threshold
+
+    expected = passes(min(len(a.text), len(b.text))) and quick > floor and passes(_lcs_length(a.text, b))
+    assert _ratio_can_matter(a, b, floor, threshold) == expected
+    if passes(min(len(a.text), len(b.text))):
+        least = _least_mattering(length, floor, threshold)
+        assert passes(least) and (least == 0 or not passes(least - 1))
