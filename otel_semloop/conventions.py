@@ -248,9 +248,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             output_tokens = _first_present(attrs, *_OUTPUT_TOKEN_KEYS)
         if output_tokens.__class__ is not int:
             output_tokens = _as_int(output_tokens)
-        cost = get("gen_ai.usage.cost")  # (_COST_KEYS, in order)
-        if cost is None:
-            cost = get("llm.cost.total")
+        cost = _first_present(attrs, *_COST_KEYS)
     # The fields are stored here, not through Step's __init__: its generated code would
     # write input, input_text and output through their deferring descriptors (a Python
     # call each) only for them to be deleted again when deferred. The fields set are
@@ -318,8 +316,6 @@ _OUTPUT_TOKEN_KEYS = (
     "confident.llm.output_token_count",
 )
 _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
-if _COST_KEYS != ("gen_ai.usage.cost", "llm.cost.total"):
-    raise ImportError("read_step reads the cost keys by name: update it")
 _USAGE_KEYS = frozenset(_INPUT_TOKEN_KEYS + _OUTPUT_TOKEN_KEYS + _COST_KEYS)
 
 
