@@ -262,17 +262,21 @@ def payload_proto(spans: list[Any]) -> bytes:
     return holder.SerializeToString()
 
 
-def trace_job(trace_id: str, spans: list[tuple[str, bytes]], roots: tuple[str, ...]) -> TraceJob:
+def trace_job(
+    trace_id: str, spans: list[tuple[str, Any]], roots: tuple[str, ...], span_ids: str = ""
+) -> TraceJob:
     """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order:
     protobuf spans in one ``TracesData``; compact JSON spans (as a worker or the spill
-    holds them) joined into one array as they are; a mix of both as JSON."""
+    holds them) joined into one array as they are; a mix of both as JSON. ``span_ids``
+    (JSON spans only): the job sends back patched spans as compact JSON (see
+    :func:`~otel_semloop.batch.worker.score_job`)."""
     kinds = {kind for kind, _ in spans}
     if kinds == {"proto"}:
         payload = payload_proto([Span.FromString(data) for _, data in spans])
         return TraceJob(trace_id, "proto", payload, roots, not roots)
     if kinds == {"json"}:
-        payload = b"[" + b",".join([data for _, data in spans]) + b"]"
-        return TraceJob(trace_id, "json", payload, roots, not roots)
+        payload = b"".join([b"[", b",".join([data for _, data in spans]), b"]"])
+        return TraceJob(trace_id, "json", payload, roots, not roots, span_ids)
     decoded = [
         orjson.loads(data) if kind == "json" else span_to_json(Span.FromString(data)) for kind, data in spans
     ]
