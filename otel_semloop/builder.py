@@ -208,11 +208,12 @@ def _link_tool_calls(steps: list[Step]) -> list[Step]:
                         pending = list(pending)
                         owned = True
                     pending.remove(match)  # type: ignore[attr-defined]
-                    step.tool_arguments = match.arguments
+                    arguments = step.tool_arguments = match.arguments
                     if step.input is None:
-                        step.input = match.arguments
-                    if step.tool_result is None and not step.is_error and match.call_id:
-                        waiting.append((step, match.call_id))
+                        step.input = arguments
+                    call_id = match.call_id
+                    if step.tool_result is None and not step.is_error and call_id:
+                        waiting.append((step, call_id))
         if out is not None:
             out.append(step)
     if out is None:
@@ -228,7 +229,9 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
     end = next_llm.start_ns if next_llm is not None else requester.end_ns
     steps = []
     for call in requester.tool_calls:
-        result = results.get(call.call_id) if call.call_id else None
+        call_id = call.call_id
+        result = results.get(call_id) if call_id else None
+        arguments = call.arguments  # (read once: the first read of JSON arguments decodes them)
         steps.append(
             Step(
                 kind=_TOOL,
@@ -236,11 +239,11 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
                 span_id=requester.span_id,
                 trace_id=requester.trace_id,
                 parent_span_id=requester.parent_span_id,
-                input=call.arguments,
+                input=arguments,
                 output=result,
-                input_text=flatten_text(call.arguments),
+                input_text=flatten_text(arguments),
                 output_text=flatten_text(result),
-                tool_arguments=call.arguments,
+                tool_arguments=arguments,
                 tool_result=result,
                 start_ns=start,
                 end_ns=end,
