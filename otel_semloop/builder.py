@@ -54,6 +54,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     roots: list[Step] = []
     other: list[SpanRecord] = []
     preorder: dict[str, int] = {}
+    visited = 0  # len(preorder)
     # Depth first, in pre-order: a stack of (the siblings left to visit, their nearest step
     # ancestor), one entry per open parent (not per span: a flat trace of 10,000 spans
     # would otherwise hold 10,000 tuples for the garbage collector to scan). Siblings are
@@ -71,7 +72,8 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
             span_id = record.span_id
             if span_id in preorder:  # a parent-id cycle in hostile input
                 continue
-            preorder[span_id] = len(preorder)
+            preorder[span_id] = visited
+            visited += 1
             kind = step_kind(record.attributes, top_level=top_level)
             if kind is _OTHER:
                 other.append(record)
@@ -92,7 +94,8 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
                 break
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
-    other.extend(r for r in spans.values() if r.span_id not in preorder)
+    if visited < len(spans):
+        other.extend(r for r in spans.values() if r.span_id not in preorder)
     # By start time, ties in tree pre-order: the order the steps were appended in, which a
     # stable sort keeps.
     try:

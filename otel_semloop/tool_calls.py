@@ -153,15 +153,17 @@ def _items(value: Any) -> Any:
 def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
     """A call as an LLM output names it (name and call id as text); JSON arguments (what
     :func:`~otel_semloop.envelopes.decode_json` decodes) are decoded on first read (see
-    :class:`_ArgumentsText`)."""
+    :class:`_LazyArguments`)."""
+    # Built slot by slot, not through ToolCall's __init__ (a Python frame per LLM step).
+    call = _new_tool_call(ToolCall)
+    _set_name(call, str(name or ""))
     if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
-        call = _new_tool_call(ToolCall)
-        _set_name(call, str(name or ""))
         _set_arguments(call, UNDECODED)
         _set_arguments_text(call, arguments)
-        _set_call_id(call, str(call_id) if call_id else None)
-        return call
-    return ToolCall(str(name or ""), arguments, str(call_id) if call_id else None)
+    else:
+        _set_arguments(call, arguments)
+    _set_call_id(call, str(call_id) if call_id else None)
+    return call
 
 
 _JSON_OPENERS = ("{", "[")  # as decode_json reads them
