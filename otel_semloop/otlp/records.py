@@ -80,7 +80,15 @@ def _status(status: dict[str, Any]) -> tuple[int, str]:
 
 
 def _span_json(
-    span: Any, trace_ids: dict[str, str], hexes: list[str] | None, digits: list[str] | None
+    span: Any,
+    trace_ids: dict[str, str],
+    hexes: list[str] | None,
+    digits: list[str] | None,
+    _type: Any = type,
+    _str: Any = str,
+    _dict: Any = dict,
+    _int: Any = int,
+    _len: Any = len,
 ) -> SpanRecord:
     """One JSON span dict as a record (raises :class:`Bad` with the path inside the span).
 
@@ -89,13 +97,14 @@ def _span_json(
     through ``int``, which may raise ``ValueError``): the caller checks them all at once,
     and decodes again with None (each value checked here) when one is not lowercase hex
     or ASCII digits. One bulk check instead of a regular expression per id and
-    ``isdigit`` per time: those were an eighth of a span's decoding.
+    ``isdigit`` per time: those were an eighth of a span's decoding. The builtins come in
+    as locals (``_type`` ... are not arguments to pass), cheaper to load than globals.
     """
-    if type(span) is not dict:
+    if _type(span) is not _dict:
         c.bad_type("a span object", span)
     get = span.get
     tid = get("traceId")
-    trace_id = trace_ids.get(tid) if type(tid) is str else None
+    trace_id = trace_ids.get(tid) if _type(tid) is _str else None
     if trace_id is None:
         trace_id = field(span, "traceId", c.trace_id_hex)
         trace_ids[tid] = trace_id
@@ -103,42 +112,48 @@ def _span_json(
     parent = get("parentSpanId")
     if (
         hexes is not None
-        and type(span_id) is str
-        and len(span_id) == 16
-        and type(parent) is str
-        and (len(parent) == 16 or not parent)
+        and _type(span_id) is _str
+        and _len(span_id) == 16
+        and _type(parent) is _str
+        and (_len(parent) == 16 or not parent)
     ):
         hexes.append(span_id)
         hexes.append(parent)
     else:
-        if type(span_id) is not str or not _is_lower_hex16(span_id):
+        if _type(span_id) is not _str or not _is_lower_hex16(span_id):
             span_id = field(span, "spanId", c.span_id_hex)
-        if type(parent) is not str or (parent and not _is_lower_hex16(parent)):
+        if _type(parent) is not _str or (parent and not _is_lower_hex16(parent)):
             parent = field(span, "parentSpanId", _parent_id)
     name = get("name", "")
-    if type(name) is not str:
+    if _type(name) is not _str:
         name = field(span, "name", c.string)
     kind = get("kind", 0)
-    if type(kind) is not int or not c.MIN_I32 <= kind <= c.MAX_I32:
+    if _type(kind) is not _int or not c.MIN_I32 <= kind <= c.MAX_I32:
         kind = field(span, "kind", c.span_kind)
     start = get("startTimeUnixNano")
     end = get("endTimeUnixNano")
-    if digits is not None and type(start) is str and type(end) is str and len(start) < 20 and len(end) < 20:
+    if (
+        digits is not None
+        and _type(start) is _str
+        and _type(end) is _str
+        and _len(start) < 20
+        and _len(end) < 20
+    ):
         digits.append(start)
         digits.append(end)
-        start = int(start)
-        end = int(end)
+        start = _int(start)
+        end = _int(end)
     else:
-        if type(start) is str and start.isdigit() and start.isascii() and len(start) < 20:
-            start = int(start)
+        if _type(start) is _str and start.isdigit() and start.isascii() and _len(start) < 20:
+            start = _int(start)
         else:
             start = field(span, "startTimeUnixNano", _u64)
-        if type(end) is str and end.isdigit() and end.isascii() and len(end) < 20:
-            end = int(end)
+        if _type(end) is _str and end.isdigit() and end.isascii() and _len(end) < 20:
+            end = _int(end)
         else:
             end = field(span, "endTimeUnixNano", _u64)
     attrs = get("attributes")
-    if attrs and type(attrs) is list:  # (as _attributes reads them, without its call)
+    if attrs and _type(attrs) is list:  # (as _attributes reads them, without its call)
         try:
             attrs = attributes_json(attrs)
         except Bad as e:
@@ -153,13 +168,13 @@ def _span_json(
         except Bad as e:
             e.path.append("events")
             raise
-    elif events is None or type(events) is list:
+    elif events is None or _type(events) is list:
         events = ()
     else:
         c.bad_type("an array", events, "events")
     flags = get("flags")
     if flags:
-        if type(flags) is not int or flags < 0 or flags > c.MAX_U32:
+        if _type(flags) is not _int or flags < 0 or flags > c.MAX_U32:
             flags = field(span, "flags", c.u32)
         remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
     else:
@@ -168,14 +183,14 @@ def _span_json(
         remote = None
     status = get("status")
     if status:
-        if type(status) is not dict:
+        if _type(status) is not _dict:
             c.bad_type("a status object", status, "status")
         try:
             code, message = _status(status)
         except Bad as e:
             e.path.append("status")
             raise
-    elif status is None or type(status) is dict:
+    elif status is None or _type(status) is _dict:
         code, message = 0, ""
     else:
         c.bad_type("a status object", status, "status")
