@@ -54,6 +54,7 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     roots: list[Step] = []
     other: list[SpanRecord] = []
     preorder: dict[str, int] = {}
+    visited = 0  # len(preorder)
     # Depth first, in pre-order: a stack of (the siblings left to visit, their nearest step
     # ancestor), one entry per open parent (not per span: a flat trace of 10,000 spans
     # would otherwise hold 10,000 tuples for the garbage collector to scan). Siblings are
@@ -71,7 +72,8 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
             span_id = record.span_id
             if span_id in preorder:  # a parent-id cycle in hostile input
                 continue
-            preorder[span_id] = len(preorder)
+            preorder[span_id] = visited
+            visited += 1
             kind = step_kind(record.attributes, top_level=top_level)
             if kind is _OTHER:
                 other.append(record)
@@ -92,7 +94,8 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
                 break
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
-    other.extend(r for r in spans.values() if r.span_id not in preorder)
+    if visited < len(spans):
+        other.extend(r for r in spans.values() if r.span_id not in preorder)
     # By start time, ties in tree pre-order: the order the steps were appended in, which a
     # stable sort keeps.
     try:
@@ -208,11 +211,12 @@ def _link_tool_calls(steps: list[Step]) -> list[Step]:
                         pending = list(pending)
                         owned = True
                     pending.remove(match)  # type: ignore[attr-defined]
-                    step.tool_arguments = match.arguments
+                    arguments = step.tool_arguments = match.arguments
                     if step.input is None:
-                        step.input = match.arguments
-                    if step.tool_result is None and not step.is_error and match.call_id:
-                        waiting.append((step, match.call_id))
+                        step.input = arguments
+                    call_id = match.call_id
+                    if step.tool_result is None and not step.is_error and call_id:
+                        waiting.append((step, call_id))
         if out is not None:
             out.append(step)
     if out is None:
@@ -228,7 +232,9 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
     end = next_llm.start_ns if next_llm is not None else requester.end_ns
     steps = []
     for call in requester.tool_calls:
-        result = results.get(call.call_id) if call.call_id else None
+        call_id = call.call_id
+        result = results.get(call_id) if call_id else None
+        arguments = call.arguments  # (read once: the first read of JSON arguments decodes them)
         steps.append(
             Step(
                 kind=_TOOL,
@@ -236,11 +242,11 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
                 span_id=requester.span_id,
                 trace_id=requester.trace_id,
                 parent_span_id=requester.parent_span_id,
-                input=call.arguments,
+                input=arguments,
                 output=result,
-                input_text=flatten_text(call.arguments),
+                input_text=flatten_text(arguments),
                 output_text=flatten_text(result),
-                tool_arguments=call.arguments,
+                tool_arguments=arguments,
                 tool_result=result,
                 start_ns=start,
                 end_ns=end,

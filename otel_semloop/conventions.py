@@ -143,13 +143,14 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
                 raw_out = raw_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
             else:  # (what first_indexed finds in nothing)
                 raw_in, raw_out = raw_in or None, raw_out or None
+    arguments = result = _UNREAD  # (the tool call's keys, when read below)
     if raw_in is not None and raw_out is not None:
         pass  # (an LLM span's message lists)
     elif _EARLIER_IO_KEYS.isdisjoint(attrs):  # one pass in C: a GenAI tool span, most others
         if raw_in is None:
-            raw_in = get("gen_ai.tool.call.arguments")  # (the last of _INPUT_KEYS)
+            raw_in = arguments = get("gen_ai.tool.call.arguments")  # (the last of _INPUT_KEYS)
         if raw_out is None:
-            raw_out = get("gen_ai.tool.call.result")  # (the last of _OUTPUT_KEYS)
+            raw_out = result = get("gen_ai.tool.call.result")  # (the last of _OUTPUT_KEYS)
     else:
         if raw_in is None:
             for key in _INPUT_KEYS:
@@ -188,14 +189,16 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         # Not OpenInference's ``tool.parameters``: that is the tool's JSON *schema*, the same
         # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
         # reading it as arguments would make every call of a tool look identical.
-        arguments = get("gen_ai.tool.call.arguments")
+        if arguments is _UNREAD:
+            arguments = get("gen_ai.tool.call.arguments")
         if arguments is not None:
             tool_arguments = decode_json(arguments)
         else:
             # The arguments are the input itself (the same object): decoded now.
             defer_input = False
             tool_arguments = step_input = decode_input(raw_in, envelope)
-        result = get("gen_ai.tool.call.result")
+        if result is _UNREAD:
+            result = get("gen_ai.tool.call.result")
         # (the output decoded from this very value: not decoded twice)
         same = result is None or (result is raw_out and not envelope)
         tool_result = output if same else decode_json(result)
@@ -234,7 +237,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             message = message or str(event.attributes.get("exception.message", ""))
             break
     is_error = record.status_code == STATUS_ERROR or error_type is not None
-    if _USAGE_KEYS.isdisjoint(attrs):  # most spans but LLM calls: one pass in C
+    if kind is not _LLM and _USAGE_KEYS.isdisjoint(attrs):  # most spans but LLM calls: in C
         input_tokens = output_tokens = cost = None
     else:
         # The GenAI keys first, inline (the usual case); then the others, in order.
@@ -248,7 +251,12 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             output_tokens = _first_present(attrs, *_OUTPUT_TOKEN_KEYS)
         if output_tokens.__class__ is not int:
             output_tokens = _as_int(output_tokens)
-        cost = _first_present(attrs, *_COST_KEYS)
+        for key in _COST_KEYS:
+            cost = get(key)
+            if cost is not None:
+                if cost.__class__ is not float:  # (the usual float first; a bool is an int)
+                    cost = float(cost) if isinstance(cost, (int, float)) else None
+                break
     # The fields are stored here, not through Step's __init__: its generated code would
     # write input, input_text and output through their deferring descriptors (a Python
     # call each) only for them to be deleted again when deferred. The fields set are
@@ -279,7 +287,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     step.agent = None  # set by the builder
     step.input_tokens = input_tokens
     step.output_tokens = output_tokens
-    step.cost = float(cost) if isinstance(cost, (int, float)) else None
+    step.cost = cost
     step.depth = 0  # set by the builder
     step.synthetic = False
     step.handoff_to = handoff_to

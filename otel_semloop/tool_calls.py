@@ -24,24 +24,15 @@ __all__ = ["ToolCall", "requested_call", "requested_tool_calls", "tool_responses
 
 class _ArgumentsText:
     """ToolCall's base: the slot ``_arguments_text`` holds the JSON text a call read from an
-    LLM output (:func:`_tool_call`) leaves ``arguments`` to be decoded from on first read.
-    Only a tool step without arguments of its own, or a call no tool span recorded, needs
-    them (:mod:`otel_semloop.builder`); the detectors read whether there are calls at all."""
+    LLM output (:func:`requested_call`) leaves ``arguments`` to be decoded from on first read
+    (see :class:`_LazyArguments`). Only a tool step without arguments of its own, or a call
+    no tool span recorded, needs them (:mod:`otel_semloop.builder`); the detectors read
+    whether there are calls at all.
+
+    (No ``__getattr__`` for that: on CPython 3.11 a class with one has every attribute read
+    of its instances take the generic path, ``name`` and ``call_id`` included.)"""
 
     __slots__ = ("_arguments_text",)
-
-    def __getattr__(self, name: str) -> Any:
-        # Called only when a slot is unset: ``arguments`` on its first read.
-        if name == "arguments":
-            try:
-                text = _ARGUMENTS_TEXT.__get__(self)
-            except AttributeError:
-                pass
-            else:
-                value = decode_json(text)
-                _set_arguments(self, value)
-                return value
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
 
 _ARGUMENTS_TEXT = _ArgumentsText.__dict__["_arguments_text"]
@@ -68,11 +59,56 @@ class ToolCall(_ArgumentsText):
         _set_call_id(self, call_id)
 
 
+#: The slot of ``arguments`` (its member descriptor): what it holds without decoding
+#: anything, :data:`UNDECODED` until the first read of a call's lazy arguments.
+ARGUMENTS_SLOT = ToolCall.__dict__["arguments"]
+
+
+class _Undecoded:
+    """The stand-in in ``arguments``'s slot until the first read (see :class:`_LazyArguments`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<arguments not decoded yet>"
+
+
+UNDECODED: Any = _Undecoded()
+
+
+class _LazyArguments:
+    """The class attribute ``ToolCall.arguments``, over its slot: the slot's value, except
+    :data:`UNDECODED` there (set by :func:`requested_call`), which the first read replaces
+    with the JSON text of ``_arguments_text`` decoded. Writes and deletes go to the slot (a
+    frozen dataclass makes them only through ``object.__setattr__``, as copies and pickles
+    do). (A stand-in, not an unset slot: catching the AttributeError of an unset slot costs
+    more than the decoding it saves.)"""
+
+    __slots__ = ()
+
+    def __get__(self, call: ToolCall | None, owner: type | None = None) -> Any:
+        if call is None:
+            return self
+        value = _get_arguments(call)
+        if value is UNDECODED:
+            value = decode_json(_ARGUMENTS_TEXT.__get__(call))
+            _set_arguments(call, value)
+        return value
+
+    def __set__(self, call: ToolCall, value: Any) -> None:
+        _set_arguments(call, value)
+
+    def __delete__(self, call: ToolCall) -> None:
+        ARGUMENTS_SLOT.__delete__(call)
+
+
 _set_name = ToolCall.__dict__["name"].__set__
-_set_arguments = ToolCall.__dict__["arguments"].__set__
+_get_arguments = ARGUMENTS_SLOT.__get__
+_set_arguments = ARGUMENTS_SLOT.__set__
 _set_call_id = ToolCall.__dict__["call_id"].__set__
 _set_arguments_text = _ARGUMENTS_TEXT.__set__
 _new_tool_call = ToolCall.__new__
+ToolCall.arguments = _LazyArguments()  # type: ignore[assignment,method-assign]
 
 
 def requested_tool_calls(output: Any) -> list[ToolCall]:
@@ -117,14 +153,17 @@ def _items(value: Any) -> Any:
 def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
     """A call as an LLM output names it (name and call id as text); JSON arguments (what
     :func:`~otel_semloop.envelopes.decode_json` decodes) are decoded on first read (see
-    :class:`_ArgumentsText`)."""
+    :class:`_LazyArguments`)."""
+    # Built slot by slot, not through ToolCall's __init__ (a Python frame per LLM step).
+    call = _new_tool_call(ToolCall)
+    _set_name(call, str(name or ""))
     if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
-        call = _new_tool_call(ToolCall)
-        _set_name(call, str(name or ""))
+        _set_arguments(call, UNDECODED)
         _set_arguments_text(call, arguments)
-        _set_call_id(call, str(call_id) if call_id else None)
-        return call
-    return ToolCall(str(name or ""), arguments, str(call_id) if call_id else None)
+    else:
+        _set_arguments(call, arguments)
+    _set_call_id(call, str(call_id) if call_id else None)
+    return call
 
 
 _JSON_OPENERS = ("{", "[")  # as decode_json reads them

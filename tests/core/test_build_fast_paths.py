@@ -27,7 +27,14 @@ from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.envelopes import decode_json
 from otel_semloop.messages import flatten_text, indexed_messages, text_and_tool_calls
 from otel_semloop.model import SpanRecord, Step, StepKind
-from otel_semloop.tool_calls import ToolCall, requested_call, requested_tool_calls, tool_responses
+from otel_semloop.tool_calls import (
+    ARGUMENTS_SLOT,
+    UNDECODED,
+    ToolCall,
+    requested_call,
+    requested_tool_calls,
+    tool_responses,
+)
 from tests.core.test_builder_fuzz import json_values, span_records
 
 # -- the step order ------------------------------------------------------------------------
@@ -231,12 +238,8 @@ def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_ou
 
 
 def _decoded(call: ToolCall) -> bool:
-    """Whether ``call.arguments`` holds its value (its slot is set) without reading it."""
-    try:
-        ToolCall.__dict__["arguments"].__get__(call)
-    except AttributeError:
-        return False
-    return True
+    """Whether ``call.arguments`` holds its value (its slot) without reading it."""
+    return ARGUMENTS_SLOT.__get__(call) is not UNDECODED
 
 
 @settings(max_examples=300, deadline=None)
@@ -281,6 +284,19 @@ def test_a_call_built_by_hand_keeps_its_arguments_and_unknown_attributes_raise()
         call.nothing  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'arguments'"):
         ToolCall.__new__(ToolCall).arguments  # noqa: B018
+
+
+def test_no_tool_call_attribute_read_goes_through_getattr() -> None:
+    # A class with __getattr__ has every attribute read of its instances take CPython's
+    # generic path (name and call_id included): the lazy arguments have a descriptor.
+    assert not any("__getattr__" in vars(cls) for cls in ToolCall.__mro__[:-1])
+    call = requested_call("search", '{"q": 1}', "c1")
+    assert not _decoded(call)
+    assert (call.name, call.call_id) == ("search", "c1") and not _decoded(call)
+    assert call.arguments == {"q": 1} and _decoded(call)
+    assert call.arguments is call.arguments  # decoded once, then the slot
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        call.arguments = None  # type: ignore[misc]
 
 
 # -- indexed messages of remembered key sets ------------------------------------------------
