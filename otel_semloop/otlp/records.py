@@ -315,41 +315,64 @@ def records_from_proto(msg: Any, where: str = "") -> list[SpanRecord]:
     for i, rs in enumerate(msg.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             for k, span in enumerate(ss.spans):
-                out.append(
-                    record_from_proto_span(span, where, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]")
-                )
+                try:
+                    out.append(_span_pb(span))
+                except Bad as e:  # the path is only made for an error
+                    e.path.append(f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]")
+                    raise e.to_error(where) from None
     return out
 
 
 def record_from_proto_span(span: Any, where: str = "", path: str = "span") -> SpanRecord:
     """One protobuf ``Span`` as a :class:`SpanRecord` (``source`` is the span), for callers
     that hold spans outside their ``TracesData`` envelope. ``path`` locates it in errors."""
-    tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
-    if len(tid) != 16:
-        raise Bad(f"trace id must be 16 bytes, got {len(tid)}", path, "traceId").to_error(where)
-    if len(sid) != 8:
-        raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId").to_error(where)
-    if pid and len(pid) != 8:
-        raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId").to_error(where)
-    events = [
-        EventRecord(ev.name, ev.time_unix_nano, decode_attributes_pb(ev.attributes) if ev.attributes else {})
-        for ev in span.events
-    ]
-    return SpanRecord(
-        tid.hex(),
-        sid.hex(),
-        pid.hex(),
-        span.name,
-        span.start_time_unix_nano,
-        span.end_time_unix_nano,
-        decode_attributes_pb(span.attributes),
-        events,
-        span.status.code,
-        span.status.message,
-        span.kind,
-        bool(span.flags & FLAGS_IS_REMOTE) if span.flags & FLAGS_HAS_IS_REMOTE else None,
-        span,
+    try:
+        return _span_pb(span)
+    except Bad as e:
+        e.path.append(path)
+        raise e.to_error(where) from None
+
+
+def _span_pb(span: Any, _len: Any = len) -> SpanRecord:
+    """One protobuf ``Span`` as a record (raises :class:`Bad` with the field). Each field
+    is read once: a protobuf attribute read looks the field up by name, and a submessage
+    read (``status``) makes a wrapper object."""
+    tid = span.trace_id
+    sid = span.span_id
+    pid = span.parent_span_id
+    if _len(tid) != 16:
+        raise Bad(f"trace id must be 16 bytes, got {len(tid)}", "traceId")
+    if _len(sid) != 8:
+        raise Bad(f"span id must be 8 bytes, got {len(sid)}", "spanId")
+    if pid and _len(pid) != 8:
+        raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", "parentSpanId")
+    events = span.events
+    flags = span.flags
+    status = span.status
+    record = _new_record(SpanRecord)
+    record.trace_id = tid.hex()
+    record.span_id = sid.hex()
+    record.parent_span_id = pid.hex()
+    record.name = span.name
+    record.start_ns = span.start_time_unix_nano
+    record.end_ns = span.end_time_unix_nano
+    record.attributes = decode_attributes_pb(span.attributes)
+    record.events = (
+        [
+            EventRecord(
+                ev.name, ev.time_unix_nano, decode_attributes_pb(ev.attributes) if ev.attributes else {}
+            )
+            for ev in events
+        ]
+        if events
+        else []
     )
+    record.status_code = status.code
+    record.status_message = status.message
+    record.kind = span.kind
+    record.parent_is_remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
+    record.source = span
+    return record
 
 
 # --- write-back -----------------------------------------------------------------------
