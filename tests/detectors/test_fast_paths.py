@@ -166,7 +166,8 @@ def plain_is_acknowledgement(normalised: str) -> bool:
 
 
 ACK_PIECES = [
-    "ok", "OK", "Saved", "saved", " ", "file", "written", "\t", "\n", "#", "<id>", "[]", "{}", "null", "none", "not", "found",
+    "ok", "OK", "Saved", "saved", " ", "file", "written", "\t", "\n", "#", "<id>", "[]", "{}",
+    "null", "none", "not", "found",
     ",", ".", "!", "\u2019", "\u2026", "\u00e9", "-", ":", "status", "\"", "done",
 ]  # fmt: skip
 
