@@ -23,7 +23,13 @@ from typing import Any
 
 import orjson
 
-from otel_semloop.detectors.arguments import SHELL_ARGUMENT_NAMES, canonical_string, shell_near_form
+from otel_semloop.detectors.arguments import (
+    SHELL_ARGUMENT_NAMES,
+    _has_four_digits,
+    canonical_shell,
+    canonical_string,
+    shell_near_form,
+)
 
 __all__ = [
     "DEFAULT_POSITION_ARGS",
@@ -121,7 +127,16 @@ def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell:
             continue
         kind = type(value)
         if kind is str:
-            new = canonical_string(value, shell=shell or lowered in SHELL_ARGUMENT_NAMES) if value else value
+            if not value:
+                new = value
+            elif shell or lowered in SHELL_ARGUMENT_NAMES:
+                new = canonical_shell(value)
+            elif "://" in value or _has_four_digits(value):
+                new = canonical_string(value)
+            else:
+                # What ``canonical_string`` would return, without its two calls: it
+                # rewrites URLs and dates alone, and every date spelling holds a year.
+                new = value
         elif kind in _LEAF_TYPES:
             new = value
         else:

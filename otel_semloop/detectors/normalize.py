@@ -133,6 +133,9 @@ _FOLD = bytes(
 )
 _FOLD_PUNCTUATION = bytes(ord(" ") if _PUNCTUATION_BYTES[c] == ord(" ") else _FOLD[c] for c in range(256))
 _BLANKS = re.compile(b"  +")
+#: Two blanks in a row: searched for as a literal by the regex engine, several times faster
+#: than ``bytes.find`` of the two-byte needle on text holding many single blanks.
+_DOUBLE_BLANK = re.compile(b"  ")
 
 
 def _fold_ascii(text: str, table: bytes) -> str:
@@ -140,7 +143,7 @@ def _fold_ascii(text: str, table: bytes) -> str:
     punctuation dropped first with :data:`_FOLD_PUNCTUATION`): one byte translation, then
     runs of blanks collapsed by a pattern that starts with a literal."""
     folded = text.encode("ascii").translate(table)
-    if folded.find(b"  ") != -1:  # (``in`` on bytes first fails to read its operand as an int)
+    if _DOUBLE_BLANK.search(folded) is not None:
         folded = _BLANKS.sub(b" ", folded)
     return folded.strip(b" ").decode("ascii")
 
@@ -214,7 +217,9 @@ _JOINED_MARKS = re.compile(r"#(?:[-_]#)+")
 def _volatile_marks(ids_masked: str) -> str:
     """``ids_masked`` (identifiers already masked) with digit runs and ``<id>`` as ``#``."""
     text = _mask_digits(ids_masked).replace("<id>", "#")
-    return _JOINED_MARKS.sub("#", text) if "#-#" in text or "#_#" in text else text
+    # A joined mark holds ``-`` or ``_`` (one ``memchr`` each to rule it out); the pattern,
+    # which starts with the literal ``#``, then costs less than searching for both joins.
+    return _JOINED_MARKS.sub("#", text) if "-" in text or "_" in text else text
 
 
 def _mask_ids(text: str) -> str:
@@ -222,10 +227,11 @@ def _mask_ids(text: str) -> str:
     other numbers kept. Each mask runs only when its gate (above) says it could change
     something (a hex run or identifier that is not masked is replaced by itself)."""
     gated = text.isascii()  # O(1); masking only ever writes ASCII
-    if text.count("-") >= 4 and not (gated and _UUID_GATE.search(text) is None):
-        text = _UUID.sub("<uuid>", text)
-    if "-" in text and not (gated and _TIMESTAMP_GATE.search(text) is None):
-        text = _TIMESTAMP.sub("<ts>", text)
+    if "-" in text:  # (``memchr``; counting them is a slower loop)
+        if text.count("-") >= 4 and not (gated and _UUID_GATE.search(text) is None):
+            text = _UUID.sub("<uuid>", text)
+        if "-" in text and not (gated and _TIMESTAMP_GATE.search(text) is None):
+            text = _TIMESTAMP.sub("<ts>", text)
     if gated:
         classes = text.encode("ascii").translate(_CLASSES)
         # A digit next to a letter: the identifier gate itself, and necessary for a masked
@@ -288,7 +294,7 @@ def is_acknowledgement(normalised: str) -> bool:
     and ``no results`` are answers, not acknowledgements."""
     if len(normalised) > 16 * ACK_MAX_WORDS:
         return False
-    words = normalised.translate(_PUNCTUATION).split()
+    words = _drop_punctuation(normalised).split()  # (by bytes: a str translation by dict is ~8x slower)
     if not words:
         return normalised.strip() not in ("[]", "{}")
     if len(words) == 1 and words[0] in ("null", "none"):

@@ -130,6 +130,10 @@ _UNIT_MARKS = (
 )
 #: The same for a text of ASCII characters alone (``str.isascii`` is a flag read).
 _ASCII_UNIT_MARKS = tuple(mark for mark in _UNIT_MARKS if mark.isascii())
+#: The marks of ASCII text without the rare line breaks (``\r`` and the control
+#: characters), which :func:`_most_units` rules out first.
+_USUAL_UNIT_MARKS = ("\n", ".", "?", "!")
+assert _ASCII_UNIT_MARKS[: len(_USUAL_UNIT_MARKS)] == _USUAL_UNIT_MARKS
 
 
 def _most_units(text: str, enough: int = sys.maxsize) -> int:
@@ -141,7 +145,18 @@ def _most_units(text: str, enough: int = sys.maxsize) -> int:
     costs one fast scan, one it holds a call per occurrence up to ``enough`` (past a few,
     one ``str.count`` of the rest)."""
     units = 1
-    for mark in _ASCII_UNIT_MARKS if text.isascii() else _UNIT_MARKS:
+    if not text.isascii():
+        marks = _UNIT_MARKS
+    elif (
+        "\r" in text or "\x0b" in text or "\x0c" in text or "\x1c" in text or "\x1d" in text
+        or "\x1e" in text
+    ):  # fmt: skip
+        marks = _ASCII_UNIT_MARKS
+    else:
+        # The rare line breaks ruled out in one expression rather than one loop round
+        # each: the marks left are the usual ones, in the same order.
+        marks = _USUAL_UNIT_MARKS
+    for mark in marks:
         if mark not in text:  # the cheapest call: most marks are absent
             continue
         at = text.find(mark)
@@ -220,6 +235,9 @@ RUN_UNIT_CHARS = 32
 #: Characters of the middle of an output examined for a run (see :func:`degenerate_run`).
 RUN_SAMPLE_CHARS = 2048
 _RUN_HEAD_CHARS = 8
+#: The least sample searched, and how far past its start the head is looked for.
+_RUN_MIN_SAMPLE = 2 * _RUN_HEAD_CHARS
+_RUN_SEARCH_CHARS = RUN_UNIT_CHARS + _RUN_HEAD_CHARS
 
 
 def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
@@ -240,14 +258,17 @@ def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     if size < min_chars:
         return None
     # The sample is text[lo:hi], addressed in place (a normal text is never sliced).
-    lo, hi = size // 4, size - size // 4
+    lo = size // 4
+    hi = size - lo
     if hi - lo > RUN_SAMPLE_CHARS:
         lo += (hi - lo - RUN_SAMPLE_CHARS) // 2
         hi = lo + RUN_SAMPLE_CHARS
-    if hi - lo < 2 * _RUN_HEAD_CHARS:
+    elif hi - lo < _RUN_MIN_SAMPLE:
         return None
+    end = lo + _RUN_SEARCH_CHARS
+    if end > hi:
+        end = hi
     head = text[lo : lo + _RUN_HEAD_CHARS]
-    end = min(lo + RUN_UNIT_CHARS + _RUN_HEAD_CHARS, hi)
     at = text.find(head, lo + 1, end)
     while at != -1 and text[at:hi] != text[lo : hi - (at - lo)]:
         at = text.find(head, at + 1, end)

@@ -133,3 +133,14 @@ def test_cycle_tracker_reports_the_tail_periods_of_the_whole_stream(
         tracker.reset()
         for end in range(1, len(stream) + 1):
             assert tracker.push(stream[end - 1]) == _tail_periods(stream[:end], max_period)
+
+
+def test_most_units_of_ascii_text_counts_each_rare_line_break() -> None:
+    # ASCII text holding a rare line break (ruled out first in one expression) is counted
+    # with every mark: one such character in a text of usual marks adds its unit.
+    for brk in ("\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\n"):
+        text = f"One. Two{brk}three? four!"
+        assert text.isascii()
+        assert text_detectors._most_units(text) == _units_bound(text) == 5
+        assert text_detectors._most_units(text + brk * 3) == 8
+        assert text_detectors._most_units(text, 4) >= 4

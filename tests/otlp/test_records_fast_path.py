@@ -1,0 +1,136 @@
+"""``records_from_json`` takes shortcuts (ids and times checked in bulk after the pass,
+see ``otel_semloop.otlp.records._span_json``); these tests hold it to the plain path,
+where every value is checked where it stands: the same records, or the same error."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from otel_semloop.errors import OTLPDecodeError
+from otel_semloop.otlp import records_from_json, traces_to_json
+from otel_semloop.otlp._common import Bad
+from otel_semloop.otlp.records import _records_json
+from tests.otlp.test_otlp_codec import traces_data
+from tests.otlp.test_otlp_fuzz import json_values
+
+FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: near misses of lowercase hex ids and decimal times: each is wrong, or right only
+#: after the plain path's normalising (uppercase hex), for a reason a bulk check can miss
+NEAR_MISSES = [
+    "EEE19B7EC3C1B174",  # uppercase: valid, lowercased
+    "eee19b7ec3c1b17G",
+    "eee19b7ec3c1b17g",
+    "eee19b7ec3c1b17 ",
+    "\uff10eee19b7ec3c1b17",  # a fullwidth digit zero
+    "eee19b7ec3c1b17",
+    "eee19b7ec3c1b1744",
+    "",
+    "1767225600000000000",
+    " 1767225600000000",
+    "+1767225600000000",
+    "1_767225600000000",
+    "-0",
+    "00000000000000001",
+    "١٢٣",  # Arabic-Indic digits: int() takes them
+    "17e8",
+    "18446744073709551615",
+    "18446744073709551616",
+    "9999999999999999999",
+    "0x1f",
+]
+ID_OR_TIME = st.sampled_from(NEAR_MISSES) | st.text(alphabet="0123456789abcdefABCDEF_ +-x", max_size=20)
+FIELDS = ["traceId", "spanId", "parentSpanId", "startTimeUnixNano", "endTimeUnixNano"]
+
+
+def _plain(doc: Any, where: str = "") -> list[Any]:
+    try:
+        return _records_json(doc, None, None)
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise Bad("value nested too deeply").to_error(where) from None
+
+
+def _outcome(decode: Any, doc: Any) -> Any:
+    try:
+        records = decode(doc, "f:1")
+    except OTLPDecodeError as exc:
+        return ("error", str(exc), exc.where)
+    out = []
+    for r in records:
+        fields = dataclasses.asdict(r) | {"source": None}
+        out.append((fields, id(r.source)))
+    return ("ok", out)
+
+
+def _same_as_plain(doc: Any) -> None:
+    assert _outcome(records_from_json, doc) == _outcome(_plain, doc)
+
+
+@FUZZ
+@given(traces_data(valid_ids=True), st.data())
+def test_ids_and_times_near_misses_decode_as_on_the_plain_path(msg, data):
+    doc = orjson.loads(orjson.dumps(traces_to_json(msg)))
+    levels = [ss for rs in doc.get("resourceSpans", []) for ss in rs.get("scopeSpans", [])]
+    for span in [s for ss in levels for s in ss.get("spans", [])]:
+        for key in FIELDS:
+            if data.draw(st.integers(0, 3)) == 0:
+                span[key] = data.draw(ID_OR_TIME)
+    _same_as_plain(doc)
+
+
+@FUZZ
+@given(json_values)
+@example({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "a" * 32, "spanId": "A" * 16}]}]}]})
+def test_arbitrary_documents_decode_as_on_the_plain_path(value):
+    _same_as_plain(value)
+
+
+def _doc(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}
+
+
+def _span(**changes: Any) -> dict[str, Any]:
+    span = {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": "eee19b7ec3c1b174",
+        "parentSpanId": "eee19b7ec3c1b173",
+        "name": "chat",
+        "startTimeUnixNano": "1767225600000000000",
+        "endTimeUnixNano": "1767225601000000000",
+    }
+    span.update(changes)
+    return span
+
+
+def test_uppercase_ids_taken_unchecked_come_out_lowercase():
+    (record,) = records_from_json(_doc(_span(spanId="EEE19B7EC3C1B174", parentSpanId="EEE19B7EC3C1B173")))
+    assert (record.span_id, record.parent_span_id) == ("eee19b7ec3c1b174", "eee19b7ec3c1b173")
+
+
+@pytest.mark.parametrize("value", ["eee19b7ec3c1b17g", "eee19b7ec3c1b1\uff174", "eee19b7ec3c1b17 "])
+def test_a_bad_id_is_reported_before_a_later_span_error(value):
+    # the unchecked id in span 0 is wrong, span 1's attribute too: span 0 is named
+    doc = _doc(_span(spanId=value), _span(attributes=[{"key": "k", "value": {"intValue": "x"}}]))
+    with pytest.raises(OTLPDecodeError) as exc:
+        records_from_json(doc, "f:1")
+    assert exc.value.where == "f:1 resourceSpans[0].scopeSpans[0].spans[0].spanId"
+
+
+@pytest.mark.parametrize("value", [" 1767225600", "+1767225600", "1_767225600", "١٢٣", "", "0x1f"])
+def test_times_int_takes_but_otlp_does_not_are_errors(value):
+    with pytest.raises(OTLPDecodeError) as exc:
+        records_from_json(_doc(_span(), _span(endTimeUnixNano=value)), "f:1")
+    assert exc.value.where == "f:1 resourceSpans[0].scopeSpans[0].spans[1].endTimeUnixNano"
+
+
+def test_times_with_leading_zeros_and_minus_zero_decode_as_numbers():
+    (record,) = records_from_json(_doc(_span(startTimeUnixNano="-0", endTimeUnixNano="0012")))
+    assert (record.start_ns, record.end_ns) == (0, 12)
