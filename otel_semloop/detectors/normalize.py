@@ -294,7 +294,7 @@ def is_acknowledgement(normalised: str) -> bool:
     and ``no results`` are answers, not acknowledgements."""
     if len(normalised) > 16 * ACK_MAX_WORDS:
         return False
-    words = normalised.translate(_PUNCTUATION).split()
+    words = _drop_punctuation(normalised).split()  # (by bytes: a str translation by dict is ~8x slower)
     if not words:
         return normalised.strip() not in ("[]", "{}")
     if len(words) == 1 and words[0] in ("null", "none"):

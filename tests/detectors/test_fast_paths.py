@@ -152,3 +152,27 @@ def test_unit_bound_is_an_upper_bound(text: str) -> None:
     assert text_detectors._most_units(text) >= len(plain_units(text))
     bounded = text_detectors.chant_units(text, 4, min_units=len(plain_units(text)))
     assert bounded == text_detectors.chant_units(text, 4, min_units=0)
+
+
+def plain_is_acknowledgement(normalised: str) -> bool:
+    if len(normalised) > 16 * normalize.ACK_MAX_WORDS:
+        return False
+    words = normalised.translate(normalize._PUNCTUATION).split()
+    if not words:
+        return normalised.strip() not in ("[]", "{}")
+    if len(words) == 1 and words[0] in ("null", "none"):
+        return True
+    return len(words) <= normalize.ACK_MAX_WORDS and all(word in normalize.ACK_WORDS for word in words)
+
+
+ACK_PIECES = [
+    "ok", "OK", "Saved", "saved", " ", "file", "written", "\t", "\n", "#", "<id>", "[]", "{}",
+    "null", "none", "not", "found",
+    ",", ".", "!", "\u2019", "\u2026", "\u00e9", "-", ":", "status", "\"", "done",
+]  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(ACK_PIECES), max_size=20).map("".join))
+def test_acknowledgement_by_bytes_is_exact(text: str) -> None:
+    assert normalize.is_acknowledgement(text) == plain_is_acknowledgement(text)

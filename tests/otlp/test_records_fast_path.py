@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.errors import OTLPDecodeError
+from otel_semloop.model import EventRecord
+from otel_semloop.otlp import _common as c
 from otel_semloop.otlp import records_from_json, traces_to_json
-from otel_semloop.otlp._common import Bad
-from otel_semloop.otlp.records import _records_json
+from otel_semloop.otlp._common import Bad, field
+from otel_semloop.otlp.records import _attributes, _events_json, _records_json
 from tests.otlp.test_otlp_codec import traces_data
 from tests.otlp.test_otlp_fuzz import json_values
 
@@ -87,6 +89,12 @@ def test_ids_and_times_near_misses_decode_as_on_the_plain_path(msg, data):
 
 
 @FUZZ
+@given(traces_data(valid_ids=True))
+def test_valid_documents_decode_as_on_the_plain_path(msg):
+    _same_as_plain(orjson.loads(orjson.dumps(traces_to_json(msg))))
+
+
+@FUZZ
 @given(json_values)
 @example({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "a" * 32, "spanId": "A" * 16}]}]}]})
 def test_arbitrary_documents_decode_as_on_the_plain_path(value):
@@ -134,3 +142,81 @@ def test_times_int_takes_but_otlp_does_not_are_errors(value):
 def test_times_with_leading_zeros_and_minus_zero_decode_as_numbers():
     (record,) = records_from_json(_doc(_span(startTimeUnixNano="-0", endTimeUnixNano="0012")))
     assert (record.start_ns, record.end_ns) == (0, 12)
+
+
+def test_a_trace_as_exporters_write_it_decodes_as_on_the_plain_path():
+    # every shortcut taken: lowercase ids, times as decimal strings, a root without a parent
+    spans = [
+        _span(spanId=f"{i:016x}", startTimeUnixNano=f"17672256{i:011d}", endTimeUnixNano=f"1767225{i:012d}")
+        for i in range(1, 40)
+    ]
+    spans.append(_span(parentSpanId="", startTimeUnixNano="1767225599000000000", endTimeUnixNano="9"))
+    doc = _doc(*spans)
+    _same_as_plain(doc)
+    assert [r.start_ns for r in records_from_json(doc)][:2] == [1767225600000000001, 1767225600000000002]
+
+
+# --- events -----------------------------------------------------------------------------
+
+
+def _plain_events(events: Any) -> list[EventRecord]:
+    """The reading of a span's events before its shortcuts (the reference)."""
+    if type(events) is not list:
+        c.bad_type("an array", events)
+    out = []
+    for ev in events:
+        try:
+            if type(ev) is not dict:
+                c.bad_type("an event object", ev)
+            name = ev.get("name")
+            if type(name) is not str:
+                name = field(ev, "name", c.string)
+            t = ev.get("timeUnixNano")
+            if type(t) is not str or not t.isdigit() or not t.isascii():
+                t = field(ev, "timeUnixNano", c.u64)
+            out.append(EventRecord(name, c.u64(t), _attributes(ev)))
+        except Bad as e:
+            e.path.append(f"[{c.index_of(events, ev)}]")
+            raise
+    return out
+
+
+def _events_outcome(decode: Any, events: Any) -> Any:
+    try:
+        return ("ok", [(e.name, e.time_ns, type(e.time_ns), e.attributes) for e in decode(events)])
+    except Bad as e:
+        return ("bad", str(e), list(e.path))
+
+
+EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": st.sampled_from(["gen_ai.user.message", "", None, 3]),
+            "timeUnixNano": ID_OR_TIME | st.integers(-1, 2**65) | st.none() | st.just(1.5),
+            "attributes": st.sampled_from(
+                [
+                    [{"key": "content", "value": {"stringValue": "hi"}}],
+                    [{"key": "n", "value": {"intValue": "x"}}],
+                    [],
+                    None,
+                    {"key": "k"},
+                ]
+            ),
+        },
+    )
+    | st.sampled_from([None, 1, []]),
+    max_size=4,
+)
+
+
+@FUZZ
+@given(EVENTS | json_values)
+def test_events_decode_as_on_the_plain_path(events):
+    assert _events_outcome(_events_json, events) == _events_outcome(_plain_events, events)
+
+
+@pytest.mark.parametrize("time", ["99999999999999999999", "18446744073709551616", "1767225600000000000", "0"])
+def test_event_times_decode_as_before_including_the_range_error_path(time):
+    events = [{"name": "e", "timeUnixNano": time}]
+    assert _events_outcome(_events_json, events) == _events_outcome(_plain_events, events)
