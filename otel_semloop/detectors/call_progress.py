@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from otel_semloop.detectors.call_identity import canonical_args
 from otel_semloop.detectors.figures import (
     best_numbers,
     counts_fell,
@@ -36,8 +37,9 @@ from otel_semloop.detectors.figures import (
     result_numbers,
 )
 from otel_semloop.detectors.normalize import is_acknowledgement, normalize_result_and_content
+from otel_semloop.model import Step
 
-__all__ = ["CallProgress", "Figures", "ResultRead", "result_figures"]
+__all__ = ["CallProgress", "Figures", "ResultRead", "result_figures", "result_text"]
 
 #: (progress figure, remaining counts, numbers) of a result's text.
 Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
@@ -45,6 +47,16 @@ Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
 #: Results longer than this are sized by characters (about six per word) instead of being
 #: split: the bound keeps sizing O(1) extra allocations on huge outputs.
 _SIZE_SPLIT_CHARS = 65536
+
+
+def result_text(step: Step) -> str | None:
+    """A tool step's result as text, or None when the span carried none."""
+    result = step.tool_result
+    if result is None:
+        return step.output_text or None
+    if isinstance(result, str):
+        return result
+    return canonical_args(result, (), rewrite=False)
 
 
 def result_figures(raw: str) -> Figures:

@@ -25,21 +25,18 @@ Replay and live
     Replaying a finished trace (``Fingerprinter.lazy``), what only a repeat of the same
     call needs is computed when first needed and a result or text seen again is read once;
     an assistant text is digested only when its ``text`` is read, and the text novelty
-    (``text_novel``, ``text_epoch``) is settled only when read (:class:`_TextNovelty`):
-    the default detectors read it at agent steps and hand-offs alone. Live, everything is
-    computed at once and no text is kept. Same facts either way.
+    (``text_novel``, ``text_epoch``) is settled only when read
+    (:mod:`~otel_semloop.detectors.text_novelty`): the default detectors read it at agent
+    steps and hand-offs alone. Live, everything is computed at once and no text is kept.
+    Same facts either way.
 
-Size: one concern, a step's facts computed against the run's state in one pass per step;
-what the pass consults is elsewhere. One call's progress over the run (what a result
-reads as, the best figures and size the call showed, its last result and streak, whether
-a wait ended) is :mod:`~otel_semloop.detectors.call_progress`; the bounded maps of the run
-state are :class:`~otel_semloop.detectors.lru.LRU`; masks and text folding are
-``normalize``, what counts as the same call ``call_identity``, failure classes
-``failure_class``, figures ``figures``. :class:`StepFacts` stays with the fingerprinter:
-its argument signature and words are computed on first read from private slots
-(``_arguments``, ``_signature``, ``_arg_words``) that only :meth:`Fingerprinter._tool`
-fills, and in a replay :class:`_LazyCall` and :class:`_TextNovelty` defer reads whose
-timing the fingerprinter decides.
+Size: one concern, a step's facts computed against the run's state in one pass per step.
+What the pass consults is elsewhere: one call's progress over the run (best figures and
+size, last result, streak, a wait ended) in ``call_progress``, the assistant texts'
+novelty in ``text_novelty``, the bounded maps in ``lru``, masks in ``normalize``, what
+counts as the same call in ``call_identity``, failure classes in ``failure_class``.
+:class:`StepFacts` stays with the fingerprinter: its signature and argument words are
+computed on first read from private slots that only :meth:`Fingerprinter._tool` fills.
 """
 
 from __future__ import annotations
@@ -49,11 +46,17 @@ from typing import Any
 
 from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
 from otel_semloop.detectors.call_identity import ArgSignature, arg_signature, argument_words, canonical_args
-from otel_semloop.detectors.call_progress import CallProgress, Figures, ResultRead, result_figures
+from otel_semloop.detectors.call_progress import (
+    CallProgress,
+    Figures,
+    ResultRead,
+    result_figures,
+    result_text,
+)
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.failure_class import Failure, FailureKind, classify_failure, failure_identity
 from otel_semloop.detectors.lru import LRU
-from otel_semloop.detectors.normalize import normalize_text
+from otel_semloop.detectors.text_novelty import MEMO_ENTRIES, UNREAD, TextNovelty, text_digest
 from otel_semloop.model import Step, StepKind
 
 #: Enum members as module constants: in Python 3.11 reading one through its class
@@ -122,8 +125,7 @@ class StepFacts:
         self.start_ns = step.start_ns
         self.end_ns = step.end_ns
         self.agent = step.agent
-        # ``call`` and the four epochs are set by the fingerprinter (``call`` of an LLM step
-        # in a replay on first read: see :class:`_LazyCall`).
+        # ``call`` and the epochs: set by the fingerprinter (see :class:`_LazyCall`).
         self.args_known = False
         self._signature: ArgSignature | None = None
         # (arguments, volatile names, position names, shell) while the signature and the
@@ -141,15 +143,13 @@ class StepFacts:
         self.novel = False
         self.progressed = False
         self.call_novel = False
-        # ``text``, ``text_novel`` and ``text_epoch`` are set by the fingerprinter, in
-        # private slots (in a replay, an assistant text's on first read: see
-        # :class:`_TextNovelty`).
+        # ``text``, ``text_novel``, ``text_epoch``: private slots the fingerprinter sets
+        # (in a replay, an assistant text's on first read: see ``text_novelty``).
         #: A tool step that counts for repetition and novelty (not a transient failure);
         #: set once the failure is known (``Fingerprinter._tool``).
         self.is_action = False
         self.has_tool_calls = bool(step.tool_calls)
-        # (Tokens and cost are the budget detector's to read from the step: no other
-        # detector needs them, and budgets are off by default.)
+        # (Tokens and cost: the budget detector reads them from the step, off by default.)
 
     @property
     def signature(self) -> ArgSignature | None:
@@ -207,7 +207,7 @@ class StepFacts:
         """The digest of the normalised output text (LLM and agent steps; None when there
         is none or nothing is left once normalised)."""
         text = self._text
-        if text is _UNREAD:
+        if text is UNREAD:
             text = self._text = self._text_run.digest(self._text_raw)  # type: ignore[union-attr]
         return text  # type: ignore[return-value]
 
@@ -217,7 +217,7 @@ class StepFacts:
         try:
             return self._text_novel
         except AttributeError:  # replay: not settled yet
-            _TextNovelty.settle(self)
+            TextNovelty.settle(self)
             return self._text_novel
 
     @property
@@ -226,7 +226,7 @@ class StepFacts:
         try:
             return self._text_epoch
         except AttributeError:  # replay: not settled yet
-            _TextNovelty.settle(self)
+            TextNovelty.settle(self)
             return self._text_epoch
 
     @property
@@ -245,7 +245,7 @@ class Fingerprinter:
 
     Cost per step: O(size of the step) to normalise and hash its arguments, result and
     text, plus O(1) dictionary work; memory O(seen_capacity) digests (and, replaying, up
-    to :data:`_MEMO_ENTRIES` references to texts of the trace).
+    to :data:`MEMO_ENTRIES` references to texts of the trace).
 
     The digests (``call``, ``result``, ``content``, ``action``, ``text``) are Python
     hashes of the normalised strings: they are only compared with each other, within one
@@ -297,7 +297,7 @@ class Fingerprinter:
             if self._texts.done < len(self._texts.pending):
                 # Facts of the last run may still read their texts' novelty: they keep
                 # that run's state; this run gets its own.
-                self._texts = _TextNovelty(self._config.seen_capacity, self._text_reads)
+                self._texts = TextNovelty(self._config.seen_capacity, self._text_reads)
             else:
                 self._texts.clear()
             self._contents.clear()
@@ -310,7 +310,7 @@ class Fingerprinter:
             self._contents = LRU(capacity)  # result content digests (digits kept)
             self._reads: dict[str, ResultRead] = {}  # replay only: result text -> what it reads as
             self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
-            self._texts = _TextNovelty(capacity, self._text_reads)  # assistant text digests
+            self._texts = TextNovelty(capacity, self._text_reads)  # assistant text digests
         #: Replay: the latest assistant text whose novelty is not settled yet (None before
         #: the run's first one): a later step's ``text_epoch`` is that text's.
         self._text_anchor: StepFacts | None = None
@@ -373,7 +373,7 @@ class Fingerprinter:
                 facts._read_arguments()
         else:
             call = facts.call = hash(f"{name}\0<no arguments>")
-        raw = _result_text(step)
+        raw = result_text(step)
         failure = classify_failure(step, raw)
         facts.failure = failure
         if failure is not None and failure.kind is _TRANSIENT:
@@ -425,14 +425,14 @@ class Fingerprinter:
 
     def _read(self, raw: str) -> ResultRead:
         """What a result's text reads as; replaying, remembered for the run by the text
-        (loops repeat results verbatim), at most :data:`_MEMO_ENTRIES` of them."""
+        (loops repeat results verbatim), at most :data:`MEMO_ENTRIES` of them."""
         if not self.lazy:
             return ResultRead(raw)
         reads = self._reads
         read = reads.get(raw)
         if read is None:
             read = reads[raw] = ResultRead(raw)
-            if len(reads) > _MEMO_ENTRIES:
+            if len(reads) > MEMO_ENTRIES:
                 del reads[next(iter(reads))]
         return read
 
@@ -451,7 +451,7 @@ class Fingerprinter:
     def _text(self, step: Step, facts: StepFacts, *, novelty: bool) -> None:
         """Digest the output text (``text``); only assistant (LLM) text counts toward text
         novelty (``text_novel``, set only when ``novelty``). Replaying, an assistant
-        text's digest and novelty wait until first read (:class:`_TextNovelty`)."""
+        text's digest and novelty wait until first read (:class:`TextNovelty`)."""
         text = step.output_text
         if not text:
             facts._text = None
@@ -459,108 +459,18 @@ class Fingerprinter:
                 facts._text_novel = False
             return
         if not self.lazy:
-            facts._text = digest = _text_digest(text)
+            facts._text = digest = text_digest(text)
             if novelty:
                 facts._text_novel = digest is not None and self._texts.add(digest)
             return
         if novelty:
-            facts._text = _UNREAD
+            facts._text = UNREAD
             facts._text_raw = text
             facts._text_run = texts = self._texts
             texts.pending.append(facts)
             self._text_anchor = facts
             return
         facts._text = self._texts.digest(text)
-
-
-#: Distinct result texts (and assistant texts) a replay remembers what they read as: a
-#: bound on memory, not on correctness (a forgotten text is read again, the same way).
-_MEMO_ENTRIES = 256
-
-#: A replayed assistant text's digest before it is read.
-_UNREAD: Any = object()
-
-
-class _TextNovelty:
-    """The novelty of one run's assistant texts: which digests were seen (an LRU), how many
-    were new (``epoch``) and, replaying, the texts not settled yet (``pending``, in order).
-
-    Replaying a finished trace, an assistant text's digest is computed only when its
-    ``text`` is read (the monologue detector reads the texts of LLM steps that call no
-    tool), and its novelty and every later step's ``text_epoch`` only when one of those is
-    read (the hand-off detector reads ``text_epoch`` at agent steps and hand-offs): then
-    the pending texts up to it are settled in order, exactly as the live fingerprinter
-    settles each at once (the same digests added to the same LRU in the same order), so
-    the values read are the same. A step's facts hold the latest pending text before it
-    (``_text_after``); settling stops there. Facts of a finished run keep their run's state
-    (a reset gives the next run a new one while texts are pending), so they read the same
-    values after the reset; the texts are the trace's own strings."""
-
-    __slots__ = ("_reads", "done", "epoch", "pending", "seen")
-
-    def __init__(self, capacity: int, reads: dict[str, int | None]) -> None:
-        self.seen = LRU(capacity)
-        self._reads = reads  # text -> digest (a pure function: shared across runs)
-        self.epoch = 0
-        self.pending: list[StepFacts | None] = []
-        self.done = 0  # pending[:done] are settled
-
-    def clear(self) -> None:
-        """Forget the run (every pending text settled: no facts still need it)."""
-        self.seen.clear()
-        self.epoch = 0
-        self.pending.clear()
-        self.done = 0
-
-    def add(self, digest: int) -> bool:
-        """Record an assistant text's digest; whether it is new (then ``epoch`` counts it)."""
-        if self.seen.add(digest):
-            return False
-        self.epoch += 1
-        return True
-
-    def digest(self, text: str) -> int | None:
-        """:func:`_text_digest`, remembered for up to :data:`_MEMO_ENTRIES` texts."""
-        reads = self._reads
-        if text in reads:
-            return reads[text]
-        digest = reads[text] = _text_digest(text)
-        if len(reads) > _MEMO_ENTRIES:
-            del reads[next(iter(reads))]
-        return digest
-
-    @staticmethod
-    def settle(facts: StepFacts) -> None:
-        """Set ``facts``' ``text_epoch`` (and, for an assistant text, ``text_novel``):
-        settle the pending texts up to the latest one before it."""
-        anchor = facts._text_after
-        run = anchor._text_run
-        if run is not None:
-            run._through(anchor)
-        if anchor is not facts:
-            facts._text_epoch = anchor._text_epoch
-
-    def _through(self, anchor: StepFacts) -> None:
-        """Settle the pending texts up to and including ``anchor``'s, in order."""
-        pending = self.pending
-        while True:
-            facts = pending[self.done]
-            assert facts is not None  # (the anchor is at or after ``done``)
-            pending[self.done] = None  # let go of it
-            self.done += 1
-            digest = facts.text  # computed now unless read before
-            facts._text_novel = digest is not None and self.add(digest)
-            facts._text_epoch = self.epoch
-            facts._text_run = None  # settled
-            facts._text_raw = None
-            if facts is anchor:
-                return
-
-
-def _text_digest(text: str) -> int | None:
-    """The digest of an output text's normalised form (None when nothing is left)."""
-    normalised = normalize_text(text)
-    return hash(normalised) if normalised else None
 
 
 def _llm_call(step: Step) -> int:
@@ -587,13 +497,3 @@ class _LazyCall(StepFacts):
             self._step = None
             self._call = _llm_call(step)
         return self._call
-
-
-def _result_text(step: Step) -> str | None:
-    """A tool step's result as text, or None when the span carried none."""
-    result = step.tool_result
-    if result is None:
-        return step.output_text or None
-    if isinstance(result, str):
-        return result
-    return canonical_args(result, (), rewrite=False)
