@@ -39,7 +39,11 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     for record in spans.values():
         parent = record.parent_span_id
         if parent and parent in spans and parent != record.span_id:
-            children.setdefault(parent, []).append(record)
+            listed = children.get(parent)  # (not setdefault: no empty list made per span)
+            if listed is None:
+                children[parent] = [record]
+            else:
+                listed.append(record)
         else:
             tops.append(record)
 

@@ -43,9 +43,8 @@ from otel_semloop.envelopes import (
 from otel_semloop.handoffs import handoff_target
 from otel_semloop.messages import (
     event_messages,
-    first_indexed,
     flatten_text,
-    indexed_messages,
+    llm_indexed_messages,
     message_content,
     text_and_tool_calls,
 )
@@ -133,16 +132,13 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if kind is _LLM:
         # Message lists first: OpenInference's input.value/output.value on an LLM span is
         # the whole request/response body, not what was said.
-        # Indexed messages are collected only when a message list attribute is missing.
+        # Indexed messages are collected only when a message list attribute is missing; the
+        # input ones on first read (an IndexedMessages: see _resolve_deferred in model.py).
         raw_in = get("gen_ai.input.messages")
         raw_out = get("gen_ai.output.messages")
         if not raw_in or not raw_out:
-            indexed = indexed_messages(attrs)
-            if indexed:
-                raw_in = raw_in or first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
-                raw_out = raw_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
-            else:  # (what first_indexed finds in nothing)
-                raw_in, raw_out = raw_in or None, raw_out or None
+            indexed_in, indexed_out = llm_indexed_messages(attrs)
+            raw_in, raw_out = raw_in or indexed_in, raw_out or indexed_out
     arguments = result = _UNREAD  # (the tool call's keys, when read below)
     if raw_in is not None and raw_out is not None:
         pass  # (an LLM span's message lists)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from itertools import compress, repeat
 from typing import Any
 
 import orjson
@@ -136,6 +137,8 @@ _KEY_MEMO_ENTRIES = 1024
 
 
 def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
+    """The messages of the first of ``prefixes`` that has any (the plain reading that
+    :func:`llm_indexed_messages` does in one pass)."""
     for prefix in prefixes:
         if indexed.get(prefix):
             return indexed[prefix]
@@ -151,8 +154,81 @@ def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]
     keys = tuple(attrs) if attrs.__class__ is dict else None
     if keys is not None and keys in _KEYS_WITHOUT_INDEXED:
         return {}
+    found = _collect(attrs.items())
+    if not found:  # (no key matched the pattern: ``found`` ignores the values)
+        _remember_without_indexed(keys)
+        return {}
+    return {prefix: _in_order(by_index) for prefix, by_index in found.items()}
+
+
+def llm_indexed_messages(attrs: Mapping[str, Any]) -> tuple[IndexedMessages | None, Any]:
+    """``(input, output)`` of an LLM span's indexed message attributes: what
+    ``first_indexed(indexed_messages(attrs), prefix, ...)`` gives for the input prefixes
+    (``llm.input_messages``, ``gen_ai.prompt``) and the output ones (``llm.output_messages``,
+    ``gen_ai.completion``), None where there is none.
+
+    The input is the whole history the agent resent, read by the detectors only in rare
+    cases: it comes as an :class:`IndexedMessages`, whose messages are made on first read
+    from a copy of the attributes taken here (two tuples: the history's values are not
+    matched, split or made into messages for every LLM span, which cost O(history) per
+    step and O(n^2) per trace in Python code; what is left per key runs in C)."""
+    keys = tuple(attrs)
+    memo = attrs.__class__ is dict
+    if memo and keys in _KEYS_WITHOUT_INDEXED:
+        return None, None
+    outputs = list(compress(keys, map(_STARTSWITH, keys, repeat(_OUTPUT_PREFIXES))))
+    found = _collect(zip(outputs, map(attrs.__getitem__, outputs), strict=True)) if outputs else {}
+    output = None
+    for prefix in _OUTPUT_INDEXED:  # (each prefix found holds at least one message)
+        if prefix in found:
+            output = _in_order(found[prefix])
+            break
+    indexed_input = None
+    # The first input key the pattern matches (the first of the prefixes read first wins).
+    inputs = compress(keys, map(_STARTSWITH, keys, repeat(_INPUT_PREFIXES)))
+    first = next(filter(None, map(_INDEXED.match, inputs)), None)
+    if first is not None:
+        prefix = first.group(1)
+        if prefix != _LLM_INPUT:  # (gen_ai.prompt came first: llm.input_messages still wins)
+            llm_inputs = compress(keys, map(_STARTSWITH, keys, repeat(_LLM_INPUT_DOT)))
+            if any(map(_INDEXED.match, llm_inputs)):
+                prefix = _LLM_INPUT
+        indexed_input = IndexedMessages(prefix, keys, tuple(attrs.values()))
+    elif not found and memo:  # (no key matched the pattern)
+        _remember_without_indexed(keys)
+    return indexed_input, output
+
+
+class IndexedMessages:
+    """An LLM span's indexed input messages not made yet (see :func:`llm_indexed_messages`):
+    the span's attribute keys and values, and the prefix. :meth:`messages` gives what
+    ``indexed_messages(attrs)[prefix]`` gives."""
+
+    __slots__ = ("keys", "prefix", "values")
+
+    def __init__(self, prefix: str, keys: tuple[str, ...], values: tuple[Any, ...]) -> None:
+        self.prefix = prefix
+        self.keys = keys
+        self.values = values
+
+    def messages(self) -> list[dict[str, Any]]:
+        dotted = self.prefix + "."
+        items = (item for item in zip(self.keys, self.values, strict=True) if item[0].startswith(dotted))
+        return _in_order(_collect(items)[self.prefix])
+
+
+_LLM_INPUT = "llm.input_messages"
+_LLM_INPUT_DOT = _LLM_INPUT + "."
+_INPUT_PREFIXES = (_LLM_INPUT_DOT, "gen_ai.prompt.")
+_OUTPUT_INDEXED = ("llm.output_messages", "gen_ai.completion")
+_OUTPUT_PREFIXES = ("llm.output_messages.", "gen_ai.completion.")
+_STARTSWITH = str.startswith
+
+
+def _collect(items: Any) -> dict[str, dict[int, dict[str, Any]]]:
+    """The messages of indexed attribute ``(key, value)`` items, by prefix and index."""
     found: dict[str, dict[int, dict[str, Any]]] = {}
-    for key, value in attrs.items():
+    for key, value in items:
         if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
             continue
         match = _INDEXED.match(key)
@@ -170,22 +246,24 @@ def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]
             calls.setdefault(int(call.group(1)), {})[field] = value
         else:
             message[rest] = value
-    if not found:  # (no key matched the pattern: ``found`` ignores the values)
-        if keys is not None:
-            if len(_KEYS_WITHOUT_INDEXED) >= _KEY_MEMO_ENTRIES:
-                _KEYS_WITHOUT_INDEXED.clear()
-            _KEYS_WITHOUT_INDEXED.add(keys)
-        return {}
-    result: dict[str, list[dict[str, Any]]] = {}
-    for prefix, by_index in found.items():
-        messages = []
-        for _, message in sorted(by_index.items()):
-            calls = message.get("tool_calls")
-            if isinstance(calls, dict):
-                message["tool_calls"] = [call for _, call in sorted(calls.items())]
-            messages.append(message)
-        result[prefix] = messages
-    return result
+    return found
+
+
+def _in_order(by_index: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    messages = []
+    for _, message in sorted(by_index.items()):
+        calls = message.get("tool_calls")
+        if isinstance(calls, dict):
+            message["tool_calls"] = [call for _, call in sorted(calls.items())]
+        messages.append(message)
+    return messages
+
+
+def _remember_without_indexed(keys: tuple[str, ...] | None) -> None:
+    if keys is not None:
+        if len(_KEYS_WITHOUT_INDEXED) >= _KEY_MEMO_ENTRIES:
+            _KEYS_WITHOUT_INDEXED.clear()
+        _KEYS_WITHOUT_INDEXED.add(keys)
 
 
 def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:

@@ -340,7 +340,13 @@ class Engine:
             self.stats.scored_in_chunk += 1
             return
         spans = [(held.unit.kind, held.span(i)) for held, indexes in t.spans for i in indexes]
-        self._batch.append(trace_job(tid, spans, roots))
+        # JSON units that take patched spans as compact JSON (see render): the worker, which
+        # decodes the spans anyway, writes them, instead of this process parsing them again
+        spliced = all(
+            h.unit.kind == "json" and (h.bounds is not None or h.gaps is not None) for h, _ in t.spans
+        )
+        ids = "".join([h.sids[16 * i : 16 * i + 16] for h, ix in t.spans for i in ix]) if spliced else ""
+        self._batch.append(trace_job(tid, spans, roots, ids))
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
 
@@ -385,6 +391,9 @@ class Engine:
                 self.stats.loops += row.label == "loop"
             else:
                 self._order.pop(tid, None)
+            if type(patches) is list:  # each span's patched compact JSON, in t.spans order
+                self._apply_written(t, patches)
+                continue
             for held, indexes in t.spans:  # each unit once
                 if patches:
                     sids = held.sids
@@ -395,6 +404,19 @@ class Engine:
                                 held.patches = {}
                             held.patches[i] = patch
                 held.waiting -= 1
+
+    @staticmethod
+    def _apply_written(t: _Open, written: list[bytes | None]) -> None:
+        k = 0
+        for held, indexes in t.spans:
+            for i in indexes:
+                patch = written[k]
+                k += 1
+                if patch is not None:
+                    if held.patches is None:
+                        held.patches = {}
+                    held.patches[i] = patch
+            held.waiting -= 1
 
     # -- output ------------------------------------------------------------------------
 

@@ -74,6 +74,10 @@ class TraceJob:
     payload: bytes
     roots: tuple[str, ...]
     partial: bool
+    #: every span's id in payload order (16 characters each), from a caller that splices
+    #: compact JSON: the patches come back as each span's patched compact JSON, in payload
+    #: order (None for a span without a patch), instead of by span id (see score_job)
+    span_ids: str = ""
 
 
 @dataclass(slots=True)
@@ -159,7 +163,41 @@ def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list
 
 def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> tuple[str, Any, Any]:
     """Score one trace. ``spans``, when given, are its spans already decoded (JSON dicts
-    or protobuf ``Span``s, as ``job.kind`` says) and ``job.payload`` is not read."""
+    or protobuf ``Span``s, as ``job.kind`` says) and ``job.payload`` is not read.
+
+    With ``job.span_ids`` (a JSON job) the patches are each span's patched compact JSON,
+    written here where the spans are decoded already (the reading process would parse
+    each patched span again to write it), in payload order."""
+    if job.span_ids and spans is None and job.kind == "json":
+        try:
+            spans = orjson.loads(job.payload)
+        except Exception:
+            pass  # decoded (and refused) below, as without span ids
+        else:
+            if type(spans) is not list or 16 * len(spans) != len(job.span_ids):
+                spans = None
+    result = _score_job(job, scorer, spans)
+    patches = result[1]
+    if not job.span_ids or spans is None or not patches or type(patches) is not dict:
+        return result
+    from otel_semloop.batch.spans import apply_json, dump_json
+
+    sids = job.span_ids
+    written: list[bytes | None] = []
+    try:
+        for k, span in enumerate(spans):
+            patch = patches.get(sids[16 * k : 16 * k + 16])
+            if patch is None:
+                written.append(None)
+                continue
+            apply_json(span, patch)
+            written.append(bytes(memoryview(dump_json(span))))
+    except Exception:  # left to the reading process, which writes patches by span id too
+        return result
+    return result[0], written, result[2]
+
+
+def _score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None) -> tuple[str, Any, Any]:
     try:
         records, dropped = _records(job, spans)
     except Exception as exc:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from bench import rescore_throughput as bench
 from otel_semloop.batch.chunks import parse_chunk, parse_unit, render_json
-from otel_semloop.batch.spans import apply_json, payload_json
+from otel_semloop.batch.spans import apply_json, payload_json, scan_json
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job
 from otel_semloop.cli import main
 
@@ -118,8 +118,10 @@ def test_a_line_is_its_gaps_and_spans(doc):
     compact = orjson.dumps(orjson.loads(raw))
     parsed, scanned = parse_unit("json", compact, "x:1")
     _, _, (sids, rootmask), spans, gaps, _, bounds = parsed
-    objects = [s.span for s in scanned]
-    assert sids == "".join(s.span_id for s in scanned) and list(rootmask) == [s.root for s in scanned]
+    objects = scanned
+    plain = scan_json(orjson.loads(compact))
+    assert objects == [s.span for s in plain]
+    assert sids == "".join(s.span_id for s in plain) and list(rootmask) == [s.root for s in plain]
     assert spans is None and gaps is None and len(bounds) == 2 * len(rootmask) == 2 * len(objects)
     pieces = [compact[bounds[2 * i] : bounds[2 * i + 1]] for i in range(len(objects))]
     assert pieces == [orjson.dumps(o) for o in objects]
@@ -169,8 +171,7 @@ def test_the_spans_of_a_compact_line_are_found_where_orjson_wrote_them(doc):
     # offsets come from the length of each span's own dump: they must cut the line exactly
     # where its spans are, whatever the values around and inside them
     raw = orjson.dumps(doc)
-    parsed, scanned = parse_unit("json", raw, "x:1")
-    objects = [s.span for s in scanned]
+    parsed, objects = parse_unit("json", raw, "x:1")
     assert parsed[0] is None
     bounds = parsed[6]
     assert bounds is not None and len(bounds) == 2 * len(objects)
@@ -234,3 +235,156 @@ def test_a_chunk_is_scored_with_the_collector_paused_then_resumed_as_it_was(tmp_
             gc.enable()
     assert verdicts and len(_Watching.seen) == len(verdicts)
     assert not any(_Watching.seen)
+
+
+_ids = st.one_of(
+    st.integers(0, 2**64 - 1).map(lambda n: f"{n:016x}"),
+    st.integers(0, 2**128 - 1).map(lambda n: f"{n:032x}"),
+    st.just("0" * 32),
+    st.text("0123456789abcdefABCDEFxz ", min_size=0, max_size=34),
+    st.text("0123456789abcdefAx", min_size=16, max_size=16),
+    st.text("0123456789abcdefAx", min_size=32, max_size=32),
+    st.sampled_from([None, 0, 1, False, True, [], {}, 1.5, ["ab" * 8]]),
+)
+
+
+@st.composite
+def _scannable(draw) -> object:
+    def span() -> object:
+        if draw(st.integers(0, 30)) == 0:
+            return draw(st.sampled_from([None, 1, "span", []]))
+        out: dict = {}
+        for key in ("traceId", "spanId", "parentSpanId", "flags"):
+            if draw(st.booleans()) or key in ("traceId", "spanId"):
+                value = (
+                    draw(st.integers(0, 1024) | st.sampled_from([True, "768"]))
+                    if key == "flags"
+                    else draw(_ids)
+                )
+                out[key] = value
+        return out
+
+    def level(inner, key: str) -> object:
+        if draw(st.integers(0, 30)) == 0:
+            return draw(st.sampled_from([None, 1, "x", {}]))
+        items = draw(st.integers(0, 3))
+        return {"other": 1, key: [inner() for _ in range(items)]} if draw(st.integers(0, 20)) else {key: 7}
+
+    return level(lambda: level(lambda: level(span, "spans"), "scopeSpans"), "resourceSpans")
+
+
+def _items(d: object, key: str) -> list:
+    value = d.get(key) if type(d) is dict else None
+    return value if type(value) is list else []
+
+
+def _valid_span(draw_tid: int, draw_sid: int) -> dict:
+    return {"traceId": f"{draw_tid:032x}", "spanId": f"{draw_sid:016x}"}
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_scannable(), st.booleans())
+def test_the_column_scan_finds_what_the_plain_scan_finds_or_raises_the_same(doc, lower_ids):
+    # the column scan is a shortcut over scan_json: same spans, ids and roots, same errors
+    from otel_semloop.batch.spans import scan_json_columns
+    from otel_semloop.otlp._common import Bad
+
+    if lower_ids:  # mostly good ids, so that the shortcut runs too
+        for rs in _items(doc, "resourceSpans"):
+            for ss in _items(rs, "scopeSpans"):
+                for i, sp in enumerate(_items(ss, "spans")):
+                    if type(sp) is dict:
+                        sp.update(_valid_span(i + 1, i + 7))
+    try:
+        plain = scan_json(doc)
+    except Bad as exc:
+        with pytest.raises(Bad) as got:
+            scan_json_columns(doc)
+        assert got.value.to_error("x").args == exc.to_error("x").args
+        return
+    spans, tids, sids, roots = scan_json_columns(doc)
+    assert [id(s) for s in spans] == [id(s.span) for s in plain]
+    assert tids == [s.trace_id for s in plain]
+    assert sids == "".join(s.span_id for s in plain)
+    assert roots == bytes([s.root for s in plain])
+
+
+def test_the_column_scan_takes_its_shortcut_on_lowercase_ids(monkeypatch):
+    # the test above would pass if the shortcut never ran: check that it does
+    from otel_semloop.batch import spans as spans_module
+
+    def refuse(doc):
+        raise AssertionError("the plain scan ran")
+
+    monkeypatch.setattr(spans_module, "scan_json", refuse)
+    doc = {
+        "resourceSpans": [
+            {"scopeSpans": [{"spans": [_valid_span(1, 2), {**_valid_span(1, 3), "parentSpanId": "2" * 16}]}]}
+        ]
+    }
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].append(
+        {**_valid_span(5, 9), "parentSpanId": "a" * 16, "flags": 0x300}
+    )
+    spans, _, sids, roots = spans_module.scan_json_columns(doc)
+    assert sids == f"{2:016x}{3:016x}{9:016x}" and roots == b"\x01\x00\x01" and len(spans) == 3
+
+
+def test_span_ids_that_only_add_up_to_the_right_length_are_refused():
+    spans = [{"traceId": "a" * 32, "spanId": "b" * 15}, {"traceId": "a" * 32, "spanId": "c" * 17}]
+    from otel_semloop.batch.spans import scan_json_columns
+    from otel_semloop.otlp._common import Bad
+
+    with pytest.raises(Bad, match="span id must be 16 hex characters"):
+        scan_json_columns({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]})
+
+
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.booleans()), max_size=30))
+def test_a_units_spans_are_grouped_by_trace_in_the_order_of_each_traces_last_span(spans):
+    from otel_semloop.batch.chunks import _groups
+
+    tids = [t * 32 for t, _ in spans]
+    sids = "".join(f"{i:016x}" for i in range(len(spans)))
+    roots = bytes([r for _, r in spans])
+    expected: dict[str, tuple[str, list[int], list[str]]] = {}
+    for i, tid in enumerate(tids):  # span by span: a trace seen again moves to the end
+        group = expected.pop(tid, (tid, [], []))
+        group[1].append(i)
+        if roots[i]:
+            group[2].append(sids[16 * i : 16 * i + 16])
+        expected[tid] = group
+    assert _groups(tids, sids, roots) == list(expected.values())
+
+
+def test_a_job_with_span_ids_sends_back_what_the_reading_process_would_write():
+    # the shortcut: a worker writes each patched span of a job as compact JSON, where the
+    # reading process would parse the span's bytes, apply its patch and dump it; same bytes,
+    # by position, also for two spans that share an id and for a span scored before
+    import random
+
+    spans = bench.make_trace(random.Random(3), True, 1_767_225_600_000_000_000)
+    spans.insert(32, {**spans[31], "name": "same id, other span"})
+    blobs = [orjson.dumps(s) for s in spans]
+    tid = spans[0]["traceId"]
+    roots = (spans[-1]["spanId"],)
+    payload = b"[" + b",".join(blobs) + b"]"
+    scorer = ScorerSpec().build()
+    _, by_id, _ = score_job(TraceJob(tid, "json", payload, roots, False), scorer)
+    ids = "".join(s["spanId"] for s in spans)
+    _, written, _ = score_job(TraceJob(tid, "json", payload, roots, False, ids), scorer)
+    assert type(written) is list and len(written) == len(spans)
+    expected = []
+    for blob, span in zip(blobs, spans, strict=True):
+        patch = by_id.get(span["spanId"])
+        if patch is None:
+            expected.append(None)
+            continue
+        decoded = orjson.loads(blob)
+        apply_json(decoded, patch)
+        expected.append(orjson.dumps(decoded))
+    assert written == expected
+    assert written[31] is not None and written[32] is not None and written[31] != written[32]
+    # rescoring the written spans replaces what the first run wrote: the same bytes again
+    again = [w if w is not None else b for w, b in zip(written, blobs, strict=True)]
+    payload2 = b"[" + b",".join(again) + b"]"
+    _, rewritten, _ = score_job(TraceJob(tid, "json", payload2, roots, False, ids), scorer)
+    assert rewritten == written

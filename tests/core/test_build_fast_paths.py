@@ -25,7 +25,13 @@ from otel_semloop import messages as messages_module
 from otel_semloop.builder import _link_tool_calls, _synthetic_tool_steps, build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.envelopes import decode_json
-from otel_semloop.messages import flatten_text, indexed_messages, text_and_tool_calls
+from otel_semloop.messages import (
+    first_indexed,
+    flatten_text,
+    indexed_messages,
+    llm_indexed_messages,
+    text_and_tool_calls,
+)
 from otel_semloop.model import SpanRecord, Step, StepKind
 from otel_semloop.tool_calls import (
     ARGUMENTS_SLOT,
@@ -312,6 +318,11 @@ INDEXED_KEYS = st.sampled_from(
         "llm.output_messages.0.message.content",
         "llm.input_messages.2.message.tool_calls.0.tool_call.function.arguments",
         "gen_ai.prompt",
+        "llm.input_messages.0.message.role",
+        "llm.input_messages.x.role",  # an input prefix, but not a message
+        "gen_ai.prompt.1.tool_calls.0.arguments",
+        "gen_ai.prompt.1.tool_calls.y.name",  # a message, but no call
+        "gen_ai.completion.0.content",
     ]
 )
 
@@ -333,6 +344,27 @@ def test_indexed_messages_of_a_remembered_key_set_are_what_a_scan_finds(spans: l
     for i in range(messages_module._KEY_MEMO_ENTRIES + 5):
         indexed_messages({f"k{i}": 1})
     assert len(messages_module._KEYS_WITHOUT_INDEXED) <= messages_module._KEY_MEMO_ENTRIES
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.dictionaries(INDEXED_KEYS, st.text(max_size=2) | st.integers(), max_size=7), max_size=6),
+    st.booleans(),
+)
+def test_an_llm_span_s_indexed_messages_are_what_the_full_collection_gives(
+    spans: list[dict[str, Any]], proxy: bool
+) -> None:
+    # llm_indexed_messages sets the input keys aside (made into messages on first read) and
+    # sorts the keys out in C: it must give what first_indexed finds in indexed_messages.
+    for attrs in spans + spans:  # (the second time, a key set may be remembered)
+        indexed = indexed_messages(dict(attrs))
+        want_in = first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+        want_out = first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+        got_in, got_out = llm_indexed_messages(MappingProxyType(attrs) if proxy else attrs)
+        assert got_out == want_out
+        assert (got_in.messages() if got_in is not None else None) == want_in
+        if got_in is not None:
+            assert got_in.messages() == want_in  # (made again: the same messages)
 
 
 # -- requested calls linked to tool steps -----------------------------------------------------

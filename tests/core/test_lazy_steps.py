@@ -136,6 +136,48 @@ def test_repr_replace_copy_and_pickle_see_the_decoded_values():
         assert clone.output == json.loads(OUTPUT)
 
 
+def test_indexed_input_messages_are_made_on_first_read_and_copy_and_pickle_as_made():
+    attributes = {
+        "llm.request.type": "chat",
+        "gen_ai.prompt.0.role": "system",
+        "gen_ai.prompt.0.content": "Be brief.",
+        "gen_ai.prompt.1.role": "user",
+        "gen_ai.prompt.1.content": "Fix the build.",
+        "gen_ai.completion.0.role": "assistant",
+        "gen_ai.completion.0.content": "Reading the log.",
+    }
+    want = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Fix the build."}]
+
+    def fresh() -> Step:
+        record = SpanRecord(TRACE, "00000000000000a1", "", "chat", 1, 2, dict(attributes))
+        return read_step(record, StepKind.LLM)
+
+    step = fresh()
+    assert not step.is_decoded("input") and step.output_text == "Reading the log."
+    assert step.input_text == "Be brief.\nFix the build." and step.input == want
+    for clone in (copy.copy(fresh()), copy.deepcopy(fresh()), pickle.loads(pickle.dumps(fresh()))):
+        assert clone.input == want and clone.input_text == "Be brief.\nFix the build."
+    assert dataclasses.replace(fresh(), name="x").input == want
+
+
+@pytest.mark.parametrize("messages", [HISTORY, "", None])
+@pytest.mark.parametrize("output", [OUTPUT, "", None])
+def test_a_message_list_attribute_comes_before_the_indexed_messages(messages: Any, output: Any) -> None:
+    attributes = {
+        "llm.request.type": "chat",
+        "gen_ai.prompt.0.role": "user",
+        "gen_ai.prompt.0.content": "Indexed question.",
+        "llm.output_messages.0.message.content": "Indexed answer.",
+        "gen_ai.input.messages": messages,
+        "gen_ai.output.messages": output,
+    }
+    record = SpanRecord(TRACE, "00000000000000a1", "", "chat", 1, 2, attributes)
+    step, expected = read_step(record, StepKind.LLM), _eager(record, StepKind.LLM)
+    for field in ("input", "input_text", "output", "output_text"):
+        assert _same(getattr(step, field), expected[field]), field
+    assert ("Fix the build." in step.input_text) is bool(messages)
+
+
 def test_lazy_tree_nodes_behave_as_the_eager_dicts():
     trace = build_trace(genai_records(12))
     eager = trace.tree_view()
@@ -295,6 +337,11 @@ EXTRA_KEYS = [
     "gen_ai.usage.cost",
     "tool.name",
     "gen_ai.transfer.target.name",
+    "gen_ai.prompt.0.content",
+    "gen_ai.prompt.1.role",
+    "gen_ai.prompt.x.content",
+    "llm.input_messages.0.message.content",
+    "gen_ai.completion.0.content",
 ]
 
 
