@@ -87,6 +87,12 @@ def test_ids_and_times_near_misses_decode_as_on_the_plain_path(msg, data):
 
 
 @FUZZ
+@given(traces_data(valid_ids=True))
+def test_valid_documents_decode_as_on_the_plain_path(msg):
+    _same_as_plain(orjson.loads(orjson.dumps(traces_to_json(msg))))
+
+
+@FUZZ
 @given(json_values)
 @example({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "a" * 32, "spanId": "A" * 16}]}]}]})
 def test_arbitrary_documents_decode_as_on_the_plain_path(value):
@@ -134,3 +140,15 @@ def test_times_int_takes_but_otlp_does_not_are_errors(value):
 def test_times_with_leading_zeros_and_minus_zero_decode_as_numbers():
     (record,) = records_from_json(_doc(_span(startTimeUnixNano="-0", endTimeUnixNano="0012")))
     assert (record.start_ns, record.end_ns) == (0, 12)
+
+
+def test_a_trace_as_exporters_write_it_decodes_as_on_the_plain_path():
+    # every shortcut taken: lowercase ids, times as decimal strings, a root without a parent
+    spans = [
+        _span(spanId=f"{i:016x}", startTimeUnixNano=f"17672256{i:011d}", endTimeUnixNano=f"1767225{i:012d}")
+        for i in range(1, 40)
+    ]
+    spans.append(_span(parentSpanId="", startTimeUnixNano="1767225599000000000", endTimeUnixNano="9"))
+    doc = _doc(*spans)
+    _same_as_plain(doc)
+    assert [r.start_ns for r in records_from_json(doc)][:2] == [1767225600000000001, 1767225600000000002]
