@@ -339,14 +339,21 @@ class Engine:
             self._apply([(tid, None, known[4])])
             self.stats.scored_in_chunk += 1
             return
-        spans = [(held.unit.kind, held.span(i)) for held, indexes in t.spans for i in indexes]
-        # JSON units that take patched spans as compact JSON (see render): the worker, which
-        # decodes the spans anyway, writes them, instead of this process parsing them again
-        spliced = all(
-            h.unit.kind == "json" and (h.bounds is not None or h.gaps is not None) for h, _ in t.spans
-        )
-        ids = "".join([h.sids[16 * i : 16 * i + 16] for h, ix in t.spans for i in ix]) if spliced else ""
-        self._batch.append(trace_job(tid, spans, roots, ids))
+        if all(h.unit.kind == "json" and (h.bounds is not None or h.gaps is not None) for h, _ in t.spans):
+            # JSON units that take patched spans as compact JSON (see render): the worker,
+            # which decodes the spans anyway, writes them (the job carries the span ids),
+            # instead of this process parsing them again; the spans are joined from views
+            parts: list[Any] = []
+            ids: list[str] = []
+            for held, indexes in t.spans:
+                parts += held.parts(indexes)
+                sids = held.sids
+                ids += [sids[16 * i : 16 * i + 16] for i in indexes]
+            payload = b"".join([b"[", b",".join(parts), b"]"])
+            self._batch.append(TraceJob(tid, "json", payload, roots, not roots, "".join(ids)))
+        else:
+            spans = [(held.unit.kind, held.span(i)) for held, indexes in t.spans for i in indexes]
+            self._batch.append(trace_job(tid, spans, roots))
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
 

@@ -54,6 +54,16 @@ class Held:
             return self.spans[i]
         return self.unit.raw[self.bounds[2 * i] : self.bounds[2 * i + 1]]
 
+    def parts(self, indexes: list[int]) -> list[Any]:
+        """The bytes of the spans at ``indexes`` without copying them: views into the
+        line (bounds) or the span bytes themselves, for joining."""
+        if self.spans is not None:
+            spans = self.spans
+            return [spans[i] for i in indexes]
+        view = memoryview(self.unit.raw)
+        bounds = self.bounds
+        return [view[bounds[2 * i] : bounds[2 * i + 1]] for i in indexes]
+
 
 def render(held: Held, output_format: str) -> Any:
     """What the engine's writer gets as ``doc`` for a decided unit: None to copy

@@ -35,6 +35,8 @@ __all__ = [
 #: Bytes read (and spooled) at a time.
 READ_CHUNK = 1 << 20
 _CHUNK = READ_CHUNK
+#: Bytes of a JSON lines stream read at a time and cut into lines (see Reader.lines).
+_BLOCK = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +101,65 @@ class Reader:
             length += len(line)
         # the spooled copy keeps its newline (if any); the writer strips it
         return b"", (spool_fp, offset, length)
+
+    def lines(self) -> Iterator[tuple[bytes, tuple[IO[bytes], int, int] | None]]:
+        """The rest of the stream as :meth:`read_line` and ``json_units`` together cut it
+        (a line without its newline, then without one carriage return before it; the same
+        bound and spooling), read a block at a time: a line is one slice of its block,
+        where ``readline`` copies it out of the buffer and taking its newline off copies
+        it again. A line across blocks is joined once from views of them. ``read1``: what
+        one read gives, so that the lines before a truncated compressed stream's end are
+        all yielded before its error is raised."""
+        fp, limit = self.fp, self.limit
+        buf = b""
+        pos = 0
+        pending: list[Any] = []  # views of a line's start in earlier blocks
+        pending_len = 0
+        while True:
+            end = buf.find(b"\n", pos)
+            if end < 0:
+                if pos < len(buf):
+                    pending.append(memoryview(buf)[pos:])
+                    pending_len += len(buf) - pos
+                if pending_len > limit:
+                    yield b"", self._spool_rest(pending, pending_len)
+                    pending, pending_len = [], 0
+                buf, pos = fp.read1(_BLOCK), 0  # type: ignore[attr-defined]
+                if not buf:
+                    if pending:  # the last line, without a newline: kept as it is
+                        yield b"".join(pending), None
+                    return
+                continue
+            size = pending_len + end - pos
+            if size > limit:
+                pending.append(memoryview(buf)[pos : end + 1])
+                yield b"", self._spool_rest(pending, size + 1, ended=True)
+                pending, pending_len = [], 0
+            elif pending:
+                pending.append(memoryview(buf)[pos:end])
+                line = b"".join(pending)
+                pending, pending_len = [], 0
+                yield (line[:-1] if line[-1:] == b"\r" else line), None
+            elif end > pos and buf[end - 1] == 13:  # \r
+                yield buf[pos : end - 1], None
+            else:
+                yield buf[pos:end], None
+            pos = end + 1
+
+    def _spool_rest(self, pieces: list[Any], length: int, ended: bool = False) -> tuple[IO[bytes], int, int]:
+        """A line past the limit to the spool: ``pieces`` so far, then (unless ``ended``)
+        the stream up to and including its newline, which are taken from ``self.fp``."""
+        spool_fp, offset = self.spool.begin()
+        for piece in pieces:
+            spool_fp.write(piece)
+        while not ended:
+            line = self.fp.readline(_CHUNK)
+            if not line:
+                break
+            spool_fp.write(line)
+            length += len(line)
+            ended = line.endswith(b"\n")
+        return spool_fp, offset, length
 
     def _pieces(self, n: int) -> Iterator[bytes]:
         """The next ``n`` bytes in reads of at most ``_CHUNK``; fewer at the end of input."""
@@ -166,14 +227,22 @@ class _Prefixed(io.RawIOBase):
 def json_units(reader: Reader, label: str) -> Iterator[Unit]:
     seq = 0
     first = True
+    lines: Iterator[tuple[bytes, tuple[IO[bytes], int, int] | None]] | None = None
     while True:
-        line, spooled = reader.read_line()
-        if not line and spooled is None:
-            return
+        if lines is None:  # the first line on its own: it may be a whole document
+            line, spooled = reader.read_line()
+            if not line and spooled is None:
+                return
+        else:
+            item = next(lines, None)
+            if item is None:
+                return
+            line, spooled = item
         seq += 1
         if spooled is not None:
             yield Unit(label, seq, "json", b"", spooled=spooled, error=_too_long(spooled[2], reader.limit))
             first = False
+            lines = lines or reader.lines()
             continue
         if line[-1:] == b"\n":
             line = line[:-1]
@@ -194,6 +263,7 @@ def json_units(reader: Reader, label: str) -> Iterator[Unit]:
             # A malformed first line of a JSON lines file: read on from after it.
             reader.fp = io.BufferedReader(_Prefixed(rest, reader.fp), _CHUNK)  # type: ignore[assignment]
         first = False
+        lines = lines or reader.lines()
         if not line.strip():
             continue
         yield Unit(label, seq, "json", line)

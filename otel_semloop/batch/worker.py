@@ -20,6 +20,7 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -284,6 +285,12 @@ def _unscored(job: TraceJob, reason: str) -> tuple[str, Any, Any]:
     return job.trace_id, patches, row
 
 
+#: read once: an enum member through its class is slow on Python 3.11
+_AGENT, _TOOL = StepKind.AGENT, StepKind.TOOL
+_START_NS, _END_NS = attrgetter("start_ns"), attrgetter("end_ns")
+_NONE = object()
+
+
 def _row(job: TraceJob, trace: Trace, verdict: Verdict, patches: dict[str, SpanPatch]) -> TraceRow:
     root = trace.spans.get(trace.root_span_id)
     # The root's patch already holds the evaluation record's attributes and time (its
@@ -302,14 +309,15 @@ def _row(job: TraceJob, trace: Trace, verdict: Verdict, patches: dict[str, SpanP
         reason = _cut(shown, 500)
     else:
         reason = clean(verdict.reason or "", 500)
-    agents = [s.agent or s.name for s in trace.steps if s.kind is StepKind.AGENT]
-    agent = agents[0] if agents else next((s.agent for s in trace.steps if s.agent), "") or ""
+    steps = trace.steps
+    agent = next((s.agent or s.name for s in steps if s.kind is _AGENT), _NONE)
+    if agent is _NONE:
+        agent = next((s.agent for s in steps if s.agent), "") or ""
     in_loop = verdict.in_loop_span_ids
-    tools = tuple(
-        dict.fromkeys(s.name for s in trace.steps if s.kind is StepKind.TOOL and s.span_id in in_loop)
-    )
-    starts = [r.start_ns for r in trace.spans.values() if r.start_ns]
-    ends = [r.end_ns for r in trace.spans.values() if r.end_ns]
+    tools: tuple[str, ...] = ()
+    if in_loop:
+        tools = tuple(dict.fromkeys(s.name for s in steps if s.kind is _TOOL and s.span_id in in_loop))
+    spans = trace.spans.values()
     return TraceRow(
         trace_id=trace.trace_id,
         root_span_id=trace.root_span_id,
@@ -323,8 +331,8 @@ def _row(job: TraceJob, trace: Trace, verdict: Verdict, patches: dict[str, SpanP
         signals=verdict.fired_signals,
         reason=reason,
         tools=tuple(clean(t, 80) for t in tools),
-        start_ns=min(starts) if starts else 0,
-        end_ns=max(ends) if ends else 0,
+        start_ns=min(filter(None, map(_START_NS, spans)), default=0),
+        end_ns=max(filter(None, map(_END_NS, spans)), default=0),
         partial=verdict.partial,
         unscored_reason=clean(verdict.unscored_reason, 300),
         event_ns=event_ns,

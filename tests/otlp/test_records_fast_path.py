@@ -13,9 +13,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.errors import OTLPDecodeError
+from otel_semloop.model import EventRecord
+from otel_semloop.otlp import _common as c
 from otel_semloop.otlp import records_from_json, traces_to_json
-from otel_semloop.otlp._common import Bad
-from otel_semloop.otlp.records import _records_json
+from otel_semloop.otlp._common import Bad, field
+from otel_semloop.otlp.records import _attributes, _events_json, _records_json
 from tests.otlp.test_otlp_codec import traces_data
 from tests.otlp.test_otlp_fuzz import json_values
 
@@ -152,3 +154,69 @@ def test_a_trace_as_exporters_write_it_decodes_as_on_the_plain_path():
     doc = _doc(*spans)
     _same_as_plain(doc)
     assert [r.start_ns for r in records_from_json(doc)][:2] == [1767225600000000001, 1767225600000000002]
+
+
+# --- events -----------------------------------------------------------------------------
+
+
+def _plain_events(events: Any) -> list[EventRecord]:
+    """The reading of a span's events before its shortcuts (the reference)."""
+    if type(events) is not list:
+        c.bad_type("an array", events)
+    out = []
+    for ev in events:
+        try:
+            if type(ev) is not dict:
+                c.bad_type("an event object", ev)
+            name = ev.get("name")
+            if type(name) is not str:
+                name = field(ev, "name", c.string)
+            t = ev.get("timeUnixNano")
+            if type(t) is not str or not t.isdigit() or not t.isascii():
+                t = field(ev, "timeUnixNano", c.u64)
+            out.append(EventRecord(name, c.u64(t), _attributes(ev)))
+        except Bad as e:
+            e.path.append(f"[{c.index_of(events, ev)}]")
+            raise
+    return out
+
+
+def _events_outcome(decode: Any, events: Any) -> Any:
+    try:
+        return ("ok", [(e.name, e.time_ns, type(e.time_ns), e.attributes) for e in decode(events)])
+    except Bad as e:
+        return ("bad", str(e), list(e.path))
+
+
+EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "name": st.sampled_from(["gen_ai.user.message", "", None, 3]),
+            "timeUnixNano": ID_OR_TIME | st.integers(-1, 2**65) | st.none() | st.just(1.5),
+            "attributes": st.sampled_from(
+                [
+                    [{"key": "content", "value": {"stringValue": "hi"}}],
+                    [{"key": "n", "value": {"intValue": "x"}}],
+                    [],
+                    None,
+                    {"key": "k"},
+                ]
+            ),
+        },
+    )
+    | st.sampled_from([None, 1, []]),
+    max_size=4,
+)
+
+
+@FUZZ
+@given(EVENTS | json_values)
+def test_events_decode_as_on_the_plain_path(events):
+    assert _events_outcome(_events_json, events) == _events_outcome(_plain_events, events)
+
+
+@pytest.mark.parametrize("time", ["99999999999999999999", "18446744073709551616", "1767225600000000000", "0"])
+def test_event_times_decode_as_before_including_the_range_error_path(time):
+    events = [{"name": "e", "timeUnixNano": time}]
+    assert _events_outcome(_events_json, events) == _events_outcome(_plain_events, events)
