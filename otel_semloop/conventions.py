@@ -44,6 +44,7 @@ from otel_semloop.handoffs import handoff_target
 from otel_semloop.messages import (
     event_messages,
     flatten_text,
+    llm_event_messages,
     llm_indexed_messages,
     message_content,
     text_and_tool_calls,
@@ -160,7 +161,10 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
                     break
     events = record.events
     if events and kind is not _AGENT and (raw_in is None or raw_out is None):
-        events_in, events_out = event_messages(events)
+        if kind is _LLM:  # (input messages made on first read: see llm_event_messages)
+            events_in, events_out = llm_event_messages(events)
+        else:
+            events_in, events_out = event_messages(events)
         if kind is _TOOL:
             # On a tool span the tool message holds the arguments, the choice the result.
             events_in, events_out = message_content(events_in), message_content(events_out)

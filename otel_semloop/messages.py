@@ -9,6 +9,8 @@ text, one definition for every convention:
   :func:`otel_semloop.conventions.attach_log_records` has put them on their span;
 * indexed message attributes (``gen_ai.prompt.N.*``, ``llm.output_messages.N.*``:
   :func:`indexed_messages`);
+* for an LLM span, whose input is the whole history the agent resent, the same two with
+  the input made on first read (:func:`llm_event_messages`, :func:`llm_indexed_messages`);
 * the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
@@ -22,6 +24,9 @@ tool's result) are decoded by :mod:`otel_semloop.envelopes`.
 Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
 true``) as no text and no calls, never as an error: one odd span must not lose a trace's
 verdict.
+
+Size: each reader of a recorded form sits beside its LLM variant that leaves the input
+for its first read (the variant must give what the reader gives, so they change together).
 """
 
 from __future__ import annotations
@@ -80,24 +85,83 @@ def event_messages(events: Any) -> tuple[Any, Any]:
         if name not in _MESSAGE_EVENTS:
             continue
         side, role = _MESSAGE_EVENTS[name]
-        body = decode_json(attrs.get("body", attrs.get("gen_ai.event.content")))
-        message: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
-        if isinstance(message.get("message"), dict):  # gen_ai.choice: {"message": {...}}
-            message = dict(message["message"])
-        for key in ("content", "tool_calls", "id", "role"):
-            if key in attrs and key not in message:
-                message[key] = decode_json(attrs[key])
-        if "content" not in message and "message" in attrs:
-            message["content"] = decode_json(attrs["message"])  # gen_ai.choice's message attribute
-        if isinstance(body, str) and "content" not in message:
-            message["content"] = body
-        message.setdefault("role", role)
-        if message.get("role") == "tool" and "id" in message and "tool_call_id" not in message:
-            message["tool_call_id"] = message["id"]
-        (inputs if side == "input" else outputs).append(message)
+        (inputs if side == "input" else outputs).append(_event_message(attrs, role))
     event_in = whole_in if whole_in is not None else (_flat(inputs) if inputs else None)
     event_out = whole_out if whole_out is not None else (_flat(outputs) if outputs else None)
     return event_in, event_out
+
+
+def llm_event_messages(events: Any) -> tuple[Any, Any]:
+    """:func:`event_messages` for an LLM span, whose input events are the whole history the
+    agent resent (read by the detectors only in rare cases): an input made from message
+    events comes as an :class:`EventMessages`, made on first read (the same loop, the input
+    side only noted: making every history message for every LLM span cost O(history) per
+    step, O(n^2) per trace)."""
+    outputs: list[Any] = []
+    has_inputs = False
+    whole_in: Any = None
+    whole_out: Any = None
+    for event in events:
+        attrs = event.attributes
+        if not attrs:
+            continue
+        name = event.name or str(attrs.get("event.name", ""))
+        if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
+            whole_in = whole_in if whole_in is not None else attrs.get("gen_ai.input.messages")
+            whole_out = whole_out if whole_out is not None else attrs.get("gen_ai.output.messages")
+            continue
+        if name in _CONTENT_EVENTS:
+            side, key = _CONTENT_EVENTS[name]
+            value = attrs.get(key, attrs.get("body"))
+            if value is not None:
+                if side == "input":
+                    has_inputs = True
+                else:
+                    outputs.append(decode_json(value))
+            continue
+        if name not in _MESSAGE_EVENTS:
+            continue
+        side, role = _MESSAGE_EVENTS[name]
+        if side == "input":
+            has_inputs = True
+        else:
+            outputs.append(_event_message(attrs, role))
+    event_out = whole_out if whole_out is not None else (_flat(outputs) if outputs else None)
+    if whole_in is not None:
+        return whole_in, event_out
+    return (EventMessages(tuple(events)) if has_inputs else None), event_out
+
+
+class EventMessages:
+    """An LLM span's input messages from its events, not made yet (see
+    :func:`llm_event_messages`): :meth:`messages` gives what :func:`event_messages` gives."""
+
+    __slots__ = ("events",)
+
+    def __init__(self, events: tuple[Any, ...]) -> None:
+        self.events = events
+
+    def messages(self) -> Any:
+        return event_messages(self.events)[0]
+
+
+def _event_message(attrs: Mapping[str, Any], role: str) -> dict[str, Any]:
+    """The message of a per-message event (``gen_ai.user.message``, ``gen_ai.choice``, ...)."""
+    body = decode_json(attrs.get("body", attrs.get("gen_ai.event.content")))
+    message: dict[str, Any] = dict(body) if isinstance(body, dict) else {}
+    if isinstance(message.get("message"), dict):  # gen_ai.choice: {"message": {...}}
+        message = dict(message["message"])
+    for key in ("content", "tool_calls", "id", "role"):
+        if key in attrs and key not in message:
+            message[key] = decode_json(attrs[key])
+    if "content" not in message and "message" in attrs:
+        message["content"] = decode_json(attrs["message"])  # gen_ai.choice's message attribute
+    if isinstance(body, str) and "content" not in message:
+        message["content"] = body
+    message.setdefault("role", role)
+    if message.get("role") == "tool" and "id" in message and "tool_call_id" not in message:
+        message["tool_call_id"] = message["id"]
+    return message
 
 
 def message_content(value: Any) -> Any:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.envelopes import decode_input, decode_json, decode_json_string
-from otel_semloop.messages import IndexedMessages, flatten_text
+from otel_semloop.messages import EventMessages, IndexedMessages, flatten_text
 from otel_semloop.tool_calls import ToolCall
 
 #: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
@@ -220,8 +220,9 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
     return it: exactly what reading everything at once gave. ``deferred`` is the step's
     ``(raw input, envelope, raw output)``: the attribute values themselves (strings, in the
     common case), a tuple of which the garbage collector stops tracking, so a step keeps no
-    decoded messages and no extra tracked object; or, for indexed input messages, their
-    attribute items (:class:`~otel_semloop.messages.IndexedMessages`), collected here.
+    decoded messages and no extra tracked object; or, for indexed or event input messages,
+    what they are made from (:class:`~otel_semloop.messages.IndexedMessages`,
+    :class:`~otel_semloop.messages.EventMessages`), made here.
     """
     raw_input, envelope, raw_output = deferred
     if name == "output":
@@ -230,7 +231,7 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
             value = decode_json_string(value)
         step.output = value
         return value
-    if raw_input.__class__ is IndexedMessages:  # (an LLM span's indexed input messages)
+    if raw_input.__class__ in _MADE_ON_READ:  # (an LLM span's indexed or event input messages)
         raw_input = raw_input.messages()
     value = decode_input(raw_input, envelope)
     if name == "input":
@@ -240,6 +241,10 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
         step.input = value  # decoded anyway: kept (an assigned input is left alone)
     text = step.input_text = flatten_text(value)
     return text
+
+
+#: The input messages an LLM step's ``_deferred`` may hold unmade (see _resolve_deferred).
+_MADE_ON_READ = (IndexedMessages, EventMessages)
 
 
 class _DeferredField:

@@ -25,21 +25,18 @@ Replay and live
     Replaying a finished trace (``Fingerprinter.lazy``), what only a repeat of the same
     call needs is computed when first needed and a result or text seen again is read once;
     an assistant text is digested only when its ``text`` is read, and the text novelty
-    (``text_novel``, ``text_epoch``) is settled only when read (:class:`_TextNovelty`):
-    the default detectors read it at agent steps and hand-offs alone. Live, everything is
-    computed at once and no text is kept. Same facts either way.
+    (``text_novel``, ``text_epoch``) is settled only when read
+    (:mod:`~otel_semloop.detectors.text_novelty`): the default detectors read it at agent
+    steps and hand-offs alone. Live, everything is computed at once and no text is kept.
+    Same facts either way.
 
-Size: one concern, a step's facts computed against the run's state, in one pass per
-step. :class:`StepFacts` is not a plain record its reader could take elsewhere: its
-argument signature and words are computed on first read from private slots
-(``_arguments``, ``_signature``, ``_arg_words``) that only :meth:`Fingerprinter._tool`
-fills, and in a replay :class:`_LazyCall`, :class:`_Unread` and :class:`_TextNovelty`
-defer reads whose timing the fingerprinter decides; apart, two modules would share those
-private fields.
-The run state (the novelty LRUs, each call's best figures, last result and streak) is
-read and written by the same pass that digests the step. What that pass reads is
-elsewhere: masks and text folding (``normalize``), what counts as the same call
-(``call_identity``), failure classes (``failure_class``), figures (``figures``).
+Size: one concern, a step's facts computed against the run's state in one pass per step.
+What the pass consults is elsewhere: one call's progress over the run (best figures and
+size, last result, streak, a wait ended) in ``call_progress``, the assistant texts'
+novelty in ``text_novelty``, the bounded maps in ``lru``, masks in ``normalize``, what
+counts as the same call in ``call_identity``, failure classes in ``failure_class``.
+:class:`StepFacts` stays with the fingerprinter: its signature and argument words are
+computed on first read from private slots that only :meth:`Fingerprinter._tool` fills.
 """
 
 from __future__ import annotations
@@ -49,17 +46,17 @@ from typing import Any
 
 from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
 from otel_semloop.detectors.call_identity import ArgSignature, arg_signature, argument_words, canonical_args
+from otel_semloop.detectors.call_progress import (
+    CallProgress,
+    Figures,
+    ResultRead,
+    result_figures,
+    result_text,
+)
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.failure_class import Failure, FailureKind, classify_failure, failure_identity
-from otel_semloop.detectors.figures import (
-    best_numbers,
-    counts_fell,
-    numbers_progressed,
-    progress_value,
-    remaining_counts,
-    result_numbers,
-)
-from otel_semloop.detectors.normalize import is_acknowledgement, normalize_result_and_content, normalize_text
+from otel_semloop.detectors.lru import LRU
+from otel_semloop.detectors.text_novelty import MEMO_ENTRIES, UNREAD, TextNovelty, text_digest
 from otel_semloop.model import Step, StepKind
 
 #: Enum members as module constants: in Python 3.11 reading one through its class
@@ -128,8 +125,7 @@ class StepFacts:
         self.start_ns = step.start_ns
         self.end_ns = step.end_ns
         self.agent = step.agent
-        # ``call`` and the four epochs are set by the fingerprinter (``call`` of an LLM step
-        # in a replay on first read: see :class:`_LazyCall`).
+        # ``call`` and the epochs: set by the fingerprinter (see :class:`_LazyCall`).
         self.args_known = False
         self._signature: ArgSignature | None = None
         # (arguments, volatile names, position names, shell) while the signature and the
@@ -147,15 +143,13 @@ class StepFacts:
         self.novel = False
         self.progressed = False
         self.call_novel = False
-        # ``text``, ``text_novel`` and ``text_epoch`` are set by the fingerprinter, in
-        # private slots (in a replay, an assistant text's on first read: see
-        # :class:`_TextNovelty`).
+        # ``text``, ``text_novel``, ``text_epoch``: private slots the fingerprinter sets
+        # (in a replay, an assistant text's on first read: see ``text_novelty``).
         #: A tool step that counts for repetition and novelty (not a transient failure);
         #: set once the failure is known (``Fingerprinter._tool``).
         self.is_action = False
         self.has_tool_calls = bool(step.tool_calls)
-        # (Tokens and cost are the budget detector's to read from the step: no other
-        # detector needs them, and budgets are off by default.)
+        # (Tokens and cost: the budget detector reads them from the step, off by default.)
 
     @property
     def signature(self) -> ArgSignature | None:
@@ -213,7 +207,7 @@ class StepFacts:
         """The digest of the normalised output text (LLM and agent steps; None when there
         is none or nothing is left once normalised)."""
         text = self._text
-        if text is _UNREAD:
+        if text is UNREAD:
             text = self._text = self._text_run.digest(self._text_raw)  # type: ignore[union-attr]
         return text  # type: ignore[return-value]
 
@@ -223,7 +217,7 @@ class StepFacts:
         try:
             return self._text_novel
         except AttributeError:  # replay: not settled yet
-            _TextNovelty.settle(self)
+            TextNovelty.settle(self)
             return self._text_novel
 
     @property
@@ -232,7 +226,7 @@ class StepFacts:
         try:
             return self._text_epoch
         except AttributeError:  # replay: not settled yet
-            _TextNovelty.settle(self)
+            TextNovelty.settle(self)
             return self._text_epoch
 
     @property
@@ -246,55 +240,12 @@ class StepFacts:
 
 
 
-class _LRU:
-    """A bounded map of digests, least recently used evicted first. O(1) per operation."""
-
-    __slots__ = ("_capacity", "_data")
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = max(1, capacity)
-        self._data: dict[int, object] = {}
-
-    def touch(self, key: int, value: object = None) -> tuple[bool, object]:
-        """Record ``key`` (with ``value``) as most recent; return (was present, old value)."""
-        data = self._data
-        present = key in data
-        old = data.pop(key) if present else None
-        data[key] = value
-        if len(data) > self._capacity:
-            del data[next(iter(data))]
-        return present, old
-
-    def add(self, key: int) -> bool:
-        """``touch(key)`` for a map of keys alone (every value None): whether ``key`` was
-        present, without building the pair."""
-        data = self._data
-        if key in data:
-            del data[key]
-            data[key] = None
-            return True
-        data[key] = None
-        if len(data) > self._capacity:
-            del data[next(iter(data))]
-        return False
-
-    def replace(self, key: int, value: object) -> None:
-        """Set the value of a key just touched (its recency is unchanged)."""
-        self._data[key] = value
-
-    def clear(self) -> None:
-        self._data.clear()
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
 class Fingerprinter:
     """Computes :class:`StepFacts` for each step, with the novelty state of one run.
 
     Cost per step: O(size of the step) to normalise and hash its arguments, result and
     text, plus O(1) dictionary work; memory O(seen_capacity) digests (and, replaying, up
-    to :data:`_MEMO_ENTRIES` references to texts of the trace).
+    to :data:`MEMO_ENTRIES` references to texts of the trace).
 
     The digests (``call``, ``result``, ``content``, ``action``, ``text``) are Python
     hashes of the normalised strings: they are only compared with each other, within one
@@ -310,6 +261,7 @@ class Fingerprinter:
         "_content_epoch",
         "_contents",
         "_epoch",
+        "_read_figures",
         "_reads",
         "_seen",
         "_text_anchor",
@@ -332,6 +284,8 @@ class Fingerprinter:
         #: read again (:meth:`_read`). Live (False), everything is computed at once and no
         #: text is kept. Same facts either way.
         self.lazy = False
+        #: :meth:`_figures`, bound once (each call's progress reads figures through it).
+        self._read_figures = self._figures
         self.reset()
 
     def reset(self) -> None:
@@ -343,7 +297,7 @@ class Fingerprinter:
             if self._texts.done < len(self._texts.pending):
                 # Facts of the last run may still read their texts' novelty: they keep
                 # that run's state; this run gets its own.
-                self._texts = _TextNovelty(self._config.seen_capacity, self._text_reads)
+                self._texts = TextNovelty(self._config.seen_capacity, self._text_reads)
             else:
                 self._texts.clear()
             self._contents.clear()
@@ -351,14 +305,12 @@ class Fingerprinter:
             self._text_reads.clear()
         except AttributeError:  # the first reset (from ``__init__``)
             capacity = self._config.seen_capacity
-            self._seen = _LRU(capacity)  # action fingerprints
-            # call digest -> (best progress, best size, last counts, last numbers, best
-            # numbers, last result, streak)
-            self._calls = _LRU(capacity)
-            self._contents = _LRU(capacity)  # result content digests (digits kept)
-            self._reads: dict[str, _Read] = {}  # replay only: result text -> what it reads as
+            self._seen = LRU(capacity)  # action fingerprints
+            self._calls = LRU(capacity)  # call digest -> its CallProgress
+            self._contents = LRU(capacity)  # result content digests (digits kept)
+            self._reads: dict[str, ResultRead] = {}  # replay only: result text -> what it reads as
             self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
-            self._texts = _TextNovelty(capacity, self._text_reads)  # assistant text digests
+            self._texts = TextNovelty(capacity, self._text_reads)  # assistant text digests
         #: Replay: the latest assistant text whose novelty is not settled yet (None before
         #: the run's first one): a later step's ``text_epoch`` is that text's.
         self._text_anchor: StepFacts | None = None
@@ -421,7 +373,7 @@ class Fingerprinter:
                 facts._read_arguments()
         else:
             call = facts.call = hash(f"{name}\0<no arguments>")
-        raw = _result_text(step)
+        raw = result_text(step)
         failure = classify_failure(step, raw)
         facts.failure = failure
         if failure is not None and failure.kind is _TRANSIENT:
@@ -456,122 +408,50 @@ class Fingerprinter:
             facts.action = hash(f"{name}\0<failed>\0{failure_identity(step, raw, failure)}")
         else:
             facts.action = hash((call, result))
-        # Progress is measured against the best this call ever showed, not its last
-        # result: a result alternating between a short and a long form, or a percentage
-        # going down and up again, must not count as progress on every upswing. Counts
-        # (work remaining) are compared with the previous result: each fall is progress.
         seen = self._seen.add(facts.action)
-        call_seen, previous = self._calls.touch(call)
-        call_novel = facts.call_novel = not call_seen
-        if previous is None:
-            best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = (
-                None, 0, None, None, None, None, 0
-            )
-        else:
-            best_progress, best_size, last_counts, last_numbers, top_numbers, last_result, streak = previous  # type: ignore[misc]
-        counts = numbers = None
-        if best_progress.__class__ is _Unread:
-            if raw is not None and raw == best_progress.text:  # type: ignore[union-attr]
-                # Every result of this call so far was this same text (a call repeated
-                # verbatim, as loops do): its figures equal the best, the last and the
-                # top ones, so they show no progress (no figure exceeds or falls below
-                # itself) and the call's state is what it was. Still not read.
-                progress = best_progress
-            else:
-                # The call's results so far were one text whose figures were not read
-                # yet: read them now (what storing them at the time would have stored;
-                # the best of one text, however often it came, is itself).
-                best_progress, last_counts, last_numbers = self._figures(best_progress.text)  # type: ignore[union-attr]
-                top_numbers = last_numbers
-                if raw is None:
-                    progress = None
-                else:
-                    progress, counts, numbers = self._figures(raw, read)
-        elif raw is None:
-            progress = None
-        elif call_novel and self.lazy:
-            # Only a later call of the same call compares these: read them if one comes.
-            progress = _Unread(raw)
-        else:
-            progress, counts, numbers = self._figures(raw, read)
-        # ``streak``: calls in a row of this call answered with results it had already
-        # given (the same one again, or a status flapping between known states).
-        if result is not None and (result == last_result or (seen and failure is None)):
-            streak += 1
-        else:
-            if (
-                streak >= 2
-                and not seen
-                and result is not None
-                and failure is None
-                and last_result is not None
-                and args_known
-            ):
-                # The same call, after answering with results it had already given, gives
-                # one it never gave before: it was waiting on something outside that has
-                # now changed (a poll that ended). The repetition was not a loop. A result
-                # it already gave (writes answered "ok", then "saved", then "ok") ends no
-                # wait.
-                facts.poll_ended = True
-                facts.previous_action = hash((call, last_result))
-            streak = 1 if result is not None else 0
-        if call_novel:
+        # The call's progress so far (best figures, last result, streak): see
+        # :mod:`~otel_semloop.detectors.call_progress`.
+        calls = self._calls
+        state = calls.get(call)
+        if state is None:
+            facts.call_novel = True
             self._call_epoch += 1
-        elif progress.__class__ is not _Unread:  # (_Unread: the same text again, no progress)
-            facts.progressed = (
-                (progress is not None and best_progress is not None and progress > best_progress)
-                or (size > best_size > 0)
-                or counts_fell(last_counts, counts)
-                or numbers_progressed(last_numbers, top_numbers, numbers)
-            )
-        if progress is not None and (
-            isinstance(progress, _Unread) or best_progress is None or progress > best_progress
-        ):
-            best_progress = progress
-        self._calls.replace(
-            call,
-            (
-                best_progress,
-                max(size, best_size),
-                counts,
-                numbers,
-                best_numbers(top_numbers, numbers),
-                result,
-                streak,
-            ),
-        )
+            calls.put(call, CallProgress.first(raw, read, result, size, self.lazy, self._read_figures))
+        else:
+            state.next(facts, raw, read, size, seen, self._read_figures)  # type: ignore[attr-defined]
         novel = facts.novel = not seen or facts.progressed
         if novel:
             self._epoch += 1
 
-    def _read(self, raw: str) -> _Read:
+    def _read(self, raw: str) -> ResultRead:
         """What a result's text reads as; replaying, remembered for the run by the text
-        (loops repeat results verbatim), at most :data:`_MEMO_ENTRIES` of them."""
+        (loops repeat results verbatim), at most :data:`MEMO_ENTRIES` of them."""
         if not self.lazy:
-            return _Read(raw)
+            return ResultRead(raw)
         reads = self._reads
         read = reads.get(raw)
         if read is None:
-            read = reads[raw] = _Read(raw)
-            if len(reads) > _MEMO_ENTRIES:
+            read = reads[raw] = ResultRead(raw)
+            if len(reads) > MEMO_ENTRIES:
                 del reads[next(iter(reads))]
         return read
 
-    def _figures(self, raw: str, read: _Read | None = None) -> _Figures:
+    def _figures(self, raw: str, read: ResultRead | None = None) -> Figures:
         """(progress figure, remaining counts, numbers) of a result's text, read once per
-        :class:`_Read` (so once per distinct result text in a replay)."""
+        :class:`~otel_semloop.detectors.call_progress.ResultRead` (so once per distinct
+        result text in a replay)."""
         if read is None:
             read = self._reads.get(raw) if self.lazy else None
             if read is None:
-                return _figures(raw)
+                return result_figures(raw)
         if read.figures is None:
-            read.figures = _figures(raw)
+            read.figures = result_figures(raw)
         return read.figures
 
     def _text(self, step: Step, facts: StepFacts, *, novelty: bool) -> None:
         """Digest the output text (``text``); only assistant (LLM) text counts toward text
         novelty (``text_novel``, set only when ``novelty``). Replaying, an assistant
-        text's digest and novelty wait until first read (:class:`_TextNovelty`)."""
+        text's digest and novelty wait until first read (:class:`TextNovelty`)."""
         text = step.output_text
         if not text:
             facts._text = None
@@ -579,133 +459,18 @@ class Fingerprinter:
                 facts._text_novel = False
             return
         if not self.lazy:
-            facts._text = digest = _text_digest(text)
+            facts._text = digest = text_digest(text)
             if novelty:
                 facts._text_novel = digest is not None and self._texts.add(digest)
             return
         if novelty:
-            facts._text = _UNREAD
+            facts._text = UNREAD
             facts._text_raw = text
             facts._text_run = texts = self._texts
             texts.pending.append(facts)
             self._text_anchor = facts
             return
         facts._text = self._texts.digest(text)
-
-
-#: Distinct result texts (and assistant texts) a replay remembers what they read as: a
-#: bound on memory, not on correctness (a forgotten text is read again, the same way).
-_MEMO_ENTRIES = 256
-
-_Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
-
-
-class _Read:
-    """What one result text reads as: the digests of its normalised form (``result``) and
-    of its content (``content``, numbers kept), its size in words, whether it only
-    acknowledges, whether it is empty, and its figures once read (:func:`_figures`)."""
-
-    __slots__ = ("acknowledges", "content", "empty", "figures", "result", "size")
-
-    def __init__(self, raw: str) -> None:
-        normalised, content = normalize_result_and_content(raw)
-        self.result = hash(normalised)
-        self.content = hash(content) if content != normalised else self.result
-        # Size in words, not characters: an id one character longer is not more output.
-        # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
-        if len(normalised) < _SIZE_SPLIT_CHARS:
-            self.size = normalised.count(" ") + 1 if normalised else 0
-        else:
-            self.size = len(normalised) // 6
-        self.acknowledges = is_acknowledgement(normalised)
-        self.empty = not normalised
-        self.figures: _Figures | None = None
-
-
-#: A replayed assistant text's digest before it is read.
-_UNREAD: Any = object()
-
-
-class _TextNovelty:
-    """The novelty of one run's assistant texts: which digests were seen (an LRU), how many
-    were new (``epoch``) and, replaying, the texts not settled yet (``pending``, in order).
-
-    Replaying a finished trace, an assistant text's digest is computed only when its
-    ``text`` is read (the monologue detector reads the texts of LLM steps that call no
-    tool), and its novelty and every later step's ``text_epoch`` only when one of those is
-    read (the hand-off detector reads ``text_epoch`` at agent steps and hand-offs): then
-    the pending texts up to it are settled in order, exactly as the live fingerprinter
-    settles each at once (the same digests added to the same LRU in the same order), so
-    the values read are the same. A step's facts hold the latest pending text before it
-    (``_text_after``); settling stops there. Facts of a finished run keep their run's state
-    (a reset gives the next run a new one while texts are pending), so they read the same
-    values after the reset; the texts are the trace's own strings."""
-
-    __slots__ = ("_reads", "done", "epoch", "pending", "seen")
-
-    def __init__(self, capacity: int, reads: dict[str, int | None]) -> None:
-        self.seen = _LRU(capacity)
-        self._reads = reads  # text -> digest (a pure function: shared across runs)
-        self.epoch = 0
-        self.pending: list[StepFacts | None] = []
-        self.done = 0  # pending[:done] are settled
-
-    def clear(self) -> None:
-        """Forget the run (every pending text settled: no facts still need it)."""
-        self.seen.clear()
-        self.epoch = 0
-        self.pending.clear()
-        self.done = 0
-
-    def add(self, digest: int) -> bool:
-        """Record an assistant text's digest; whether it is new (then ``epoch`` counts it)."""
-        if self.seen.add(digest):
-            return False
-        self.epoch += 1
-        return True
-
-    def digest(self, text: str) -> int | None:
-        """:func:`_text_digest`, remembered for up to :data:`_MEMO_ENTRIES` texts."""
-        reads = self._reads
-        if text in reads:
-            return reads[text]
-        digest = reads[text] = _text_digest(text)
-        if len(reads) > _MEMO_ENTRIES:
-            del reads[next(iter(reads))]
-        return digest
-
-    @staticmethod
-    def settle(facts: StepFacts) -> None:
-        """Set ``facts``' ``text_epoch`` (and, for an assistant text, ``text_novel``):
-        settle the pending texts up to the latest one before it."""
-        anchor = facts._text_after
-        run = anchor._text_run
-        if run is not None:
-            run._through(anchor)
-        if anchor is not facts:
-            facts._text_epoch = anchor._text_epoch
-
-    def _through(self, anchor: StepFacts) -> None:
-        """Settle the pending texts up to and including ``anchor``'s, in order."""
-        pending = self.pending
-        while True:
-            facts = pending[self.done]
-            assert facts is not None  # (the anchor is at or after ``done``)
-            pending[self.done] = None  # let go of it
-            self.done += 1
-            digest = facts.text  # computed now unless read before
-            facts._text_novel = digest is not None and self.add(digest)
-            facts._text_epoch = self.epoch
-            facts._text_run = None  # settled
-            facts._text_raw = None
-            if facts is anchor:
-                return
-
-
-def _text_digest(text: str) -> int | None:
-    """The digest of an output text's normalised form (None when nothing is left)."""
-    normalised = normalize_text(text)
-    return hash(normalised) if normalised else None
 
 
 def _llm_call(step: Step) -> int:
@@ -732,32 +497,3 @@ class _LazyCall(StepFacts):
             self._step = None
             self._call = _llm_call(step)
         return self._call
-
-
-class _Unread:
-    """A call's first result whose figures (:func:`_figures`) were not read yet."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-
-def _figures(raw: str) -> _Figures:
-    """(progress figure, remaining counts, numbers) of a result's text."""
-    return progress_value(raw), remaining_counts(raw), result_numbers(raw)
-
-
-def _result_text(step: Step) -> str | None:
-    """A tool step's result as text, or None when the span carried none."""
-    result = step.tool_result
-    if result is None:
-        return step.output_text or None
-    if isinstance(result, str):
-        return result
-    return canonical_args(result, (), rewrite=False)
-
-
-#: Results longer than this are sized by characters (about six per word) instead of being
-#: split: the bound keeps sizing O(1) extra allocations on huge outputs.
-_SIZE_SPLIT_CHARS = 65536

@@ -26,13 +26,16 @@ from otel_semloop.builder import _link_tool_calls, _synthetic_tool_steps, build_
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.envelopes import decode_json
 from otel_semloop.messages import (
+    EventMessages,
+    event_messages,
     first_indexed,
     flatten_text,
     indexed_messages,
+    llm_event_messages,
     llm_indexed_messages,
     text_and_tool_calls,
 )
-from otel_semloop.model import SpanRecord, Step, StepKind
+from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
 from otel_semloop.tool_calls import (
     ARGUMENTS_SLOT,
     UNDECODED,
@@ -365,6 +368,65 @@ def test_an_llm_span_s_indexed_messages_are_what_the_full_collection_gives(
         assert (got_in.messages() if got_in is not None else None) == want_in
         if got_in is not None:
             assert got_in.messages() == want_in  # (made again: the same messages)
+
+
+EVENT_ATTRIBUTES = st.dictionaries(
+    st.sampled_from(
+        [
+            "content",
+            "body",
+            "message",
+            "role",
+            "id",
+            "tool_calls",
+            "event.name",
+            "gen_ai.prompt",
+            "gen_ai.completion",
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.event.content",
+        ]
+    ),
+    st.none()
+    | st.text(max_size=3)
+    | json_values.map(json.dumps)
+    | st.sampled_from(["gen_ai.user.message", ""]),
+    max_size=4,
+)
+EVENTS = st.lists(
+    st.builds(
+        EventRecord,
+        st.sampled_from(
+            [
+                "",
+                "exception",
+                "gen_ai.system.message",
+                "gen_ai.user.message",
+                "gen_ai.tool.message",
+                "gen_ai.choice",
+                "gen_ai.content.prompt",
+                "gen_ai.content.completion",
+                "gen_ai.client.inference.operation.details",
+            ]
+        ),
+        st.integers(0, 3),
+        EVENT_ATTRIBUTES,
+    ),
+    max_size=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(EVENTS)
+def test_an_llm_span_s_event_messages_are_what_the_full_reading_gives(events: list[EventRecord]) -> None:
+    # llm_event_messages notes the input events (made into messages on first read): it must
+    # give what event_messages gives.
+    want_in, want_out = event_messages(events)
+    got_in, got_out = llm_event_messages(events)
+    assert repr(got_out) == repr(want_out)
+    if isinstance(got_in, EventMessages):
+        got_in = got_in.messages()
+    assert repr(got_in) == repr(want_in)
 
 
 # -- requested calls linked to tool steps -----------------------------------------------------

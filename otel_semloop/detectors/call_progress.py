@@ -1,0 +1,206 @@
+"""One tool call's results over a run: what a result reads as and whether it shows progress.
+
+:class:`ResultRead` is what one result text reads as (the digests of its normalised form
+and of its content, its size in words, whether it only acknowledges, its figures once
+read). :class:`CallProgress` is the state the fingerprinter keeps per call (tool and
+canonical arguments): the best figures and size the call ever showed, its last result and
+how many calls in a row it answered with results it had given before. From them each new
+call of the same call gets ``progressed`` (explicit progress beyond anything the call
+showed before), ``poll_ended`` and ``previous_action`` (see
+:class:`~otel_semloop.detectors.facts.StepFacts`).
+
+Progress is measured against the best this call ever showed, not its last result: a
+result alternating between a short and a long form, or a percentage going down and up
+again, must not count as progress on every upswing. Counts (work remaining) are compared
+with the previous result: each fall is progress.
+
+Replaying a finished trace (the fingerprinter's ``lazy``), a call's first result is not
+read for figures: only a later call of the same call compares them, and most calls are
+made once. Until then the state holds the text itself, as a 1-tuple (figures are floats or
+None, never tuples), and reads it when a second call comes, which gives what reading it
+at once would have given. The fingerprinter (:mod:`otel_semloop.detectors.facts`) holds
+these in an LRU by call digest and owns the memo of result texts (``figures``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from otel_semloop.detectors.call_identity import canonical_args
+from otel_semloop.detectors.figures import (
+    best_numbers,
+    counts_fell,
+    numbers_progressed,
+    progress_value,
+    remaining_counts,
+    result_numbers,
+)
+from otel_semloop.detectors.normalize import is_acknowledgement, normalize_result_and_content
+from otel_semloop.model import Step
+
+__all__ = ["CallProgress", "Figures", "ResultRead", "result_figures", "result_text"]
+
+#: (progress figure, remaining counts, numbers) of a result's text.
+Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
+
+#: Results longer than this are sized by characters (about six per word) instead of being
+#: split: the bound keeps sizing O(1) extra allocations on huge outputs.
+_SIZE_SPLIT_CHARS = 65536
+
+
+def result_text(step: Step) -> str | None:
+    """A tool step's result as text, or None when the span carried none."""
+    result = step.tool_result
+    if result is None:
+        return step.output_text or None
+    if isinstance(result, str):
+        return result
+    return canonical_args(result, (), rewrite=False)
+
+
+def result_figures(raw: str) -> Figures:
+    """(progress figure, remaining counts, numbers) of a result's text."""
+    return progress_value(raw), remaining_counts(raw), result_numbers(raw)
+
+
+class ResultRead:
+    """What one result text reads as: the digests of its normalised form (``result``) and
+    of its content (``content``, numbers kept), its size in words, whether it only
+    acknowledges, whether it is empty, and its figures once read (:func:`result_figures`)."""
+
+    __slots__ = ("acknowledges", "content", "empty", "figures", "result", "size")
+
+    def __init__(self, raw: str) -> None:
+        normalised, content = normalize_result_and_content(raw)
+        self.result = hash(normalised)
+        self.content = hash(content) if content != normalised else self.result
+        # Size in words, not characters: an id one character longer is not more output.
+        # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
+        if len(normalised) < _SIZE_SPLIT_CHARS:
+            self.size = normalised.count(" ") + 1 if normalised else 0
+        else:
+            self.size = len(normalised) // 6
+        self.acknowledges = is_acknowledgement(normalised)
+        self.empty = not normalised
+        self.figures: Figures | None = None
+
+
+class CallProgress:
+    """One call's state: the best progress figure it showed (or its first result's text,
+    unread, as a 1-tuple), its best size, its last counts and numbers, its top numbers,
+    its last result digest and its streak (calls in a row answered with results it had
+    already given: the same one again, or a status flapping between known states).
+
+    Made by :meth:`first` for a call's first occurrence and moved on by :meth:`next` for
+    each later one (no ``__init__``: one is made per new call, the usual tool step)."""
+
+    __slots__ = (
+        "best_numbers",
+        "best_progress",
+        "best_size",
+        "last_counts",
+        "last_numbers",
+        "last_result",
+        "streak",
+    )
+
+    @staticmethod
+    def first(
+        raw: str | None, read: ResultRead | None, result: int | None, size: int, lazy: bool,
+        figures: Callable[[str, ResultRead | None], Figures],
+    ) -> CallProgress:  # fmt: skip
+        """The state after a call's first occurrence (``result``: its digest, ``size``: its
+        size; ``figures`` reads a result's figures through the fingerprinter's memo).
+        Nothing to compare with: no progress, no poll ended, a streak of one answer."""
+        state = CallProgress()
+        if raw is None:
+            state.best_progress = state.last_counts = state.last_numbers = state.best_numbers = None
+        elif lazy:
+            # Only a later call of the same call compares these: read them if one comes.
+            state.best_progress = (raw,)
+            state.last_counts = state.last_numbers = state.best_numbers = None
+        else:
+            state.best_progress, state.last_counts, numbers = figures(raw, read)
+            state.last_numbers = state.best_numbers = numbers
+        state.best_size = size
+        state.last_result = result
+        state.streak = 1 if result is not None else 0
+        return state
+
+    def next(
+        self, facts: Any, raw: str | None, read: ResultRead | None, size: int, seen: bool,
+        figures: Callable[[str, ResultRead | None], Figures],
+    ) -> None:  # fmt: skip
+        """Move on by a later call of this call, whose facts (``result``, ``failure``,
+        ``call``, ``args_known`` already set) get ``progressed`` and, when a wait ended,
+        ``poll_ended`` and ``previous_action``. ``seen``: its (action, result) pair was
+        seen before."""
+        result = facts.result
+        failure = facts.failure
+        best_progress = self.best_progress
+        last_counts = self.last_counts
+        last_numbers = self.last_numbers
+        top_numbers = self.best_numbers
+        counts = numbers = None
+        if best_progress.__class__ is tuple:
+            text = best_progress[0]  # type: ignore[index]
+            if raw is not None and raw == text:
+                # Every result of this call so far was this same text (a call repeated
+                # verbatim, as loops do): its figures equal the best, the last and the
+                # top ones, so they show no progress (no figure exceeds or falls below
+                # itself) and the call's state is what it was. Still not read.
+                progress: Any = best_progress
+            else:
+                # The call's results so far were one text whose figures were not read
+                # yet: read them now (what storing them at the time would have stored;
+                # the best of one text, however often it came, is itself).
+                best_progress, last_counts, last_numbers = figures(text, None)
+                top_numbers = last_numbers
+                if raw is None:
+                    progress = None
+                else:
+                    progress, counts, numbers = figures(raw, read)
+        elif raw is None:
+            progress = None
+        else:
+            progress, counts, numbers = figures(raw, read)
+        last_result = self.last_result
+        if result is not None and (result == last_result or (seen and failure is None)):
+            self.streak += 1
+        else:
+            if (
+                self.streak >= 2
+                and not seen
+                and result is not None
+                and failure is None
+                and last_result is not None
+                and facts.args_known
+            ):
+                # The same call, after answering with results it had already given, gives
+                # one it never gave before: it was waiting on something outside that has
+                # now changed (a poll that ended). The repetition was not a loop. A result
+                # it already gave (writes answered "ok", then "saved", then "ok") ends no
+                # wait.
+                facts.poll_ended = True
+                facts.previous_action = hash((facts.call, last_result))
+            self.streak = 1 if result is not None else 0
+        best_size = self.best_size
+        if progress.__class__ is not tuple:  # (a tuple: the same unread text again, no progress)
+            facts.progressed = (
+                (progress is not None and best_progress is not None and progress > best_progress)
+                or (size > best_size > 0)
+                or counts_fell(last_counts, counts)
+                or numbers_progressed(last_numbers, top_numbers, numbers)
+            )
+        if progress is not None and (
+            progress.__class__ is tuple or best_progress is None or progress > best_progress
+        ):
+            best_progress = progress
+        self.best_progress = best_progress
+        if size > best_size:
+            self.best_size = size
+        self.last_counts = counts
+        self.last_numbers = numbers
+        self.best_numbers = best_numbers(top_numbers, numbers)
+        self.last_result = result
