@@ -33,7 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="otel-semloop", description="Detect AI agents stuck in loops from their OpenTelemetry traces."
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show program's version number and exit")
     sub = parser.add_subparsers(dest="command")
     _add_rescore(sub)
     _add_serve(sub)
@@ -286,6 +286,15 @@ def _health(args: argparse.Namespace) -> int:
             print(f"otel-semloop: {args.url} is not healthy", file=sys.stderr)
             return 1
         time.sleep(0.5)
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for: reading the installed package's
+    metadata costs every other run about 15 ms of start-up."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
 
 
 def _version() -> str:
