@@ -38,7 +38,7 @@ from otel_semloop.cli import main
 #: own time excludes the phases nested inside it (listed in NESTED)
 PHASES = {
     "read": [("inputs.py", "iter_units")],
-    "parse": [("spans.py", "load_json"), ("spans.py", "scan_json")],
+    "parse": [("spans.py", "load_json"), ("spans.py", "scan_json"), ("spans.py", "scan_json_columns")],
     "serialise": [
         ("chunks.py", "_whole"),
         ("chunks.py", "_compact_bounds"),
