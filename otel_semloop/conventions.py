@@ -164,8 +164,9 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         if kind is _LLM:  # (input messages made on first read: see llm_event_messages)
             events_in, events_out = llm_event_messages(events)
         else:
-            # On a tool span the tool message holds the arguments, the choice the result.
             events_in, events_out = event_messages(events)
+        if kind is _TOOL:
+            # On a tool span the tool message holds the arguments, the choice the result.
             events_in, events_out = message_content(events_in), message_content(events_out)
         if raw_in is None:
             raw_in = events_in

@@ -160,6 +160,37 @@ def test_indexed_input_messages_are_made_on_first_read_and_copy_and_pickle_as_ma
     assert dataclasses.replace(fresh(), name="x").input == want
 
 
+def test_event_input_messages_are_made_on_first_read_and_copy_and_pickle_as_made():
+    events = [
+        EventRecord("gen_ai.system.message", 1, {"content": "Be brief."}),
+        EventRecord("gen_ai.user.message", 1, {"content": "Fix the build."}),
+        EventRecord("gen_ai.choice", 2, {"body": json.dumps({"message": {"content": "Reading the log."}})}),
+    ]
+    want = [{"content": "Be brief.", "role": "system"}, {"content": "Fix the build.", "role": "user"}]
+
+    def fresh() -> Step:
+        record = SpanRecord(TRACE, "00000000000000a1", "", "chat", 1, 2, {"llm.request.type": "chat"}, events)
+        return read_step(record, StepKind.LLM)
+
+    step = fresh()
+    assert not step.is_decoded("input") and step.output_text == "Reading the log."
+    assert step.input == want and step.input_text == "Be brief.\nFix the build."
+    for clone in (copy.copy(fresh()), copy.deepcopy(fresh()), pickle.loads(pickle.dumps(fresh()))):
+        assert clone.input == want and clone.input_text == "Be brief.\nFix the build."
+
+
+@pytest.mark.parametrize("kind", list(StepKind))
+def test_message_events_read_as_the_eager_reference_on_every_kind(kind: StepKind) -> None:
+    events = [
+        EventRecord("gen_ai.user.message", 1, {"content": "{not json"}),
+        EventRecord("gen_ai.choice", 2, {"body": json.dumps({"message": {"content": "Done."}})}),
+    ]
+    record = SpanRecord(TRACE, "00000000000000a1", "", "span", 1, 2, {}, events)
+    step, expected = read_step(record, kind), _eager(record, kind)
+    for field in ("input", "input_text", "output", "output_text"):
+        assert _same(getattr(step, field), expected[field]), field
+
+
 @pytest.mark.parametrize("messages", [HISTORY, "", None])
 @pytest.mark.parametrize("output", [OUTPUT, "", None])
 def test_a_message_list_attribute_comes_before_the_indexed_messages(messages: Any, output: Any) -> None:
