@@ -54,6 +54,7 @@ from typing import ClassVar
 from otel_semloop.detectors.base import Episode, IncrementalDetector
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.failure_class import FailureKind
+from otel_semloop.detectors.lru import LRU
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
@@ -102,9 +103,9 @@ class FailureDetector(IncrementalDetector):
 
     def reset(self) -> None:
         super().reset()
-        failing: dict[int, _Failing] | None = getattr(self, "_failing", None)
+        failing: LRU | None = getattr(self, "_failing", None)
         if failing is None:
-            self._failing = {}
+            self._failing = LRU(self.config.seen_capacity)
             # Permanent / repeated-error episodes not yet resolved (bounded like the digests).
             self._open: deque[Episode] = deque(maxlen=self.config.seen_capacity)
         else:
@@ -120,7 +121,7 @@ class FailureDetector(IncrementalDetector):
         if failure is None:
             # ``facts.call`` is read only when some call is failing: for an LLM step it may
             # be computed on first read (the digest of the whole input).
-            done = failing.pop(facts.call, None) if failing else None
+            done: _Failing | None = failing.pop(facts.call) if failing.data else None  # type: ignore[assignment]
             if done is not None and done.episode is not None and done.episode.signal == TRANSIENT_ERROR:
                 done.episode.resolved = True  # the retry worked: not a loop
             if self._open and kind is _TOOL and facts.novel:
@@ -132,14 +133,12 @@ class FailureDetector(IncrementalDetector):
                     episode.resolved = True
                 self._open.clear()
             return []
-        record = failing.pop(facts.call, None)
+        record: _Failing | None = failing.pop(facts.call)  # type: ignore[assignment]
         if record is not None and record.label == failure.label and record.epoch == facts.epoch:
             record.count += 1
         else:
             record = _Failing(failure.label, facts.epoch, facts)
-        failing[facts.call] = record
-        if len(failing) > self.config.seen_capacity:
-            del failing[next(iter(failing))]
+        failing.put(facts.call, record)
         if record.count < 2:
             return []
         config = self.config

@@ -90,3 +90,29 @@ def test_lru_evicts_the_least_recently_used_key() -> None:
     lru.clear()
     assert len(lru) == 0
     assert LRU(0).capacity == 1
+
+
+def test_chain_map_evicts_like_the_lru_it_extends() -> None:
+    from otel_semloop.detectors.progress import _ChainMap
+
+    facts = StepFacts(Step(StepKind.TOOL, "t"), 0)
+    chains = _ChainMap(2)
+    assert chains.advance(1, 0, facts) is None and chains.advance(2, 0, facts) is None
+    first = chains.advance(1, 0, facts)  # a second occurrence: a chain, now the most recent
+    assert first is not None and first.count == 2 and chains.chain(1) is first
+    assert chains.advance(3, 0, facts) is None  # a third key: 2, the least recent, goes
+    assert list(chains.data) == [1, 3] and chains.chain(2) is None
+    assert chains.advance(2, 0, facts) is None  # forgotten: it starts again (and 1 goes)
+    assert list(chains.data) == [3, 2]
+    assert chains.advance(3, 1, facts) is None  # the epoch moved on: a new chain
+    chains.clear()
+    assert len(chains) == 0
+
+
+def test_the_failing_calls_are_kept_in_an_lru_bounded_by_seen_capacity() -> None:
+    from otel_semloop.detectors.failures import FailureDetector
+
+    detector = FailureDetector(DetectorConfig(seen_capacity=3))
+    assert isinstance(detector._failing, LRU) and detector._failing.capacity == 3
+    detector.reset()  # emptied in place, bound kept
+    assert isinstance(detector._failing, LRU) and detector._failing.capacity == 3
