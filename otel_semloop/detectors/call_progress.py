@@ -15,7 +15,7 @@ again, must not count as progress on every upswing. Counts (work remaining) are 
 with the previous result: each fall is progress.
 
 Replaying a finished trace (the fingerprinter's ``lazy``), a call's first result is not
-read for figures: only a later call of the same call compares them, and most calls are
+read for figures or size: only a later call of the same call compares them, and most calls are
 made once. Until then the state holds the text itself, as a 1-tuple (figures are floats or
 None, never tuples), and reads it when a second call comes, which gives what reading it
 at once would have given. The fingerprinter (:mod:`otel_semloop.detectors.facts`) holds
@@ -66,24 +66,39 @@ def result_figures(raw: str) -> Figures:
 
 class ResultRead:
     """What one result text reads as: the digests of its normalised form (``result``) and
-    of its content (``content``, numbers kept), its size in words, whether it only
-    acknowledges, whether it is empty, and its figures once read (:func:`result_figures`)."""
+    of its content (``content``, numbers kept), its size in words (:attr:`size`), whether
+    it only acknowledges, whether it is empty, and its figures once read
+    (:func:`result_figures`)."""
 
-    __slots__ = ("acknowledges", "content", "empty", "figures", "result", "size")
+    __slots__ = ("_normalised", "_size", "acknowledges", "content", "empty", "figures", "result")
 
     def __init__(self, raw: str) -> None:
         normalised, content = normalize_result_and_content(raw)
         self.result = hash(normalised)
         self.content = hash(content) if content != normalised else self.result
-        # Size in words, not characters: an id one character longer is not more output.
-        # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
-        if len(normalised) < _SIZE_SPLIT_CHARS:
-            self.size = normalised.count(" ") + 1 if normalised else 0
-        else:
-            self.size = len(normalised) // 6
+        self._normalised = normalised
+        self._size = -1  # not counted yet
         self.acknowledges = is_acknowledgement(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
+
+    @property
+    def size(self) -> int:
+        """The size in words, not characters (an id one character longer is not more
+        output), counted on first read: only a later call of the same call compares it,
+        and counting blanks costs about a fifth of normalising the text (a branch per
+        character the processor cannot predict)."""
+        size = self._size
+        if size < 0:
+            normalised = self._normalised
+            # (``normalised`` is words joined by single blanks: counting blanks is splitting.)
+            if len(normalised) < _SIZE_SPLIT_CHARS:
+                size = normalised.count(" ") + 1 if normalised else 0
+            else:
+                size = len(normalised) // 6
+            self._size = size
+            self._normalised = ""  # not needed any more
+        return size
 
 
 class CallProgress:
@@ -107,38 +122,43 @@ class CallProgress:
 
     @staticmethod
     def first(
-        raw: str | None, read: ResultRead | None, result: int | None, size: int, lazy: bool,
+        raw: str | None, read: ResultRead | None, result: int | None, lazy: bool,
         figures: Callable[[str, ResultRead | None], Figures],
     ) -> CallProgress:  # fmt: skip
-        """The state after a call's first occurrence (``result``: its digest, ``size``: its
-        size; ``figures`` reads a result's figures through the fingerprinter's memo).
-        Nothing to compare with: no progress, no poll ended, a streak of one answer."""
+        """The state after a call's first occurrence (``read``: what its result ``raw``
+        reads as, ``result``: its digest; ``figures`` reads a result's figures through the
+        fingerprinter's memo). Nothing to compare with: no progress, no poll ended, a
+        streak of one answer. Replaying (``lazy``), a result is left unread: its figures
+        and its size (``best_size`` None) are read if the call comes again."""
         state = CallProgress()
         if raw is None:
             state.best_progress = state.last_counts = state.last_numbers = state.best_numbers = None
+            state.best_size = 0
         elif lazy:
-            # Only a later call of the same call compares these: read them if one comes.
             state.best_progress = (raw,)
             state.last_counts = state.last_numbers = state.best_numbers = None
+            state.best_size = None
         else:
             state.best_progress, state.last_counts, numbers = figures(raw, read)
             state.last_numbers = state.best_numbers = numbers
-        state.best_size = size
+            state.best_size = read.size if read is not None else 0
         state.last_result = result
         state.streak = 1 if result is not None else 0
         return state
 
     def next(
-        self, facts: Any, raw: str | None, read: ResultRead | None, size: int, seen: bool,
-        figures: Callable[[str, ResultRead | None], Figures],
+        self, facts: Any, raw: str | None, read: ResultRead | None, seen: bool,
+        figures: Callable[[str, ResultRead | None], Figures], read_result: Callable[[str], ResultRead],
     ) -> None:  # fmt: skip
         """Move on by a later call of this call, whose facts (``result``, ``failure``,
         ``call``, ``args_known`` already set) get ``progressed`` and, when a wait ended,
         ``poll_ended`` and ``previous_action``. ``seen``: its (action, result) pair was
-        seen before."""
+        seen before; ``read_result``: what a result text reads as (the fingerprinter's
+        memo), for a first result left unread."""
         result = facts.result
         failure = facts.failure
         best_progress = self.best_progress
+        best_size = self.best_size
         last_counts = self.last_counts
         last_numbers = self.last_numbers
         top_numbers = self.best_numbers
@@ -147,15 +167,17 @@ class CallProgress:
             text = best_progress[0]  # type: ignore[index]
             if raw is not None and raw == text:
                 # Every result of this call so far was this same text (a call repeated
-                # verbatim, as loops do): its figures equal the best, the last and the
-                # top ones, so they show no progress (no figure exceeds or falls below
-                # itself) and the call's state is what it was. Still not read.
+                # verbatim, as loops do): its figures and size equal the best, the last
+                # and the top ones, so they show no progress (no figure exceeds or falls
+                # below itself) and the call's state is what it was. Still not read.
                 progress: Any = best_progress
             else:
-                # The call's results so far were one text whose figures were not read
-                # yet: read them now (what storing them at the time would have stored;
-                # the best of one text, however often it came, is itself).
-                best_progress, last_counts, last_numbers = figures(text, None)
+                # The call's results so far were one text whose figures and size were not
+                # read yet: read them now (what storing them at the time would have
+                # stored; the best of one text, however often it came, is itself).
+                first = read_result(text)
+                best_progress, last_counts, last_numbers = figures(text, first)
+                best_size = first.size
                 top_numbers = last_numbers
                 if raw is None:
                     progress = None
@@ -185,21 +207,20 @@ class CallProgress:
                 facts.poll_ended = True
                 facts.previous_action = hash((facts.call, last_result))
             self.streak = 1 if result is not None else 0
-        best_size = self.best_size
-        if progress.__class__ is not tuple:  # (a tuple: the same unread text again, no progress)
+        if progress.__class__ is not tuple:  # (a tuple: the same unread text again)
+            size = read.size if read is not None else 0
             facts.progressed = (
                 (progress is not None and best_progress is not None and progress > best_progress)
-                or (size > best_size > 0)
+                or (size > best_size > 0)  # type: ignore[operator]
                 or counts_fell(last_counts, counts)
                 or numbers_progressed(last_numbers, top_numbers, numbers)
             )
+            self.best_size = size if size > best_size else best_size  # type: ignore[operator]
         if progress is not None and (
             progress.__class__ is tuple or best_progress is None or progress > best_progress
         ):
             best_progress = progress
         self.best_progress = best_progress
-        if size > best_size:
-            self.best_size = size
         self.last_counts = counts
         self.last_numbers = numbers
         self.best_numbers = best_numbers(top_numbers, numbers)

@@ -262,6 +262,7 @@ class Fingerprinter:
         "_contents",
         "_epoch",
         "_read_figures",
+        "_read_result",
         "_reads",
         "_seen",
         "_text_anchor",
@@ -284,8 +285,10 @@ class Fingerprinter:
         #: read again (:meth:`_read`). Live (False), everything is computed at once and no
         #: text is kept. Same facts either way.
         self.lazy = False
-        #: :meth:`_figures`, bound once (each call's progress reads figures through it).
+        #: :meth:`_figures` and :meth:`_read`, bound once (each call's progress reads
+        #: figures and earlier results through them).
         self._read_figures = self._figures
+        self._read_result = self._read
         self.reset()
 
     def reset(self) -> None:
@@ -383,7 +386,6 @@ class Fingerprinter:
         if raw is not None:
             read = self._read(raw)
             result = facts.result = read.result
-            size = read.size
             facts.content = read.content
             facts.trivial = read.acknowledges and not (
                 read.empty and empty_means_none_found(name, arguments, shell=shell)
@@ -393,10 +395,8 @@ class Fingerprinter:
                 facts.content_novel = True
         elif failure is not None:
             result = facts.result = hash(f"<failure>{failure.label}")
-            size = 0
         else:
             result = None
-            size = 0
         if not args_known and result is None:
             # Nothing to compare: a unique fingerprint, novel by construction.
             self._unique += 1
@@ -416,9 +416,9 @@ class Fingerprinter:
         if state is None:
             facts.call_novel = True
             self._call_epoch += 1
-            calls.put(call, CallProgress.first(raw, read, result, size, self.lazy, self._read_figures))
+            calls.put(call, CallProgress.first(raw, read, result, self.lazy, self._read_figures))
         else:
-            state.next(facts, raw, read, size, seen, self._read_figures)  # type: ignore[attr-defined]
+            state.next(facts, raw, read, seen, self._read_figures, self._read_result)  # type: ignore[attr-defined]
         novel = facts.novel = not seen or facts.progressed
         if novel:
             self._epoch += 1

@@ -4,7 +4,8 @@ of :class:`~otel_semloop.writeback.SpanPatch`, and the Collector file exporter's
 * :mod:`.anyvalue` - ``AnyValue``/attributes to and from Python values.
 * :mod:`.codec` - protobuf ``TracesData`` <-> OTLP JSON dicts (hex ids, integer enums,
   64-bit integers as strings), without ``google.protobuf.json_format``.
-* :mod:`.records` - spans as ``SpanRecord``s and patches applied in place.
+* :mod:`.records` - spans as ``SpanRecord``s.
+* :mod:`.patch` - patches applied onto spans in place, span JSON from records.
 * :mod:`.files` - JSON lines and length-prefixed protobuf files, gzip-aware.
 """
 
@@ -29,15 +30,13 @@ from otel_semloop.otlp.files import (
     write_json_line,
     write_proto_message,
 )
-from otel_semloop.otlp.records import (
+from otel_semloop.otlp.patch import (
     apply_patch_json,
     apply_patch_proto,
-    record_from_proto_span,
     record_to_json,
-    records_from_json,
-    records_from_proto,
     records_to_traces_json,
 )
+from otel_semloop.otlp.records import record_from_proto_span, records_from_json, records_from_proto
 
 __all__ = [
     "Batch",

@@ -1,19 +1,23 @@
-"""Decoded OTLP data as :class:`~otel_semloop.model.SpanRecord`s, and write-back of
-:class:`~otel_semloop.writeback.SpanPatch`es onto the same representation.
+"""OTLP spans as :class:`~otel_semloop.model.SpanRecord`s: JSON span dicts and protobuf
+``Span``s (write-back onto them is :mod:`otel_semloop.otlp.patch`).
 
 :func:`records_from_json` is the hot path of ``otel-semloop rescore``: it reads the span
 dicts of an ``orjson``-parsed line directly (attributes into a plain dict, no protobuf
 objects) and keeps each span dict as the record's ``source``, so
-:func:`apply_patch_json` edits the document in place and the line is dumped again with
-everything else untouched. Only what a record needs is validated (ids, times, name, kind,
-flags, status, attributes, events); other fields pass through as they are.
+:func:`~otel_semloop.otlp.patch.apply_patch_json` edits the document in place and the
+line is dumped again with everything else untouched. Only what a record needs is
+validated (ids, times, name, kind, flags, status, attributes, events); other fields pass
+through as they are.
+
+Size: the JSON decoder's first pass (ids and times checked and converted in bulk) and the
+plain path it falls back to are one function with a switch, so that they cannot drift
+apart; the protobuf reader fills the same records the same way.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Iterable
 from typing import Any
 
 from orjson import loads as _loads
@@ -21,17 +25,12 @@ from orjson import loads as _loads
 from otel_semloop.model import EventRecord, SpanRecord
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
-from otel_semloop.otlp.anyvalue import (
-    attributes_json,
-    decode_attributes_pb,
-    encode_any_json,
-    encode_any_pb,
-    encode_attributes_json,
-    encode_attributes_pb,
-)
-from otel_semloop.writeback import SpanPatch
+from otel_semloop.otlp.anyvalue import attributes_json, decode_attributes_pb
 
-__all__ = ["apply_patch_json", "apply_patch_proto", "records_from_json", "records_from_proto"]
+# re-exported: callers import the write-back from here too (otel_semloop.batch.spans)
+from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto  # noqa: F401
+
+__all__ = ["record_from_proto_span", "records_from_json", "records_from_proto"]
 
 _u64 = c.u64
 _is_lower_hex16 = c.is_lower_hex16
@@ -427,118 +426,3 @@ def _span_pb(span: Any, _len: Any = len) -> SpanRecord:
     record.parent_is_remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
     record.source = span
     return record
-
-
-# --- write-back -----------------------------------------------------------------------
-
-
-def _event_json(ev: EventRecord) -> dict[str, Any]:
-    d: dict[str, Any] = {}
-    if ev.time_ns:
-        d["timeUnixNano"] = str(ev.time_ns)
-    if ev.name:
-        d["name"] = ev.name
-    if ev.attributes:
-        d["attributes"] = encode_attributes_json(ev.attributes)
-    return d
-
-
-def apply_patch_json(span: dict[str, Any], patch: SpanPatch) -> None:
-    """Write ``patch`` onto an OTLP JSON span dict in place.
-
-    An attribute whose key exists gets its value replaced where it stands (every
-    occurrence, if the key is repeated); a new key is appended. Events are appended.
-    """
-    new = patch.attributes
-    if new:
-        attrs = span.get("attributes")
-        if type(attrs) is not list:
-            attrs = span["attributes"] = []
-        replaced = None
-        for kv in attrs:
-            if type(kv) is dict:
-                key = kv.get("key")
-                if type(key) is str and key in new:
-                    kv["value"] = encode_any_json(new[key])
-                    if replaced is None:
-                        replaced = {key}
-                    else:
-                        replaced.add(key)
-        for key, value in new.items():
-            if replaced is None or key not in replaced:
-                attrs.append({"key": key, "value": encode_any_json(value)})
-    if patch.events:
-        events = span.get("events")
-        if type(events) is not list:
-            events = span["events"] = []
-        for ev in patch.events:
-            events.append(_event_json(ev))
-
-
-def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
-    """Write ``patch`` onto a protobuf ``Span`` in place (same rules as
-    :func:`apply_patch_json`)."""
-    if patch.attributes:
-        pending = dict(patch.attributes)
-        seen = set()
-        for kv in span.attributes:
-            if kv.key in pending:
-                encode_any_pb(pending[kv.key], kv.value)
-                seen.add(kv.key)
-        for key, value in pending.items():
-            if key not in seen:
-                kv = span.attributes.add()
-                kv.key = key
-                encode_any_pb(value, kv.value)
-    for ev in patch.events:
-        pb = span.events.add()
-        pb.time_unix_nano = ev.time_ns
-        pb.name = ev.name
-        if ev.attributes:
-            encode_attributes_pb(ev.attributes, pb.attributes)
-
-
-# --- records to OTLP JSON -------------------------------------------------------------
-
-
-def record_to_json(record: SpanRecord) -> dict[str, Any]:
-    """An OTLP JSON span dict for a record built in memory (samples, benchmarks, tests)."""
-    span: dict[str, Any] = {
-        "traceId": record.trace_id,
-        "spanId": record.span_id,
-        "name": record.name,
-        "kind": record.kind,
-        "startTimeUnixNano": str(record.start_ns),
-        "endTimeUnixNano": str(record.end_ns),
-    }
-    if record.parent_span_id:
-        span["parentSpanId"] = record.parent_span_id
-    if record.attributes:
-        span["attributes"] = encode_attributes_json(record.attributes)
-    if record.events:
-        span["events"] = [_event_json(event) for event in record.events]
-    if record.status_code or record.status_message:
-        status: dict[str, Any] = {}
-        if record.status_code:
-            status["code"] = record.status_code
-        if record.status_message:
-            status["message"] = record.status_message
-        span["status"] = status
-    return span
-
-
-def records_to_traces_json(
-    records: Iterable[SpanRecord], *, service_name: str = "unknown_service", scope_name: str = "otel-semloop"
-) -> dict[str, Any]:
-    """One OTLP JSON ``TracesData`` (a file-exporter line) holding ``records`` under a
-    single resource and scope."""
-    return {
-        "resourceSpans": [
-            {
-                "resource": {"attributes": encode_attributes_json({"service.name": service_name})},
-                "scopeSpans": [
-                    {"scope": {"name": scope_name}, "spans": [record_to_json(r) for r in records]}
-                ],
-            }
-        ]
-    }

@@ -116,3 +116,14 @@ def test_the_failing_calls_are_kept_in_an_lru_bounded_by_seen_capacity() -> None
     assert isinstance(detector._failing, LRU) and detector._failing.capacity == 3
     detector.reset()  # emptied in place, bound kept
     assert isinstance(detector._failing, LRU) and detector._failing.capacity == 3
+
+
+def test_a_replay_counts_no_words_of_a_result_no_later_call_compares() -> None:
+    fingerprinter = Fingerprinter(DetectorConfig())
+    fingerprinter.lazy = True
+    once = Step(StepKind.TOOL, "read", tool_arguments={"path": "a"}, tool_result="alpha beta gamma")
+    fingerprinter.facts(once, 0)
+    assert fingerprinter._reads["alpha beta gamma"]._size == -1  # not counted
+    again = Step(StepKind.TOOL, "read", tool_arguments={"path": "a"}, tool_result="alpha beta")
+    assert not fingerprinter.facts(again, 1).progressed  # counted now: 2 words after 3
+    assert fingerprinter._reads["alpha beta gamma"].size == 3

@@ -1,0 +1,134 @@
+"""Write-back of :class:`~otel_semloop.writeback.SpanPatch`es onto OTLP spans (JSON span
+dicts and protobuf ``Span``s, in place), and span JSON made from records built in memory.
+The spans' decoding into records is :mod:`otel_semloop.otlp.records`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from otel_semloop.model import EventRecord, SpanRecord
+from otel_semloop.otlp.anyvalue import (
+    encode_any_json,
+    encode_any_pb,
+    encode_attributes_json,
+    encode_attributes_pb,
+)
+from otel_semloop.writeback import SpanPatch
+
+__all__ = ["apply_patch_json", "apply_patch_proto", "record_to_json", "records_to_traces_json"]
+
+
+# --- write-back -----------------------------------------------------------------------
+
+
+def _event_json(ev: EventRecord) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if ev.time_ns:
+        d["timeUnixNano"] = str(ev.time_ns)
+    if ev.name:
+        d["name"] = ev.name
+    if ev.attributes:
+        d["attributes"] = encode_attributes_json(ev.attributes)
+    return d
+
+
+def apply_patch_json(span: dict[str, Any], patch: SpanPatch) -> None:
+    """Write ``patch`` onto an OTLP JSON span dict in place.
+
+    An attribute whose key exists gets its value replaced where it stands (every
+    occurrence, if the key is repeated); a new key is appended. Events are appended.
+    """
+    new = patch.attributes
+    if new:
+        attrs = span.get("attributes")
+        if type(attrs) is not list:
+            attrs = span["attributes"] = []
+        replaced = None
+        for kv in attrs:
+            if type(kv) is dict:
+                key = kv.get("key")
+                if type(key) is str and key in new:
+                    kv["value"] = encode_any_json(new[key])
+                    if replaced is None:
+                        replaced = {key}
+                    else:
+                        replaced.add(key)
+        for key, value in new.items():
+            if replaced is None or key not in replaced:
+                attrs.append({"key": key, "value": encode_any_json(value)})
+    if patch.events:
+        events = span.get("events")
+        if type(events) is not list:
+            events = span["events"] = []
+        for ev in patch.events:
+            events.append(_event_json(ev))
+
+
+def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
+    """Write ``patch`` onto a protobuf ``Span`` in place (same rules as
+    :func:`apply_patch_json`)."""
+    if patch.attributes:
+        pending = dict(patch.attributes)
+        seen = set()
+        for kv in span.attributes:
+            if kv.key in pending:
+                encode_any_pb(pending[kv.key], kv.value)
+                seen.add(kv.key)
+        for key, value in pending.items():
+            if key not in seen:
+                kv = span.attributes.add()
+                kv.key = key
+                encode_any_pb(value, kv.value)
+    for ev in patch.events:
+        pb = span.events.add()
+        pb.time_unix_nano = ev.time_ns
+        pb.name = ev.name
+        if ev.attributes:
+            encode_attributes_pb(ev.attributes, pb.attributes)
+
+
+# --- records to OTLP JSON -------------------------------------------------------------
+
+
+def record_to_json(record: SpanRecord) -> dict[str, Any]:
+    """An OTLP JSON span dict for a record built in memory (samples, benchmarks, tests)."""
+    span: dict[str, Any] = {
+        "traceId": record.trace_id,
+        "spanId": record.span_id,
+        "name": record.name,
+        "kind": record.kind,
+        "startTimeUnixNano": str(record.start_ns),
+        "endTimeUnixNano": str(record.end_ns),
+    }
+    if record.parent_span_id:
+        span["parentSpanId"] = record.parent_span_id
+    if record.attributes:
+        span["attributes"] = encode_attributes_json(record.attributes)
+    if record.events:
+        span["events"] = [_event_json(event) for event in record.events]
+    if record.status_code or record.status_message:
+        status: dict[str, Any] = {}
+        if record.status_code:
+            status["code"] = record.status_code
+        if record.status_message:
+            status["message"] = record.status_message
+        span["status"] = status
+    return span
+
+
+def records_to_traces_json(
+    records: Iterable[SpanRecord], *, service_name: str = "unknown_service", scope_name: str = "otel-semloop"
+) -> dict[str, Any]:
+    """One OTLP JSON ``TracesData`` (a file-exporter line) holding ``records`` under a
+    single resource and scope."""
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": encode_attributes_json({"service.name": service_name})},
+                "scopeSpans": [
+                    {"scope": {"name": scope_name}, "spans": [record_to_json(r) for r in records]}
+                ],
+            }
+        ]
+    }
