@@ -35,7 +35,8 @@ import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from otel_semloop.batch.spans import apply_json, dump_json, load_json, scan_json_columns, scan_proto
+from otel_semloop.batch.scan import scan_json_columns, scan_proto
+from otel_semloop.batch.spans import apply_json, dump_json, load_json
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
 from otel_semloop.otlp._common import Bad
 from otel_semloop.scoring import collector_paused

@@ -311,7 +311,7 @@ def test_the_column_scan_finds_what_the_plain_scan_finds_or_raises_the_same(doc,
 
 def test_the_column_scan_takes_its_shortcut_on_lowercase_ids(monkeypatch):
     # the test above would pass if the shortcut never ran: check that it does
-    from otel_semloop.batch import spans as spans_module
+    from otel_semloop.batch import scan as spans_module
 
     def refuse(doc):
         raise AssertionError("the plain scan ran")

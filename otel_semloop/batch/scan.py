@@ -1,0 +1,235 @@
+"""The light scan of a unit's document: every span with its trace id, span id and whether it
+is a local root, and nothing else.
+
+Why a light scan: the reading process only needs each span's trace id, span id, parent id
+and whether it is a local root to group spans and decide when a trace is complete; the
+full decode (attributes, events, conventions) happens once per trace in a scoring worker,
+so it runs on another core. A span whose ids are wrong makes its line malformed (reported
+with the place, copied through); anything wrong inside a span's attributes only concerns
+its trace, which is then scored without the bad values or goes out unscored with a reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
+
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
+from otel_semloop.otlp import _common as c
+from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad
+
+__all__ = ["ScannedSpan", "scan_json", "scan_json_columns", "scan_proto"]
+
+_ZERO_TRACE_HEX = "0" * 32
+_ZERO_TRACE = bytes(16)
+_REMOTE_BITS = FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE
+_lower_hex = re.compile(r"[0-9a-f]*").fullmatch
+_SIXTEEN = frozenset({16})
+
+
+@dataclass(slots=True)
+class ScannedSpan:
+    trace_id: str
+    span_id: str
+    root: bool
+    span: Any  # the span dict (JSON) or protobuf Span, patched in place
+
+
+def _hex_id(value: Any, n: int, what: str) -> str:
+    if (
+        type(value) is str
+        and len(value) == n
+        and (c.is_lower_hex32(value) if n == 32 else c.is_lower_hex16(value))
+    ):
+        return value
+    if n == 32:
+        return c.trace_id_hex(value)
+    return c.span_id_hex(value)
+
+
+def scan_json(doc: Any) -> list[ScannedSpan]:
+    """Every span of an OTLP JSON ``TracesData`` with its ids. Raises :class:`Bad` (with
+    the path) for a structure or id that is not OTLP, and for an all-zero trace id, which
+    OTLP forbids and the service refuses too."""
+    out: list[ScannedSpan] = []
+    append = out.append
+    hex32, hex16 = c.is_lower_hex32, c.is_lower_hex16
+    seen: dict[str, bool] = {}
+    if type(doc) is not dict:
+        c.bad_type("a TracesData object", doc)
+    resource_spans = _list(doc, "resourceSpans")
+    for i, rs in enumerate(resource_spans):
+        try:
+            if type(rs) is not dict:
+                c.bad_type("a resourceSpans object", rs)
+            scope_spans = _list(rs, "scopeSpans")
+            for j, ss in enumerate(scope_spans):
+                try:
+                    if type(ss) is not dict:
+                        c.bad_type("a scopeSpans object", ss)
+                    spans = _list(ss, "spans")
+                    for k, span in enumerate(spans):
+                        # the fast path: lowercase hex ids as every SDK and Collector writes them
+                        if type(span) is dict:
+                            tid = span.get("traceId")
+                            sid = span.get("spanId")
+                            parent = span.get("parentSpanId")
+                            ok_tid = seen.get(tid) if type(tid) is str else None
+                            if ok_tid is None and type(tid) is str:
+                                ok_tid = seen[tid] = bool(hex32(tid)) and tid != _ZERO_TRACE_HEX
+                            if (
+                                ok_tid
+                                and type(sid) is str
+                                and len(sid) == 16
+                                and hex16(sid)
+                                and (
+                                    not parent
+                                    or (type(parent) is str and len(parent) == 16 and hex16(parent))
+                                )
+                            ):
+                                if parent:
+                                    flags = span.get("flags")
+                                    root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
+                                else:
+                                    root = True
+                                append(ScannedSpan(tid, sid, root, span))
+                                continue
+                        try:
+                            append(_scan_span(span))
+                        except Bad as e:
+                            e.path.append(f"spans[{k}]")
+                            raise
+                except Bad as e:
+                    e.path.append(f"scopeSpans[{j}]")
+                    raise
+        except Bad as e:
+            e.path.append(f"resourceSpans[{i}]")
+            raise
+    return out
+
+
+def scan_json_columns(doc: Any) -> tuple[list[Any], list[str], str, bytes]:
+    """What :func:`scan_json` finds, as columns: the spans, their trace ids, their span ids
+    joined (16 characters each) and one root flag byte a span. Raises what it raises.
+
+    Why: a worker scans every span of every line, and a line's spans almost always have
+    lowercase hex ids (every SDK and Collector writes them so). Their ids are read with
+    ``dict.get`` mapped over the spans and checked a line at a time (each distinct trace
+    id once; all span and parent ids as one joined string against one pattern), a C-level
+    loop instead of Python code and an object a span: about a quarter of the cost. A line
+    with anything else (an odd structure, uppercase or bad ids) goes through
+    :func:`scan_json`, which normalises or raises with the path."""
+    spans = _plain_spans(doc)
+    if spans is not None:
+        try:
+            n = len(spans)
+            get = dict.get
+            tids: list[Any] = list(map(get, spans, repeat("traceId", n)))
+            sids: list[Any] = list(map(get, spans, repeat("spanId", n)))
+            parents = list(map(get, spans, repeat("parentSpanId", n)))
+            joined = "".join(sids)
+            linked = [p for p in parents if p]
+            if (
+                all(type(t) is str and c.is_lower_hex32(t) and t != _ZERO_TRACE_HEX for t in set(tids))
+                and len(joined) == 16 * n
+                and _lower_hex(joined)
+                and set(map(len, sids)) <= _SIXTEEN
+                and _lower_hex("".join(linked))
+                and set(map(len, linked)) <= _SIXTEEN
+            ):
+                flags = map(get, spans, repeat("flags", n))
+                bits = _REMOTE_BITS
+                pairs = zip(parents, flags, strict=True)
+                roots = bytes([not p or (type(f) is int and f & bits == bits) for p, f in pairs])
+                return spans, tids, joined, roots
+        except TypeError:  # a span that is not an object, an id that is not a string
+            pass
+    scanned = scan_json(doc)
+    return (
+        [s.span for s in scanned],
+        [s.trace_id for s in scanned],
+        "".join([s.span_id for s in scanned]),
+        bytes([s.root for s in scanned]),
+    )
+
+
+def _plain_spans(doc: Any) -> list[Any] | None:
+    """The spans of a ``TracesData`` whose levels are all objects in arrays, in order, or
+    None for anything else (left to :func:`scan_json`, which says what is wrong)."""
+    if type(doc) is not dict:
+        return None
+    spans: list[Any] = []
+    resource_spans = doc.get("resourceSpans")
+    if type(resource_spans) is not list:
+        return None if resource_spans is not None else spans
+    for rs in resource_spans:
+        if type(rs) is not dict:
+            return None
+        scope_spans = rs.get("scopeSpans")
+        if type(scope_spans) is not list:
+            if scope_spans is not None:
+                return None
+            continue
+        for ss in scope_spans:
+            if type(ss) is not dict:
+                return None
+            found = ss.get("spans")
+            if type(found) is list:
+                spans += found
+            elif found is not None:
+                return None
+    return spans
+
+
+def _scan_span(span: Any) -> ScannedSpan:
+    if type(span) is not dict:
+        c.bad_type("a span object", span)
+    get = span.get
+    tid = c.field(span, "traceId", lambda v: _hex_id(v, 32, "traceId"))
+    if tid == _ZERO_TRACE_HEX:
+        raise Bad("traceId must not be all zeros", "traceId")
+    sid = c.field(span, "spanId", lambda v: _hex_id(v, 16, "spanId"))
+    parent = get("parentSpanId")
+    if parent:
+        c.field(span, "parentSpanId", lambda v: _hex_id(v, 16, "parentSpanId"))
+        flags = get("flags")
+        root = type(flags) is int and bool(flags & FLAGS_HAS_IS_REMOTE) and bool(flags & FLAGS_IS_REMOTE)
+    else:
+        if parent is not None and parent != "":
+            c.field(span, "parentSpanId", lambda v: c.span_id_hex(v, allow_empty=True))
+        root = True
+    return ScannedSpan(tid, sid, root, span)
+
+
+def _list(d: dict[str, Any], key: str) -> list[Any]:
+    value = d.get(key)
+    if type(value) is list:
+        return value
+    if value is None:
+        return []
+    c.bad_type("an array", value, key)
+
+
+def scan_proto(msg: TracesData) -> list[ScannedSpan]:
+    """Every span of a protobuf ``TracesData`` with its ids (raises :class:`Bad`)."""
+    out: list[ScannedSpan] = []
+    for i, rs in enumerate(msg.resource_spans):
+        for j, ss in enumerate(rs.scope_spans):
+            for k, span in enumerate(ss.spans):
+                path = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                tid, sid, pid = span.trace_id, span.span_id, span.parent_span_id
+                if len(tid) != 16:
+                    raise Bad(f"trace id must be 16 bytes, got {len(tid)}", path, "traceId")
+                if tid == _ZERO_TRACE:
+                    raise Bad("traceId must not be all zeros", path, "traceId")
+                if len(sid) != 8:
+                    raise Bad(f"span id must be 8 bytes, got {len(sid)}", path, "spanId")
+                if pid and len(pid) != 8:
+                    raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", path, "parentSpanId")
+                flags = span.flags
+                root = not pid or bool(flags & FLAGS_HAS_IS_REMOTE and flags & FLAGS_IS_REMOTE)
+                out.append(ScannedSpan(tid.hex(), sid.hex(), root, span))
+    return out
