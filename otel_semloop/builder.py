@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.messages import flatten_text
-from otel_semloop.model import SpanRecord, Step, StepKind, Trace
+from otel_semloop.model import SpanRecord, Step, StepKind, Trace, peek_input
 from otel_semloop.tool_calls import ToolCall, tool_responses
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
@@ -188,7 +188,7 @@ def _link_tool_calls(steps: list[Step]) -> list[Step]:
         kind = step.kind
         if kind is _LLM:
             if waiting:
-                responses = tool_responses(step.input)
+                responses = tool_responses(peek_input(step))  # (the history: not kept)
                 for tool, call_id in waiting:
                     result = responses.get(call_id)
                     if result is not None:
@@ -231,7 +231,7 @@ def _link_tool_calls(steps: list[Step]) -> list[Step]:
 
 
 def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
-    results = tool_responses(next_llm.input) if next_llm is not None else {}
+    results = tool_responses(peek_input(next_llm)) if next_llm is not None else {}
     start = requester.end_ns
     end = next_llm.start_ns if next_llm is not None else requester.end_ns
     steps = []

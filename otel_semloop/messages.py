@@ -298,16 +298,24 @@ def _collect(items: Any) -> dict[str, dict[int, dict[str, Any]]]:
         match = _INDEXED.match(key)
         if match is None:
             continue
-        prefix, index, rest = match.group(1), int(match.group(2)), match.group(3)
+        prefix, number, rest = match.groups()
+        index = int(number)
         rest = rest.removeprefix("message.")
-        message = found.setdefault(prefix, {}).setdefault(index, {})
+        # (get, not setdefault: no empty dict made per key; these dicts are all made here)
+        by_index = found.get(prefix)
+        if by_index is None:
+            by_index = found[prefix] = {}
+        message = by_index.get(index)
+        if message is None:
+            message = by_index[index] = {}
         if rest.startswith("tool_calls."):
             call = _INDEXED_TOOL_CALL.match(rest)
             if call is None:
                 continue
-            calls = message.setdefault("tool_calls", {})
-            field = call.group(2).removeprefix("tool_call.").removeprefix("function.")
-            calls.setdefault(int(call.group(1)), {})[field] = value
+            calls = message.setdefault("tool_calls", {})  # (may hold an attribute's value)
+            call_number, field = call.groups()
+            field = field.removeprefix("tool_call.").removeprefix("function.")
+            calls.setdefault(int(call_number), {})[field] = value
         else:
             message[rest] = value
     return found

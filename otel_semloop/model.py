@@ -224,16 +224,14 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
     what they are made from (:class:`~otel_semloop.messages.IndexedMessages`,
     :class:`~otel_semloop.messages.EventMessages`), made here.
     """
-    raw_input, envelope, raw_output = deferred
     if name == "output":
+        _, envelope, raw_output = deferred
         value = decode_json(raw_output)
         if envelope:
             value = decode_json_string(value)
         step.output = value
         return value
-    if raw_input.__class__ in _MADE_ON_READ:  # (an LLM span's indexed or event input messages)
-        raw_input = raw_input.messages()
-    value = decode_input(raw_input, envelope)
+    value = _deferred_input(deferred)
     if name == "input":
         step.input = value
         return value
@@ -243,7 +241,32 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
     return text
 
 
-#: The input messages an LLM step's ``_deferred`` may hold unmade (see _resolve_deferred).
+def _deferred_input(deferred: tuple[Any, bool, Any]) -> Any:
+    """The input decoded from a step's ``_deferred`` (see :func:`_resolve_deferred`)."""
+    raw_input, envelope, _ = deferred
+    if raw_input.__class__ in _MADE_ON_READ:  # (an LLM span's indexed or event input messages)
+        raw_input = raw_input.messages()
+    return decode_input(raw_input, envelope)
+
+
+def peek_input(step: Step) -> Any:
+    """``step.input``, without storing it on the step when it is not decoded yet: for a
+    reader that needs it once (the builder looks a tool call's result up in the next LLM
+    call's input, the whole resent history), so the step keeps no decoded history."""
+    try:
+        return _INPUT_SLOT.__get__(step)
+    except AttributeError:
+        pass
+    try:
+        deferred = _DEFERRED_SLOT.__get__(step)
+    except AttributeError:
+        deferred = None
+    if deferred is None:
+        return step.input  # (raises as the read does)
+    return _deferred_input(deferred)
+
+
+#: The input messages an LLM step's ``_deferred`` may hold unmade (see _deferred_input).
 _MADE_ON_READ = (IndexedMessages, EventMessages)
 
 

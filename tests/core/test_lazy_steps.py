@@ -28,7 +28,7 @@ from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
 from otel_semloop.handoffs import handoff_target
-from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
+from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind, peek_input
 from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like
 
 TRACE = "0" * 31 + "1"
@@ -58,6 +58,21 @@ def test_a_built_trace_decodes_no_llm_input_and_keeps_no_decoded_messages():
         assert not step.is_decoded("input") and not step.is_decoded("input_text")
         assert not step.is_decoded("output")  # the text and tool calls were read, the messages dropped
         assert step.output_text and step.tool_calls
+
+
+def test_tool_results_looked_up_in_the_next_input_leave_it_undecoded():
+    # An LLM-only trace (no tool spans): each requested call becomes a synthetic tool step
+    # whose result is read from the next LLM call's input; that input (the history) is
+    # read once, not kept on the step, and the results are what a stored read gives.
+    records = [r for r in genai_records(40) if r.attributes["gen_ai.operation.name"] != "execute_tool"]
+    trace = build_trace(records)
+    llm = [s for s in trace.steps if s.kind is StepKind.LLM]
+    synthetic = [s for s in trace.steps if s.synthetic]
+    assert len(synthetic) == len(llm) and all(not s.is_decoded("input") for s in llm)
+    results = [tc.tool_responses(nxt.input) for nxt in llm[1:]]  # (stored reads, after the fact)
+    got = [s.tool_result for s in synthetic[:-1]]
+    assert got == [r[s.tool_calls[0].call_id] for r, s in zip(results, llm, strict=False)]
+    assert all(got) and synthetic[-1].tool_result is None
 
 
 def test_the_lazy_tree_view_and_the_lexical_score_leave_inputs_undecoded():
@@ -434,6 +449,8 @@ def test_lazy_and_eager_reads_give_the_same_step(
         kind = step_kind(record.attributes)
     expected = _eager(record, kind)
     step = read_step(record, kind)
+    decoded = step.is_decoded("input")
+    assert _same(peek_input(step), expected["input"]) and step.is_decoded("input") is decoded
     for field in dataclasses.fields(Step):  # every other field is stored by read_step itself
         if field.name not in ("input", "input_text", "output"):
             getattr(step, field.name)  # (an unset slot raises AttributeError)
