@@ -68,6 +68,12 @@ _PERMANENT_WORDS = re.compile(
 #: A tool result starting with one of these words is a failure even when the span's status
 #: says nothing: many tools report errors as text.
 _ERROR_RESULT = re.compile(r"^\s*(?:error|exception|traceback|fatal)\b", re.IGNORECASE)
+#: The characters :data:`_ERROR_RESULT` can match first after the blanks (``\s`` is what
+#: ``str.lstrip`` strips, and these six are all that match ``e``, ``t`` or ``f`` ignoring
+#: case): a result starting otherwise, nearly every one, is not matched against it (a
+#: third of a tool step's failure check). ``tests/detectors/test_fast_paths.py`` checks both
+#: over every code point.
+_ERROR_FIRST = frozenset("eEtTfF")
 #: Characters of an error message inspected: the class is in the first line.
 _ERROR_CHARS = 300
 
@@ -85,7 +91,13 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     match wins in that order, and anything else is ``other``.
     """
     failed = step.is_error
-    if not failed and step.kind is _TOOL_STEP and result_text and _ERROR_RESULT.match(result_text):
+    if (
+        not failed
+        and step.kind is _TOOL_STEP
+        and result_text
+        and result_text.lstrip()[:1] in _ERROR_FIRST
+        and _ERROR_RESULT.match(result_text)
+    ):
         failed = True
     if not failed:
         return None

@@ -176,3 +176,38 @@ ACK_PIECES = [
 @given(st.lists(st.sampled_from(ACK_PIECES), max_size=20).map("".join))
 def test_acknowledgement_by_bytes_is_exact(text: str) -> None:
     assert normalize.is_acknowledgement(text) == plain_is_acknowledgement(text)
+
+
+# -- failure class: the first character before the error-result pattern -------------------
+
+
+def test_error_result_gate_is_exact_over_every_code_point() -> None:
+    import re
+    import sys
+
+    from otel_semloop.detectors import failure_class
+
+    first = re.compile(r"[etf]", re.IGNORECASE)
+    blank = re.compile(r"\s")
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        assert bool(first.match(char)) == (char in failure_class._ERROR_FIRST), hex(code)
+        # ``\s`` is what ``str.lstrip`` strips.
+        assert bool(blank.match(char)) == ((char + "x").lstrip() == "x"), hex(code)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([" ", "\t", "\n", "\u2003", "error", "Error", "ERROR", "fatal", "Traceback",
+                         "exception", "e", "x", ":", "rror", "\u0130", "ok", "f", "t"]),
+        max_size=8,
+    ).map("".join)
+)  # fmt: skip
+def test_error_result_gate_agrees_with_the_pattern(text: str) -> None:
+    from otel_semloop.detectors import failure_class
+    from otel_semloop.model import Step, StepKind
+
+    step = Step(StepKind.TOOL, "t", tool_result=text)
+    expected = bool(text) and failure_class._ERROR_RESULT.match(text) is not None
+    assert (failure_class.classify_failure(step, text) is not None) == expected
