@@ -20,7 +20,7 @@ from otel_semloop.batch.scan import ScannedSpan, scan_json, scan_json_columns, s
 from otel_semloop.batch.worker import TraceJob
 from otel_semloop.otlp.anyvalue import decode_attributes_json
 from otel_semloop.otlp.codec import json_to_traces, span_to_json, traces_to_json
-from otel_semloop.otlp.records import apply_patch_json, apply_patch_proto
+from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto
 from otel_semloop.writeback import EVALUATION_NAME, SpanPatch
 
 __all__ = ["ScannedSpan", "dump_json", "scan_json", "scan_json_columns", "scan_proto", "trace_job"]
