@@ -27,9 +27,6 @@ from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
 from otel_semloop.otlp.anyvalue import attributes_json, decode_attributes_pb
 
-# re-exported: callers import the write-back from here too (otel_semloop.batch.spans)
-from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto  # noqa: F401
-
 __all__ = ["record_from_proto_span", "records_from_json", "records_from_proto"]
 
 _u64 = c.u64
