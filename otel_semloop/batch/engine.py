@@ -49,8 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.batch.chunks import ChunkResult, parse_chunk
-from otel_semloop.batch.held import Held, render
-from otel_semloop.batch.spans import trace_job
+from otel_semloop.batch.held import Held, apply_written, job_for, render
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs, start_pool
@@ -339,21 +338,7 @@ class Engine:
             self._apply([(tid, None, known[4])])
             self.stats.scored_in_chunk += 1
             return
-        if all(h.unit.kind == "json" and (h.bounds is not None or h.gaps is not None) for h, _ in t.spans):
-            # JSON units that take patched spans as compact JSON (see render): the worker,
-            # which decodes the spans anyway, writes them (the job carries the span ids),
-            # instead of this process parsing them again; the spans are joined from views
-            parts: list[Any] = []
-            ids: list[str] = []
-            for held, indexes in t.spans:
-                parts += held.parts(indexes)
-                sids = held.sids
-                ids += [sids[16 * i : 16 * i + 16] for i in indexes]
-            payload = b"".join([b"[", b",".join(parts), b"]"])
-            self._batch.append(TraceJob(tid, "json", payload, roots, not roots, "".join(ids)))
-        else:
-            spans = [(held.unit.kind, held.span(i)) for held, indexes in t.spans for i in indexes]
-            self._batch.append(trace_job(tid, spans, roots))
+        self._batch.append(job_for(tid, t.spans, roots))
         if len(self._batch) >= _JOBS_PER_TASK:
             self._submit()
 
@@ -399,7 +384,7 @@ class Engine:
             else:
                 self._order.pop(tid, None)
             if type(patches) is list:  # each span's patched compact JSON, in t.spans order
-                self._apply_written(t, patches)
+                apply_written(t.spans, patches)
                 continue
             for held, indexes in t.spans:  # each unit once
                 if patches:
@@ -411,19 +396,6 @@ class Engine:
                                 held.patches = {}
                             held.patches[i] = patch
                 held.waiting -= 1
-
-    @staticmethod
-    def _apply_written(t: _Open, written: list[bytes | None]) -> None:
-        k = 0
-        for held, indexes in t.spans:
-            for i in indexes:
-                patch = written[k]
-                k += 1
-                if patch is not None:
-                    if held.patches is None:
-                        held.patches = {}
-                    held.patches[i] = patch
-            held.waiting -= 1
 
     # -- output ------------------------------------------------------------------------
 

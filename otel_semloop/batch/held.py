@@ -17,11 +17,20 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.chunks import render_json
-from otel_semloop.batch.spans import apply_json, apply_proto, dump_json, load_json, scan_json, scan_proto
+from otel_semloop.batch.spans import (
+    apply_json,
+    apply_proto,
+    dump_json,
+    load_json,
+    scan_json,
+    scan_proto,
+    trace_job,
+)
 from otel_semloop.batch.units import Unit
+from otel_semloop.batch.worker import TraceJob
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["Held", "render", "splice"]
+__all__ = ["Held", "apply_written", "job_for", "render", "splice"]
 
 
 class Held:
@@ -63,6 +72,40 @@ class Held:
         view = memoryview(self.unit.raw)
         bounds = self.bounds
         return [view[bounds[2 * i] : bounds[2 * i + 1]] for i in indexes]
+
+
+def job_for(tid: str, spans: list[tuple[Held, list[int]]], roots: tuple[str, ...]) -> TraceJob:
+    """The scoring job of a trace from its spans, ``(held unit, span indexes)`` in order.
+
+    When every unit takes patched spans as compact JSON (see :func:`render`), the job
+    carries the span ids and the worker, which decodes the spans anyway, sends back each
+    patched span's JSON (see :func:`apply_written`) instead of this process parsing them
+    again; the payload is joined from views of the lines."""
+    if all(h.unit.kind == "json" and (h.bounds is not None or h.gaps is not None) for h, _ in spans):
+        parts: list[Any] = []
+        ids: list[str] = []
+        for held, indexes in spans:
+            parts += held.parts(indexes)
+            sids = held.sids
+            ids += [sids[16 * i : 16 * i + 16] for i in indexes]
+        payload = b"".join([b"[", b",".join(parts), b"]"])
+        return TraceJob(tid, "json", payload, roots, not roots, "".join(ids))
+    return trace_job(tid, [(held.unit.kind, held.span(i)) for held, indexes in spans for i in indexes], roots)
+
+
+def apply_written(spans: list[tuple[Held, list[int]]], written: list[bytes | None]) -> None:
+    """A job's patched spans, as compact JSON in the job's order, onto their units; each
+    unit waits for one trace less."""
+    k = 0
+    for held, indexes in spans:
+        for i in indexes:
+            patch = written[k]
+            k += 1
+            if patch is not None:
+                if held.patches is None:
+                    held.patches = {}
+                held.patches[i] = patch
+        held.waiting -= 1
 
 
 def render(held: Held, output_format: str) -> Any:
