@@ -64,31 +64,9 @@ def event_messages(events: Any) -> tuple[Any, Any]:
     ``gen_ai.choice``, ... with ``content``/``message``/``tool_calls`` attributes or a log
     ``body``), and OpenLLMetry's ``gen_ai.content.prompt``/``.completion`` events."""
     inputs: list[Any] = []
-    outputs: list[Any] = []
-    whole_in: Any = None
-    whole_out: Any = None
-    for event in events:
-        attrs = event.attributes
-        if not attrs:
-            continue
-        name = event.name or str(attrs.get("event.name", ""))
-        if "gen_ai.input.messages" in attrs or "gen_ai.output.messages" in attrs:
-            whole_in = whole_in if whole_in is not None else attrs.get("gen_ai.input.messages")
-            whole_out = whole_out if whole_out is not None else attrs.get("gen_ai.output.messages")
-            continue
-        if name in _CONTENT_EVENTS:
-            side, key = _CONTENT_EVENTS[name]
-            value = attrs.get(key, attrs.get("body"))
-            if value is not None:
-                (inputs if side == "input" else outputs).append(decode_json(value))
-            continue
-        if name not in _MESSAGE_EVENTS:
-            continue
-        side, role = _MESSAGE_EVENTS[name]
-        (inputs if side == "input" else outputs).append(_event_message(attrs, role))
+    whole_in, outputs = _read_message_events(events, inputs)
     event_in = whole_in if whole_in is not None else (_flat(inputs) if inputs else None)
-    event_out = whole_out if whole_out is not None else (_flat(outputs) if outputs else None)
-    return event_in, event_out
+    return event_in, outputs
 
 
 def llm_event_messages(events: Any) -> tuple[Any, Any]:
@@ -97,8 +75,20 @@ def llm_event_messages(events: Any) -> tuple[Any, Any]:
     events comes as an :class:`EventMessages`, made on first read (the same loop, the input
     side only noted: making every history message for every LLM span cost O(history) per
     step, O(n^2) per trace)."""
+    noted: list[Any] = []
+    whole_in, outputs = _read_message_events(events, noted, make_inputs=False)
+    if whole_in is not None:
+        return whole_in, outputs
+    return (EventMessages(tuple(events)) if noted else None), outputs
+
+
+def _read_message_events(
+    events: Any, inputs: list[Any], *, make_inputs: bool = True
+) -> tuple[Any, Any]:
+    """(the details event's whole input or None, the output) of :func:`event_messages`,
+    appending each input message event's message to ``inputs`` (with ``make_inputs``
+    false, only a ``True`` to note that there was one)."""
     outputs: list[Any] = []
-    has_inputs = False
     whole_in: Any = None
     whole_out: Any = None
     for event in events:
@@ -114,22 +104,24 @@ def llm_event_messages(events: Any) -> tuple[Any, Any]:
             side, key = _CONTENT_EVENTS[name]
             value = attrs.get(key, attrs.get("body"))
             if value is not None:
-                if side == "input":
-                    has_inputs = True
-                else:
+                if side != "input":
                     outputs.append(decode_json(value))
+                elif make_inputs:
+                    inputs.append(decode_json(value))
+                elif not inputs:
+                    inputs.append(True)
             continue
         if name not in _MESSAGE_EVENTS:
             continue
         side, role = _MESSAGE_EVENTS[name]
-        if side == "input":
-            has_inputs = True
-        else:
+        if side != "input":
             outputs.append(_event_message(attrs, role))
+        elif make_inputs:
+            inputs.append(_event_message(attrs, role))
+        elif not inputs:
+            inputs.append(True)
     event_out = whole_out if whole_out is not None else (_flat(outputs) if outputs else None)
-    if whole_in is not None:
-        return whole_in, event_out
-    return (EventMessages(tuple(events)) if has_inputs else None), event_out
+    return whole_in, event_out
 
 
 class EventMessages:

@@ -257,13 +257,18 @@ def peek_input(step: Step) -> Any:
         return _INPUT_SLOT.__get__(step)
     except AttributeError:
         pass
-    try:
-        deferred = _DEFERRED_SLOT.__get__(step)
-    except AttributeError:
-        deferred = None
+    deferred = _deferred_of(step)
     if deferred is None:
         return step.input  # (raises as the read does)
     return _deferred_input(deferred)
+
+
+def _deferred_of(step: Step) -> Any:
+    """The step's ``_deferred`` (what its deferred fields decode from), None when unset."""
+    try:
+        return _DEFERRED_SLOT.__get__(step)
+    except AttributeError:
+        return None
 
 
 #: The input messages an LLM step's ``_deferred`` may hold unmade (see _deferred_input).
@@ -289,10 +294,7 @@ class _DeferredField:
             return self._get(step)
         except AttributeError:
             pass
-        try:
-            deferred = _DEFERRED_SLOT.__get__(step)
-        except AttributeError:
-            deferred = None
+        deferred = _deferred_of(step)
         if deferred is None:
             raise AttributeError(f"{type(step).__name__!r} object has no attribute {self._name!r}")
         return _resolve_deferred(step, deferred, self._name)
