@@ -34,9 +34,9 @@ _is_lower_hex16 = c.is_lower_hex16
 _parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 
 
-def _attributes(d: dict[str, Any]) -> dict[str, Any]:
-    """The ``attributes`` of a span or event dict as a dict (missing, null or ``[]``: empty)."""
-    attrs = d.get("attributes")
+def _attributes(attrs: Any) -> dict[str, Any]:
+    """The ``attributes`` value of a span or event dict as a dict (missing, null or ``[]``:
+    empty)."""
     if attrs:
         try:
             return attributes_json(attrs)
@@ -61,7 +61,7 @@ def _events_json(
 
     Why this spelling: each event is made without ``EventRecord.__init__`` (a frame an
     event), a time of fewer than 20 digits is converted by ``int`` at once (``_u64``
-    checked its digits again), attributes go straight to :func:`attributes_json`, and the
+    checked its digits again), attributes go through :func:`_attributes`, and the
     builtins are locals (not arguments to pass). A time of 20 digits or more still goes
     through ``_u64`` directly, so that its range error names the event without the field,
     as it always has."""
@@ -80,15 +80,7 @@ def _events_json(
                 t = _int(t) if _len(t) < 20 else _u64(t)
             else:
                 t = field(ev, "timeUnixNano", _u64)
-            attrs = ev.get("attributes")
-            if attrs and _type(attrs) is _list_type:  # (as _attributes reads them)
-                try:
-                    attrs = attributes_json(attrs)
-                except Bad as e:
-                    e.path.append("attributes")
-                    raise
-            else:
-                attrs = _attributes(ev)
+            attrs = _attributes(ev.get("attributes"))
             event = _new_event(EventRecord)
             event.name = name
             event.time_ns = t
@@ -189,15 +181,7 @@ def _span_json(
         if digits is not None:  # two a span, in span order, for the caller's conversion
             digits.append(_str(start))
             digits.append(_str(end))
-    attrs = get("attributes")
-    if attrs and _type(attrs) is list:  # (as _attributes reads them, without its call)
-        try:
-            attrs = attributes_json(attrs)
-        except Bad as e:
-            e.path.append("attributes")
-            raise
-    else:
-        attrs = _attributes(span)
+    attrs = _attributes(get("attributes"))
     events = get("events")
     if events:
         try:

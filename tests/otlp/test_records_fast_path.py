@@ -174,7 +174,7 @@ def _plain_events(events: Any) -> list[EventRecord]:
             t = ev.get("timeUnixNano")
             if type(t) is not str or not t.isdigit() or not t.isascii():
                 t = field(ev, "timeUnixNano", c.u64)
-            out.append(EventRecord(name, c.u64(t), _attributes(ev)))
+            out.append(EventRecord(name, c.u64(t), _attributes(ev.get("attributes"))))
         except Bad as e:
             e.path.append(f"[{c.index_of(events, ev)}]")
             raise
