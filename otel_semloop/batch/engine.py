@@ -48,11 +48,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_semloop.batch.chunks import ChunkResult, parse_chunk
+from otel_semloop.batch.chunks import ChunkResult, parse_chunk, parse_ring
 from otel_semloop.batch.held import Held, apply_written, job_for, render
+from otel_semloop.batch.ring import Ring
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs, start_pool
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs, start_workers
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -70,6 +71,9 @@ DEFAULT_CHUNK_UNITS = 4096
 #: Near the end of an input of known size chunks shrink, down to this, so that the
 #: workers finish together instead of one scoring the last big chunk alone.
 MIN_TAIL_CHUNK_BYTES = 1 << 20
+#: A chunk ends with the unit that takes it past its size: ring room for a line past it
+#: (a chunk that does not fit goes through the pipe).
+RING_SLACK = 4 << 20
 _JOBS_PER_TASK = 16
 _TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 
@@ -155,7 +159,8 @@ class Engine:
         self._inbox: list[Unit] = []
         self._inbox_bytes = 0
         self._fed = 0
-        self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
+        self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult], bool]] = deque()
+        self._ring: Ring | None = None  # chunk bytes shared with forked workers
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
         self._chunk_held: dict[int, list[Held]] = {}  # units of chunks with verdicts waiting
@@ -203,20 +208,28 @@ class Engine:
         if full:
             self._start_pool()
         future: concurrent.futures.Future[ChunkResult]
-        if self._pool is not None:
+        placed = None
+        if self._ring is not None:
+            metas = [None if w is None else (w[0], w[2]) for w in work]
+            placed = self._ring.put([w[1] for w in work if w is not None])
+        if placed is not None:
+            future = self._pool.submit(parse_ring, placed, metas, self.options.window, None, carried)
+        elif self._pool is not None:
             future = self._pool.submit(parse_chunk, work, self.options.window, None, carried)
         else:
             future = concurrent.futures.Future()
             future.set_result(parse_chunk(work, self.options.window, self.options.spec, carried))
-        self._chunks.append((self._chunk_no, units, future))
+        self._chunks.append((self._chunk_no, units, future, placed is not None))
         while len(self._chunks) > self._workers + 1:
             self._receive(block=True, one=True)
 
     def _receive(self, block: bool, one: bool = False) -> None:
         """Take the units of finished chunks, in order."""
         while self._chunks and (block or self._chunks[0][2].done()):
-            number, units, future = self._chunks.popleft()
+            number, units, future, ringed = self._chunks.popleft()
             parsed, verdicts = future.result()
+            if ringed:
+                self._ring.release()
             for tid, (count, roots, patches, row) in verdicts.items():
                 self._verdicts[tid] = (number, count, roots, patches, row)
             self._chunk = number
@@ -351,7 +364,9 @@ class Engine:
     def _start_pool(self) -> None:
         """Processes cost a second or so to start: only for inputs larger than a chunk."""
         if self._pool is None and self._workers > 1:
-            self._pool = start_pool(self._workers, self.options.spec)
+            # room for every chunk in flight (workers + 1) and the one being sent
+            ring_bytes = (self._workers + 2) * (self.options.chunk_bytes + RING_SLACK)
+            self._pool, self._ring = start_workers(self._workers, self.options.spec, ring_bytes)
             self.stats.workers = self._workers
 
     def _submit(self) -> None:
@@ -485,5 +500,8 @@ class Engine:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+        if self._ring is not None:
+            self._ring.close()
+            self._ring = None
         if self._spill is not None:
             self._spill.close()

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from otel_semloop.batch.ring import Ring
 from otel_semloop.builder import build_trace
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
@@ -115,6 +116,13 @@ def init_worker(spec: ScorerSpec) -> None:
 
 
 def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPoolExecutor:
+    """:func:`start_workers` without a ring."""
+    return start_workers(workers, spec)[0]
+
+
+def start_workers(
+    workers: int, spec: ScorerSpec, ring_bytes: int = 0
+) -> tuple[concurrent.futures.ProcessPoolExecutor, Ring | None]:
     """A pool of ``workers`` scoring processes, each with the scorer ``spec`` builds, started
     now (they take a moment to start: meanwhile the caller reads its first chunk).
 
@@ -123,10 +131,17 @@ def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPool
     so a worker starts at once. Else from a fork server (a fresh process importing the
     scoring stack once; forking a process that runs threads can deadlock), or spawned where
     there is no fork. Measured on the rescore bench: the fork server's imports, about half
-    a second of CPU, ran while the workers waited and the reading process had nothing to do."""
+    a second of CPU, ran while the workers waited and the reading process had nothing to do.
+
+    ``ring_bytes``: forked workers also share a :class:`~otel_semloop.batch.ring.Ring` of
+    that size with this process (returned; None when the workers are not forked), made
+    before they fork."""
     ctx: Any
+    ring = None
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         ctx = multiprocessing.get_context("fork")
+        if ring_bytes:
+            ring = Ring(ring_bytes)
     else:
         ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
         if os.name == "posix":
@@ -137,7 +152,7 @@ def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPool
         workers, mp_context=ctx, initializer=init_worker, initargs=(spec,)
     )
     pool.submit(_ready)  # forked workers all start at the first task
-    return pool
+    return pool, ring
 
 
 def _ready() -> None:
