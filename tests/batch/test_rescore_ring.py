@@ -39,7 +39,7 @@ def test_the_ring_never_hands_out_the_space_of_a_chunk_in_flight(ops):
                 # refused only when it cannot fit beside the chunks in flight
                 assert total == 0 or total > _SIZE or live
                 continue
-            assert 0 <= offsets[0] and offsets[-1] <= _SIZE and offsets[-1] - offsets[0] == total
+            assert offsets[0] >= 0 and offsets[-1] <= _SIZE and offsets[-1] - offsets[0] == total
             live.append((offsets, raws))
             for places, lines in live:  # nothing in flight was overwritten
                 for k, raw in enumerate(lines):
