@@ -231,6 +231,7 @@ def parse_chunk(
 
 
 def parse_ring(
+    key: int,
     offsets: list[int],
     metas: list[Any],
     window: int,
@@ -239,7 +240,7 @@ def parse_ring(
 ) -> ChunkResult:
     """:func:`parse_chunk` of a chunk whose lines came through the shared
     :class:`~otel_semloop.batch.ring.Ring` (see :func:`~otel_semloop.batch.ring.shared`)."""
-    return parse_chunk(shared(offsets, metas), window, spec, carried)
+    return parse_chunk(shared(key, offsets, metas), window, spec, carried)
 
 
 def _parse_chunk(

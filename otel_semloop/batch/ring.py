@@ -24,10 +24,12 @@ import mmap
 from collections import deque
 from typing import Any
 
-__all__ = ["Ring", "shared"]
+__all__ = ["Ring", "shared", "taken"]
 
-#: The mapping of this process's pool, set before the workers are forked (they inherit it).
-_MAP: mmap.mmap | None = None
+#: The mappings of this process's rings by key, made before the workers are forked (they
+#: inherit them).
+_MAPS: dict[int, mmap.mmap] = {}
+_KEYS = iter(range(1, 1 << 62))
 
 
 class Ring:
@@ -36,10 +38,10 @@ class Ring:
     oldest chunk's space."""
 
     def __init__(self, size: int) -> None:
-        global _MAP
         self.size = size
         self.map = mmap.mmap(-1, size)  # MAP_SHARED | MAP_ANONYMOUS
-        _MAP = self.map
+        self.key = next(_KEYS)
+        _MAPS[self.key] = self.map
         self._head = 0  # where the next chunk goes
         self._live: deque[tuple[int, int]] = deque()  # (start, end) of chunks in flight, oldest first
 
@@ -80,30 +82,27 @@ class Ring:
         self._live.popleft()
 
     def close(self) -> None:
-        global _MAP
-        if _MAP is self.map:
-            _MAP = None
+        _MAPS.pop(self.key, None)
         self.map.close()
 
 
-def shared(offsets: list[int], metas: list[Any]) -> list[tuple[str, bytes, str] | None]:
-    """In a worker: a chunk's units, ``(kind, raw, where)`` (None for a unit not read),
-    from the places :meth:`Ring.put` gave (``metas`` are ``(kind, where)`` or None, in
-    the order the lines were put)."""
-    m = _MAP
-    assert m is not None, "a ring chunk reached a process that does not share the ring"
-    units: list[tuple[str, bytes, str] | None] = []
-    k = 0
-    for meta in metas:
-        if meta is None:
-            units.append(None)
-            continue
-        units.append((meta[0], m[offsets[k] : offsets[k + 1]], meta[1]))
-        k += 1
+def taken(key: int, offsets: list[int]) -> list[bytes]:
+    """In a worker: the pieces :meth:`Ring.put` put at ``offsets`` in ring ``key``, each
+    copied out as bytes."""
+    m = _MAPS[key]  # a KeyError: a ring task reached a process that does not share the ring
+    pieces = [m[offsets[k] : offsets[k + 1]] for k in range(len(offsets) - 1)]
     # copied out: this process's view of those pages is dropped, so that they are not
     # counted again in its memory (the reading process holds them; a shared mapping keeps
     # its contents, and a page touched again is mapped again)
     start = offsets[0] & -mmap.PAGESIZE
     if offsets[-1] > start:
         m.madvise(mmap.MADV_DONTNEED, start, offsets[-1] - start)
-    return units
+    return pieces
+
+
+def shared(key: int, offsets: list[int], metas: list[Any]) -> list[tuple[str, bytes, str] | None]:
+    """In a worker: a chunk's units, ``(kind, raw, where)`` (None for a unit not read),
+    from the places :meth:`Ring.put` gave in ring ``key`` (``metas`` are ``(kind, where)``
+    or None, in the order the lines were put)."""
+    raws = iter(taken(key, offsets))
+    return [None if meta is None else (meta[0], next(raws), meta[1]) for meta in metas]

@@ -1,6 +1,6 @@
-"""Chunks handed to forked workers through the shared ring: no chunk in flight is ever
-overwritten, a worker reads exactly the bytes put in, and the output is the same as
-through the pipe."""
+"""Chunks and job payloads handed to forked workers through shared rings: no chunk in
+flight is ever overwritten, a worker reads exactly the bytes put in, and the output is the
+same as through the pipe."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from otel_semloop.batch import ring as ring_module
 from otel_semloop.batch.ring import Ring, shared
+from otel_semloop.batch.tasks import JOB_RING_BYTES
 from otel_semloop.cli import main
 from tests.batch.rescore_data import agent_lines, labels, write_jsonl
 
@@ -83,7 +84,7 @@ def test_a_worker_reads_the_lines_put_in_and_the_ring_keeps_them_after():
         offsets = ring.put([b"first", b"", b"x" * 6000])
         assert offsets is not None
         metas = [("json", "f:1"), None, ("proto", "f message 2"), ("json", "f:3")]
-        got = shared(offsets, metas)
+        got = shared(ring.key, offsets, metas)
         assert got == [
             ("json", b"first", "f:1"),
             None,
@@ -98,27 +99,29 @@ def test_a_worker_reads_the_lines_put_in_and_the_ring_keeps_them_after():
         ring.close()
 
 
-def test_chunks_through_the_ring_write_the_bytes_they_write_through_the_pipe(tmp_path, monkeypatch):
+def test_chunks_and_jobs_through_the_rings_write_the_bytes_they_write_through_the_pipe(tmp_path, monkeypatch):
     import threading
 
     if threading.active_count() != 1:  # workers are forked only from a single-threaded process
         return
     source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=12, per_line=3))
     command = ["rescore", str(source), "-q", "--workers", "2", "--chunk-mb", str(5_000 / (1 << 20))]
-    placed: list[int] = []
+    placed: list[tuple[int, bool]] = []
     put = Ring.put
 
     def counting(self, raws):
         offsets = put(self, raws)
-        placed.append(offsets is not None)
+        placed.append((self.size, offsets is not None))
         return offsets
 
     monkeypatch.setattr(Ring, "put", counting)
     ringed, piped = tmp_path / "ringed.jsonl", tmp_path / "piped.jsonl"
     assert main([*command, "-o", str(ringed)]) == 0
-    assert sum(placed) >= 5
+    # chunks (the larger ring) and the jobs of the traces they cut (the job ring)
+    assert sum(ok for size, ok in placed if size != JOB_RING_BYTES) >= 5
+    assert sum(ok for size, ok in placed if size == JOB_RING_BYTES) >= 2
     monkeypatch.setattr(Ring, "put", lambda self, raws: None)  # every chunk through the pipe
     assert main([*command, "-o", str(piped)]) == 0
     assert ringed.read_bytes() == piped.read_bytes()
     assert sorted(labels(ringed).values()) == ["loop"] * 6 + ["no_loop"] * 6
-    assert ring_module._MAP is None  # closed with the engine
+    assert not ring_module._MAPS  # closed with the engine
