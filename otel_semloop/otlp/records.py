@@ -33,6 +33,22 @@ _u64 = c.u64
 _is_lower_hex16 = c.is_lower_hex16
 _parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 
+#: The span keys :func:`_spans_json` reads, as ``orjson`` makes them: it keeps one string
+#: object per object key it has seen (its key cache) and hands out that same object again,
+#: and a dict lookup compares the key's identity before its text. With these as our
+#: constants a span dict's lookup skips the text comparison (a full ``==`` through
+#: ``PyObject_RichCompare`` in the dicts ``orjson`` makes for spans, cachegrind): about
+#: 1,500 instructions a span, 4% of its decoding. Only the speed depends on it: a key
+#: that is not the same object is compared by its text, as any string would be.
+_SPAN_KEYS = (
+    "traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano", "endTimeUnixNano",
+    "attributes", "events", "flags", "status",
+)  # fmt: skip
+(
+    _TRACE_ID, _SPAN_ID, _PARENT_SPAN_ID, _NAME, _KIND, _START, _END, _ATTRIBUTES, _EVENTS, _FLAGS,
+    _STATUS,
+) = _loads(b"{" + b",".join(b'"%s":0' % k.encode() for k in _SPAN_KEYS) + b"}")  # fmt: skip
+
 
 def _attributes(attrs: Any) -> dict[str, Any]:
     """The ``attributes`` value of a span or event dict as a dict (missing, null or ``[]``:
@@ -105,18 +121,20 @@ def _status(status: dict[str, Any]) -> tuple[int, str]:
     return code, message
 
 
-def _span_json(
-    span: Any,
+def _spans_json(
+    spans: list[Any],
     trace_ids: dict[str, str],
     hexes: list[str] | None,
     digits: list[str] | None,
+    append: Any,
     _type: Any = type,
     _str: Any = str,
     _dict: Any = dict,
     _int: Any = int,
     _len: Any = len,
-) -> SpanRecord:
-    """One JSON span dict as a record (raises :class:`Bad` with the path inside the span).
+) -> None:
+    """Each JSON span dict of ``spans`` as a record, passed to ``append`` (raises
+    :class:`Bad` with the path from the span on).
 
     With ``hexes`` and ``digits`` (lists), span and parent ids of the right length and
     times of fewer than 20 characters are taken unchecked and appended to them, the times
@@ -124,113 +142,122 @@ def _span_json(
     once, converts the times in one go and sets them, and decodes again with None (each
     value checked and converted here) when one is not lowercase hex or ASCII digits. One
     bulk check instead of a regular expression per id and ``isdigit`` per time, and one
-    conversion instead of ``int`` per time: those were a fifth of a span's decoding. The builtins come in
-    as locals (``_type`` ... are not arguments to pass), cheaper to load than globals.
+    conversion instead of ``int`` per time: those were a fifth of a span's decoding.
+
+    Why this spelling: one call for a list of spans, not one a span (a frame each); the
+    builtins come in as locals (``_type`` ... are not arguments to pass), cheaper to load
+    than globals; the span's keys are read with ``orjson``'s own key objects (see
+    :data:`_SPAN_KEYS`).
     """
-    if _type(span) is not _dict:
-        c.bad_type("a span object", span)
-    get = span.get
-    tid = get("traceId")
-    trace_id = trace_ids.get(tid) if _type(tid) is _str else None
-    if trace_id is None:
-        trace_id = field(span, "traceId", c.trace_id_hex)
-        trace_ids[tid] = trace_id
-    span_id = get("spanId")
-    parent = get("parentSpanId")
-    if (
-        hexes is not None
-        and _type(span_id) is _str
-        and _len(span_id) == 16
-        and _type(parent) is _str
-        and (_len(parent) == 16 or not parent)
-    ):
-        hexes.append(span_id)
-        hexes.append(parent)
-    else:
-        if _type(span_id) is not _str or not _is_lower_hex16(span_id):
-            span_id = field(span, "spanId", c.span_id_hex)
-        if _type(parent) is not _str or (parent and not _is_lower_hex16(parent)):
-            parent = field(span, "parentSpanId", _parent_id)
-    name = get("name", "")
-    if _type(name) is not _str:
-        name = field(span, "name", c.string)
-    kind = get("kind", 0)
-    if _type(kind) is not _int or not c.MIN_I32 <= kind <= c.MAX_I32:
-        kind = field(span, "kind", c.span_kind)
-    start = get("startTimeUnixNano")
-    end = get("endTimeUnixNano")
-    if (
-        digits is not None
-        and _type(start) is _str
-        and _type(end) is _str
-        and _len(start) < 20
-        and _len(end) < 20
-    ):
-        digits.append(start)
-        digits.append(end)
-        start = end = 0  # converted in bulk by the caller
-    else:
-        if _type(start) is _str and start.isdigit() and start.isascii() and _len(start) < 20:
-            start = _int(start)
-        else:
-            start = field(span, "startTimeUnixNano", _u64)
-        if _type(end) is _str and end.isdigit() and end.isascii() and _len(end) < 20:
-            end = _int(end)
-        else:
-            end = field(span, "endTimeUnixNano", _u64)
-        if digits is not None:  # two a span, in span order, for the caller's conversion
-            digits.append(_str(start))
-            digits.append(_str(end))
-    attrs = _attributes(get("attributes"))
-    events = get("events")
-    if events:
+    for span in spans:
         try:
-            events = _events_json(events)
+            if _type(span) is not _dict:
+                c.bad_type("a span object", span)
+            get = span.get
+            tid = get(_TRACE_ID)
+            trace_id = trace_ids.get(tid) if _type(tid) is _str else None
+            if trace_id is None:
+                trace_id = field(span, "traceId", c.trace_id_hex)
+                trace_ids[tid] = trace_id
+            span_id = get(_SPAN_ID)
+            parent = get(_PARENT_SPAN_ID)
+            if (
+                hexes is not None
+                and _type(span_id) is _str
+                and _len(span_id) == 16
+                and _type(parent) is _str
+                and (_len(parent) == 16 or not parent)
+            ):
+                hexes.append(span_id)
+                hexes.append(parent)
+            else:
+                if _type(span_id) is not _str or not _is_lower_hex16(span_id):
+                    span_id = field(span, "spanId", c.span_id_hex)
+                if _type(parent) is not _str or (parent and not _is_lower_hex16(parent)):
+                    parent = field(span, "parentSpanId", _parent_id)
+            name = get(_NAME, "")
+            if _type(name) is not _str:
+                name = field(span, "name", c.string)
+            kind = get(_KIND, 0)
+            if _type(kind) is not _int or not c.MIN_I32 <= kind <= c.MAX_I32:
+                kind = field(span, "kind", c.span_kind)
+            start = get(_START)
+            end = get(_END)
+            if (
+                digits is not None
+                and _type(start) is _str
+                and _type(end) is _str
+                and _len(start) < 20
+                and _len(end) < 20
+            ):
+                digits.append(start)
+                digits.append(end)
+                start = end = 0  # converted in bulk by the caller
+            else:
+                if _type(start) is _str and start.isdigit() and start.isascii() and _len(start) < 20:
+                    start = _int(start)
+                else:
+                    start = field(span, "startTimeUnixNano", _u64)
+                if _type(end) is _str and end.isdigit() and end.isascii() and _len(end) < 20:
+                    end = _int(end)
+                else:
+                    end = field(span, "endTimeUnixNano", _u64)
+                if digits is not None:  # two a span, in span order, for the caller's conversion
+                    digits.append(_str(start))
+                    digits.append(_str(end))
+            attrs = _attributes(get(_ATTRIBUTES))
+            events = get(_EVENTS)
+            if events:
+                try:
+                    events = _events_json(events)
+                except Bad as e:
+                    e.path.append("events")
+                    raise
+            elif events is None or _type(events) is list:
+                events = ()
+            else:
+                c.bad_type("an array", events, "events")
+            flags = get(_FLAGS)
+            if flags:
+                if _type(flags) is not _int or flags < 0 or flags > c.MAX_U32:
+                    flags = field(span, "flags", c.u32)
+                remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
+            else:
+                if flags is not None:
+                    field(span, "flags", c.u32)
+                remote = None
+            status = get(_STATUS)
+            if status:
+                if _type(status) is not _dict:
+                    c.bad_type("a status object", status, "status")
+                try:
+                    code, message = _status(status)
+                except Bad as e:
+                    e.path.append("status")
+                    raise
+            elif status is None or _type(status) is _dict:
+                code, message = 0, ""
+            else:
+                c.bad_type("a status object", status, "status")
+            # Every field stored here (checked at import below): __init__ costs a frame a span.
+            record = _new_record(SpanRecord)
+            record.trace_id = trace_id
+            record.span_id = span_id
+            record.parent_span_id = parent
+            record.name = name
+            record.start_ns = start
+            record.end_ns = end
+            record.attributes = attrs
+            record.events = events
+            record.status_code = code
+            record.status_message = message
+            record.kind = kind
+            record.parent_is_remote = remote
+            record.source = span
+            append(record)
         except Bad as e:
-            e.path.append("events")
+            e.path.append(f"spans[{c.index_of(spans, span)}]")
             raise
-    elif events is None or _type(events) is list:
-        events = ()
-    else:
-        c.bad_type("an array", events, "events")
-    flags = get("flags")
-    if flags:
-        if _type(flags) is not _int or flags < 0 or flags > c.MAX_U32:
-            flags = field(span, "flags", c.u32)
-        remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
-    else:
-        if flags is not None:
-            field(span, "flags", c.u32)
-        remote = None
-    status = get("status")
-    if status:
-        if _type(status) is not _dict:
-            c.bad_type("a status object", status, "status")
-        try:
-            code, message = _status(status)
-        except Bad as e:
-            e.path.append("status")
-            raise
-    elif status is None or _type(status) is _dict:
-        code, message = 0, ""
-    else:
-        c.bad_type("a status object", status, "status")
-    # Every field stored here (checked at import below): __init__ costs a frame per span.
-    record = _new_record(SpanRecord)
-    record.trace_id = trace_id
-    record.span_id = span_id
-    record.parent_span_id = parent
-    record.name = name
-    record.start_ns = start
-    record.end_ns = end
-    record.attributes = attrs
-    record.events = events
-    record.status_code = code
-    record.status_message = message
-    record.kind = kind
-    record.parent_is_remote = remote
-    record.source = span
-    return record
 
 
 _new_record = SpanRecord.__new__
@@ -238,7 +265,7 @@ if tuple(f.name for f in dataclasses.fields(SpanRecord)) != (
     "trace_id", "span_id", "parent_span_id", "name", "start_ns", "end_ns", "attributes", "events",
     "status_code", "status_message", "kind", "parent_is_remote", "source",
 ):  # fmt: skip
-    raise ImportError("_span_json stores each field of a SpanRecord by name: update it")
+    raise ImportError("_spans_json stores each field of a SpanRecord by name: update it")
 
 
 def _list(d: dict[str, Any], key: str) -> list[Any]:
@@ -261,7 +288,7 @@ def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
     resourceSpans[0].scopeSpans[1].spans[3].traceId"``.
     """
     # First with the ids and times checked and the times converted in bulk (see
-    # _span_json); whatever that pass doubts (a value the bulk check rejects, any error)
+    # _spans_json); whatever that pass doubts (a value the bulk check rejects, any error)
     # is decoded again value by value, which gives the records or the error (the first in
     # document order) exactly.
     hexes: list[str] = []
@@ -307,7 +334,7 @@ def _all_digits(text: str) -> bool:
 
 def _records_json(obj: Any, hexes: list[str] | None, digits: list[str] | None) -> list[SpanRecord]:
     """The records of ``obj`` (raises :class:`Bad`); ``hexes`` and ``digits`` as in
-    :func:`_span_json`."""
+    :func:`_spans_json`."""
     out: list[SpanRecord] = []
     append = out.append
     trace_ids: dict[str, str] = {}
@@ -324,12 +351,7 @@ def _records_json(obj: Any, hexes: list[str] | None, digits: list[str] | None) -
                     if type(ss) is not dict:
                         c.bad_type("a scopeSpans object", ss)
                     spans = _list(ss, "spans")
-                    for span in spans:
-                        try:
-                            append(_span_json(span, trace_ids, hexes, digits))
-                        except Bad as e:
-                            e.path.append(f"spans[{c.index_of(spans, span)}]")
-                            raise
+                    _spans_json(spans, trace_ids, hexes, digits, append)
                 except Bad as e:
                     e.path.append(f"scopeSpans[{c.index_of(scope_spans, ss)}]")
                     raise

@@ -1,5 +1,5 @@
 """``records_from_json`` takes shortcuts (ids and times checked in bulk after the pass,
-see ``otel_semloop.otlp.records._span_json``); these tests hold it to the plain path,
+see ``otel_semloop.otlp.records._spans_json``); these tests hold it to the plain path,
 where every value is checked where it stands: the same records, or the same error."""
 
 from __future__ import annotations
