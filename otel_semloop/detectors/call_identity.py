@@ -115,7 +115,20 @@ def canonical_args(
 def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell: bool) -> str | None:
     """:func:`canonical_args` (rewriting) of a dict whose keys are strings and whose values
     are strings, numbers, booleans or null (most tool calls), in one loop; None for any
-    other dict (the general path). Exact types only: a subclass may serialise otherwise."""
+    other dict (the general path). Exact types only: a subclass may serialise otherwise.
+
+    The arguments are serialised first: that is the result when nothing is dropped or
+    rewritten (the usual call), and it tells whether any value could be rewritten as a URL
+    or a date. ``canonical_string`` rewrites a value holding ``://`` or four digits in a
+    row alone, and a string value is in the serialisation as it is (orjson escapes quotes,
+    backslashes and control characters, none of them a digit, ``:`` or ``/``): when the
+    serialisation holds neither, no value is looked at again (one scan instead of one per
+    value)."""
+    try:
+        dumped = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return None  # a key that is not a string, or a value orjson cannot write
+    may_rewrite = "://" in dumped or _has_four_digits(dumped)
     out: dict[str, Any] | None = None
     for position, (key, value) in enumerate(arguments.items()):
         if type(key) is not str:
@@ -131,7 +144,7 @@ def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell:
                 new = value
             elif shell or lowered in SHELL_ARGUMENT_NAMES:
                 new = canonical_shell(value)
-            elif "://" in value or _has_four_digits(value):
+            elif may_rewrite and ("://" in value or _has_four_digits(value)):
                 new = canonical_string(value)
             else:
                 # What ``canonical_string`` would return, without its two calls: it
@@ -145,8 +158,10 @@ def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell:
             out = dict(itertools.islice(arguments.items(), position))
         if out is not None:
             out[key] = new
+    if out is None:
+        return dumped
     try:
-        return orjson.dumps(arguments if out is None else out, option=orjson.OPT_SORT_KEYS).decode()
+        return orjson.dumps(out, option=orjson.OPT_SORT_KEYS).decode()
     except orjson.JSONEncodeError:
         return None  # an integer orjson cannot write: the general path says what then
 

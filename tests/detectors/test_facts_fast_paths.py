@@ -282,6 +282,8 @@ ARG_VALUES = st.recursive(
 @example({"path": "src/a.py", "limit": 50}, False, "usual")
 @example({"request_id": "r1", "q": "x"}, False, "usual")
 @example({"n": 2**65}, False, "usual")
+@example({"url": "https://Example.com/a/?utm_source=x&b=2#frag", "q": "x"}, False, "usual")
+@example({"when": "May 1, 2024"}, False, "usual")
 def test_flat_arguments_fast_path_is_exact(arguments: dict[Any, Any], shell: bool, volatile: str) -> None:
     names = call_identity.DEFAULT_VOLATILE_ARGS | ({"x"} if volatile == "x" else set())
     fast = call_identity.canonical_args(arguments, names, shell=shell)
