@@ -178,7 +178,11 @@ def _step_input(step: Step) -> Any:
 
 
 def _step_key(step: Step) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
-    return _key_of(step.name, _step_input(step))
+    """A tool step's repetition key (:func:`_walk_steps` collects tool steps alone): its
+    tree-view input, as :func:`_step_input` reads it for a tool, written out (one call
+    less per tool step)."""
+    arguments = step.tool_arguments
+    return _key_of(step.name, step.input if arguments is None else arguments)
 
 
 class _Ancestor:

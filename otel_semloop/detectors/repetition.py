@@ -26,7 +26,7 @@ def _call_key(span: Mapping[str, Any]) -> tuple[Any, tuple[str, ...] | tuple[tup
 
 def _key_of(name: Any, args: Any) -> tuple[Any, tuple[str, ...] | tuple[tuple[str, str], ...]]:
     """A tool call's key: its name and its arguments as deepeval compares them."""
-    if isinstance(args, str):
+    if type(args) is not dict and isinstance(args, str):  # (a dict is no string: one test)
         with contextlib.suppress(Exception):  # deepeval keeps the raw string on any failure
             args = json.loads(args)
     if isinstance(args, dict):
