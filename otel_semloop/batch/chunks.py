@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from array import array
 from collections import OrderedDict
-from itertools import accumulate, chain, islice
+from itertools import accumulate, chain, islice, repeat
 from typing import Any
 
 import orjson
@@ -182,14 +182,15 @@ def _skeleton_gaps(doc: Any) -> list[bytes] | None:
             buf.append(b":")
             if k == _LEVELS[level] and type(v) is list:
                 buf.append(b"[")
-                for i, item in enumerate(v):
-                    if i:
-                        buf.append(b",")
-                    if level < 2:
+                if level < 2:
+                    for i, item in enumerate(v):
+                        if i:
+                            buf.append(b",")
                         obj(item, level + 1)
-                    else:
-                        gaps.append(b"".join(buf))
-                        buf.clear()
+                elif v:  # the spans: the bytes before the first, then a comma between each two
+                    gaps.append(b"".join(buf))
+                    buf.clear()
+                    gaps.extend(repeat(b",", len(v) - 1))
                 buf.append(b"]")
             else:
                 buf.append(dumps(v))
