@@ -211,8 +211,8 @@ MUTATIONS = (
     Mutation(
         "oversized-body-gets-400",
         "otel_semloop/service/receiver.py",
-        "413,\n                _RESOURCE_EXHAUSTED,\n                f\"body of {length}",
-        "400,\n                _INVALID_ARGUMENT,\n                f\"body of {length}",
+        '413,\n                _RESOURCE_EXHAUSTED,\n                f"body of {length}',
+        '400,\n                _INVALID_ARGUMENT,\n                f"body of {length}',
         ("tests/service/test_limits.py", "tests/service/test_security.py", "tests/service/test_service.py"),
         "an oversized body answered 400 instead of 413",
     ),

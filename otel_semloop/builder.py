@@ -24,6 +24,7 @@ _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
 _TOOL = StepKind.TOOL
 
+
 def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trace:
     """Build the trace of ``records`` (all of one trace id; duplicates by span id keep the
     first). ``partial`` marks a trace released before it completed."""

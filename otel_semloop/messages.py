@@ -82,9 +82,7 @@ def llm_event_messages(events: Any) -> tuple[Any, Any]:
     return (EventMessages(tuple(events)) if noted else None), outputs
 
 
-def _read_message_events(
-    events: Any, inputs: list[Any], *, make_inputs: bool = True
-) -> tuple[Any, Any]:
+def _read_message_events(events: Any, inputs: list[Any], *, make_inputs: bool = True) -> tuple[Any, Any]:
     """(the details event's whole input or None, the output) of :func:`event_messages`,
     appending each input message event's message to ``inputs`` (with ``make_inputs``
     false, only a ``True`` to note that there was one)."""

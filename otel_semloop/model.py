@@ -84,6 +84,7 @@ _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
 _TOOL = StepKind.TOOL
 
+
 class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,

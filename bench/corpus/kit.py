@@ -85,16 +85,16 @@ class Kit:
         shape per run: a service does not change how it spells its ids between calls)."""
         if self._id_shape is None:
             self._id_shape = self.pick(
-            (
-                lambda: "req_" + self.hex(self.n(10, 24)),
-                lambda: "m-" + self.hex(8),
-                lambda: "run-" + self.hex(4),
-                lambda: self.uuid(),
-                lambda: self.hex(12),
-                lambda: f"{self.hex(8)}_{self.hex(4)}",
-                lambda: f"trace-{self.hex(6)}-{self.hex(6)}",
+                (
+                    lambda: "req_" + self.hex(self.n(10, 24)),
+                    lambda: "m-" + self.hex(8),
+                    lambda: "run-" + self.hex(4),
+                    lambda: self.uuid(),
+                    lambda: self.hex(12),
+                    lambda: f"{self.hex(8)}_{self.hex(4)}",
+                    lambda: f"trace-{self.hex(6)}-{self.hex(6)}",
+                )
             )
-        )
         return self._id_shape()
 
     def clock(self) -> str:

@@ -35,13 +35,14 @@ import orjson
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from otel_semloop.batch.ring import shared
 from otel_semloop.batch.scan import scan_json_columns, scan_proto
 from otel_semloop.batch.spans import apply_json, dump_json, load_json
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_job, scorer
 from otel_semloop.otlp._common import Bad
 from otel_semloop.scoring import collector_paused
 
-__all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_unit", "render_json"]
+__all__ = ["ChunkResult", "Parsed", "parse_chunk", "parse_ring", "parse_unit", "render_json"]
 
 #: One parsed unit: (problem where, problem) for a unit that is not OTLP, else
 #: (None, None, (span ids, root flags), spans, gaps, groups, bounds) where span ids are
@@ -227,6 +228,19 @@ def parse_chunk(
     would not use the verdict)."""
     with collector_paused():
         return _parse_chunk(units, window, spec, carried)
+
+
+def parse_ring(
+    key: int,
+    offsets: list[int],
+    metas: list[Any],
+    window: int,
+    spec: ScorerSpec | None = None,
+    carried: frozenset[str] = frozenset(),
+) -> ChunkResult:
+    """:func:`parse_chunk` of a chunk whose lines came through the shared
+    :class:`~otel_semloop.batch.ring.Ring` (see :func:`~otel_semloop.batch.ring.shared`)."""
+    return parse_chunk(shared(key, offsets, metas), window, spec, carried)
 
 
 def _parse_chunk(

@@ -51,8 +51,9 @@ from typing import Any
 from otel_semloop.batch.chunks import ChunkResult, parse_chunk
 from otel_semloop.batch.held import Held, apply_written, job_for, render
 from otel_semloop.batch.spill import Spill
+from otel_semloop.batch.tasks import Pool, Task
 from otel_semloop.batch.units import InputProblem, Unit
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs, start_pool
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -142,20 +143,20 @@ class Engine:
         self._scoring: dict[str, _Open] = {}
         self._done: set[str] = set()
         self._batch: list[TraceJob] = []
-        self._futures: deque[concurrent.futures.Future[list[tuple[str, Any, Any]]]] = deque()
+        self._futures: deque[Task] = deque()  # job tasks in flight, oldest first
         self._seq = 0
         self._n = 0
         self._rows: list[tuple[int, TraceRow]] = []
         self._order: dict[str, int] = {}
         self._workers = options.workers or (os.cpu_count() or 1)
-        self._pool: concurrent.futures.ProcessPoolExecutor | None = None
+        self._pool: Pool | None = None
         self.stats.workers = 1
         self._max_inflight = max(2, self._workers * 3)
         self._spill: Spill | None = None
         self._inbox: list[Unit] = []
         self._inbox_bytes = 0
         self._fed = 0
-        self._chunks: deque[tuple[int, list[Unit], concurrent.futures.Future[ChunkResult]]] = deque()
+        self._chunks: deque[tuple[int, list[Unit], Task | concurrent.futures.Future[ChunkResult]]] = deque()
         self._chunk_no = 0
         self._chunk = 0  # the chunk whose units are being taken
         self._chunk_held: dict[int, list[Held]] = {}  # units of chunks with verdicts waiting
@@ -202,21 +203,21 @@ class Engine:
         self._older_ids, self._last_ids = self._last_ids, ids
         if full:
             self._start_pool()
-        future: concurrent.futures.Future[ChunkResult]
+        task: Task | concurrent.futures.Future[ChunkResult]
         if self._pool is not None:
-            future = self._pool.submit(parse_chunk, work, self.options.window, None, carried)
+            task = self._pool.parse(work, self.options.window, carried)
         else:
-            future = concurrent.futures.Future()
-            future.set_result(parse_chunk(work, self.options.window, self.options.spec, carried))
-        self._chunks.append((self._chunk_no, units, future))
+            task = concurrent.futures.Future()
+            task.set_result(parse_chunk(work, self.options.window, self.options.spec, carried))
+        self._chunks.append((self._chunk_no, units, task))
         while len(self._chunks) > self._workers + 1:
             self._receive(block=True, one=True)
 
     def _receive(self, block: bool, one: bool = False) -> None:
         """Take the units of finished chunks, in order."""
         while self._chunks and (block or self._chunks[0][2].done()):
-            number, units, future = self._chunks.popleft()
-            parsed, verdicts = future.result()
+            number, units, task = self._chunks.popleft()
+            parsed, verdicts = task.result()
             for tid, (count, roots, patches, row) in verdicts.items():
                 self._verdicts[tid] = (number, count, roots, patches, row)
             self._chunk = number
@@ -351,7 +352,7 @@ class Engine:
     def _start_pool(self) -> None:
         """Processes cost a second or so to start: only for inputs larger than a chunk."""
         if self._pool is None and self._workers > 1:
-            self._pool = start_pool(self._workers, self.options.spec)
+            self._pool = Pool(self._workers, self.options.spec, self.options.chunk_bytes)
             self.stats.workers = self._workers
 
     def _submit(self) -> None:
@@ -361,7 +362,7 @@ class Engine:
         if self._pool is None:
             self._apply(score_jobs(batch, self.options.spec))
             return
-        self._futures.append(self._pool.submit(score_jobs, batch))
+        self._futures.append(self._pool.score(batch))
         while len(self._futures) > self._max_inflight:
             self._apply(self._futures.popleft().result())
 
@@ -467,7 +468,7 @@ class Engine:
             if results is None:
                 assert self._pool is not None
                 futures = [
-                    self._pool.submit(score_jobs, jobs[i : i + _JOBS_PER_TASK])
+                    self._pool.score(jobs[i : i + _JOBS_PER_TASK], shared=False)
                     for i in range(0, len(jobs), _JOBS_PER_TASK)
                 ]
                 results = [r for f in futures for r in f.result()]
@@ -483,7 +484,7 @@ class Engine:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool.close()
             self._pool = None
         if self._spill is not None:
             self._spill.close()

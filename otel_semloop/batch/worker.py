@@ -19,13 +19,14 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from otel_semloop.batch.ring import Ring, taken
 from otel_semloop.builder import build_trace
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
@@ -115,6 +116,13 @@ def init_worker(spec: ScorerSpec) -> None:
 
 
 def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPoolExecutor:
+    """:func:`start_workers` without a ring."""
+    return start_workers(workers, spec)[0]
+
+
+def start_workers(
+    workers: int, spec: ScorerSpec, ring_sizes: tuple[int, ...] = ()
+) -> tuple[concurrent.futures.ProcessPoolExecutor, list[Ring]]:
     """A pool of ``workers`` scoring processes, each with the scorer ``spec`` builds, started
     now (they take a moment to start: meanwhile the caller reads its first chunk).
 
@@ -123,10 +131,16 @@ def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPool
     so a worker starts at once. Else from a fork server (a fresh process importing the
     scoring stack once; forking a process that runs threads can deadlock), or spawned where
     there is no fork. Measured on the rescore bench: the fork server's imports, about half
-    a second of CPU, ran while the workers waited and the reading process had nothing to do."""
+    a second of CPU, ran while the workers waited and the reading process had nothing to do.
+
+    ``ring_sizes``: forked workers also share a :class:`~otel_semloop.batch.ring.Ring` of
+    each size with this process (returned; none when the workers are not forked), made
+    before they fork."""
     ctx: Any
+    rings: list[Ring] = []
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         ctx = multiprocessing.get_context("fork")
+        rings = [Ring(size) for size in ring_sizes]
     else:
         ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
         if os.name == "posix":
@@ -137,7 +151,7 @@ def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPool
         workers, mp_context=ctx, initializer=init_worker, initargs=(spec,)
     )
     pool.submit(_ready)  # forked workers all start at the first task
-    return pool
+    return pool, rings
 
 
 def _ready() -> None:
@@ -160,6 +174,13 @@ def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list
     current = scorer(spec)
     with collector_paused():
         return [score_job(job, current) for job in jobs]
+
+
+def score_ring_jobs(key: int, offsets: list[int], jobs: Sequence[TraceJob]) -> list[tuple[str, Any, Any]]:
+    """:func:`score_jobs` of jobs whose payloads came through ring ``key`` (in job order;
+    see :class:`~otel_semloop.batch.ring.Ring`)."""
+    payloads = taken(key, offsets)
+    return score_jobs([replace(job, payload=payload) for job, payload in zip(jobs, payloads, strict=True)])
 
 
 def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> tuple[str, Any, Any]:

@@ -262,8 +262,38 @@ def _segment_form(words: list[str], *, keep_flags: bool) -> str:
     return " ".join([*operands[:1], *flags, *sorted(long), *operands[1:]])
 
 
+#: What a shell word can hold for the shell forms to rewrite it: quoting and comments,
+#: operators (see :func:`_shell_segments`).
+_SHELL_SPECIAL = re.compile(r"['\"\\#();<>|&]")
+
+
+def _shell_as_is(command: str) -> bool:
+    """True when both shell forms of ``command`` are ``command`` itself (most arguments
+    of a shell tool are a path or a few plain words): printable ASCII (no blank but the
+    space, which ``_NEEDS_QUOTES`` would quote inside a word) without quoting or operator
+    characters, words separated by single spaces, and no word a flag (`` -``), ending in
+    ``/`` or starting with ``./`` (what :func:`_segment_form` rewrites). Then the words
+    are ``command.split(" ")``, one segment, each an operand kept as it is. A few scans
+    in C, against splitting and re-joining the words in Python. Sufficient, not
+    necessary: False only means "rewrite"."""
+    return (
+        command.isascii()
+        and command.isprintable()
+        and len(command) <= _MAX_SHELL_CHARS
+        and _SHELL_SPECIAL.search(command) is None
+        and "  " not in command
+        and " -" not in command
+        and "/ " not in command
+        and " ./" not in command
+        and not command.startswith((" ", "./"))
+        and not command.endswith((" ", "/"))
+    )
+
+
 def canonical_shell(command: str) -> str:
     """The command line with its flags merged and sorted per pipeline segment (see module doc)."""
+    if _shell_as_is(command):
+        return command
     segments = _shell_segments(command)
     if segments is None:
         return " ".join(command.split())
@@ -273,6 +303,8 @@ def canonical_shell(command: str) -> str:
 def shell_near_form(command: str) -> str:
     """The command line's programs and operands only: commands that differ in flags alone
     share it."""
+    if _shell_as_is(command):
+        return command
     segments = _shell_segments(command)
     if segments is None:
         return " ".join(command.split())

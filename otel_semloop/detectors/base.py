@@ -72,7 +72,6 @@ def replay(scorer: Incremental, trace: Trace) -> list[Finding]:
     return scorer.findings()
 
 
-
 class Episode:
     """One occurrence of a pattern: its count, severity, evidence and reporting level.
 

@@ -239,7 +239,6 @@ class StepFacts:
         return self.failure is not None and self.failure.kind is _TRANSIENT
 
 
-
 class Fingerprinter:
     """Computes :class:`StepFacts` for each step, with the novelty state of one run.
 

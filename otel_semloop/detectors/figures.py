@@ -337,9 +337,7 @@ _VOLATILE_LABEL = re.compile(
     re.IGNORECASE,
 )
 #: The words :data:`_VOLATILE_LABEL` names (read from the pattern: one list).
-_LABEL_WORDS = frozenset(
-    _VOLATILE_LABEL.pattern.split(r"\b(?:", 1)[1].split(r")\b", 1)[0].split("|")
-)
+_LABEL_WORDS = frozenset(_VOLATILE_LABEL.pattern.split(r"\b(?:", 1)[1].split(r")\b", 1)[0].split("|"))
 #: What may follow a label before the number: quotes, blanks, ``:``, ``=`` and ``#``
 #: (ASCII; a superset of what the pattern's tail accepts).
 _LABEL_TRAIL = "\"' \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f:=#"

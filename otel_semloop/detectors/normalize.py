@@ -100,6 +100,8 @@ def _mask_digits(text: str) -> str:
     if text.isascii() and "\0" not in text:
         return _NUL_RUN.sub(b"#", text.encode("ascii").translate(_DIGITS_TO_NUL)).decode("ascii")
     return _DIGITS.sub("#", text)
+
+
 #: Punctuation becomes a blank (ASCII, plus the typographic quotes, dashes and bullets
 #: that models emit); ``#``, ``<`` and ``>`` survive because the masks use them.
 _PUNCTUATION = str.maketrans(
@@ -113,9 +115,7 @@ _PUNCTUATION = str.maketrans(
 
 #: :data:`_PUNCTUATION` for ASCII text, as a byte table (a byte translation is several
 #: times faster than a ``str`` one).
-_PUNCTUATION_BYTES = bytes(
-    ord(" ") if c < 128 and _PUNCTUATION.get(c) == " " else c for c in range(256)
-)
+_PUNCTUATION_BYTES = bytes(ord(" ") if c < 128 and _PUNCTUATION.get(c) == " " else c for c in range(256))
 
 
 def _drop_punctuation(text: str) -> str:

@@ -92,8 +92,7 @@ class DetectorSuite:
         # Per step kind, the bound ``observe_facts`` of the detectors that read it, in the
         # suite's order (findings keep the order they would have without dispatch).
         self._observers: dict[StepKind, tuple[Callable[[StepFacts, Step], list[Finding]], ...]] = {
-            kind: tuple(d.observe_facts for d in self.detectors if kind in kinds_read(d))
-            for kind in StepKind
+            kind: tuple(d.observe_facts for d in self.detectors if kind in kinds_read(d)) for kind in StepKind
         }
 
     def release(self) -> None:

@@ -125,9 +125,7 @@ _MAY_SPLIT = re.compile(r"[.!?]\s")
 
 #: What ``str.splitlines`` ends a line at, then what can end a sentence: the marks each
 #: of which can start at most one more unit (the usual ones first).
-_UNIT_MARKS = (
-    "\n", ".", "?", "!", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"
-)
+_UNIT_MARKS = ("\n", ".", "?", "!", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 #: The same for a text of ASCII characters alone (``str.isascii`` is a flag read).
 _ASCII_UNIT_MARKS = tuple(mark for mark in _UNIT_MARKS if mark.isascii())
 #: The marks of ASCII text without the rare line breaks (``\r`` and the control

@@ -114,7 +114,6 @@ def _queue_size_of(downstream: SpanProcessor) -> int:
         return 2048
 
 
-
 #: A judged trace holds its scoring thread while the judge answers (up to the budget):
 #: with one thread, the traces queued behind it spend their budgets waiting.
 _JUDGED_SCORING_THREADS = 2

@@ -116,6 +116,8 @@ _SERIALIZE = trace_pb2.Span.SerializeToString
 #: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
 #: reads cannot be a step (checked before decoding anything).
 _MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(_KIND_KEYS)))
+
+
 def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
     """Copies of a ``ResourceSpans``/``ScopeSpans`` without their spans."""
     out_rs = trace_pb2.ResourceSpans()

@@ -240,9 +240,21 @@ ARG_KEYS = st.sampled_from(
 ) | st.integers(-3, 3)
 ARG_STRINGS = st.sampled_from(
     [
-        "", " ", "src/app.py", "./src/", "ls -la /tmp", "ls -l -a /tmp", "grep -rn 'a b' .",
-        "https://Example.com/a/?utm_source=x&b=2#frag", "2024-05-01", "05/01/2024", "May 1, 2024",
-        "20240501", "v2 build 1234", "caf\u00e9 \u0663\u0664\u0665\u0666", "\u0661\u0662\u0663\u0664",
+        "",
+        " ",
+        "src/app.py",
+        "./src/",
+        "ls -la /tmp",
+        "ls -l -a /tmp",
+        "grep -rn 'a b' .",
+        "https://Example.com/a/?utm_source=x&b=2#frag",
+        "2024-05-01",
+        "05/01/2024",
+        "May 1, 2024",
+        "20240501",
+        "v2 build 1234",
+        "caf\u00e9 \u0663\u0664\u0665\u0666",
+        "\u0661\u0662\u0663\u0664",
     ]
 ) | st.text(max_size=12)
 ARG_SCALARS = (

@@ -72,4 +72,3 @@ def test_reading_a_held_span_does_not_keep_a_decoded_copy() -> None:
     span = trace_pb2.Span.FromString(agent.serialized())
     assert span.name == "invoke_agent researcher"
     assert Held(span, None, None).serialized() == agent.serialized()
-

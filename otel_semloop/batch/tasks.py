@@ -1,0 +1,85 @@
+"""The engine's worker pool: chunks to parse and batches of trace jobs to score, submitted
+and taken back in order, their bytes handed over through shared rings when the workers
+were forked (see :mod:`~otel_semloop.batch.ring`), else pickled through the pool's pipe.
+
+Why rings are given back on taking a result: a chunk's (or a job batch's) space in its
+ring is reused only once the worker has returned, so no bytes a worker may still read are
+overwritten; the engine takes chunk results in chunk order and job results in submission
+order, the order in which a ring hands out its space.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from dataclasses import replace
+from typing import Any
+
+from otel_semloop.batch.chunks import parse_chunk, parse_ring
+from otel_semloop.batch.ring import Ring
+from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_jobs, score_ring_jobs, start_workers
+
+__all__ = ["JOB_RING_BYTES", "RING_SLACK", "Pool", "Task"]
+
+#: A chunk ends with the unit that takes it past its size: ring room for a line past it
+#: (a chunk that does not fit goes through the pipe).
+RING_SLACK = 4 << 20
+#: Ring room for the payloads of the job tasks in flight (a task that does not fit goes
+#: through the pipe): 16 jobs of 50-span traces take about 1 MiB.
+JOB_RING_BYTES = 16 << 20
+
+
+class Task:
+    """A submitted task: :meth:`result` waits for it and gives its ring space back."""
+
+    __slots__ = ("future", "ring")
+
+    def __init__(self, future: concurrent.futures.Future[Any], ring: Ring | None) -> None:
+        self.future = future
+        self.ring = ring
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    def result(self) -> Any:
+        result = self.future.result()
+        if self.ring is not None:
+            self.ring.release()
+            self.ring = None
+        return result
+
+
+class Pool:
+    """``workers`` scoring processes (started now) and, when they are forked, a ring for
+    chunks (room for every chunk in flight, workers + 1, and the one being sent) and one
+    for job payloads."""
+
+    def __init__(self, workers: int, spec: ScorerSpec, chunk_bytes: int) -> None:
+        chunk_ring = (workers + 2) * (chunk_bytes + RING_SLACK)
+        self.executor, rings = start_workers(workers, spec, (chunk_ring, JOB_RING_BYTES))
+        self._chunks, self._jobs = rings if rings else (None, None)
+
+    def parse(self, work: list[tuple[str, bytes, str] | None], window: int, carried: frozenset[str]) -> Task:
+        """:func:`~otel_semloop.batch.chunks.parse_chunk` of ``work`` in a worker."""
+        ring = self._chunks
+        placed = ring.put([w[1] for w in work if w is not None]) if ring is not None else None
+        if placed is None or ring is None:
+            return Task(self.executor.submit(parse_chunk, work, window, None, carried), None)
+        metas = [None if w is None else (w[0], w[2]) for w in work]
+        return Task(self.executor.submit(parse_ring, ring.key, placed, metas, window, None, carried), ring)
+
+    def score(self, jobs: list[TraceJob], shared: bool = True) -> Task:
+        """:func:`~otel_semloop.batch.worker.score_jobs` of ``jobs`` in a worker; through
+        the job ring when ``shared`` (the caller takes such results in submission order)."""
+        ring = self._jobs if shared else None
+        placed = ring.put([job.payload for job in jobs]) if ring is not None else None
+        if placed is None or ring is None:
+            return Task(self.executor.submit(score_jobs, jobs), None)
+        bare = [replace(job, payload=b"") for job in jobs]
+        return Task(self.executor.submit(score_ring_jobs, ring.key, placed, bare), ring)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True, cancel_futures=True)
+        for ring in (self._chunks, self._jobs):
+            if ring is not None:
+                ring.close()
+        self._chunks = self._jobs = None

@@ -1,0 +1,89 @@
+"""Shortcuts in scoring (detectors and lexical metric) give exactly what the plain code gives.
+
+Each test compares the function that takes a shortcut with the plain computation it
+replaces, on generated input that favours the cases where the shortcut could go wrong;
+each was checked to fail with its shortcut broken by hand.
+"""
+
+from __future__ import annotations
+
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from otel_semloop.detectors import arguments
+from otel_semloop.detectors.stagnation import MIN_MEANINGFUL_WORDS, STOP_WORDS, _prepare
+
+# -- stagnation: an output of too few words is skipped before its words are filtered ------
+
+#: Meaningful words, stop words, short words, and every kind of blank ``str.split`` splits
+#: on (ASCII controls, Unicode spaces), some in capitals (lowered before filtering).
+_PIECES = [
+    "alpha", "Beta", "GAMMA", "delta", "the", "The", "a", "ok", "is", "on", "\u0130x",
+    " ", " ", " ", "  ", "\t", "\n", "\x1c", "\x1f", "\u2003", "\u3000", "\xa0",
+]  # fmt: skip
+
+
+def plain_prepared_words(output: object) -> list[str] | None:
+    if not isinstance(output, str):
+        return None
+    words = [w for w in str(output).lower().split() if len(w) > 2 and w not in STOP_WORDS]
+    return words if len(words) >= MIN_MEANINGFUL_WORDS else None
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=60).map("".join))
+@example(" ".join(["alpha"] * MIN_MEANINGFUL_WORDS))  # exactly enough words, all meaningful
+@example(" ".join(["alpha"] * (MIN_MEANINGFUL_WORDS - 1)))
+@example("\x1c".join(["alpha"] * MIN_MEANINGFUL_WORDS))
+def test_prepared_output_equals_the_plain_word_filter(text: str) -> None:
+    prepared = _prepare(text)
+    expected = plain_prepared_words(text)
+    if expected is None:
+        assert prepared is None
+    else:
+        assert prepared is not None
+        assert prepared.text == " ".join(expected)
+        assert prepared.vocab == frozenset(expected)
+        assert prepared.most == len(expected) - 1
+
+
+# -- shell forms: a command of plain words is its own canonical and near form --------------
+
+_SHELL_PIECES = [
+    "ls", "grep", "src/a.py", "tests", "-la", "-", "--all", "--", "x/", "/", "./a", "./", ".",
+    "a./b", " ", " ", " ", "  ", "\t", "\n", "\x0b", "\xa0", "\u2003", "'", '"', "\\", "#", "|",
+    "&&", ";", "(", ">", "\x7f", "\u00e9", "q=1", "*.py", "~",
+]  # fmt: skip
+
+
+def plain_shell_form(command: str, *, keep_flags: bool) -> str:
+    segments = arguments._shell_segments(command)
+    if segments is None:
+        return " ".join(command.split())
+    return " ".join(arguments._segment_form(words, keep_flags=keep_flags) for words in segments)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(st.sampled_from(_SHELL_PIECES), max_size=12).map("".join))
+@example("src/a.py then plans")
+@example("ls src/a.py x/")
+@example("ls x/ a")
+@example("ls ./a")
+@example("./a b")
+@example("ls -la")
+@example("ls\xa0a")
+@example("ls\x0ba")
+@example("ls  a")
+@example(" ls a")
+@example("a" * 2001)
+def test_plain_shell_words_are_their_own_forms(command: str) -> None:
+    assert arguments.canonical_shell(command) == plain_shell_form(command, keep_flags=True)
+    assert arguments.shell_near_form(command) == plain_shell_form(command, keep_flags=False)
+
+
+def test_plain_shell_words_take_the_shortcut() -> None:
+    """The shortcut is taken for plain words (else the test above tests nothing)."""
+    for command in ("src/a.py", "then the plans", "ls src a.py q=1 *.py ~", "a./b x-y"):
+        assert arguments._shell_as_is(command)
+    for command in ("ls -la", "ls x/", "./a", "ls ./a", "a  b", " a", "a ", "a|b", "a\tb", "\u00e9"):
+        assert not arguments._shell_as_is(command)
