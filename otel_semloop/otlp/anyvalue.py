@@ -13,6 +13,11 @@ JSON form (OTLP JSON)::
 ``intValue`` is accepted as a number or a decimal string and always written as a string;
 ``doubleValue`` also accepts "NaN", "Infinity", "-Infinity" (written that way too, since
 JSON has no such numbers).
+
+Size: both directions of both forms of one value type live together, and the attribute
+list readers (:func:`attributes_json`, :func:`attributes_json_parsed` for a parser's
+output, and :func:`_attributes_plain`, the reference both are tested against) sit beside
+:func:`any_json`, the general path each of them hands its rare shapes to.
 """
 
 from __future__ import annotations
