@@ -25,7 +25,7 @@ from orjson import loads as _loads
 from otel_semloop.model import EventRecord, SpanRecord
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
-from otel_semloop.otlp.anyvalue import attributes_json, decode_attributes_pb
+from otel_semloop.otlp.anyvalue import attributes_json, attributes_json_parsed, decode_attributes_pb
 
 __all__ = ["record_from_proto_span", "records_from_json", "records_from_proto"]
 
@@ -50,12 +50,13 @@ _SPAN_KEYS = (
 ) = _loads(b"{" + b",".join(b'"%s":0' % k.encode() for k in _SPAN_KEYS) + b"}")  # fmt: skip
 
 
-def _attributes(attrs: Any) -> dict[str, Any]:
+def _attributes(attrs: Any, decode: Any = attributes_json) -> dict[str, Any]:
     """The ``attributes`` value of a span or event dict as a dict (missing, null or ``[]``:
-    empty)."""
+    empty); ``decode`` is :func:`attributes_json` or, for a parser's output,
+    :func:`attributes_json_parsed`."""
     if attrs:
         try:
-            return attributes_json(attrs)
+            return decode(attrs)
         except Bad as e:
             e.path.append("attributes")
             raise
@@ -127,6 +128,7 @@ def _spans_json(
     hexes: list[str] | None,
     digits: list[str] | None,
     append: Any,
+    decode: Any,
     _type: Any = type,
     _str: Any = str,
     _dict: Any = dict,
@@ -205,7 +207,7 @@ def _spans_json(
                 if digits is not None:  # two a span, in span order, for the caller's conversion
                     digits.append(_str(start))
                     digits.append(_str(end))
-            attrs = _attributes(get(_ATTRIBUTES))
+            attrs = _attributes(get(_ATTRIBUTES), decode)
             events = get(_EVENTS)
             if events:
                 try:
@@ -277,7 +279,7 @@ def _list(d: dict[str, Any], key: str) -> list[Any]:
     c.bad_type("an array", value, key)
 
 
-def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
+def records_from_json(obj: Any, where: str = "", *, json_types: bool = False) -> list[SpanRecord]:
     """Every span of one parsed OTLP JSON ``TracesData`` (a file-exporter line or an
     OTLP/HTTP JSON body) as a :class:`SpanRecord` whose ``source`` is the span's dict.
 
@@ -286,6 +288,12 @@ def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
     flags bits when present. Raises :class:`~otel_semloop.errors.OTLPDecodeError` whose
     ``where`` is ``where`` plus the path, e.g. ``"in.jsonl:12
     resourceSpans[0].scopeSpans[1].spans[3].traceId"``.
+
+    ``json_types=True`` is the caller's word that ``obj`` is straight from a JSON parser
+    (``orjson.loads``, ``json.loads``): only ``dict``, ``list``, ``str``, ``int``,
+    ``float``, ``bool`` and None, no subclasses and no other objects. Attributes are then
+    read by :func:`~otel_semloop.otlp.anyvalue.attributes_json_parsed`, which skips type
+    checks such input cannot fail; the records and errors are the same.
     """
     # First with the ids and times checked and the times converted in bulk (see
     # _spans_json); whatever that pass doubts (a value the bulk check rejects, any error)
@@ -294,14 +302,14 @@ def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
     hexes: list[str] = []
     digits: list[str] = []
     try:
-        out = _records_json(obj, hexes, digits)
+        out = _records_json(obj, hexes, digits, attributes_json_parsed if json_types else attributes_json)
         if _all_hex("".join(hexes)) and _all_digits("".join(digits)):
             _set_times(out, digits)
             return out
     except (Bad, ValueError, RecursionError):
         pass
     try:
-        return _records_json(obj, None, None)
+        return _records_json(obj, None, None, attributes_json)
     except Bad as e:
         raise e.to_error(where) from None
     except RecursionError:
@@ -332,9 +340,12 @@ def _all_digits(text: str) -> bool:
     return not text or (text.isascii() and text.encode("ascii").isdigit())
 
 
-def _records_json(obj: Any, hexes: list[str] | None, digits: list[str] | None) -> list[SpanRecord]:
+def _records_json(
+    obj: Any, hexes: list[str] | None, digits: list[str] | None, decode: Any
+) -> list[SpanRecord]:
     """The records of ``obj`` (raises :class:`Bad`); ``hexes`` and ``digits`` as in
-    :func:`_spans_json`."""
+    :func:`_spans_json`, ``decode`` reads each span's attribute list (see
+    :func:`_attributes`)."""
     out: list[SpanRecord] = []
     append = out.append
     trace_ids: dict[str, str] = {}
@@ -351,7 +362,7 @@ def _records_json(obj: Any, hexes: list[str] | None, digits: list[str] | None) -
                     if type(ss) is not dict:
                         c.bad_type("a scopeSpans object", ss)
                     spans = _list(ss, "spans")
-                    _spans_json(spans, trace_ids, hexes, digits, append)
+                    _spans_json(spans, trace_ids, hexes, digits, append, decode)
                 except Bad as e:
                     e.path.append(f"scopeSpans[{c.index_of(scope_spans, ss)}]")
                     raise

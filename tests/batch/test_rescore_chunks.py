@@ -62,7 +62,19 @@ def _roots_first(path: Path) -> None:
     path.write_bytes(b"".join(orjson.dumps(doc) + b"\n" for doc in docs))
 
 
-@pytest.mark.parametrize("order", ["end order", "roots first"])
+def _spaced(path: Path) -> None:
+    """Every other line written with spaces after separators (not compact): its spans are
+    found as bytes and gaps instead of offsets, so a trace has spans of both kinds."""
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(
+        b"".join(
+            (json.dumps(orjson.loads(line), ensure_ascii=False).encode() if i % 2 else line) + b"\n"
+            for i, line in enumerate(lines)
+        )
+    )
+
+
+@pytest.mark.parametrize("order", ["end order", "roots first", "spaced lines"])
 def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkeypatch, order):
     # bench-shaped traffic (agent traces with GenAI attributes, one in four looping), with
     # short lines so that many lines and chunk edges fall inside the sample: in 0.2 MB
@@ -73,6 +85,8 @@ def test_chunked_rescore_gives_the_bytes_of_the_plain_algorithm(tmp_path, monkey
     bench.write_file(source, 600_000, seed=11)
     if order == "roots first":
         _roots_first(source)
+    elif order == "spaced lines":
+        _spaced(source)
     expected = _reference(source)
     for args in (["--workers", "1"], ["--workers", "2", "--chunk-mb", "0.2"]):
         out = tmp_path / "out.jsonl"

@@ -17,6 +17,7 @@ from otel_semloop.model import EventRecord
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp import records_from_json, traces_to_json
 from otel_semloop.otlp._common import Bad, field
+from otel_semloop.otlp.anyvalue import attributes_json
 from otel_semloop.otlp.records import _attributes, _events_json, _records_json
 from tests.otlp.test_otlp_codec import traces_data
 from tests.otlp.test_otlp_fuzz import json_values
@@ -53,7 +54,7 @@ FIELDS = ["traceId", "spanId", "parentSpanId", "startTimeUnixNano", "endTimeUnix
 
 def _plain(doc: Any, where: str = "") -> list[Any]:
     try:
-        return _records_json(doc, None, None)
+        return _records_json(doc, None, None, attributes_json)
     except Bad as e:
         raise e.to_error(where) from None
     except RecursionError:
@@ -72,8 +73,16 @@ def _outcome(decode: Any, doc: Any) -> Any:
     return ("ok", out)
 
 
+def _parsed(doc: Any, where: str = "") -> list[Any]:
+    return records_from_json(doc, where, json_types=True)
+
+
 def _same_as_plain(doc: Any) -> None:
-    assert _outcome(records_from_json, doc) == _outcome(_plain, doc)
+    """``doc`` decodes as on the plain path, also as a parser's output (every caller here
+    passes only JSON types)."""
+    plain = _outcome(_plain, doc)
+    assert _outcome(records_from_json, doc) == plain
+    assert _outcome(_parsed, doc) == plain
 
 
 @FUZZ
