@@ -125,9 +125,12 @@ def _ratio_can_matter(a: _Output, b: _Output, floor: float, similarity_threshold
         return False
     # (2) longest common subsequence, asked only whether it reaches the least length that
     # could matter (rapidfuzz returns 0 below ``score_cutoff``, the exact length from it on,
-    # and stops early when it cannot be reached).
+    # and stops early when it cannot be reached). Asked one below that length: rapidfuzz
+    # 3.14 sometimes returns 0 when the length equals ``score_cutoff`` exactly (texts of
+    # a few hundred characters), which would skip a ratio that matters; a length one below
+    # the least that matters fails the bound either way.
     cutoff = _least_mattering(length, floor, similarity_threshold)
-    bound = 2.0 * LCSseq.similarity(a.text, b.text, score_cutoff=cutoff) / length
+    bound = 2.0 * LCSseq.similarity(a.text, b.text, score_cutoff=max(0, cutoff - 1)) / length
     return bound > floor and bound >= similarity_threshold
 
 

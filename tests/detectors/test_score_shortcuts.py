@@ -11,7 +11,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import arguments
-from otel_semloop.detectors.stagnation import MIN_MEANINGFUL_WORDS, STOP_WORDS, _prepare
+from otel_semloop.detectors.stagnation import (
+    MIN_MEANINGFUL_WORDS,
+    STOP_WORDS,
+    _prepare,
+    score_reasoning_stagnation,
+)
 
 # -- stagnation: an output of too few words is skipped before its words are filtered ------
 
@@ -87,3 +92,24 @@ def test_plain_shell_words_take_the_shortcut() -> None:
         assert arguments._shell_as_is(command)
     for command in ("ls -la", "ls x/", "./a", "ls ./a", "a  b", " a", "a ", "a|b", "a\tb", "\u00e9"):
         assert not arguments._shell_as_is(command)
+
+
+# -- stagnation: the LCS bound asked below the least length that matters -------------------
+
+
+def test_a_ratio_whose_lcs_bound_is_exact_is_not_skipped() -> None:
+    """Pair (1, 2)'s ratio equals its LCS bound (0.9487, above pair (0, 1)'s 0.9444):
+    rapidfuzz 3.14 answers 0 when asked whether the LCS reaches exactly its length."""
+    outputs = [
+        "error search search search search search search search search search search search search"
+        " search retry fix search search search search search search search search retry config"
+        " search search search",
+        "search search search search search search search search search search search search search"
+        " search search retry search search search search search search search search retry config"
+        " search search search",
+        "handler search search search search search search search search search search search search"
+        " search search search search retry search search search search search search search search"
+        " config search search search",
+    ]
+    expected = (0.5, "High reasoning overlap (0.95) at steps 1 and 2.")
+    assert score_reasoning_stagnation(outputs) == expected
