@@ -5,12 +5,13 @@ Run from the repository root: ``python bench/rescore_profile.py [--mb 32]``.
 Writes a file like ``bench/rescore_throughput.py`` does, then runs the whole batch path in
 one process (``--workers 1``: the same functions a worker and the reading process run)
 under ``cProfile.Profile(time.process_time)`` and splits the CPU seconds into: read,
-parse (``orjson.loads`` + the id scan), serialise (span bytes and the bytes around them,
-re-serialising patched spans, joining lines), group (the completion window), decode
-(span dicts to records), build (records to a trace), score (detectors and policy),
-write-back (verdict to patches and summary rows) and write. Then it measures what crossing
-a process boundary costs (pickling a chunk's input and its result both ways), and the
-floor (``orjson.loads`` + ``orjson.dumps`` of every line) without the profiler. The
+parse (``orjson.loads`` of each line + the id scan, and of each trace's spans again when
+it is scored), serialise (span bytes and the bytes around them, re-serialising patched
+spans, joining lines), group (the completion window), decode (span dicts to records),
+build (records to a trace), score (detectors and policy), write-back (verdict to patches
+and summary rows) and write. Then it measures what crossing a process boundary costs
+(pickling a chunk's result both ways; its input goes through a shared ring), and the floor
+(``orjson.loads`` + ``orjson.dumps`` of every line) without the profiler. The
 profiler inflates Python-heavy phases (build, score) more than C ones (parse): read the
 split as where the time goes, and the unprofiled total beside the floor for the ratio.
 """
@@ -38,7 +39,12 @@ from otel_semloop.cli import main
 #: own time excludes the phases nested inside it (listed in NESTED)
 PHASES = {
     "read": [("inputs.py", "iter_units")],
-    "parse": [("spans.py", "load_json"), ("spans.py", "scan_json"), ("spans.py", "scan_json_columns")],
+    "parse": [
+        ("spans.py", "load_json"),
+        ("spans.py", "scan_json"),
+        ("spans.py", "scan_json_columns"),
+        ("chunks.py", "_load_spans"),
+    ],
     "serialise": [
         ("chunks.py", "_whole"),
         ("chunks.py", "_compact_bounds"),
@@ -106,8 +112,9 @@ def main_() -> int:
         result = parse_chunk(work, 16)
         chunk_cpu = time.process_time() - cpu
         cpu = time.process_time()
-        for obj in (work, result):
-            pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
+        # forked workers get a chunk's lines through a shared ring (batch/ring.py): only
+        # the result is pickled
+        pickle.loads(pickle.dumps(result, pickle.HIGHEST_PROTOCOL))
         transfer = time.process_time() - cpu
     mb = sum(len(line) + 1 for line in lines) / 1e6
     print(f"{mb:.0f} MB, {len(lines)} lines; CPU seconds (cProfile with time.process_time, one process)")
@@ -120,7 +127,7 @@ def main_() -> int:
         f"floor / rescore = {floor / plain:.1%} of one core"
     )
     print(
-        f"process boundary: pickling a 64-line chunk and its result both ways {transfer:.3f} s, "
+        f"process boundary: pickling a 64-line chunk's result both ways {transfer:.3f} s, "
         f"{transfer / chunk_cpu:.1%} of the chunk's own CPU ({chunk_cpu:.2f} s)"
     )
     return 0

@@ -65,7 +65,8 @@ DEFAULT_WINDOW = 16
 #: takes several times its size in memory.
 DEFAULT_MEMORY_BUDGET = 64 << 20
 #: Input bytes / units a worker parses and scores at a time. Larger chunks leave fewer
-#: traces cut by a chunk's edges (those are decoded twice), smaller ones hold less memory.
+#: traces cut by a chunk's edges (each becomes a job this process assembles and ships),
+#: smaller ones hold less memory.
 DEFAULT_CHUNK_BYTES = 16 << 20
 DEFAULT_CHUNK_UNITS = 4096
 #: Near the end of an input of known size chunks shrink, down to this, so that the
@@ -101,7 +102,7 @@ class EngineStats:
     spilled_units: int = 0
     workers: int = 0
     loops: int = 0
-    #: traces whose verdict came with their chunk (decoded once, where they were parsed)
+    #: traces whose verdict came with their chunk (scored where they were parsed)
     scored_in_chunk: int = 0
     chunks: int = 0
 

@@ -140,7 +140,13 @@ def start_workers(
     rings: list[Ring] = []
     if sys.platform.startswith("linux") and threading.active_count() == 1:
         ctx = multiprocessing.get_context("fork")
-        rings = [Ring(size) for size in ring_sizes]
+        try:
+            for size in ring_sizes:
+                rings.append(Ring(size))
+        except (OSError, ValueError, OverflowError):  # no room for a mapping: the pipe
+            for ring in rings:
+                ring.close()
+            rings = []
     else:
         ctx = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
         if os.name == "posix":

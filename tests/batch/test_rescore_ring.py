@@ -125,3 +125,45 @@ def test_chunks_and_jobs_through_the_rings_write_the_bytes_they_write_through_th
     assert ringed.read_bytes() == piped.read_bytes()
     assert sorted(labels(ringed).values()) == ["loop"] * 6 + ["no_loop"] * 6
     assert not ring_module._MAPS  # closed with the engine
+
+
+def test_without_room_for_a_ring_chunks_go_through_the_pipe(tmp_path, monkeypatch):
+    import threading
+
+    from otel_semloop.batch import worker
+
+    if threading.active_count() != 1:
+        return
+    made = []
+
+    def failing(size):
+        if made:
+            raise OSError("no memory")
+        made.append(size)
+        return real(size)
+
+    real = worker.Ring
+    monkeypatch.setattr(worker, "Ring", failing)
+    pool, rings = worker.start_workers(2, worker.ScorerSpec(), (1 << 20, 1 << 20))
+    pool.shutdown()
+    assert rings == [] and len(made) == 1
+    assert not ring_module._MAPS  # the first ring, made before the second failed, was closed
+    source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=4, per_line=3))
+    out = tmp_path / "out.jsonl"
+    assert (
+        main(
+            [
+                "rescore",
+                str(source),
+                "-q",
+                "--workers",
+                "2",
+                "--chunk-mb",
+                str(5_000 / (1 << 20)),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    assert sorted(labels(out).values()) == ["loop"] * 2 + ["no_loop"] * 2
