@@ -61,13 +61,11 @@ from otel_semloop.messages import (
 from otel_semloop.model import (
     STATUS_ERROR,
     EventRecord,
+    FillingStep,
     SpanRecord,
     Step,
     StepKind,
     ToolCall,
-    set_input_slot,
-    set_input_text_slot,
-    set_output_slot,
 )
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
@@ -282,8 +280,8 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     # The fields are stored here, not through Step's __init__: its generated code would
     # write input, input_text and output through their deferring descriptors (a Python
     # call each) only for them to be deleted again when deferred. The fields set are
-    # checked against Step's at import, below.
-    step = _new_step(Step)
+    # checked against Step's at import, below; it is a Step once filled (see FillingStep).
+    step = _new_step(FillingStep)
     step.kind = kind
     step.name = name
     step.span_id = record.span_id
@@ -293,10 +291,10 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     if defer_input or defer_output:
         step._deferred = (raw_in, envelope, raw_out)
     if not defer_input:
-        set_input_slot(step, step_input)
-        set_input_text_slot(step, input_text)
+        step.input = step_input
+        step.input_text = input_text
     if not defer_output:
-        set_output_slot(step, output)
+        step.output = output
     step.output_text = output_text
     step.tool_arguments = tool_arguments
     step.tool_result = tool_result
@@ -314,6 +312,7 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     step.synthetic = False
     step.handoff_to = handoff_to
     step.children = []
+    step.__class__ = Step
     return step
 
 
