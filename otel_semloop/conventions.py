@@ -49,7 +49,7 @@ from otel_semloop.envelopes import (
     unwrap_callback_input,
     unwrap_tool_result,
 )
-from otel_semloop.handoffs import handoff_target
+from otel_semloop.handoffs import handoff_name, handoff_target
 from otel_semloop.messages import (
     event_messages,
     flatten_text,
@@ -224,7 +224,12 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             tool_arguments = unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
             tool_result = unwrap_tool_result(tool_result)
-        handoff_to = handoff_target(attrs if plan.transfer else _NO_ATTRIBUTES, name, tool_arguments)
+        if plan.transfer:
+            handoff_to = handoff_target(attrs, name, tool_arguments)
+        else:  # (what handoff_target gives without transfer attributes, its cached part first)
+            handoff_to, by_argument = handoff_name(name)
+            if by_argument:
+                handoff_to = handoff_target(attrs, name, tool_arguments)
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
         output_text = flatten_text(output)
@@ -436,7 +441,6 @@ _RESULT = "gen_ai.tool.call.result"
 #: Key prefixes of indexed messages: a span with no key starting with one has none.
 _INDEXED_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.", "llm.output_messages.", "gen_ai.completion.")
 _NO_MESSAGES = (None, None)
-_NO_ATTRIBUTES: Mapping[str, Any] = {}
 _EVERY_KEY = ReadingPlan(lambda key: True, True)
 _PLANS: dict[tuple[str, ...], ReadingPlan] = {}
 _PLAN_ENTRIES = 256
