@@ -32,6 +32,7 @@ __all__ = ["record_from_proto_span", "records_from_json", "records_from_proto"]
 _u64 = c.u64
 _is_lower_hex16 = c.is_lower_hex16
 _parent_id = functools.partial(c.span_id_hex, allow_empty=True)
+_NOTHING = object()  # equal to no JSON value
 
 #: The span keys :func:`_spans_json` reads, as ``orjson`` makes them: it keeps one string
 #: object per object key it has seen (its key cache) and hands out that same object again,
@@ -128,7 +129,7 @@ def _spans_json(
     hexes: list[str] | None,
     digits: list[str] | None,
     append: Any,
-    decode: Any,
+    parsed: bool,
     _type: Any = type,
     _str: Any = str,
     _dict: Any = dict,
@@ -146,28 +147,44 @@ def _spans_json(
     bulk check instead of a regular expression per id and ``isdigit`` per time, and one
     conversion instead of ``int`` per time: those were a fifth of a span's decoding.
 
-    Why this spelling: one call for a list of spans, not one a span (a frame each); the
-    builtins come in as locals (``_type`` ... are not arguments to pass), cheaper to load
-    than globals; the span's keys are read with ``orjson``'s own key objects (see
-    :data:`_SPAN_KEYS`).
+    ``parsed`` (``records_from_json(json_types=True)``: only a JSON parser's types) drops
+    the exact-type checks that only a subclass could fail: a span that is not a dict has
+    no ``get`` (``AttributeError``), an unhashable trace id raises ``TypeError``, an id
+    that is not a string fails ``len`` or the bulk ``join``; the caller then decodes
+    again value by value. Attributes are read by
+    :func:`~otel_semloop.otlp.anyvalue.attributes_json_parsed`. Times keep their type
+    check: JSON numbers are valid times, and would send every such span there.
+
+    Why this spelling: one call for a list of spans, not one a span (a frame each); a
+    span whose raw trace id equals the previous span's takes its id (one string compare,
+    not a hash and a lookup a span); the builtins come in as locals (``_type`` ... are not
+    arguments to pass), cheaper to load than globals; the span's keys are read with
+    ``orjson``'s own key objects (see :data:`_SPAN_KEYS`).
     """
+    decode = attributes_json_parsed if parsed else attributes_json
+    last_tid: Any = _NOTHING
+    last_trace_id = ""
     for span in spans:
         try:
-            if _type(span) is not _dict:
+            if not parsed and _type(span) is not _dict:
                 c.bad_type("a span object", span)
             get = span.get
             tid = get(_TRACE_ID)
-            trace_id = trace_ids.get(tid) if _type(tid) is _str else None
-            if trace_id is None:
-                trace_id = field(span, "traceId", c.trace_id_hex)
-                trace_ids[tid] = trace_id
+            if tid == last_tid and (parsed or _type(tid) is _str):
+                trace_id = last_trace_id
+            else:
+                trace_id = trace_ids.get(tid) if _type(tid) is _str else None
+                if trace_id is None:
+                    trace_id = field(span, "traceId", c.trace_id_hex)
+                    trace_ids[tid] = trace_id
+                last_tid = tid
+                last_trace_id = trace_id
             span_id = get(_SPAN_ID)
-            parent = get(_PARENT_SPAN_ID)
+            parent = get(_PARENT_SPAN_ID, "")
             if (
                 hexes is not None
-                and _type(span_id) is _str
+                and (parsed or _type(span_id) is _str is _type(parent))
                 and _len(span_id) == 16
-                and _type(parent) is _str
                 and (_len(parent) == 16 or not parent)
             ):
                 hexes.append(span_id)
@@ -187,8 +204,7 @@ def _spans_json(
             end = get(_END)
             if (
                 digits is not None
-                and _type(start) is _str
-                and _type(end) is _str
+                and _type(start) is _str is _type(end)
                 and _len(start) < 20
                 and _len(end) < 20
             ):
@@ -291,9 +307,9 @@ def records_from_json(obj: Any, where: str = "", *, json_types: bool = False) ->
 
     ``json_types=True`` is the caller's word that ``obj`` is straight from a JSON parser
     (``orjson.loads``, ``json.loads``): only ``dict``, ``list``, ``str``, ``int``,
-    ``float``, ``bool`` and None, no subclasses and no other objects. Attributes are then
-    read by :func:`~otel_semloop.otlp.anyvalue.attributes_json_parsed`, which skips type
-    checks such input cannot fail; the records and errors are the same.
+    ``float``, ``bool`` and None, no subclasses and no other objects. The first pass then
+    skips the type checks such input cannot fail (see :func:`_spans_json`); the records
+    and errors are the same.
     """
     # First with the ids and times checked and the times converted in bulk (see
     # _spans_json); whatever that pass doubts (a value the bulk check rejects, any error)
@@ -302,14 +318,14 @@ def records_from_json(obj: Any, where: str = "", *, json_types: bool = False) ->
     hexes: list[str] = []
     digits: list[str] = []
     try:
-        out = _records_json(obj, hexes, digits, attributes_json_parsed if json_types else attributes_json)
+        out = _records_json(obj, hexes, digits, json_types)
         if _all_hex("".join(hexes)) and _all_digits("".join(digits)):
             _set_times(out, digits)
             return out
-    except (Bad, ValueError, RecursionError):
+    except (Bad, ValueError, RecursionError, TypeError, AttributeError, KeyError):
         pass
     try:
-        return _records_json(obj, None, None, attributes_json)
+        return _records_json(obj, None, None, False)
     except Bad as e:
         raise e.to_error(where) from None
     except RecursionError:
@@ -341,11 +357,10 @@ def _all_digits(text: str) -> bool:
 
 
 def _records_json(
-    obj: Any, hexes: list[str] | None, digits: list[str] | None, decode: Any
+    obj: Any, hexes: list[str] | None, digits: list[str] | None, parsed: bool
 ) -> list[SpanRecord]:
-    """The records of ``obj`` (raises :class:`Bad`); ``hexes`` and ``digits`` as in
-    :func:`_spans_json`, ``decode`` reads each span's attribute list (see
-    :func:`_attributes`)."""
+    """The records of ``obj`` (raises :class:`Bad`); ``hexes``, ``digits`` and ``parsed``
+    as in :func:`_spans_json`."""
     out: list[SpanRecord] = []
     append = out.append
     trace_ids: dict[str, str] = {}
@@ -362,7 +377,7 @@ def _records_json(
                     if type(ss) is not dict:
                         c.bad_type("a scopeSpans object", ss)
                     spans = _list(ss, "spans")
-                    _spans_json(spans, trace_ids, hexes, digits, append, decode)
+                    _spans_json(spans, trace_ids, hexes, digits, append, parsed)
                 except Bad as e:
                     e.path.append(f"scopeSpans[{c.index_of(scope_spans, ss)}]")
                     raise

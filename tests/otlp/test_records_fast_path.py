@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.model import EventRecord
 from otel_semloop.otlp import _common as c
-from otel_semloop.otlp import records_from_json, traces_to_json
+from otel_semloop.otlp import records, records_from_json, traces_to_json
 from otel_semloop.otlp._common import Bad, field
-from otel_semloop.otlp.anyvalue import attributes_json
 from otel_semloop.otlp.records import _attributes, _events_json, _records_json
 from tests.otlp.test_otlp_codec import traces_data
 from tests.otlp.test_otlp_fuzz import json_values
@@ -54,7 +53,7 @@ FIELDS = ["traceId", "spanId", "parentSpanId", "startTimeUnixNano", "endTimeUnix
 
 def _plain(doc: Any, where: str = "") -> list[Any]:
     try:
-        return _records_json(doc, None, None, attributes_json)
+        return _records_json(doc, None, None, False)
     except Bad as e:
         raise e.to_error(where) from None
     except RecursionError:
@@ -83,6 +82,9 @@ def _same_as_plain(doc: Any) -> None:
     plain = _outcome(_plain, doc)
     assert _outcome(records_from_json, doc) == plain
     assert _outcome(_parsed, doc) == plain
+    if plain[0] == "ok":  # the trace id shortcut (the previous span's) serves both paths
+        for record in records_from_json(doc):
+            assert record.trace_id == c.trace_id_hex(record.source["traceId"])
 
 
 @FUZZ
@@ -229,3 +231,86 @@ def test_events_decode_as_on_the_plain_path(events):
 def test_event_times_decode_as_before_including_the_range_error_path(time):
     events = [{"name": "e", "timeUnixNano": time}]
     assert _events_outcome(_events_json, events) == _events_outcome(_plain_events, events)
+
+
+# --- what only a subclass fails, and json_types=True ---------------------------------------
+
+
+class _Str(str):  # not what a JSON parser returns: the plain path refuses it where it stands
+    pass
+
+
+class _Dict(dict):
+    pass
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        _doc(_span(), _span(traceId=_Str("5b8efff798038103d269b633813fc60c"))),
+        _doc(_span(spanId=_Str("eee19b7ec3c1b174"))),
+        _doc(_span(parentSpanId=_Str("eee19b7ec3c1b173"))),
+        _doc(_span(startTimeUnixNano=_Str("1767225600000000000"))),
+        _doc(_span(), _Dict(_span())),
+    ],
+)
+def test_subclasses_decode_as_on_the_plain_path(doc):
+    # (json_types=True would be a wrong word here)
+    assert _outcome(records_from_json, doc)[0] == "error"
+    assert _outcome(records_from_json, doc) == _outcome(_plain, doc)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"traceId": ["5b8efff798038103d269b633813fc60c"]},
+        {"traceId": {"a": 1}},
+        {"spanId": list("eee19b7ec3c1b174")},
+        {"parentSpanId": None},
+        {"parentSpanId": 0},
+        {"parentSpanId": []},
+        {"startTimeUnixNano": 1767225600000000000},
+        {"startTimeUnixNano": None},
+        {"startTimeUnixNano": list("1767225600")},
+    ],
+)
+def test_what_a_parser_can_hand_over_decodes_as_on_the_plain_path(changes):
+    doc = orjson.loads(orjson.dumps(_doc(_span(), _span(**changes), _span())))
+    _same_as_plain(doc)
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"].insert(1, ["not a span"])
+    _same_as_plain(doc)
+
+
+def test_trace_ids_of_consecutive_spans():
+    a, b = "5b8efff798038103d269b633813fc60c", "6b8efff798038103d269b633813fc60c"
+    doc = _doc(
+        *(
+            _span(traceId=t, spanId=f"{i:016x}")
+            for i, t in enumerate([a, a, b, a.upper(), a.upper(), a, b, b])
+        )
+    )
+    _same_as_plain(doc)
+    assert [r.trace_id[0] for r in records_from_json(doc)] == list("55655566")
+
+
+def test_an_exporter_shaped_trace_takes_the_first_pass(monkeypatch):
+    # a root without parentSpanId, spans sharing a trace id: the first pass keeps them all
+    root = _span()
+    del root["parentSpanId"]
+    doc = orjson.loads(orjson.dumps(_doc(root, _span(), _span(spanId="eee19b7ec3c1b175"))))
+    passes = []
+    first = records._records_json
+
+    def counted(obj, hexes, digits, parsed):
+        passes.append(hexes is not None)
+        return first(obj, hexes, digits, parsed)
+
+    monkeypatch.setattr(records, "_records_json", counted)
+    for json_types in (False, True):
+        passes.clear()
+        assert [r.parent_span_id for r in records_from_json(doc, json_types=json_types)] == [
+            "",
+            "eee19b7ec3c1b173",
+            "eee19b7ec3c1b173",
+        ]
+        assert passes == [True]
