@@ -269,6 +269,9 @@ def _records(
     if spans is None:
         spans, parsed = orjson.loads(job.payload), True
     try:
+        # ``parsed``: spans straight from orjson.loads (here, or chunks.py's parse of the
+        # spans' compact JSON): plain JSON types only, which json_types lets the decoder
+        # assume; a caller's own dicts keep the exact path
         return records_from_json(_envelope(spans), json_types=parsed), []
     except Exception:
         from otel_semloop.batch.spans import lenient_span_json
