@@ -92,7 +92,7 @@ _CONFIDENT_KINDS = {
 
 
 def step_kind(
-    attributes: Mapping[str, Any], *, top_level: bool = False, plan: ReadingPlan | None = None
+    attributes: Mapping[str, Any], top_level: bool = False, plan: ReadingPlan | None = None
 ) -> StepKind:
     """Classify a span. ``top_level`` marks a span with no step above it: an OpenInference
     ``CHAIN`` there is the agent run itself, deeper down it is plumbing. ``plan`` is
