@@ -154,16 +154,30 @@ def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
     """A call as an LLM output names it (name and call id as text); JSON arguments (what
     :func:`~otel_semloop.envelopes.decode_json` decodes) are decoded on first read (see
     :class:`_LazyArguments`)."""
-    # Built slot by slot, not through ToolCall's __init__ (a Python frame per LLM step).
-    call = _new_tool_call(ToolCall)
-    _set_name(call, str(name or ""))
+    # Written as a _Filling (plain slot stores), then made a ToolCall: see _Filling.
+    call = _new_tool_call(_Filling)
+    call.name = str(name or "")
     if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
-        _set_arguments(call, UNDECODED)
-        _set_arguments_text(call, arguments)
+        call.arguments = UNDECODED
+        call._arguments_text = arguments
     else:
-        _set_arguments(call, arguments)
-    _set_call_id(call, str(call_id) if call_id else None)
+        call.arguments = arguments
+    call.call_id = str(call_id) if call_id else None
+    call.__class__ = ToolCall
     return call
+
+
+class _Filling(ToolCall):
+    """A :class:`ToolCall` while :func:`requested_call` fills it (one per LLM step): the same
+    slots, written as plain attributes (no frozen ``__setattr__``/``__delattr__``, so
+    CPython writes the slots inline; ``arguments`` is the slot itself, not the lazy
+    descriptor), then made a ToolCall by assigning ``__class__`` (allowed: no slot of its
+    own). Four writer calls through the slots' descriptors cost about twice as much."""
+
+    __slots__ = ()
+    __setattr__ = object.__setattr__
+    __delattr__ = object.__delattr__
+    arguments = ARGUMENTS_SLOT  # type: ignore[assignment]
 
 
 _JSON_OPENERS = ("{", "[")  # as decode_json reads them

@@ -260,7 +260,9 @@ def _records(job: TraceJob, spans: list[Any] | None) -> tuple[list[SpanRecord], 
     if spans is None:
         spans = orjson.loads(job.payload)
     try:
-        return records_from_json(_envelope(spans)), []
+        # spans straight from orjson.loads (here, or chunks.py's parse of the spans'
+        # compact JSON): plain JSON types only, which json_types lets the decoder assume
+        return records_from_json(_envelope(spans), json_types=True), []
     except Exception:
         from otel_semloop.batch.spans import lenient_span_json
 

@@ -162,17 +162,26 @@ class Episode:
         ``count`` is what the threshold measures (repeats, seconds, tokens); ``repeats``
         is what the finding reports as repeats when that differs from ``count``.
         """
+        # (``severity`` and ``facts.time_ns`` written out: a stuck run updates several
+        # episodes on every step, and each property read is a call.)
         self.count = count
-        self.repeats = int(count) if repeats is None else repeats
-        self.detected_step = facts.index
-        self.detected_ns = facts.time_ns
-        severity = self.severity
+        if repeats is None:
+            repeats = int(count)
+        self.repeats = repeats
+        index = facts.index
+        time_ns = facts.end_ns
+        if time_ns is None:
+            time_ns = facts.start_ns
+        self.detected_step = index
+        self.detected_ns = time_ns
+        threshold = self.threshold
+        severity = count / threshold if threshold > 0 else 0.0
         if severity >= self.peak:
             self.peak = severity
             self._peak_count = count
-            self._peak_repeats = self.repeats
-            self._peak_step = facts.index
-            self._peak_ns = facts.time_ns
+            self._peak_repeats = repeats
+            self._peak_step = index
+            self._peak_ns = time_ns
             self._peak_spans = len(self.span_ids)
         if severity < self.report_at:
             return None

@@ -309,6 +309,22 @@ def test_no_tool_call_attribute_read_goes_through_getattr() -> None:
         call.arguments = None  # type: ignore[misc]
 
 
+def test_a_requested_call_is_a_frozen_tool_call_once_made() -> None:
+    """requested_call fills a slot-writable subclass, then makes it a ToolCall: what it
+    returns is a ToolCall in every respect (type, equality, hash, frozen fields)."""
+    for arguments in ('{"q": 1}', "plain", ["a"], None):
+        call = requested_call("search", arguments, "c1")
+        assert type(call) is ToolCall and call.__class__ is ToolCall
+        assert call == ToolCall("search", decode_json(arguments), "c1")
+        for field in ("name", "arguments", "call_id"):
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                setattr(call, field, "x")
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                delattr(call, field)
+    hashable = requested_call("search", "plain", None)
+    assert hash(hashable) == hash(ToolCall("search", "plain", None))
+
+
 # -- indexed messages of remembered key sets ------------------------------------------------
 
 INDEXED_KEYS = st.sampled_from(

@@ -11,12 +11,16 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import arguments
+from otel_semloop.detectors.base import Episode
+from otel_semloop.detectors.config import DetectorConfig
+from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.stagnation import (
     MIN_MEANINGFUL_WORDS,
     STOP_WORDS,
     _prepare,
     score_reasoning_stagnation,
 )
+from otel_semloop.model import Step, StepKind
 
 # -- stagnation: an output of too few words is skipped before its words are filtered ------
 
@@ -113,3 +117,21 @@ def test_a_ratio_whose_lcs_bound_is_exact_is_not_skipped() -> None:
     ]
     expected = (0.5, "High reasoning overlap (0.95) at steps 1 and 2.")
     assert score_reasoning_stagnation(outputs) == expected
+
+
+# -- episodes: the time of a step is its end, else its start --------------------------------
+
+
+def test_an_episode_update_takes_the_step_end_else_its_start() -> None:
+    config = DetectorConfig()
+    ended = StepFacts(Step(kind=StepKind.TOOL, name="t", span_id="a", start_ns=10, end_ns=25), 3)
+    open_ = StepFacts(Step(kind=StepKind.TOOL, name="t", span_id="b", start_ns=40), 4)
+    episode = Episode("s", 2, ended, description="{count}", config=config)
+    assert episode.update(2, ended) is not None
+    found = episode.finding()
+    assert (found.detected_step, found.detected_ns, found.repeats, found.severity) == (3, 25, 2, 1.0)
+    episode.update(3.5, open_, repeats=7)
+    found = episode.finding()
+    assert (found.detected_step, found.detected_ns, found.repeats, found.severity) == (4, 40, 7, 1.75)
+    assert (episode.detected_step, episode.detected_ns, episode.count) == (4, 40, 3.5)
+    assert Episode("s", 0, ended, description="", config=config).update(5, ended) is None  # severity 0
