@@ -275,7 +275,7 @@ def _parse_chunk(
         if kind == "json":  # the spans' compact JSON: parsed now, while it is hot
             decoded = _load_spans(decoded)
         job = TraceJob(tid, kind, b"", roots, False)
-        _, patches, row = score_job(job, current, decoded)
+        _, patches, row = score_job(job, current, decoded, parsed=True)
         patched = []
         if patches:
             spans = iter(decoded)

@@ -189,13 +189,20 @@ def score_ring_jobs(key: int, offsets: list[int], jobs: Sequence[TraceJob]) -> l
     return score_jobs([replace(job, payload=payload) for job, payload in zip(jobs, payloads, strict=True)])
 
 
-def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> tuple[str, Any, Any]:
+def score_job(
+    job: TraceJob, scorer: Scorer, spans: list[Any] | None = None, parsed: bool = False
+) -> tuple[str, Any, Any]:
     """Score one trace. ``spans``, when given, are its spans already decoded (JSON dicts
     or protobuf ``Span``s, as ``job.kind`` says) and ``job.payload`` is not read.
+    ``parsed``: those JSON dicts are straight from a JSON parser (plain dicts, lists,
+    strings and numbers, none built or subclassed in Python), which lets the decode skip
+    checks only other objects fail (``records_from_json(json_types=True)``); spans this
+    function parses itself from the payload always are.
 
     With ``job.span_ids`` (a JSON job) the patches are each span's patched compact JSON,
     written here where the spans are decoded already (the reading process would parse
     each patched span again to write it), in payload order."""
+    parsed = parsed or spans is None
     if job.span_ids and spans is None and job.kind == "json":
         try:
             spans = orjson.loads(job.payload)
@@ -204,7 +211,7 @@ def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> 
         else:
             if type(spans) is not list or 16 * len(spans) != len(job.span_ids):
                 spans = None
-    result = _score_job(job, scorer, spans)
+    result = _score_job(job, scorer, spans, parsed)
     patches = result[1]
     if not job.span_ids or spans is None or not patches or type(patches) is not dict:
         return result
@@ -225,9 +232,9 @@ def score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None = None) -> 
     return result[0], written, result[2]
 
 
-def _score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None) -> tuple[str, Any, Any]:
+def _score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None, parsed: bool) -> tuple[str, Any, Any]:
     try:
-        records, dropped = _records(job, spans)
+        records, dropped = _records(job, spans, parsed)
     except Exception as exc:
         return _unscored(job, f"spans could not be decoded: {type(exc).__name__}: {exc}")
     try:
@@ -252,17 +259,20 @@ def _score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None) -> tuple[
     return job.trace_id, patches, row
 
 
-def _records(job: TraceJob, spans: list[Any] | None) -> tuple[list[SpanRecord], list[str]]:
+def _records(
+    job: TraceJob, spans: list[Any] | None, parsed: bool = False
+) -> tuple[list[SpanRecord], list[str]]:
     if job.kind == "proto":
         if spans is None:
             spans = list(TracesData.FromString(job.payload).resource_spans[0].scope_spans[0].spans)
         return [record_from_proto_span(s) for s in spans], []
     if spans is None:
-        spans = orjson.loads(job.payload)
+        spans, parsed = orjson.loads(job.payload), True
     try:
-        # spans straight from orjson.loads (here, or chunks.py's parse of the spans'
-        # compact JSON): plain JSON types only, which json_types lets the decoder assume
-        return records_from_json(_envelope(spans), json_types=True), []
+        # ``parsed``: spans straight from orjson.loads (here, or chunks.py's parse of the
+        # spans' compact JSON): plain JSON types only, which json_types lets the decoder
+        # assume; a caller's own dicts keep the exact path
+        return records_from_json(_envelope(spans), json_types=parsed), []
     except Exception:
         from otel_semloop.batch.spans import lenient_span_json
 

@@ -308,7 +308,7 @@ class Fingerprinter:
         except AttributeError:  # the first reset (from ``__init__``)
             capacity = self._config.seen_capacity
             self._seen = LRU(capacity)  # action fingerprints
-            self._calls = LRU(capacity)  # call digest -> its CallProgress
+            self._calls = LRU(capacity)  # call digest -> its CallProgress (or first pair)
             self._contents = LRU(capacity)  # result content digests (digits kept)
             self._reads: dict[str, ResultRead] = {}  # replay only: result text -> what it reads as
             self._text_reads: dict[str, int | None] = {}  # replay only: assistant text -> digest
@@ -408,15 +408,16 @@ class Fingerprinter:
         else:
             facts.action = hash((call, result))
         seen = self._seen.add(facts.action)
-        # The call's progress so far (best figures, last result, streak): see
-        # :mod:`~otel_semloop.detectors.call_progress`.
-        calls = self._calls
-        state = calls.get(call)
+        # Progress per call (``call_progress``); replaying, a first call is (text, digest) until it recurs.
+        state = (calls := self._calls).get(call)
+        first, figures = CallProgress.first, self._read_figures
         if state is None:
             facts.call_novel = True
             self._call_epoch += 1
-            calls.put(call, CallProgress.first(raw, read, result, self.lazy, self._read_figures))
+            calls.put(call, (raw, result) if self.lazy else first(raw, read, result, False, figures))
         else:
+            if state.__class__ is tuple:  # (the most recent already: its value replaced)
+                calls.put(call, state := first(state[0], None, state[1], True, figures))  # type: ignore[index]
             state.next(facts, raw, read, seen, self._read_figures, self._read_result)  # type: ignore[attr-defined]
         novel = facts.novel = not seen or facts.progressed
         if novel:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import json
+import random
 from collections import defaultdict
 from pathlib import Path
 
@@ -402,3 +403,43 @@ def test_a_job_with_span_ids_sends_back_what_the_reading_process_would_write():
     payload2 = b"[" + b",".join(again) + b"]"
     _, rewritten, _ = score_job(TraceJob(tid, "json", payload2, roots, False, ids), scorer)
     assert rewritten == written
+
+
+def test_only_spans_straight_from_the_parser_are_decoded_with_json_types(monkeypatch):
+    # records_from_json(json_types=True) trusts that every value is a JSON parser's own
+    # type: the worker says so only for spans it parsed (from a payload, or a chunk's span
+    # JSON), never for spans a caller built or lenient_span_json rebuilt
+    from otel_semloop.batch import worker
+
+    calls: list[bool] = []
+    decoded: list[tuple[bool, list]] = []
+    real = worker.records_from_json
+
+    def watching(obj, where="", *, json_types=False):
+        calls.append(json_types)
+        decoded.append((json_types, obj["resourceSpans"][0]["scopeSpans"][0]["spans"]))
+        return real(obj, where, json_types=json_types)
+
+    monkeypatch.setattr(worker, "records_from_json", watching)
+    scorer = ScorerSpec().build()
+    spans = [
+        orjson.loads(orjson.dumps(s))
+        for s in bench.make_trace(random.Random(3), True, 1_767_225_600_000_000_000)
+    ]
+    roots = tuple(s["spanId"] for s in spans if not s.get("parentSpanId"))
+    job = TraceJob(spans[0]["traceId"], "json", payload_json(spans), roots, False)
+    plain = score_job(job, scorer, [dict(s) for s in spans])  # a caller's own dicts
+    assert calls == [False]
+    assert score_job(job, scorer)[1:] == plain[1:] and calls == [False, True]  # parsed from the payload
+    work = [("json", orjson.dumps({"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}), "x:1")]
+    _, verdicts = parse_chunk(work, 16, ScorerSpec())
+    assert calls == [False, True, True] and len(verdicts) == 1  # a chunk's span JSON, parsed again
+    bad = [dict(s) for s in spans]
+    bad[1]["attributes"] = [{"key": "k", "value": {"doubleValue": "NaN?"}}]
+    score_job(TraceJob(job.trace_id, "json", payload_json(bad), roots, False), scorer)
+    assert calls[3] is True  # the whole trace first, as parsed; it fails, then span by span:
+    bad_id = bad[1]["spanId"]
+    rebuilt = [
+        flag for flag, given in decoded[4:] if given[0]["spanId"] == bad_id and not given[0]["attributes"]
+    ]
+    assert rebuilt == [False]  # lenient_span_json's rebuilt span: the plain path

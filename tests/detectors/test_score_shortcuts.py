@@ -11,6 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import arguments
+from otel_semloop.detectors import text as text_detectors
 from otel_semloop.detectors.base import Episode
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.facts import StepFacts
@@ -135,3 +136,25 @@ def test_an_episode_update_takes_the_step_end_else_its_start() -> None:
     assert (found.detected_step, found.detected_ns, found.repeats, found.severity) == (4, 40, 7, 1.75)
     assert (episode.detected_step, episode.detected_ns, episode.count) == (4, 40, 3.5)
     assert Episode("s", 0, ended, description="", config=config).update(5, ended) is None  # severity 0
+
+
+# -- chanting: the unit bound counts every mark (the rare line breaks ruled out at once) ---
+
+_UNIT_PIECES = [
+    "Checking", "the file", " ", ".", "?", "!", "...", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d",
+    "\x1e", "\x1f", "\t", "\x7f", "\x85", "\u2028", "\u2029", "\u00e9", "a",
+]  # fmt: skip
+
+
+def plain_most_units(text: str) -> int:
+    return 1 + sum(text.count(mark) for mark in text_detectors._UNIT_MARKS)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.sampled_from(_UNIT_PIECES), max_size=40).map("".join), st.integers(1, 12))
+@example("Checking. Checking! Checking? a", 3)
+@example("Checking\nthe file. a", 3)
+@example("a\rb\x0bc\x0cd\x1ce\x1df\x1eg", 4)
+def test_unit_bound_counts_every_mark(text: str, enough: int) -> None:
+    assert text_detectors._most_units(text) == plain_most_units(text)
+    assert (text_detectors._most_units(text, enough) >= enough) == (plain_most_units(text) >= enough)
