@@ -49,7 +49,7 @@ from otel_semloop.envelopes import (
     unwrap_callback_input,
     unwrap_tool_result,
 )
-from otel_semloop.handoffs import handoff_target
+from otel_semloop.handoffs import handoff_name, handoff_target
 from otel_semloop.messages import (
     event_messages,
     flatten_text,
@@ -61,13 +61,11 @@ from otel_semloop.messages import (
 from otel_semloop.model import (
     STATUS_ERROR,
     EventRecord,
+    FillingStep,
     SpanRecord,
     Step,
     StepKind,
     ToolCall,
-    set_input_slot,
-    set_input_text_slot,
-    set_output_slot,
 )
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
@@ -226,7 +224,12 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             tool_arguments = unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
             tool_result = unwrap_tool_result(tool_result)
-        handoff_to = handoff_target(attrs if plan.transfer else _NO_ATTRIBUTES, name, tool_arguments)
+        if plan.transfer:
+            handoff_to = handoff_target(attrs, name, tool_arguments)
+        else:  # (what handoff_target gives without transfer attributes, its cached part first)
+            handoff_to, by_argument = handoff_name(name)
+            if by_argument:
+                handoff_to = handoff_target(attrs, name, tool_arguments)
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
         output_text = flatten_text(output)
@@ -282,8 +285,8 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     # The fields are stored here, not through Step's __init__: its generated code would
     # write input, input_text and output through their deferring descriptors (a Python
     # call each) only for them to be deleted again when deferred. The fields set are
-    # checked against Step's at import, below.
-    step = _new_step(Step)
+    # checked against Step's at import, below; it is a Step once filled (see FillingStep).
+    step = _new_step(FillingStep)
     step.kind = kind
     step.name = name
     step.span_id = record.span_id
@@ -293,10 +296,10 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     if defer_input or defer_output:
         step._deferred = (raw_in, envelope, raw_out)
     if not defer_input:
-        set_input_slot(step, step_input)
-        set_input_text_slot(step, input_text)
+        step.input = step_input
+        step.input_text = input_text
     if not defer_output:
-        set_output_slot(step, output)
+        step.output = output
     step.output_text = output_text
     step.tool_arguments = tool_arguments
     step.tool_result = tool_result
@@ -314,6 +317,7 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     step.synthetic = False
     step.handoff_to = handoff_to
     step.children = []
+    step.__class__ = Step
     return step
 
 
@@ -437,7 +441,6 @@ _RESULT = "gen_ai.tool.call.result"
 #: Key prefixes of indexed messages: a span with no key starting with one has none.
 _INDEXED_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.", "llm.output_messages.", "gen_ai.completion.")
 _NO_MESSAGES = (None, None)
-_NO_ATTRIBUTES: Mapping[str, Any] = {}
 _EVERY_KEY = ReadingPlan(lambda key: True, True)
 _PLANS: dict[tuple[str, ...], ReadingPlan] = {}
 _PLAN_ENTRIES = 256

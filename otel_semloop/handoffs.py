@@ -29,7 +29,7 @@ _HANDOFF_ARGS = ("agent_name", "agent", "coworker", "target", "to", "to_agent", 
 
 
 @functools.lru_cache(maxsize=1024)
-def _handoff_name(name: str) -> tuple[str | None, bool]:
+def handoff_name(name: str) -> tuple[str | None, bool]:
     """(the target a hand-off tool's name gives, whether the tool names it in an argument):
     a function of the name alone, cached (a trace calls a few tools many times)."""
     match = _HANDOFF_NAME.match(name)
@@ -47,7 +47,7 @@ def handoff_target(attrs: Mapping[str, Any], name: str, arguments: Any) -> str |
     target = attrs.get("gen_ai.transfer.target.name") or attrs.get("gen_ai.transfer.target")
     if isinstance(target, str) and target:
         return target
-    named, by_argument = _handoff_name(name)
+    named, by_argument = handoff_name(name)
     if named is not None:
         return named
     if by_argument and isinstance(arguments, Mapping):

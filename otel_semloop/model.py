@@ -308,16 +308,22 @@ class _DeferredField:
 
 
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
-#: The slots of the deferred fields (their member descriptors), read and written directly
-#: where no decoding may happen.
+#: The deferred fields' slots (member descriptors), read and written where nothing may decode.
 _SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
 for _field_name, _member in _SLOTS.items():
     setattr(Step, _field_name, _DeferredField(_field_name, _member))
-#: Writers of the deferred fields' slots (no descriptor call, nothing decoded), for
-#: :func:`~otel_semloop.conventions.read_step`, which stores a step's fields one by one.
-set_input_slot = _SLOTS["input"].__set__
-set_input_text_slot = _SLOTS["input_text"].__set__
-set_output_slot = _SLOTS["output"].__set__
+
+
+class FillingStep(Step):
+    """A Step while read_step stores its fields: the deferred ones are plain slots here (no
+    descriptor call); ``__class__ = Step`` then makes it a Step (it adds no slot)."""
+
+    __slots__ = ()
+    input = _SLOTS["input"]
+    input_text = _SLOTS["input_text"]
+    output = _SLOTS["output"]
+
+
 _INPUT_SLOT = _SLOTS["input"]
 _INPUT_TEXT_SLOT = _SLOTS["input_text"]
 #: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).

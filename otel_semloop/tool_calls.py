@@ -156,13 +156,13 @@ def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
     :class:`_LazyArguments`)."""
     # Written as a _Filling (plain slot stores), then made a ToolCall: see _Filling.
     call = _new_tool_call(_Filling)
-    call.name = str(name or "")
+    call.name = name if name.__class__ is str else str(name or "")  # (str() of a str: itself)
     if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
         call.arguments = UNDECODED
         call._arguments_text = arguments
     else:
         call.arguments = arguments
-    call.call_id = str(call_id) if call_id else None
+    call.call_id = (call_id if call_id.__class__ is str else str(call_id)) if call_id else None
     call.__class__ = ToolCall
     return call
 

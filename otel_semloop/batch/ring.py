@@ -77,8 +77,14 @@ class Ring:
             return 0 if n <= oldest else None
         return head if head + n <= oldest else None  # wrapped: free is [head, oldest)
 
-    def release(self) -> None:
-        """The oldest chunk's result is back: its space may be reused."""
+    def release(self, start: int) -> None:
+        """The result of the chunk put at ``start`` is back: its space may be reused.
+
+        Space is given back oldest first; a result taken out of that order would free space
+        a worker may still be reading, so it raises instead (a bug in the caller, never a
+        silently different output)."""
+        if not self._live or self._live[0][0] != start:
+            raise RuntimeError(f"ring space given back out of order (chunk at {start})")
         self._live.popleft()
 
     def close(self) -> None:

@@ -34,11 +34,14 @@ JOB_RING_BYTES = 8 << 20
 class Task:
     """A submitted task: :meth:`result` waits for it and gives its ring space back."""
 
-    __slots__ = ("future", "ring")
+    __slots__ = ("future", "ring", "start")
 
-    def __init__(self, future: concurrent.futures.Future[Any], ring: Ring | None) -> None:
+    def __init__(
+        self, future: concurrent.futures.Future[Any], ring: Ring | None = None, start: int = 0
+    ) -> None:
         self.future = future
         self.ring = ring
+        self.start = start
 
     def done(self) -> bool:
         return self.future.done()
@@ -46,7 +49,7 @@ class Task:
     def result(self) -> Any:
         result = self.future.result()
         if self.ring is not None:
-            self.ring.release()
+            self.ring.release(self.start)
             self.ring = None
         return result
 
@@ -66,9 +69,11 @@ class Pool:
         ring = self._chunks
         placed = ring.put([w[1] for w in work if w is not None]) if ring is not None else None
         if placed is None or ring is None:
-            return Task(self.executor.submit(parse_chunk, work, window, None, carried), None)
+            return Task(self.executor.submit(parse_chunk, work, window, None, carried))
         metas = [None if w is None else (w[0], w[2]) for w in work]
-        return Task(self.executor.submit(parse_ring, ring.key, placed, metas, window, None, carried), ring)
+        return Task(
+            self.executor.submit(parse_ring, ring.key, placed, metas, window, None, carried), ring, placed[0]
+        )
 
     def score(self, jobs: list[TraceJob], shared: bool = True) -> Task:
         """:func:`~otel_semloop.batch.worker.score_jobs` of ``jobs`` in a worker; through
@@ -76,9 +81,9 @@ class Pool:
         ring = self._jobs if shared else None
         placed = ring.put([job.payload for job in jobs]) if ring is not None else None
         if placed is None or ring is None:
-            return Task(self.executor.submit(score_jobs, jobs), None)
+            return Task(self.executor.submit(score_jobs, jobs))
         bare = [replace(job, payload=b"") for job in jobs]
-        return Task(self.executor.submit(score_ring_jobs, ring.key, placed, bare), ring)
+        return Task(self.executor.submit(score_ring_jobs, ring.key, placed, bare), ring, placed[0])
 
     def close(self) -> None:
         self.executor.shutdown(wait=True, cancel_futures=True)

@@ -4,6 +4,7 @@ same as through the pipe."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,8 +28,7 @@ def test_the_ring_never_hands_out_the_space_of_a_chunk_in_flight(ops):
         for op in ops:
             if op is None:
                 if live:
-                    ring.release()
-                    live.pop(0)
+                    ring.release(live.pop(0)[0][0])
                 continue
             raws = []
             for n in op:
@@ -54,9 +54,9 @@ def test_an_empty_ring_takes_any_chunk_that_fits_and_refuses_a_larger_one():
     try:
         assert ring.put([b"x" * _SIZE]) == [0, _SIZE]
         assert ring.put([b"y"]) is None  # full
-        ring.release()
+        ring.release(0)
         assert ring.put([b"y" * 10, b"z"]) == [0, 10, 11]
-        ring.release()
+        ring.release(0)
         assert ring.put([b"x" * (_SIZE + 1)]) is None
         assert ring.put([]) is None
     finally:
@@ -68,7 +68,7 @@ def test_a_chunk_placed_after_a_wrap_fits_before_the_oldest_chunk_in_flight_or_w
     try:
         ring.put([b"a" * 10_000])
         second = ring.put([b"b" * 5_000])
-        ring.release()  # the oldest, at 0, is back: the second is at 10,000
+        ring.release(0)  # the oldest, at 0, is back: the second is at 10,000
         assert ring.put([b"c" * 8_000]) == [0, 8_000]  # no room after the second: wraps
         assert ring.put([b"d" * 3_000]) is None  # 8,000 to 11,000 would overwrite the second
         assert ring.put([b"d" * 2_000]) == [8_000, 10_000]
@@ -167,3 +167,21 @@ def test_without_room_for_a_ring_chunks_go_through_the_pipe(tmp_path, monkeypatc
         == 0
     )
     assert sorted(labels(out).values()) == ["loop"] * 2 + ["no_loop"] * 2
+
+
+def test_space_given_back_out_of_order_is_refused_and_nothing_is_freed():
+    ring = Ring(_SIZE)
+    try:
+        first = ring.put([b"a" * 100])
+        second = ring.put([b"b" * (_SIZE - 100)])  # the ring is full
+        assert first is not None and second is not None
+        with pytest.raises(RuntimeError, match="out of order"):
+            ring.release(second[0])
+        # the first chunk is still in flight: its space is not handed out again
+        assert ring.put([b"c" * 100]) is None
+        ring.release(first[0])
+        ring.release(second[0])
+        with pytest.raises(RuntimeError, match="out of order"):
+            ring.release(0)  # nothing in flight
+    finally:
+        ring.close()

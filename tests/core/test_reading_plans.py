@@ -92,10 +92,20 @@ VALUES = st.one_of(
 )
 
 
+#: Tool names and arguments of hand-offs (named by the tool, or by an argument).
+HANDOFF_NAMES = ["transfer_to_billing", "transfer_to_agent", "handoff", "Delegate work to coworker", "search"]
+HANDOFF_ARGUMENTS = ['{"agent_name": "billing"}', '{"coworker": ""}', '{"to": 3}', '{"q": 1}']
+SPAN_NAMES = st.text(max_size=3) | st.sampled_from(HANDOFF_NAMES)
+
+
 @st.composite
 def value_for(draw: st.DrawFn, key: str) -> Any:
     if key in KIND_VALUES and draw(st.booleans()):
         return draw(st.sampled_from(KIND_VALUES[key]))
+    if key in ("gen_ai.tool.name", "tool.name", "traceloop.entity.name") and draw(st.booleans()):
+        return draw(st.sampled_from(HANDOFF_NAMES))
+    if key in (cv._ARGUMENTS, "input.value", "traceloop.entity.input") and draw(st.booleans()):
+        return draw(st.sampled_from(HANDOFF_ARGUMENTS))
     return draw(VALUES)
 
 
@@ -167,7 +177,7 @@ def assert_reads_as_every_key(record: SpanRecord) -> None:
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(KEY_TUPLES, st.data(), EVENTS, st.sampled_from([0, 1, 2]), st.text(max_size=3))
+@given(KEY_TUPLES, st.data(), EVENTS, st.sampled_from([0, 1, 2]), SPAN_NAMES)
 def test_a_span_reads_through_its_plan_as_through_every_key(
     keys: list[str], data: st.DataObject, events: list[EventRecord], status: int, name: str
 ) -> None:
