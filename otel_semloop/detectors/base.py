@@ -259,7 +259,10 @@ class IncrementalDetector(ABC):
 
     def findings(self) -> list[Finding]:
         """One finding per reported episode so far, at its peak; resolved episodes left out."""
-        return [episode.finding() for episode in self._episodes if not episode.resolved]
+        episodes = self._episodes
+        if not episodes:  # (most detectors of most traces: no comprehension to run)
+            return []
+        return [episode.finding() for episode in episodes if not episode.resolved]
 
     @property
     def calibration(self) -> dict[str, float]:

@@ -68,6 +68,7 @@ def _attributes(attrs: Any, decode: Any = attributes_json) -> dict[str, Any]:
 
 def _events_json(
     events: Any,
+    decode: Any = attributes_json,
     _type: Any = type,
     _str: Any = str,
     _dict: Any = dict,
@@ -75,7 +76,8 @@ def _events_json(
     _len: Any = len,
     _list_type: Any = list,
 ) -> list[EventRecord]:
-    """A span's ``events`` as records (raises :class:`Bad` with the path inside them).
+    """A span's ``events`` as records (raises :class:`Bad` with the path inside them);
+    ``decode`` reads their attribute lists, as the span's (see :func:`_attributes`).
 
     Why this spelling: each event is made without ``EventRecord.__init__`` (a frame an
     event), a time of fewer than 20 digits is converted by ``int`` at once (``_u64``
@@ -98,7 +100,7 @@ def _events_json(
                 t = _int(t) if _len(t) < 20 else _u64(t)
             else:
                 t = field(ev, "timeUnixNano", _u64)
-            attrs = _attributes(ev.get("attributes"))
+            attrs = _attributes(ev.get("attributes"), decode)
             event = _new_event(EventRecord)
             event.name = name
             event.time_ns = t
@@ -151,7 +153,7 @@ def _spans_json(
     the exact-type checks that only a subclass could fail: a span that is not a dict has
     no ``get`` (``AttributeError``), an unhashable trace id raises ``TypeError``, an id
     that is not a string fails ``len`` or the bulk ``join``; the caller then decodes
-    again value by value. Attributes are read by
+    again value by value. Attributes (the span's and its events') are read by
     :func:`~otel_semloop.otlp.anyvalue.attributes_json_parsed`. Times keep their type
     check: JSON numbers are valid times, and would send every such span there.
 
@@ -227,7 +229,7 @@ def _spans_json(
             events = get(_EVENTS)
             if events:
                 try:
-                    events = _events_json(events)
+                    events = _events_json(events, decode)
                 except Bad as e:
                     e.path.append("events")
                     raise
