@@ -13,8 +13,9 @@ Three layers, each with one job:
 Steps are ordered by start time with ties broken by tree (pre-)order, never by span id:
 span ids are random, so ordering by them pairs arbitrary steps.
 
-Size: the three layers plus what makes a step cheap to hold (fields decoded on first read,
-the lazy tree-view node): both are how a Step behaves, so they stay with it.
+Size: the three layers plus the Step's fields decoded on first read, which are how a Step
+behaves, so they stay with it; the tree-view node that reads a step's input on first
+lookup is a dict of its own, in :mod:`otel_semloop.tree_node`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 from otel_semloop.envelopes import decode_input, decode_json, decode_json_string
 from otel_semloop.messages import EventMessages, IndexedMessages, flatten_text
 from otel_semloop.tool_calls import ToolCall
+from otel_semloop.tree_node import lazy_node
 
 #: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
 #: OTLP ``AnyValue`` (decoded to dicts and lists) and bytes.
@@ -193,12 +195,12 @@ class Step(_Deferrable):
             node_input = self.tool_arguments
             if node_input is None:
                 if lazy and _undecoded_input(self):
-                    return _lazy_node(self, node_type, node_output)
+                    return lazy_node(self, node_type, node_output)
                 node_input = self.input
         else:
             node_output = self.output_text
             if lazy and _undecoded_input(self):
-                return _lazy_node(self, node_type, node_output)
+                return lazy_node(self, node_type, node_output)
             node_input = self.input_text if self.input is not None else None
         return {
             "type": node_type,
@@ -208,7 +210,7 @@ class Step(_Deferrable):
             "children": [],
         }
 
-    def _node_input(self) -> Any:
+    def node_input(self) -> Any:
         """The tree-view ``input`` of this step (see :meth:`tree_view`)."""
         if self.kind is _TOOL:
             return self.tool_arguments if self.tool_arguments is not None else self.input
@@ -338,79 +340,6 @@ def _undecoded_input(step: Step) -> bool:
     except AttributeError:
         return True
     return False
-
-
-def _lazy_node(step: Step, node_type: str, output: Any) -> _LazyInputNode:
-    node = _LazyInputNode(type=node_type, name=step.name, input=_UNFILLED, output=output, children=[])
-    node._step = step
-    return node
-
-
-class _LazyInputNode(dict):  # type: ignore[type-arg]
-    """A tree-view node (see :meth:`Step.tree_view`) whose ``"input"`` is read from its
-    step on first lookup (``get``, ``[]``). Its keys are there from the start (``len``,
-    ``in``, truth and key order are the dict's own, at C speed); every method that would
-    show the value (items, values, equality, repr, copies, ``dict(node)``) fills it in
-    first. A serialiser that reads dict storage directly (``orjson``) meets a stand-in it
-    cannot serialise (a TypeError, never a wrong value)."""
-
-    __slots__ = ("_step",)
-    _step: Step | None  # set by _lazy_node
-
-    def _fill(self) -> None:
-        step = self._step
-        if step is not None:
-            self._step = None
-            dict.__setitem__(self, "input", step._node_input())
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        if key == "input" and self._step is not None:
-            self._fill()
-        return dict.get(self, key, default)
-
-    def __getitem__(self, key: Any) -> Any:
-        if key == "input" and self._step is not None:
-            self._fill()
-        return dict.__getitem__(self, key)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        self._fill()
-        return (dict, (dict(self),))
-
-
-class _Unfilled:
-    """The stand-in for a lazy node's input until it is read (see :class:`_LazyInputNode`)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<input not read yet>"
-
-
-_UNFILLED = _Unfilled()
-
-
-def _filled_first(name: str) -> Any:
-    method = getattr(dict, name)
-
-    def call(self: _LazyInputNode, *args: Any, **kwargs: Any) -> Any:
-        self._fill()
-        for arg in args:  # dict's C code reads another node's storage directly
-            if isinstance(arg, _LazyInputNode):
-                arg._fill()
-        return method(self, *args, **kwargs)
-
-    call.__name__ = name
-    return call
-
-
-for _name in (
-    # __iter__: dict(node) and {**node} copy a dict's storage directly unless it is overridden.
-    "__iter__", "__eq__", "__ne__", "__repr__", "__setitem__", "__delitem__",
-    "__or__", "__ior__", "__reversed__", "keys", "items", "values", "copy", "pop", "popitem",
-    "setdefault", "update", "clear",
-):  # fmt: skip
-    setattr(_LazyInputNode, _name, _filled_first(_name))
 
 
 @dataclass(slots=True, eq=False)
