@@ -58,56 +58,38 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
     append = out.append
     hex32, hex16 = c.is_lower_hex32, c.is_lower_hex16
     seen: dict[str, bool] = {}
-    if type(doc) is not dict:
-        c.bad_type("a TracesData object", doc)
-    resource_spans = _list(doc, "resourceSpans")
-    for i, rs in enumerate(resource_spans):
-        try:
-            if type(rs) is not dict:
-                c.bad_type("a resourceSpans object", rs)
-            scope_spans = _list(rs, "scopeSpans")
-            for j, ss in enumerate(scope_spans):
-                try:
-                    if type(ss) is not dict:
-                        c.bad_type("a scopeSpans object", ss)
-                    spans = _list(ss, "spans")
-                    for k, span in enumerate(spans):
-                        # the fast path: lowercase hex ids as every SDK and Collector writes them
-                        if type(span) is dict:
-                            tid = span.get("traceId")
-                            sid = span.get("spanId")
-                            parent = span.get("parentSpanId")
-                            ok_tid = seen.get(tid) if type(tid) is str else None
-                            if ok_tid is None and type(tid) is str:
-                                ok_tid = seen[tid] = bool(hex32(tid)) and tid != _ZERO_TRACE_HEX
-                            if (
-                                ok_tid
-                                and type(sid) is str
-                                and len(sid) == 16
-                                and hex16(sid)
-                                and (
-                                    not parent
-                                    or (type(parent) is str and len(parent) == 16 and hex16(parent))
-                                )
-                            ):
-                                if parent:
-                                    flags = span.get("flags")
-                                    root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
-                                else:
-                                    root = True
-                                append(ScannedSpan(tid, sid, root, span))
-                                continue
-                        try:
-                            append(_scan_span(span))
-                        except Bad as e:
-                            e.path.append(f"spans[{k}]")
-                            raise
-                except Bad as e:
-                    e.path.append(f"scopeSpans[{j}]")
-                    raise
-        except Bad as e:
-            e.path.append(f"resourceSpans[{i}]")
-            raise
+
+    def scan(spans: list[Any]) -> None:
+        for k, span in enumerate(spans):
+            # the fast path: lowercase hex ids as every SDK and Collector writes them
+            if type(span) is dict:
+                tid = span.get("traceId")
+                sid = span.get("spanId")
+                parent = span.get("parentSpanId")
+                ok_tid = seen.get(tid) if type(tid) is str else None
+                if ok_tid is None and type(tid) is str:
+                    ok_tid = seen[tid] = bool(hex32(tid)) and tid != _ZERO_TRACE_HEX
+                if (
+                    ok_tid
+                    and type(sid) is str
+                    and len(sid) == 16
+                    and hex16(sid)
+                    and (not parent or (type(parent) is str and len(parent) == 16 and hex16(parent)))
+                ):
+                    if parent:
+                        flags = span.get("flags")
+                        root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
+                    else:
+                        root = True
+                    append(ScannedSpan(tid, sid, root, span))
+                    continue
+            try:
+                append(_scan_span(span))
+            except Bad as e:
+                e.path.append(f"spans[{k}]")
+                raise
+
+    c.each_span_array(doc, scan)
     return out
 
 
@@ -202,15 +184,6 @@ def _scan_span(span: Any) -> ScannedSpan:
             c.field(span, "parentSpanId", lambda v: c.span_id_hex(v, allow_empty=True))
         root = True
     return ScannedSpan(tid, sid, root, span)
-
-
-def _list(d: dict[str, Any], key: str) -> list[Any]:
-    value = d.get(key)
-    if type(value) is list:
-        return value
-    if value is None:
-        return []
-    c.bad_type("an array", value, key)
 
 
 def scan_proto(msg: TracesData) -> list[ScannedSpan]:

@@ -298,3 +298,40 @@ def double_json(value: float) -> float | str:
     if math.isnan(value):
         return "NaN"
     return "Infinity" if value > 0 else "-Infinity"
+
+
+def json_array(d: dict[str, Any], key: str) -> list[Any]:
+    """``d[key]`` when it is an array, ``[]`` when missing or null; raises :class:`Bad`
+    naming ``key`` for anything else."""
+    value = d.get(key)
+    if type(value) is list:
+        return value
+    if value is None:
+        return []
+    bad_type("an array", value, key)
+
+
+def each_span_array(doc: Any, visit: Callable[[list[Any]], None]) -> None:
+    """Call ``visit`` with each ``spans`` array of an OTLP JSON ``TracesData``, in order.
+
+    Raises :class:`Bad` for a level that is not an object or an array, and adds
+    ``scopeSpans[j]`` and ``resourceSpans[i]`` to the path of a :class:`Bad` that ``visit``
+    raises: one walk of the levels for the decoder and the rescore scan, which differ only
+    in what they do with a span."""
+    if type(doc) is not dict:
+        bad_type("a TracesData object", doc)
+    for i, rs in enumerate(json_array(doc, "resourceSpans")):
+        try:
+            if type(rs) is not dict:
+                bad_type("a resourceSpans object", rs)
+            for j, ss in enumerate(json_array(rs, "scopeSpans")):
+                try:
+                    if type(ss) is not dict:
+                        bad_type("a scopeSpans object", ss)
+                    visit(json_array(ss, "spans"))
+                except Bad as e:
+                    e.path.append(f"scopeSpans[{j}]")
+                    raise
+        except Bad as e:
+            e.path.append(f"resourceSpans[{i}]")
+            raise

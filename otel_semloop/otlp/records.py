@@ -288,15 +288,6 @@ if tuple(f.name for f in dataclasses.fields(SpanRecord)) != (
     raise ImportError("_spans_json stores each field of a SpanRecord by name: update it")
 
 
-def _list(d: dict[str, Any], key: str) -> list[Any]:
-    value = d.get(key)
-    if type(value) is list:
-        return value
-    if value is None:
-        return []
-    c.bad_type("an array", value, key)
-
-
 def records_from_json(obj: Any, where: str = "", *, json_types: bool = False) -> list[SpanRecord]:
     """Every span of one parsed OTLP JSON ``TracesData`` (a file-exporter line or an
     OTLP/HTTP JSON body) as a :class:`SpanRecord` whose ``source`` is the span's dict.
@@ -366,26 +357,7 @@ def _records_json(
     out: list[SpanRecord] = []
     append = out.append
     trace_ids: dict[str, str] = {}
-    if type(obj) is not dict:
-        c.bad_type("a TracesData object", obj)
-    resource_spans = _list(obj, "resourceSpans")
-    for rs in resource_spans:
-        try:
-            if type(rs) is not dict:
-                c.bad_type("a resourceSpans object", rs)
-            scope_spans = _list(rs, "scopeSpans")
-            for ss in scope_spans:
-                try:
-                    if type(ss) is not dict:
-                        c.bad_type("a scopeSpans object", ss)
-                    spans = _list(ss, "spans")
-                    _spans_json(spans, trace_ids, hexes, digits, append, parsed)
-                except Bad as e:
-                    e.path.append(f"scopeSpans[{c.index_of(scope_spans, ss)}]")
-                    raise
-        except Bad as e:
-            e.path.append(f"resourceSpans[{c.index_of(resource_spans, rs)}]")
-            raise
+    c.each_span_array(obj, lambda spans: _spans_json(spans, trace_ids, hexes, digits, append, parsed))
     return out
 
 
