@@ -84,6 +84,7 @@ class StepFacts:
         "_arg_words",
         "_arguments",
         "_signature",
+        "_step",
         "_text",
         "_text_after",
         "_text_epoch",
@@ -331,11 +332,10 @@ class Fingerprinter:
         elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
             # from a new one: only the failure detector reads it, and only about failures.
+            facts = StepFacts(step, index)
             if self.lazy:
-                facts = _LazyCall(step, index)
-                facts._step = step
+                facts._step = step  # made a ``_LazyCall`` below, once every slot is set
             else:
-                facts = StepFacts(step, index)
                 facts.call = _llm_call(step)
             facts.failure = classify_failure(step)
             self._text(step, facts, novelty=True)
@@ -355,6 +355,8 @@ class Fingerprinter:
         else:
             facts._text_after = anchor  # ``text_epoch``: that text's, once settled
         facts.content_epoch = self._content_epoch
+        if kind is _LLM and self.lazy:
+            facts.__class__ = _LazyCall
         return facts
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
@@ -481,19 +483,26 @@ def _llm_call(step: Step) -> int:
 class _LazyCall(StepFacts):
     """The facts of an LLM step in a replay: ``call`` (:func:`_llm_call`, which reads the
     whole input history) is computed on first read, so a step nobody asks about never
-    flattens or hashes its input. ``call`` is a property here (over ``_call``), shadowing
-    the base class's slot; not a ``__getattr__``, which would make every other attribute
-    read of these facts take the slow generic path."""
+    flattens or hashes its input. ``call`` is a property here (over the base class's
+    slot, with the step in ``_step`` until then); not a ``__getattr__``, which would make
+    every other attribute read of these facts take the slow generic path.
 
-    __slots__ = ("_call", "_step")
+    Built as a :class:`StepFacts` and made one of these (``__class__``, the same slots)
+    once the fingerprinter has set its slots: every attribute write of
+    :meth:`StepFacts.__init__` and :meth:`Fingerprinter.facts` then sees one class, and
+    CPython 3.11 specialises each write for the class it sees (two classes in turn, tool
+    and LLM steps, miss the specialisation about half the time)."""
 
-    # No ``__init__`` of its own (a second frame and a ``super()`` call per LLM step): the
-    # fingerprinter sets ``_step`` right after construction.
+    __slots__ = ()
 
     @property  # type: ignore[override]
     def call(self) -> int:
         step = self._step
         if step is not None:
             self._step = None
-            self._call = _llm_call(step)
-        return self._call
+            _CALL.__set__(self, _llm_call(step))
+        return _CALL.__get__(self)  # type: ignore[no-any-return]
+
+
+#: The ``call`` slot of :class:`StepFacts` (which :class:`_LazyCall`'s property shadows).
+_CALL = StepFacts.__dict__["call"]

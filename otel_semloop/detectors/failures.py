@@ -113,7 +113,7 @@ class FailureDetector(IncrementalDetector):
             self._open.clear()
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        kind = facts.kind
+        kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is not _TOOL and kind is not _LLM:
             return []
         failure = facts.failure
@@ -196,7 +196,7 @@ class RetryStormDetector(IncrementalDetector):
         return [stuck if finding == last else finding for finding in found]
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        kind = facts.kind
+        kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is not _TOOL and kind is not _LLM:
             return []
         if facts.failure is None:

@@ -16,6 +16,10 @@ Dispatch by step kind
     to ``detectors`` afterwards are not called. ``tests/detectors/test_dispatch.py``
     holds each default detector to its declaration: fed every step, or only the steps of
     its kinds, it reports the same findings and calibration after every step.
+    The suite, and the detectors that read LLM and tool steps alike, read the kind from
+    the step, not from its facts: in a replay an LLM step's facts are another class
+    (``facts._LazyCall``) and CPython 3.11 specialises an attribute read for one class, so
+    a read of ``facts.kind`` that sees both kinds in turn would miss about half the time.
 """
 
 from __future__ import annotations
@@ -109,7 +113,7 @@ class DetectorSuite:
         """Feed one step; the findings that just reached a new level (see ``IncrementalDetector``)."""
         facts = self._fingerprinter.facts(step, index)
         out: list[Finding] = []
-        for observe in self._observers[facts.kind]:
+        for observe in self._observers[step.kind]:
             found = observe(facts, step)
             if found:
                 out.extend(found)
@@ -126,7 +130,7 @@ class DetectorSuite:
             facts_of, observers = fingerprinter.facts, self._observers
             for index, step in enumerate(trace.steps):
                 facts = facts_of(step, index)
-                for observe in observers[facts.kind]:
+                for observe in observers[step.kind]:
                     observe(facts, step)
             return self.findings()
         finally:

@@ -82,7 +82,7 @@ class MonologueDetector(IncrementalDetector):
         self._episode = None
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        kind = facts.kind
+        kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is not _LLM:
             if (kind is _TOOL or kind is _AGENT) and self._last is not None:
                 self._break()  # (a run already broken has nothing to break)
@@ -326,7 +326,7 @@ class ChantingDetector(IncrementalDetector):
         self._floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
-        kind = facts.kind
+        kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is _LLM:
             text = step.output_text
         elif kind is _TOOL and _is_answer_tool(step.name):

@@ -218,3 +218,30 @@ def test_a_replay_digests_no_assistant_text_nobody_reads() -> None:
     assert not replay._text_reads  # nothing read, nothing digested
     assert facts[3].text_epoch == 1  # "checking the logs" said twice: one new text
     assert len(replay._text_reads) == 2
+
+
+def test_a_replay_leaves_llm_inputs_unread_until_their_call_is_read() -> None:
+    # An LLM step's ``call`` (its name and whole input) is computed on first read in a
+    # replay (the facts are built as plain StepFacts, then made lazy-call facts): a whole
+    # trace detected reads no LLM input, and a later read gives the live value.
+    from bench.detector_speed import genai_records
+    from otel_semloop.builder import build_trace
+    from otel_semloop.detectors.suite import DetectorSuite
+
+    config = DetectorConfig()
+    trace = build_trace(genai_records(30))
+    llm = [index for index, step in enumerate(trace.steps) if step.kind is StepKind.LLM]
+    assert llm
+    suite = DetectorSuite(config)
+    suite.detect(trace)
+    assert not any(trace.steps[index].is_decoded("input_text") for index in llm)
+    replay, live = Fingerprinter(config), Fingerprinter(config)
+    replay.lazy = True
+    replayed = [replay.facts(step, index) for index, step in enumerate(trace.steps)]
+    assert not any(trace.steps[index].is_decoded("input_text") for index in llm)
+    expected = [live.facts(step, index) for index, step in enumerate(trace.steps)]
+    for index in llm:
+        assert replayed[index].call == expected[index].call != 0
+        assert replayed[index].call == expected[index].call  # (read twice: kept)
+    for facts, want in zip(replayed, expected, strict=True):
+        assert tuple(getattr(facts, f) for f in _FIELDS) == tuple(getattr(want, f) for f in _FIELDS)
