@@ -24,6 +24,7 @@ import orjson
 __all__ = [
     "READ_CHUNK",
     "InputProblem",
+    "Pieces",
     "Reader",
     "Spool",
     "Unit",
@@ -73,6 +74,15 @@ class Unit:
         if self.document:
             return self.source
         return f"{self.source}:{self.seq}" if self.kind == "json" else f"{self.source} message {self.seq}"
+
+
+class Pieces(list):  # type: ignore[type-arg]
+    """A unit's compact JSON as the pieces that, joined, are its bytes: views of the line as
+    read and its patched spans' new bytes. Joining them copies the whole line once more;
+    the writer hands them to the kernel as they are, in one ``writev``, where it can (see
+    :meth:`~otel_semloop.batch.writer.Output.write_unit`), and joins them where it cannot."""
+
+    __slots__ = ()
 
 
 class Reader:
