@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
-import re
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -50,9 +49,10 @@ from typing import Any
 
 from otel_semloop.batch.chunks import ChunkResult, parse_chunk
 from otel_semloop.batch.held import Held, apply_written, job_for, render
+from otel_semloop.batch.hints import ReaderHints
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.tasks import Pool, Task
-from otel_semloop.batch.units import InputProblem, Unit
+from otel_semloop.batch.units import InputProblem, Pieces, Unit
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, TraceRow, score_jobs
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
@@ -73,7 +73,6 @@ DEFAULT_CHUNK_UNITS = 4096
 #: workers finish together instead of one scoring the last big chunk alone.
 MIN_TAIL_CHUNK_BYTES = 1 << 20
 _JOBS_PER_TASK = 16
-_TRACE_ID = re.compile(rb'"traceId"\s*:\s*"([0-9a-fA-F]{32})"')
 
 
 @dataclass(slots=True)
@@ -88,6 +87,8 @@ class EngineOptions:
     #: units are parsed (and the traces inside them scored) a chunk at a time
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     chunk_units: int = DEFAULT_CHUNK_UNITS
+    #: the writer takes a spliced line as :class:`~otel_semloop.batch.units.Pieces` (not joined)
+    pieces: bool = False
 
 
 @dataclass(slots=True)
@@ -128,9 +129,10 @@ class Engine:
     ``write(unit, doc, dirty)`` receives every unit in input order, ``dirty`` saying
     whether patches were applied to it. ``doc`` is None when the unit's ``raw`` bytes are
     to be written as read (a unit that gained nothing, in ``options.output_format``, or
-    one that did not parse); the unit's compact JSON (``bytes``) when it is JSON that
-    gained patches or has to be re-serialised; else the parsed document (a dict or a
-    ``TracesData``) with its patches applied.
+    one that did not parse); the unit's compact JSON (``bytes``, or with
+    ``options.pieces`` a spliced line's :class:`~otel_semloop.batch.units.Pieces`) when it
+    is JSON that gained patches or has to be re-serialised; else the parsed document (a
+    dict or a ``TracesData``) with its patches applied.
     """
 
     def __init__(self, options: EngineOptions, write: Writer, stats: EngineStats | None = None) -> None:
@@ -162,8 +164,7 @@ class Engine:
         self._chunk = 0  # the chunk whose units are being taken
         self._chunk_held: dict[int, list[Held]] = {}  # units of chunks with verdicts waiting
         self._verdicts: dict[str, tuple[int, int, tuple[str, ...], Any, Any]] = {}
-        self._last_ids: set[bytes] = set()
-        self._older_ids: set[bytes] = set()
+        self._hints = ReaderHints()
 
     # -- input -------------------------------------------------------------------------
 
@@ -193,21 +194,18 @@ class Engine:
         self._chunk_no += 1
         self.stats.chunks += 1
         work = [None if u.error is not None else (u.kind, u.raw, u.where) for u in units]
-        # Traces of the two previous chunks that go on in this one: the worker need not
-        # score them (a hint only: the engine checks every verdict it uses). Two, since a
-        # trace with spans in chunks N-2 and N but none in N-1 was otherwise scored twice.
-        ids: set[bytes] = set()
-        for u in units:
-            if u.error is None and u.kind == "json":
-                ids.update(_TRACE_ID.findall(u.raw))
-        carried = frozenset(i.decode().lower() for i in ids & (self._last_ids | self._older_ids))
-        self._older_ids, self._last_ids = self._last_ids, ids
         if full:
             self._start_pool()
+        # Traces of the two previous chunks that go on in this one: the worker need not
+        # score them (a hint, see batch/hints.py). Forked workers find it themselves; once
+        # they do, every later chunk goes to them too (the pool starts before the first
+        # full chunk is sent, and never stops before the end).
         task: Task | concurrent.futures.Future[ChunkResult]
         if self._pool is not None:
-            task = self._pool.parse(work, self.options.window, carried)
+            carried = None if self._pool.board is not None else self._hints.next(work)
+            task = self._pool.parse(work, self.options.window, carried, self._chunk_no)
         else:
+            carried = self._hints.next(work)
             task = concurrent.futures.Future()
             task.set_result(parse_chunk(work, self.options.window, self.options.spec, carried))
         self._chunks.append((self._chunk_no, units, task))
@@ -407,6 +405,8 @@ class Engine:
             held = pending.popleft()
             self._held_bytes -= len(held.unit.raw)
             doc = render(held, self.options.output_format)
+            if type(doc) is Pieces and not self.options.pieces:
+                doc = b"".join(doc)
             if self._spill is not None:
                 self._spill.hold(held, doc)
             else:

@@ -26,7 +26,7 @@ from otel_semloop.batch.spans import (
     scan_proto,
     trace_job,
 )
-from otel_semloop.batch.units import Unit
+from otel_semloop.batch.units import Pieces, Unit
 from otel_semloop.batch.worker import TraceJob
 from otel_semloop.writeback import SpanPatch
 
@@ -110,8 +110,8 @@ def apply_written(spans: list[tuple[Held, list[int]]], written: list[bytes | Non
 
 def render(held: Held, output_format: str) -> Any:
     """What the engine's writer gets as ``doc`` for a decided unit: None to copy
-    ``unit.raw`` as read; compact JSON bytes; or the parsed document with its patches
-    applied (see :class:`otel_semloop.batch.engine.Engine`)."""
+    ``unit.raw`` as read; compact JSON bytes, or :class:`Pieces` of it; or the parsed
+    document with its patches applied (see :class:`otel_semloop.batch.engine.Engine`)."""
     unit = held.unit
     if unit.error is not None:
         return None
@@ -141,11 +141,12 @@ def render(held: Held, output_format: str) -> Any:
     return doc
 
 
-def splice(raw: bytes, bounds: Any, patches: dict[int, SpanPatch | bytes]) -> bytes:
-    """The compact JSON line ``raw`` with its patched spans re-serialised: the bytes of
-    re-serialising the whole line, since ``raw`` is what orjson writes for it."""
+def splice(raw: bytes, bounds: Any, patches: dict[int, SpanPatch | bytes]) -> Pieces:
+    """The compact JSON line ``raw`` with its patched spans re-serialised, as pieces to be
+    joined (views of ``raw`` and the patched spans' bytes): the bytes of re-serialising the
+    whole line, since ``raw`` is what orjson writes for it."""
     view = memoryview(raw)
-    parts: list[Any] = []
+    parts = Pieces()
     at = 0
     for i in sorted(patches):
         patch = patches[i]
@@ -159,4 +160,4 @@ def splice(raw: bytes, bounds: Any, patches: dict[int, SpanPatch | bytes]) -> by
             parts.append(dump_json(span))
         at = end
     parts.append(view[at:])
-    return b"".join(parts)
+    return parts

@@ -288,6 +288,7 @@ def run(args: argparse.Namespace) -> int:
         spill_dir=args.spill_dir,
         output_format=fmt,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
+        pieces=True,  # Output.write_unit takes them
     )
     state = ReadState([], Spool())
     sizes = [s.size() for s in sources]

@@ -32,7 +32,7 @@ from otel_semloop.batch.spans import (
     scan_proto,
     trace_job,
 )
-from otel_semloop.batch.units import Unit
+from otel_semloop.batch.units import Pieces, Unit
 from otel_semloop.batch.worker import TraceJob
 
 __all__ = ["Spill"]
@@ -88,6 +88,8 @@ class Spill:
             data = unit.raw
         elif type(doc) is bytes:
             data = doc
+        elif type(doc) is Pieces:
+            data = b"".join(doc)
         else:
             data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
         meta = orjson.dumps(

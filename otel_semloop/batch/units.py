@@ -24,6 +24,7 @@ import orjson
 __all__ = [
     "READ_CHUNK",
     "InputProblem",
+    "Pieces",
     "Reader",
     "Spool",
     "Unit",
@@ -75,6 +76,15 @@ class Unit:
         return f"{self.source}:{self.seq}" if self.kind == "json" else f"{self.source} message {self.seq}"
 
 
+class Pieces(list):  # type: ignore[type-arg]
+    """A unit's compact JSON as the pieces that, joined, are its bytes: views of the line as
+    read and its patched spans' new bytes. Joining them copies the whole line once more;
+    the writer hands them to the kernel as they are, in one ``writev``, where it can (see
+    :meth:`~otel_semloop.batch.writer.Output.write_unit`), and joins them where it cannot."""
+
+    __slots__ = ()
+
+
 class Reader:
     """Line and message reads over a decompressed stream, bounded by ``limit``."""
 
@@ -105,45 +115,63 @@ class Reader:
     def lines(self) -> Iterator[tuple[bytes, tuple[IO[bytes], int, int] | None]]:
         """The rest of the stream as :meth:`read_line` and ``json_units`` together cut it
         (a line without its newline, then without one carriage return before it; the same
-        bound and spooling), read a block at a time: a line is one slice of its block,
-        where ``readline`` copies it out of the buffer and taking its newline off copies
-        it again. A line across blocks is joined once from views of them. ``read1``: what
-        one read gives, so that the lines before a truncated compressed stream's end are
-        all yielded before its error is raised."""
+        bound and spooling), read a block at a time into one buffer used again for every
+        block: a line is one copy out of it, where ``readline`` copies it out of the
+        stream's buffer and taking its newline off copies it again, and a block read into
+        new memory each time faulted in every page of the input (25k page faults per 100
+        MB). A line across blocks is joined from copies of its pieces.
+
+        One read a block, so that the lines before a truncated compressed stream's end are
+        all yielded before its error is raised: what the buffered stream holds first (one
+        ``read1``), then the raw stream under it, one ``readinto`` at a time (the buffered
+        stream's own ``readinto1`` copies what it holds and then reads the raw stream in
+        the same call, so an error there would lose the lines it held)."""
         fp, limit = self.fp, self.limit
-        buf = b""
-        pos = 0
-        pending: list[Any] = []  # views of a line's start in earlier blocks
+        raw = getattr(fp, "raw", None)
+        buf = bytearray(_BLOCK)
+        view = memoryview(buf)
+        filled = pos = 0
+        held = True  # the buffered stream may hold bytes: read it (at the start, after a spool)
+        pending: list[bytes] = []  # copies of a line's start in earlier blocks
         pending_len = 0
         while True:
-            end = buf.find(b"\n", pos)
+            end = buf.find(b"\n", pos, filled)
             if end < 0:
-                if pos < len(buf):
-                    pending.append(memoryview(buf)[pos:])
-                    pending_len += len(buf) - pos
+                if pos < filled:
+                    pending.append(bytes(view[pos:filled]))
+                    pending_len += filled - pos
                 if pending_len > limit:
                     yield b"", self._spool_rest(pending, pending_len)
                     pending, pending_len = [], 0
-                buf, pos = fp.read1(_BLOCK), 0  # type: ignore[attr-defined]
-                if not buf:
+                    held = True
+                if held or raw is None:
+                    data = fp.read1(_BLOCK)  # type: ignore[attr-defined]
+                    filled = len(data)
+                    view[:filled] = data
+                    del data
+                    held = False
+                else:
+                    filled = raw.readinto(view) or 0
+                pos = 0
+                if not filled:
                     if pending:  # the last line, without a newline: kept as it is
                         yield b"".join(pending), None
                     return
                 continue
             size = pending_len + end - pos
             if size > limit:
-                pending.append(memoryview(buf)[pos : end + 1])
+                pending.append(bytes(view[pos : end + 1]))
                 yield b"", self._spool_rest(pending, size + 1, ended=True)
                 pending, pending_len = [], 0
             elif pending:
-                pending.append(memoryview(buf)[pos:end])
+                pending.append(bytes(view[pos:end]))
                 line = b"".join(pending)
                 pending, pending_len = [], 0
                 yield (line[:-1] if line[-1:] == b"\r" else line), None
             elif end > pos and buf[end - 1] == 13:  # \r
-                yield buf[pos : end - 1], None
+                yield bytes(view[pos : end - 1]), None
             else:
-                yield buf[pos:end], None
+                yield bytes(view[pos:end]), None
             pos = end + 1
 
     def _spool_rest(self, pieces: list[Any], length: int, ended: bool = False) -> tuple[IO[bytes], int, int]:

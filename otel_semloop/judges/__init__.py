@@ -7,24 +7,60 @@ one request, with the trace's text sent as redacted data. See
 (how answers count), :mod:`~otel_semloop.judges.scorer` (staged scoring in the front doors),
 :mod:`~otel_semloop.judges.escalation` (which traces are sent), :mod:`~otel_semloop.judges.http`
 (the client), and the backends: System One, OpenAI-compatible, scripted, local offline.
+
+The names below are imported on first use (PEP 562): the command line adds the judge flags
+(:mod:`~otel_semloop.judges.settings`) to every ``rescore`` and ``serve``, and importing the
+judge itself (asyncio, the answer cache's sqlite3) cost each run about 45 ms of start-up
+CPU (90 ms without bytecode caches) when no judge is asked for.
 """
 
-from otel_semloop.judges.base import (
-    Answer,
-    JudgeBackend,
-    JudgeError,
-    JudgeHTTPError,
-    JudgeProtocolError,
-    JudgeRequest,
-    JudgeResponse,
-    JudgeTimeout,
-    JudgeUnavailable,
-)
-from otel_semloop.judges.escalation import Escalation
-from otel_semloop.judges.judge import Judge, JudgeStats
-from otel_semloop.judges.questions import QuestionConfig, build_question_set
-from otel_semloop.judges.scorer import JudgedScorer
-from otel_semloop.judges.settings import BACKENDS, JudgeSettings, make_judge, make_judged_scorer
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otel_semloop.judges.base import (
+        Answer,
+        JudgeBackend,
+        JudgeError,
+        JudgeHTTPError,
+        JudgeProtocolError,
+        JudgeRequest,
+        JudgeResponse,
+        JudgeTimeout,
+        JudgeUnavailable,
+    )
+    from otel_semloop.judges.escalation import Escalation
+    from otel_semloop.judges.judge import Judge, JudgeStats
+    from otel_semloop.judges.questions import QuestionConfig, build_question_set
+    from otel_semloop.judges.scorer import JudgedScorer
+    from otel_semloop.judges.settings import BACKENDS, JudgeSettings, make_judge, make_judged_scorer
+
+#: Each public name and the module that defines it.
+_HOMES = {
+    **dict.fromkeys(
+        (
+            "Answer",
+            "JudgeBackend",
+            "JudgeError",
+            "JudgeHTTPError",
+            "JudgeProtocolError",
+            "JudgeRequest",
+            "JudgeResponse",
+            "JudgeTimeout",
+            "JudgeUnavailable",
+        ),
+        "base",
+    ),
+    "Escalation": "escalation",
+    "Judge": "judge",
+    "JudgeStats": "judge",
+    "QuestionConfig": "questions",
+    "build_question_set": "questions",
+    "JudgedScorer": "scorer",
+    **dict.fromkeys(("BACKENDS", "JudgeSettings", "make_judge", "make_judged_scorer"), "settings"),
+}
 
 __all__ = [
     "BACKENDS",
@@ -47,3 +83,16 @@ __all__ = [
     "make_judge",
     "make_judged_scorer",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'otel_semloop.judges' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"otel_semloop.judges.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

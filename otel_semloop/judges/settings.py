@@ -31,13 +31,17 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_semloop.errors import ConfigError
-from otel_semloop.judges.cache import AnswerCache
 from otel_semloop.judges.escalation import Escalation
-from otel_semloop.judges.judge import Judge
 from otel_semloop.settings import load, setting, validate
+
+if TYPE_CHECKING:
+    from otel_semloop.judges.judge import Judge
+
+# The judge itself (asyncio, sqlite3) is imported where one is made, not with the flags and
+# settings every rescore and serve reads (see otel_semloop.judges).
 
 __all__ = ["BACKENDS", "ENV_PREFIX", "Backend", "JudgeSettings", "make_judge", "make_judged_scorer"]
 
@@ -113,6 +117,9 @@ def make_judge(settings: JudgeSettings, backend: Any = None) -> Judge | None:
         if not settings.enabled:
             return None
         backend = _backend(settings)
+    from otel_semloop.judges.cache import AnswerCache
+    from otel_semloop.judges.judge import Judge
+
     cache = AnswerCache(settings.cache) if settings.cache else AnswerCache()
     return Judge(backend, cache=cache, timeout=settings.timeout)
 
@@ -185,6 +192,7 @@ def scorer_with_judge(
     scorer stops waiting for the judge just before it ends, so the deterministic verdict
     goes out in time.
     """
+    from otel_semloop.judges.judge import Judge
     from otel_semloop.judges.scorer import JudgedScorer
     from otel_semloop.scoring import Scorer
 

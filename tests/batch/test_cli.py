@@ -164,3 +164,32 @@ def test_version_is_printed(capsys):
         main(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.startswith("otel-semloop ")
+
+
+def test_a_rescore_without_a_judge_does_not_import_the_judge(tmp_path):
+    # the judge flags are on every rescore; the judge itself (asyncio, sqlite3) is imported
+    # only when one is asked for (start-up CPU)
+    source = EXAMPLE
+    code = (
+        "import sys\n"
+        "from otel_semloop.cli import main\n"
+        f"assert main(['rescore', {str(source)!r}, '-o', {str(tmp_path / 'out.jsonl')!r}, '-q']) == 0\n"
+        "print(sorted(m for m in ('asyncio', 'sqlite3', 'otel_semloop.judges.judge') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_name_of_the_judges_package_is_there_when_asked_for():
+    import importlib
+
+    judges = importlib.import_module("otel_semloop.judges")
+    for name in judges.__all__:
+        value = getattr(judges, name)
+        home = importlib.import_module(value.__module__) if hasattr(value, "__module__") else None
+        assert home is None or getattr(home, name) is value
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        judges.Nope  # noqa: B018
+    from otel_semloop.judges import JudgedScorer, make_judge  # the from-import form too
+
+    assert JudgedScorer.__name__ == "JudgedScorer" and callable(make_judge)
