@@ -11,19 +11,28 @@ from otel_semloop.batch.tasks import Pool
 from otel_semloop.batch.worker import ScorerSpec
 
 
-def test_the_pool_freezes_the_collector_while_it_runs_and_unfreezes_on_close():
+def test_the_pool_freezes_and_pauses_the_collector_while_it_runs_and_not_in_its_workers():
     before = gc.get_freeze_count()
+    assert gc.isenabled()
     pool = Pool(2, ScorerSpec(), 1 << 16)
     try:
         frozen = gc.get_freeze_count()
         assert frozen > before  # the imported stack is out of the collector's reach
+        assert not gc.isenabled()  # paused here while the pool runs
         if pool._chunks is not None:  # forked: a worker inherits the frozen objects
             assert pool.executor.submit(gc.get_freeze_count).result() > frozen // 2
+            assert pool.executor.submit(gc.isenabled).result()  # and collects
     finally:
         pool.close()
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and gc.isenabled()
     pool.close()  # closing twice unfreezes nothing else
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and gc.isenabled()
+    gc.disable()
+    try:  # a caller that paused the collector itself keeps it paused
+        Pool(2, ScorerSpec(), 1 << 16).close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_board_gives_each_chunk_its_posted_ids_and_nothing_else():
