@@ -102,3 +102,25 @@ def test_forked_workers_find_the_hint_the_reading_process_would(tmp_path, monkey
         assert carried == sorted(expected)
         found += bool(expected)
     assert found >= 3  # traces cut by the chunks' edges: the hint was not empty
+
+
+def test_a_job_carries_its_spans_bytes_as_one_json_array_in_their_order():
+    from array import array
+
+    from otel_semloop.batch.held import Held, job_for
+    from otel_semloop.batch.units import Unit
+
+    def held(raw: bytes, spans: list[tuple[int, int]], sids: str) -> Held:
+        h = Held(Unit("x", 1, "json", raw))
+        h.bounds = array("q", [x for span in spans for x in span])
+        h.spans = None  # the spans are found by their bounds in the line
+        h.sids = sids
+        return h
+
+    a = held(
+        b'{"s":[{"a":1},{"b":2},{"c":3}]}', [(6, 13), (14, 21), (22, 29)], "1" * 16 + "2" * 16 + "3" * 16
+    )
+    b = held(b'{"s":[{"d":4}]}', [(6, 13)], "4" * 16)
+    job = job_for("t", [(a, [0, 2]), (b, [0])], ("root",))
+    assert job.payload == b'[{"a":1},{"c":3},{"d":4}]' and job.span_ids == "1" * 16 + "3" * 16 + "4" * 16
+    assert job_for("t", [(b, [0])], ()).payload == b'[{"d":4}]'  # one span: both brackets on it
