@@ -57,6 +57,29 @@ def test_prepared_output_equals_the_plain_word_filter(text: str) -> None:
         assert prepared.most == len(expected) - 1
 
 
+#: Any ASCII text (every control, blank, capital and punctuation mark), and some not ASCII,
+#: with enough long words around it that the filter runs: its short words must all be dropped.
+_ASCII_WORDS = st.lists(
+    st.one_of(
+        st.text(st.characters(max_codepoint=127), min_size=1, max_size=3),
+        st.sampled_from([*_PIECES, "\u00e9", "\u00e9x", "\u00c9t\u00e9"]),  # (short non-ASCII words)
+    ),
+    max_size=40,
+).map(lambda pieces: " ".join(["alpha"] * MIN_MEANINGFUL_WORDS + pieces))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(_ASCII_WORDS)
+@example(" ".join(["alpha"] * MIN_MEANINGFUL_WORDS + ["\x7f", "!?", "A", "Zz", "\x00\x01", "ok"]))
+def test_an_ascii_output_drops_every_short_word_and_stop_word(text: str) -> None:
+    # ASCII texts are filtered by one set lookup per word (``_ASCII_DROPPED``), others by
+    # the plain comprehension: the words kept must be the plain filter's.
+    prepared = _prepare(text)
+    expected = plain_prepared_words(text)
+    assert prepared is not None and expected is not None
+    assert prepared.text == " ".join(expected)
+
+
 # -- shell forms: a command of plain words is its own canonical and near form --------------
 
 _SHELL_PIECES = [
