@@ -122,6 +122,8 @@ def step_kind(
         operation = ""
     if operation == "execute_tool":
         return _TOOL
+    if operation == "chat":  # (the usual LLM operation: no set lookup)
+        return _LLM
     if operation in _GENAI_AGENT_OPERATIONS:
         return _AGENT
     if operation in _GENAI_LLM_OPERATIONS or (plan.llm_request_type and "llm.request.type" in attributes):
@@ -243,7 +245,7 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         # dropped (decoded again on a read of ``output``), fewer objects live per step.
         defer_output = output is not raw_out and isinstance(raw_out, str)
 
-    if defer_input:
+    if defer_input or raw_in is None:  # (no input: None and "", as decode_input and flatten_text give)
         step_input = None
         input_text = ""
     else:
@@ -446,14 +448,6 @@ _PLANS: dict[tuple[str, ...], ReadingPlan] = {}
 _PLAN_ENTRIES = 256
 #: The plan remembered for a key tuple, or None (the builder's lookup per span, no call).
 remembered_plan = _PLANS.get
-
-
-def _first_present(attrs: Mapping[str, Any], *keys: str) -> Any:
-    for key in keys:
-        value = attrs.get(key)
-        if value is not None:
-            return value
-    return None
 
 
 def _as_int(value: Any) -> int | None:

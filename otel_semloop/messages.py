@@ -335,7 +335,10 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
     in one pass over their parts; anything else by the two readers themselves."""
     if output.__class__ is not list or not output:
         return flatten_text(output), requested_tool_calls(output)
-    texts: list[str] = []
+    # (A message's first text part, and the whole output's first message text, are kept
+    # as they are: a list is made only for a second one, as ``"\n".join`` of one string
+    # is that string.)
+    texts: Any = None  # the messages' texts: None, the first text, or a list from the second
     calls: list[ToolCall] = []
     for message in output:
         if message.__class__ is not dict:
@@ -343,7 +346,7 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
         parts = message.get("parts")
         if parts.__class__ is not list or "content" in message or "tool_calls" in message:
             break
-        message_texts = []
+        text: Any = None  # this message's text parts, as ``texts``
         for part in parts:
             if part.__class__ is not dict:
                 break
@@ -353,17 +356,32 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
                 if content is _ABSENT:
                     content = part.get("text")
                 if isinstance(content, str):
-                    message_texts.append(content)
+                    if content.__class__ is not str:  # (joined, as before: an exact str)
+                        content = "\n".join((content,))
+                    if text is None:
+                        text = content
+                    elif text.__class__ is list:
+                        text.append(content)
+                    else:
+                        text = [text, content]
             elif kind == "tool_call":
                 calls.append(requested_call(part.get("name"), part.get("arguments"), part.get("id")))
         else:
-            text = "\n".join(message_texts)
+            if text.__class__ is list:
+                text = "\n".join(text)
             if text:
-                texts.append(text)
+                if texts is None:
+                    texts = text
+                elif texts.__class__ is list:
+                    texts.append(text)
+                else:
+                    texts = [texts, text]
             continue
         break
     else:
-        return "\n".join(texts), calls
+        if texts.__class__ is list:
+            return "\n".join(texts), calls
+        return texts or "", calls
     return flatten_text(output), requested_tool_calls(output)
 
 

@@ -88,7 +88,11 @@ def job_for(tid: str, spans: list[tuple[Held, list[int]]], roots: tuple[str, ...
             parts += held.parts(indexes)
             sids = held.sids
             ids += [sids[16 * i : 16 * i + 16] for i in indexes]
-        payload = b"".join([b"[", b",".join(parts), b"]"])
+        # one join: the brackets go on the first and last span's bytes (a copy of those
+        # two only), not around the joined spans (a second copy of the whole payload)
+        parts[0] = b"[" + parts[0]
+        parts[-1] = b"".join((parts[-1], b"]"))
+        payload = b",".join(parts)
         return TraceJob(tid, "json", payload, roots, not roots, "".join(ids))
     return trace_job(tid, [(held.unit.kind, held.span(i)) for held, indexes in spans for i in indexes], roots)
 

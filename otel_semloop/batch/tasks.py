@@ -12,6 +12,13 @@ and a forked worker's collections do not touch (and so copy) the pages it shares
 reading process. :meth:`Pool.close` unfreezes them (a garbage cycle that was alive at the
 fork is collected then instead of earlier).
 
+And why the reading process's collector is then paused until the pool closes (once the
+workers have forked: they collect as before): what it allocates meanwhile (the results'
+tuples and lists, the units it holds, its bookkeeping) holds no cycles. On the 100 MB
+bench its 63 collections found 39 cyclic objects, all in the one that ran before the
+fork, and cost 16 ms of CPU (1.4 + 1.6 ms in the main thread, 7.7 + 5.2 ms in the
+executor's thread, unpickling results); whatever cycle there is waits for the close.
+
 Why rings are given back on taking a result: a chunk's (or a job batch's) space in its
 ring is reused only once the worker has returned, so no bytes a worker may still read are
 overwritten; the engine takes chunk results in chunk order and job results in submission
@@ -85,6 +92,8 @@ class Pool:
                 board.close()
             raise
         self._chunks, self._jobs = rings if rings else (None, None)
+        self._collecting = gc.isenabled()
+        gc.disable()  # the workers have forked (collecting as before): see the module doc
         if not rings:  # not forked: the workers do not share the board
             board.close()
             board = None
@@ -133,6 +142,8 @@ class Pool:
         if self._frozen:
             gc.unfreeze()
             self._frozen = False
+            if self._collecting:
+                gc.enable()
         for ring in (self._chunks, self._jobs):
             if ring is not None:
                 ring.close()

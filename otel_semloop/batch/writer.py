@@ -214,16 +214,20 @@ class Output:
             self._buffered = False
         bufs = [*pieces, b"\n"]
         size = sum(map(len, bufs))
-        i = 0
-        while i < len(bufs):
-            written = os.writev(self._fd, bufs[i : i + _IOV_MAX])
-            if not written:
-                raise OSError("wrote nothing")
-            while i < len(bufs) and written >= len(bufs[i]):  # the buffers written whole
-                written -= len(bufs[i])
-                i += 1
-            if written:  # a part of one: the rest of it next
-                bufs[i] = memoryview(bufs[i])[written:]
+        written = os.writev(self._fd, bufs[:_IOV_MAX])
+        if written != size:  # not all at once (a regular file takes it all): the rest
+            i = 0
+            while True:
+                if not written:
+                    raise OSError("wrote nothing")
+                while i < len(bufs) and written >= len(bufs[i]):  # the buffers written whole
+                    written -= len(bufs[i])
+                    i += 1
+                if i == len(bufs):
+                    break
+                if written:  # a part of one: the rest of it next
+                    bufs[i] = memoryview(bufs[i])[written:]
+                written = os.writev(self._fd, bufs[i : i + _IOV_MAX])
         self._unhinted += size - 1
         if self._unhinted >= _WRITEBACK_EVERY:
             self._start_writeback()

@@ -241,7 +241,7 @@ def _spans_json(
             if flags:
                 if _type(flags) is not _int or flags < 0 or flags > c.MAX_U32:
                     flags = field(span, "flags", c.u32)
-                remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
+                remote = flags & FLAGS_IS_REMOTE != 0 if flags & FLAGS_HAS_IS_REMOTE else None
             else:
                 if flags is not None:
                     field(span, "flags", c.u32)

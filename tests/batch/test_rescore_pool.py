@@ -11,19 +11,28 @@ from otel_semloop.batch.tasks import Pool
 from otel_semloop.batch.worker import ScorerSpec
 
 
-def test_the_pool_freezes_the_collector_while_it_runs_and_unfreezes_on_close():
+def test_the_pool_freezes_and_pauses_the_collector_while_it_runs_and_not_in_its_workers():
     before = gc.get_freeze_count()
+    assert gc.isenabled()
     pool = Pool(2, ScorerSpec(), 1 << 16)
     try:
         frozen = gc.get_freeze_count()
         assert frozen > before  # the imported stack is out of the collector's reach
+        assert not gc.isenabled()  # paused here while the pool runs
         if pool._chunks is not None:  # forked: a worker inherits the frozen objects
             assert pool.executor.submit(gc.get_freeze_count).result() > frozen // 2
+            assert pool.executor.submit(gc.isenabled).result()  # and collects
     finally:
         pool.close()
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and gc.isenabled()
     pool.close()  # closing twice unfreezes nothing else
-    assert gc.get_freeze_count() == before
+    assert gc.get_freeze_count() == before and gc.isenabled()
+    gc.disable()
+    try:  # a caller that paused the collector itself keeps it paused
+        Pool(2, ScorerSpec(), 1 << 16).close()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_board_gives_each_chunk_its_posted_ids_and_nothing_else():
@@ -93,3 +102,25 @@ def test_forked_workers_find_the_hint_the_reading_process_would(tmp_path, monkey
         assert carried == sorted(expected)
         found += bool(expected)
     assert found >= 3  # traces cut by the chunks' edges: the hint was not empty
+
+
+def test_a_job_carries_its_spans_bytes_as_one_json_array_in_their_order():
+    from array import array
+
+    from otel_semloop.batch.held import Held, job_for
+    from otel_semloop.batch.units import Unit
+
+    def held(raw: bytes, spans: list[tuple[int, int]], sids: str) -> Held:
+        h = Held(Unit("x", 1, "json", raw))
+        h.bounds = array("q", [x for span in spans for x in span])
+        h.spans = None  # the spans are found by their bounds in the line
+        h.sids = sids
+        return h
+
+    a = held(
+        b'{"s":[{"a":1},{"b":2},{"c":3}]}', [(6, 13), (14, 21), (22, 29)], "1" * 16 + "2" * 16 + "3" * 16
+    )
+    b = held(b'{"s":[{"d":4}]}', [(6, 13)], "4" * 16)
+    job = job_for("t", [(a, [0, 2]), (b, [0])], ("root",))
+    assert job.payload == b'[{"a":1},{"c":3},{"d":4}]' and job.span_ids == "1" * 16 + "3" * 16 + "4" * 16
+    assert job_for("t", [(b, [0])], ()).payload == b'[{"d":4}]'  # one span: both brackets on it

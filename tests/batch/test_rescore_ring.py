@@ -118,7 +118,8 @@ def test_chunks_and_jobs_through_the_rings_write_the_bytes_they_write_through_th
     ringed, piped = tmp_path / "ringed.jsonl", tmp_path / "piped.jsonl"
     assert main([*command, "-o", str(ringed)]) == 0
     # chunks (the larger ring) and the jobs of the traces they cut (the job ring)
-    assert sum(ok for size, ok in placed if size != JOB_RING_BYTES) >= 5
+    chunks = [ok for size, ok in placed if size != JOB_RING_BYTES]
+    assert len(chunks) >= 5 and all(chunks)  # the chunk ring has room for every chunk in flight
     assert sum(ok for size, ok in placed if size == JOB_RING_BYTES) >= 2
     monkeypatch.setattr(Ring, "put", lambda self, raws: None)  # every chunk through the pipe
     assert main([*command, "-o", str(piped)]) == 0
@@ -185,3 +186,29 @@ def test_space_given_back_out_of_order_is_refused_and_nothing_is_freed():
             ring.release(0)  # nothing in flight
     finally:
         ring.close()
+
+
+def test_a_ring_sized_to_the_chunk_and_its_slack_takes_every_chunk_in_flight(tmp_path, monkeypatch):
+    # the ring has room for the workers + 1 chunks in flight and the one being put in
+    import threading
+
+    from otel_semloop.batch import tasks
+
+    if threading.active_count() != 1:
+        return
+    monkeypatch.setattr(tasks, "RING_SLACK", 2_000)  # a chunk ends within a line (< 1,900 bytes) past 5,000
+    source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=12, per_line=3))
+    placed: list[tuple[int, bool]] = []
+    put = Ring.put
+
+    def counting(self, raws):
+        offsets = put(self, raws)
+        placed.append((self.size, offsets is not None))
+        return offsets
+
+    monkeypatch.setattr(Ring, "put", counting)
+    out = tmp_path / "out.jsonl"
+    command = ["rescore", str(source), "-q", "--workers", "2", "--chunk-mb", str(5_000 / (1 << 20))]
+    assert main([*command, "-o", str(out)]) == 0
+    chunks = [ok for size, ok in placed if size == 4 * 7_000]
+    assert len(chunks) >= 8 and all(chunks)

@@ -637,3 +637,14 @@ def test_requested_calls_are_linked_to_tool_steps_as_the_two_reference_passes_li
     assert [repr(s) for s in got] == [repr(s) for s in want]
     # The tool calls a step was given are not changed by matching them.
     assert [s.tool_calls for s in got] == [s.tool_calls for s in want]
+
+
+def test_an_output_s_text_from_str_subclasses_is_a_plain_str_as_the_readers_give_it() -> None:
+    class Text(str):
+        pass
+
+    one = [{"role": "assistant", "parts": [{"type": "text", "content": Text("a")}]}]
+    two = [{"parts": [{"type": "text", "content": Text("a")}]}, {"parts": [{"type": "text", "content": "b"}]}]
+    for output in (one, two):
+        text, calls = text_and_tool_calls(output)
+        assert text == flatten_text(output) and text.__class__ is str and calls == []

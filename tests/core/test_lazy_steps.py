@@ -34,6 +34,15 @@ from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, me
 TRACE = "0" * 31 + "1"
 
 
+def _first_present(attrs: Any, *keys: str) -> Any:
+    """The first of ``keys`` whose value is not None (the eager reference's key probing)."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
+
+
 def _llm(messages: Any, output: Any = None, **extra: Any) -> SpanRecord:
     attributes = {"gen_ai.operation.name": "chat", "gen_ai.input.messages": messages, **extra}
     if output is not None:
@@ -279,9 +288,9 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
             step_in = step_in or msg.first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
             step_out = step_out or msg.first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
     if step_in is None:
-        step_in = cv._first_present(attrs, *cv._INPUT_KEYS)
+        step_in = _first_present(attrs, *cv._INPUT_KEYS)
     if step_out is None:
-        step_out = cv._first_present(attrs, *cv._OUTPUT_KEYS)
+        step_out = _first_present(attrs, *cv._OUTPUT_KEYS)
     if record.events and kind is not StepKind.AGENT and (step_in is None or step_out is None):
         events_in, events_out = msg.event_messages(record.events)
         if kind is StepKind.TOOL:
@@ -324,7 +333,7 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
     out["error_type"] = str(error_type or "") if out["is_error"] else ""
     out["error_message"] = (message or "") if out["is_error"] else ""
     out["input_tokens"] = cv._as_int(
-        cv._first_present(
+        _first_present(
             attrs,
             "gen_ai.usage.input_tokens",
             "gen_ai.usage.prompt_tokens",
@@ -333,7 +342,7 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
         )
     )
     out["output_tokens"] = cv._as_int(
-        cv._first_present(
+        _first_present(
             attrs,
             "gen_ai.usage.output_tokens",
             "gen_ai.usage.completion_tokens",
@@ -341,7 +350,7 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
             "confident.llm.output_token_count",
         )
     )
-    cost = cv._first_present(attrs, "gen_ai.usage.cost", "llm.cost.total")
+    cost = _first_present(attrs, "gen_ai.usage.cost", "llm.cost.total")
     out["cost"] = float(cost) if isinstance(cost, (int, float)) else None
     return out
 

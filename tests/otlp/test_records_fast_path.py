@@ -322,3 +322,13 @@ def test_an_exporter_shaped_trace_takes_the_first_pass(monkeypatch):
             "eee19b7ec3c1b173",
         ]
         assert passes == [True]
+
+
+@pytest.mark.parametrize(
+    ("flags", "remote"), [(0, None), (0x100, False), (0x300, True), (0x200, None), (0x3FF, True)]
+)
+def test_parent_is_remote_is_a_bool_or_none_from_the_flags(flags, remote):
+    # (the flag bit is compared, not converted by bool(): the result must still be a bool)
+    for json_types in (False, True):
+        (record,) = records_from_json(_doc(_span(flags=flags)), json_types=json_types)
+        assert record.parent_is_remote is remote
