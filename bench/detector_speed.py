@@ -320,15 +320,22 @@ def _parts(package: str, records: list[list[SpanRecord]]) -> tuple[int, dict[str
 
     def own() -> None:
         observers = getattr(suite, "_observers", None)  # per-kind dispatch, where the suite has it
+        # Plain tool calls skip the detectors that do not read them, where the suite does that.
+        plain = getattr(suite, "_plain_tool_observers", None)
+        plain_step = getattr(module("detectors.suite"), "plain_tool_step", None)
         for steps in facts:
             suite.reset()
             if observers is None:
                 for f, step in steps:
                     for detector in suite.detectors:
                         detector.observe_facts(f, step)
-            else:
+            elif plain is None:
                 for f, step in steps:
                     for observe in observers[f.kind]:
+                        observe(f, step)
+            else:
+                for f, step in steps:
+                    for observe in plain if plain_step(step) else observers[f.kind]:
                         observe(f, step)
             suite.findings()
 

@@ -63,8 +63,9 @@ class HandoffCycleDetector(IncrementalDetector):
 
     signals = (HANDOFF_CYCLE,)
     #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): agent steps and
-    #: hand-off tool calls.
+    #: hand-off tool calls (no other tool step).
     kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.AGENT, StepKind.TOOL})
+    plain_tool_steps: ClassVar[bool] = False
 
     def reset(self) -> None:
         super().reset()

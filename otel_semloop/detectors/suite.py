@@ -16,6 +16,11 @@ Dispatch by step kind
     to ``detectors`` afterwards are not called. ``tests/detectors/test_dispatch.py``
     holds each default detector to its declaration: fed every step, or only the steps of
     its kinds, it reports the same findings and calibration after every step.
+    A detector class that reads tool steps may also declare ``plain_tool_steps = False``:
+    it reads hand-offs (``step.handoff_to``) and final-answer tools
+    (:func:`~otel_semloop.detectors.text.is_answer_tool`) alone, and a plain tool call
+    (:func:`plain_tool_step`: most steps of most traces) changes nothing for it and reports
+    nothing; the suite keeps a list of the readers of plain tool calls too (9 of 11).
     The suite, and the detectors that read LLM and tool steps alike, read the kind from
     the step, not from its facts: in a replay an LLM step's facts are another class
     (``facts._LazyCall``) and CPython 3.11 specialises an attribute read for one class, so
@@ -40,11 +45,13 @@ from otel_semloop.detectors.progress import (
     SameAnswerDetector,
 )
 from otel_semloop.detectors.stale import StaleDetector
-from otel_semloop.detectors.text import ChantingDetector, MonologueDetector
+from otel_semloop.detectors.text import ChantingDetector, MonologueDetector, is_answer_tool
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
-__all__ = ["DetectorSuite", "default_detectors", "kinds_read"]
+__all__ = ["DetectorSuite", "default_detectors", "kinds_read", "plain_tool_step", "reads_step"]
+
+_TOOL = StepKind.TOOL  # (a module constant: an enum member through its class is slow on 3.11)
 
 
 def kinds_read(detector: IncrementalDetector) -> frozenset[StepKind]:
@@ -52,6 +59,19 @@ def kinds_read(detector: IncrementalDetector) -> frozenset[StepKind]:
     when it declares none."""
     declared = getattr(type(detector), "kinds", None)
     return frozenset(StepKind) if declared is None else frozenset(declared)
+
+
+def plain_tool_step(step: Step) -> bool:
+    """A tool call that is neither a hand-off nor a final-answer tool (see the module doc)."""
+    return step.kind is _TOOL and not step.handoff_to and not is_answer_tool(step.name)
+
+
+def reads_step(detector: IncrementalDetector, step: Step) -> bool:
+    """Whether the suite hands ``step`` to ``detector`` (its declared kinds, and plain tool
+    calls unless its class declares ``plain_tool_steps = False``)."""
+    if step.kind not in kinds_read(detector):
+        return False
+    return getattr(type(detector), "plain_tool_steps", True) or not plain_tool_step(step)
 
 
 def default_detectors(config: DetectorConfig | None = None) -> list[IncrementalDetector]:
@@ -98,6 +118,12 @@ class DetectorSuite:
         self._observers: dict[StepKind, tuple[Callable[[StepFacts, Step], list[Finding]], ...]] = {
             kind: tuple(d.observe_facts for d in self.detectors if kind in kinds_read(d)) for kind in StepKind
         }
+        #: The same for a plain tool call (:func:`plain_tool_step`).
+        self._plain_tool_observers = tuple(
+            d.observe_facts
+            for d in self.detectors
+            if _TOOL in kinds_read(d) and getattr(type(d), "plain_tool_steps", True)
+        )
 
     def release(self) -> None:
         """Forget the novelty state (digests and the text references a replay keeps), not
@@ -113,7 +139,8 @@ class DetectorSuite:
         """Feed one step; the findings that just reached a new level (see ``IncrementalDetector``)."""
         facts = self._fingerprinter.facts(step, index)
         out: list[Finding] = []
-        for observe in self._observers[step.kind]:
+        observers = self._plain_tool_observers if plain_tool_step(step) else self._observers[step.kind]
+        for observe in observers:
             found = observe(facts, step)
             if found:
                 out.extend(found)
@@ -127,10 +154,16 @@ class DetectorSuite:
             # ``replay(self, trace)``, with the per-step findings (which a replay drops) not
             # collected: the same calls in the same order.
             self.reset()
-            facts_of, observers = fingerprinter.facts, self._observers
+            facts_of, by_kind, plain = fingerprinter.facts, self._observers, self._plain_tool_observers
             for index, step in enumerate(trace.steps):
                 facts = facts_of(step, index)
-                for observe in observers[step.kind]:
+                kind = step.kind
+                # ``plain_tool_step(step)`` written out (a call per step saved).
+                if kind is _TOOL and not step.handoff_to and not is_answer_tool(step.name):
+                    observers = plain
+                else:
+                    observers = by_kind[kind]
+                for observe in observers:
                     observe(facts, step)
             return self.findings()
         finally:

@@ -51,7 +51,7 @@ from otel_semloop.detectors.normalize import normalize_words
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
-__all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "chant_units"]
+__all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "chant_units", "is_answer_tool"]
 
 MONOLOGUE = "monologue"
 CHANTING = "chanting"
@@ -292,7 +292,7 @@ ANSWER_TOOL = re.compile(
 
 
 @functools.lru_cache(maxsize=256)
-def _is_answer_tool(name: str) -> bool:
+def is_answer_tool(name: str) -> bool:
     """Whether ``name`` is a final-answer tool (:data:`ANSWER_TOOL`); tool names repeat, the
     match is remembered."""
     return ANSWER_TOOL.match(name) is not None
@@ -316,8 +316,9 @@ class ChantingDetector(IncrementalDetector):
 
     signals = (CHANTING,)
     #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): LLM outputs and the
-    #: arguments of final-answer tools.
+    #: arguments of final-answer tools (no other tool step).
     kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.LLM, StepKind.TOOL})
+    plain_tool_steps: ClassVar[bool] = False
 
     def reset(self) -> None:
         super().reset()
@@ -329,7 +330,7 @@ class ChantingDetector(IncrementalDetector):
         kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is _LLM:
             text = step.output_text
-        elif kind is _TOOL and _is_answer_tool(step.name):
+        elif kind is _TOOL and is_answer_tool(step.name):
             text = _string_leaves(step.tool_arguments)  # the answer given through the tool
         else:
             return []

@@ -23,7 +23,13 @@ from otel_semloop.builder import build_trace
 from otel_semloop.detectors.base import IncrementalDetector
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.facts import Fingerprinter, StepFacts
-from otel_semloop.detectors.suite import DetectorSuite, default_detectors, kinds_read
+from otel_semloop.detectors.suite import (
+    DetectorSuite,
+    default_detectors,
+    kinds_read,
+    plain_tool_step,
+    reads_step,
+)
 from otel_semloop.model import Step, StepKind, ToolCall, Trace
 from otel_semloop.verdict import Finding
 
@@ -122,26 +128,31 @@ def _key(findings: list[Finding]) -> list[tuple[object, ...]]:
 def test_each_detector_reads_only_the_kinds_it_declares(traces: list[Trace], config: DetectorConfig) -> None:
     names = [type(d).__name__ for d in default_detectors(config)]
     skipped = dict.fromkeys(names, 0)
+    skipped_plain = dict.fromkeys(names, 0)
     # The second configuration on every other trace keeps the test's cost near 10 s.
     for trace in traces if config is CONFIGS[0] else traces[::2]:
         facts = _facts(trace, config)
         every: list[IncrementalDetector] = default_detectors(config)
         declared: list[IncrementalDetector] = default_detectors(config)
         for name, full, some in zip(names, every, declared, strict=True):
-            kinds = kinds_read(some)
             for f, step in facts:
                 seen = full.observe_facts(f, step)
-                if f.kind in kinds:
+                if reads_step(some, step):
                     assert _key(some.observe_facts(f, step)) == _key(seen), (name, trace.trace_id, f.index)
                 else:
                     skipped[name] += 1
-                    assert not seen, (name, "reported on a step kind it does not declare", f.kind)
+                    if f.kind is StepKind.TOOL:
+                        skipped_plain[name] += 1
+                    assert not seen, (name, "reported on a step it does not declare", f.kind)
             assert _key(some.findings()) == _key(full.findings()), (name, trace.trace_id)
             assert some.calibration == full.calibration, (name, trace.trace_id)
-    # The check has teeth: every detector that declares kinds had steps withheld from it.
+    # The check has teeth: every detector that declares kinds had steps withheld from it,
+    # plain tool calls from those that do not read them.
     for detector in default_detectors(config):
         if kinds_read(detector) != frozenset(StepKind):
             assert skipped[type(detector).__name__] > 0, type(detector).__name__
+        if StepKind.TOOL in kinds_read(detector) and not getattr(type(detector), "plain_tool_steps", True):
+            assert skipped_plain[type(detector).__name__] > 0, type(detector).__name__
 
 
 def test_the_suite_reports_what_every_detector_fed_every_step_reports(traces: list[Trace]) -> None:
@@ -164,3 +175,29 @@ def test_an_llm_step_reaches_only_the_detectors_that_read_llm_steps() -> None:
     assert llm_readers == {"FailureDetector", "RetryStormDetector", "MonologueDetector", "ChantingDetector"}
     assert len(suite._observers[StepKind.LLM]) == len(llm_readers)
     assert len(suite._observers[StepKind.TOOL]) == len(suite.detectors)
+
+
+def test_a_plain_tool_call_skips_the_hand_off_and_chanting_detectors() -> None:
+    suite = DetectorSuite(DetectorConfig())
+    skipping = {type(d).__name__ for d in suite.detectors if not getattr(type(d), "plain_tool_steps", True)}
+    assert skipping == {"HandoffCycleDetector", "ChantingDetector"}
+    assert len(suite._plain_tool_observers) == len(suite.detectors) - 2
+    assert plain_tool_step(Step(StepKind.TOOL, "search"))
+    assert not plain_tool_step(Step(StepKind.TOOL, "transfer", handoff_to="coder"))
+    assert not plain_tool_step(Step(StepKind.TOOL, "final_answer"))
+    assert not plain_tool_step(Step(StepKind.LLM, "search"))
+
+
+def test_detect_reports_what_every_detector_fed_every_step_reports(traces: list[Trace]) -> None:
+    # ``detect`` writes the dispatch rule out (kind, then plain tool call): it must hand
+    # each detector every step it reads, like ``observe`` (the test above).
+    for config in CONFIGS:
+        suite = DetectorSuite(config)
+        for trace in traces[::3] + list(_constructed()):
+            detectors = default_detectors(config)
+            for f, step in _facts(trace, config):
+                for detector in detectors:
+                    detector.observe_facts(f, step)
+            expected = [x for d in detectors for x in d.findings()]
+            assert _key(suite.detect(trace)) == _key(expected), trace.trace_id
+            assert suite.calibration == DetectorSuite(config, detectors).calibration, trace.trace_id
