@@ -203,7 +203,9 @@ class Engine:
         task: Task | concurrent.futures.Future[ChunkResult]
         if self._pool is not None:
             carried = None if self._pool.board is not None else self._hints.next(work)
-            task = self._pool.parse(work, self.options.window, carried, self._chunk_no)
+            # the chunks in flight: while the ring has no room, the pool waits for the oldest
+            earlier = [chunk[2] for chunk in self._chunks if type(chunk[2]) is Task]
+            task = self._pool.parse(work, self.options.window, carried, self._chunk_no, earlier)
         else:
             carried = self._hints.next(work)
             task = concurrent.futures.Future()

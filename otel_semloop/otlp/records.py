@@ -153,7 +153,9 @@ def _spans_json(
     the exact-type checks that only a subclass could fail: a span that is not a dict has
     no ``get`` (``AttributeError``), an unhashable trace id raises ``TypeError``, an id
     that is not a string fails ``len`` or the bulk ``join``; the caller then decodes
-    again value by value. Attributes (the span's and its events') are read by
+    again value by value. It also reads the ids and times by subscript, not ``get``
+    (a missing one raises ``KeyError``: decoded value by value, where a missing id is
+    an error and a missing time 0). Attributes (the span's and its events') are read by
     :func:`~otel_semloop.otlp.anyvalue.attributes_json_parsed`. Times keep their type
     check: JSON numbers are valid times, and would send every such span there.
 
@@ -161,7 +163,8 @@ def _spans_json(
     span whose raw trace id equals the previous span's takes its id (one string compare,
     not a hash and a lookup a span); the builtins come in as locals (``_type`` ... are not
     arguments to pass), cheaper to load than globals; the span's keys are read with
-    ``orjson``'s own key objects (see :data:`_SPAN_KEYS`).
+    ``orjson``'s own key objects (see :data:`_SPAN_KEYS`); a non-empty attribute list is
+    decoded here, not through :func:`_attributes` (a call a span).
     """
     decode = attributes_json_parsed if parsed else attributes_json
     last_tid: Any = _NOTHING
@@ -171,7 +174,7 @@ def _spans_json(
             if not parsed and _type(span) is not _dict:
                 c.bad_type("a span object", span)
             get = span.get
-            tid = get(_TRACE_ID)
+            tid = span[_TRACE_ID] if parsed else get(_TRACE_ID)
             if tid == last_tid and (parsed or _type(tid) is _str):
                 trace_id = last_trace_id
             else:
@@ -181,7 +184,7 @@ def _spans_json(
                     trace_ids[tid] = trace_id
                 last_tid = tid
                 last_trace_id = trace_id
-            span_id = get(_SPAN_ID)
+            span_id = span[_SPAN_ID] if parsed else get(_SPAN_ID)
             parent = get(_PARENT_SPAN_ID, "")
             if (
                 hexes is not None
@@ -202,8 +205,8 @@ def _spans_json(
             kind = get(_KIND, 0)
             if _type(kind) is not _int or not c.MIN_I32 <= kind <= c.MAX_I32:
                 kind = field(span, "kind", c.span_kind)
-            start = get(_START)
-            end = get(_END)
+            start = span[_START] if parsed else get(_START)
+            end = span[_END] if parsed else get(_END)
             if (
                 digits is not None
                 and _type(start) is _str is _type(end)
@@ -225,7 +228,15 @@ def _spans_json(
                 if digits is not None:  # two a span, in span order, for the caller's conversion
                     digits.append(_str(start))
                     digits.append(_str(end))
-            attrs = _attributes(get(_ATTRIBUTES), decode)
+            attrs = get(_ATTRIBUTES)
+            if attrs.__class__ is list and attrs:  # (as _attributes reads it)
+                try:
+                    attrs = decode(attrs)
+                except Bad as e:
+                    e.path.append("attributes")
+                    raise
+            else:
+                attrs = _attributes(attrs, decode)
             events = get(_EVENTS)
             if events:
                 try:

@@ -189,7 +189,8 @@ def test_space_given_back_out_of_order_is_refused_and_nothing_is_freed():
 
 
 def test_a_ring_sized_to_the_chunk_and_its_slack_takes_every_chunk_in_flight(tmp_path, monkeypatch):
-    # the ring has room for the workers + 1 chunks in flight and the one being put in
+    # the ring has room for the workers + 1 chunks in flight only: a chunk that does not
+    # fit waits for the oldest chunk's result (which gives its room back), not the pipe
     import threading
 
     from otel_semloop.batch import tasks
@@ -198,17 +199,20 @@ def test_a_ring_sized_to_the_chunk_and_its_slack_takes_every_chunk_in_flight(tmp
         return
     monkeypatch.setattr(tasks, "RING_SLACK", 2_000)  # a chunk ends within a line (< 1,900 bytes) past 5,000
     source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=12, per_line=3))
-    placed: list[tuple[int, bool]] = []
-    put = Ring.put
+    ringed: list[bool] = []
+    sizes: list[int] = []
+    parse = tasks.Pool.parse
 
-    def counting(self, raws):
-        offsets = put(self, raws)
-        placed.append((self.size, offsets is not None))
-        return offsets
+    def recording(self, *args, **kwargs):
+        task = parse(self, *args, **kwargs)
+        ringed.append(task.ring is not None)  # placed in the ring, not sent through the pipe
+        sizes.append(self._chunks.size)
+        return task
 
-    monkeypatch.setattr(Ring, "put", counting)
+    monkeypatch.setattr(tasks.Pool, "parse", recording)
     out = tmp_path / "out.jsonl"
     command = ["rescore", str(source), "-q", "--workers", "2", "--chunk-mb", str(5_000 / (1 << 20))]
     assert main([*command, "-o", str(out)]) == 0
-    chunks = [ok for size, ok in placed if size == 4 * 7_000]
-    assert len(chunks) >= 8 and all(chunks)
+    assert len(ringed) >= 8 and all(ringed)
+    assert set(sizes) == {3 * 7_000}
+    assert sorted(labels(out).values()) == ["loop"] * 6 + ["no_loop"] * 6

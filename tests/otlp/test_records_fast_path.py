@@ -332,3 +332,21 @@ def test_parent_is_remote_is_a_bool_or_none_from_the_flags(flags, remote):
     for json_types in (False, True):
         (record,) = records_from_json(_doc(_span(flags=flags)), json_types=json_types)
         assert record.parent_is_remote is remote
+
+
+@pytest.mark.parametrize("key", ["traceId", "spanId", "startTimeUnixNano", "endTimeUnixNano"])
+def test_a_span_without_an_id_or_a_time_decodes_as_it_always_has(key):
+    # (a parser's spans have these read by subscript on the first pass: a missing one falls
+    # back to the plain pass, which reads it as missing: an id is an error naming it, a
+    # time is 0)
+    span = _span()
+    del span[key]
+    for json_types in (False, True):
+        if key.endswith("Id"):
+            with pytest.raises(OTLPDecodeError) as caught:
+                records_from_json(_doc(span), "f:1", json_types=json_types)
+            assert caught.value.where.endswith(f"spans[0].{key}")
+        else:
+            (record,) = records_from_json(_doc(span), json_types=json_types)
+            assert (record.start_ns == 0) is (key == "startTimeUnixNano")
+            assert (record.end_ns == 0) is (key == "endTimeUnixNano")
