@@ -341,7 +341,9 @@ class SameAnswerDetector(IncrementalDetector):
         if chain is None:  # the first occurrence of its chain (kept with its facts)
             return []
         previous = chain.last
-        if previous.arg_words and facts.arg_words and previous.arg_words.isdisjoint(facts.arg_words):
+        # (Each ``arg_words`` read once: a property, computed on its first read.)
+        before = previous.arg_words
+        if before and (words := facts.arg_words) and before.isdisjoint(words):
             # About something else altogether: a batch over different targets.
             self._chains.restart(key, facts.content_epoch, facts)
             return []

@@ -7,6 +7,9 @@ each was checked to fail with its shortcut broken by hand.
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +25,8 @@ from otel_semloop.detectors.stagnation import (
     score_reasoning_stagnation,
 )
 from otel_semloop.model import Step, StepKind
+from otel_semloop.policy import Policy
+from otel_semloop.verdict import Label, LexicalResult
 
 # -- stagnation: an output of too few words is skipped before its words are filtered ------
 
@@ -181,3 +186,21 @@ def plain_most_units(text: str) -> int:
 def test_unit_bound_counts_every_mark(text: str, enough: int) -> None:
     assert text_detectors._most_units(text) == plain_most_units(text)
     assert (text_detectors._most_units(text, enough) >= enough) == (plain_most_units(text) >= enough)
+
+
+# -- policy: no finding, no sorting or deciding ----------------------------------------------
+
+
+@pytest.mark.parametrize("empty", [[], ()])
+@pytest.mark.parametrize("partial", [False, True])
+@pytest.mark.parametrize("calibration", [None, {}, {"action_cycle": 0.25}])
+def test_no_findings_give_the_verdict_the_full_policy_path_gives(empty, partial, calibration) -> None:
+    # An empty list or tuple takes a shortcut; a generator (whose truth says nothing) the
+    # full path: the verdicts must be equal, field by field.
+    lexical = LexicalResult(score=0.8, breakdown={"tool_repetition": 1.0}, reason="ok")
+    policy = Policy(threshold=0.4)
+    short = policy.verdict(empty, lexical=lexical, partial=partial, calibration=calibration)
+    full = policy.verdict(iter(empty), lexical=lexical, partial=partial, calibration=calibration)
+    assert dataclasses.astuple(short) == dataclasses.astuple(full)
+    assert short == full and short.label is Label.NO_LOOP
+    assert short.calibration is not calibration  # (a copy, as the full path makes)
