@@ -38,6 +38,7 @@ from otel_semloop.model import Step, Trace
 from otel_semloop.verdict import Finding
 
 __all__ = [
+    "UNREPORTED",
     "Detector",
     "Episode",
     "Incremental",
@@ -162,6 +163,10 @@ class Episode:
         ``count`` is what the threshold measures (repeats, seconds, tokens); ``repeats``
         is what the finding reports as repeats when that differs from ``count``.
         """
+        return self.finding() if self.rise(count, facts, repeats) else None
+
+    def rise(self, count: float, facts: StepFacts, repeats: int | None = None) -> bool:
+        """:meth:`update` without building the finding: whether a new level was reached."""
         # (``severity`` and ``facts.time_ns`` written out: a stuck run updates several
         # episodes on every step, and each property read is a call.)
         self.count = count
@@ -184,12 +189,12 @@ class Episode:
             self._peak_ns = time_ns
             self._peak_spans = len(self.span_ids)
         if severity < self.report_at:
-            return None
+            return False
         level = 1 if severity < 1.0 else 2 + int(math.log2(severity))
         if level <= self._level:
-            return None
+            return False
         self._level = level
-        return self.finding()
+        return True
 
     def finding(self) -> Finding:
         """The finding at the episode's peak severity so far."""
@@ -225,6 +230,11 @@ class IncrementalDetector(ABC):
     def __init__(self, config: DetectorConfig | None = None) -> None:
         self.config = config or DetectorConfig()
         self._fingerprinter: Fingerprinter | None = None
+        #: Whether ``observe`` returns the findings that just rose a level (it always
+        #: records them for :meth:`findings`). A replay that drops them turns it off
+        #: (building a finding copies the evidence and writes its description): ``observe``
+        #: then returns :data:`UNREPORTED` in their place.
+        self.reporting = True
         self.reset()
 
     def reset(self) -> None:
@@ -255,7 +265,11 @@ class IncrementalDetector(ABC):
 
     def detect(self, trace: Trace) -> list[Finding]:
         """All findings of a finished trace: one per episode that reached a warning, at its peak."""
-        return replay(self, trace)
+        reporting, self.reporting = self.reporting, False  # (the per-step findings are dropped)
+        try:
+            return replay(self, trace)
+        finally:
+            self.reporting = reporting
 
     def findings(self) -> list[Finding]:
         """One finding per reported episode so far, at its peak; resolved episodes left out."""
@@ -272,15 +286,21 @@ class IncrementalDetector(ABC):
     def _track(
         self, episode: Episode, count: float, facts: StepFacts, out: list[Finding], repeats: int | None = None
     ) -> None:
-        """Update ``episode`` to ``count``; append its finding to ``out`` when it rises a level."""
-        finding = episode.update(count, facts, repeats)
-        if episode.peak > self._peaks.get(episode.signal, 0.0):
-            self._peaks[episode.signal] = episode.peak
-        if finding is not None:
+        """Update ``episode`` to ``count``; when it rises a level, record it for
+        :meth:`findings` and append its finding to ``out`` (when not :attr:`reporting`,
+        :data:`UNREPORTED` in its place: a detector may test whether anything rose)."""
+        if episode.rise(count, facts, repeats):
             if not episode.registered:
                 episode.registered = True
                 self._episodes.append(episode)
-            out.append(finding)
+            out.append(episode.finding() if self.reporting else UNREPORTED)  # type: ignore[arg-type]
+        if episode.peak > self._peaks.get(episode.signal, 0.0):
+            self._peaks[episode.signal] = episode.peak
+
+
+#: What a detector that is not :attr:`~IncrementalDetector.reporting` appends to its
+#: step's findings for an episode that rose a level (its caller drops them unread).
+UNREPORTED = object()
 
 
 def _figure(value: float) -> str:

@@ -150,6 +150,10 @@ class DetectorSuite:
         """All findings of a finished trace (one per episode, at its peak)."""
         fingerprinter = self._fingerprinter
         lazy, fingerprinter.lazy = fingerprinter.lazy, True  # the trace holds the text anyway
+        detectors = self.detectors
+        reporting = [getattr(detector, "reporting", True) for detector in detectors]
+        for detector in detectors:
+            detector.reporting = False  # the per-step findings are not collected: not built
         try:
             # ``replay(self, trace)``, with the per-step findings (which a replay drops) not
             # collected: the same calls in the same order.
@@ -168,6 +172,8 @@ class DetectorSuite:
             return self.findings()
         finally:
             fingerprinter.lazy = lazy
+            for detector, was in zip(detectors, reporting, strict=True):
+                detector.reporting = was
 
     def findings(self) -> list[Finding]:
         return [finding for detector in self.detectors for finding in detector.findings()]

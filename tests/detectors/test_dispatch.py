@@ -201,3 +201,9 @@ def test_detect_reports_what_every_detector_fed_every_step_reports(traces: list[
             expected = [x for d in detectors for x in d.findings()]
             assert _key(suite.detect(trace)) == _key(expected), trace.trace_id
             assert suite.calibration == DetectorSuite(config, detectors).calibration, trace.trace_id
+            # (A replay builds no per-step finding, ``reporting`` off: the same findings.)
+            assert all(d.reporting for d in suite.detectors)
+            for detector in detectors:
+                alone = type(detector)(config)
+                assert _key(alone.detect(trace)) == _key(detector.findings()), type(detector).__name__
+                assert alone.calibration == detector.calibration and alone.reporting
