@@ -234,11 +234,10 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
                 handoff_to = handoff_target(attrs, name, tool_arguments)
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
-        output_text = flatten_text(output)
+        output_text = output if output.__class__ is str else flatten_text(output)  # (its text)
     else:
         if kind is _LLM:
-            output_text, calls = text_and_tool_calls(output)
-            tool_calls = tuple(calls)
+            output_text, tool_calls = text_and_tool_calls(output)
         else:
             output_text = flatten_text(output)
         # Only the text and the tool calls are read at once: the decoded messages are

@@ -328,18 +328,19 @@ def _remember_without_indexed(keys: tuple[str, ...] | None) -> None:
         _KEYS_WITHOUT_INDEXED.add(keys)
 
 
-def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
-    """``(flatten_text(output), requested_tool_calls(output))``: an LLM output's text and
-    the tool calls it requested, read on every LLM step. GenAI output messages (a list of
-    dicts whose ``parts`` list holds dicts, and no ``content`` or ``tool_calls``) are read
-    in one pass over their parts; anything else by the two readers themselves."""
+def text_and_tool_calls(output: Any) -> tuple[str, tuple[ToolCall, ...]]:
+    """``(flatten_text(output), tuple(requested_tool_calls(output)))``: an LLM output's
+    text and the tool calls it requested (as a step holds them), read on every LLM step.
+    GenAI output messages (a list of dicts whose ``parts`` list holds dicts, and no
+    ``content`` or ``tool_calls``) are read in one pass over their parts; anything else by
+    the two readers themselves."""
     if output.__class__ is not list or not output:
-        return flatten_text(output), requested_tool_calls(output)
+        return flatten_text(output), tuple(requested_tool_calls(output))
     # (A message's first text part, and the whole output's first message text, are kept
     # as they are: a list is made only for a second one, as ``"\n".join`` of one string
     # is that string.)
     texts: Any = None  # the messages' texts: None, the first text, or a list from the second
-    calls: list[ToolCall] = []
+    calls: tuple[ToolCall, ...] = ()  # (one call, the usual: a tuple of one, no list)
     for message in output:
         if message.__class__ is not dict:
             break
@@ -365,7 +366,7 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
                     else:
                         text = [text, content]
             elif kind == "tool_call":
-                calls.append(requested_call(part.get("name"), part.get("arguments"), part.get("id")))
+                calls += (requested_call(part.get("name"), part.get("arguments"), part.get("id")),)
         else:
             if text.__class__ is list:
                 text = "\n".join(text)
@@ -382,7 +383,7 @@ def text_and_tool_calls(output: Any) -> tuple[str, list[ToolCall]]:
         if texts.__class__ is list:
             return "\n".join(texts), calls
         return texts or "", calls
-    return flatten_text(output), requested_tool_calls(output)
+    return flatten_text(output), tuple(requested_tool_calls(output))
 
 
 def flatten_text(value: Any) -> str:

@@ -197,17 +197,14 @@ class Engine:
         if full:
             self._start_pool()
         # Traces of the two previous chunks that go on in this one: the worker need not
-        # score them (a hint, see batch/hints.py). Forked workers find it themselves; once
-        # they do, every later chunk goes to them too (the pool starts before the first
-        # full chunk is sent, and never stops before the end).
+        # score them (a hint, see batch/hints.py).
+        carried = self._hints.next(work)
         task: Task | concurrent.futures.Future[ChunkResult]
         if self._pool is not None:
-            carried = None if self._pool.board is not None else self._hints.next(work)
             # the chunks in flight: while the ring has no room, the pool waits for the oldest
             earlier = [chunk[2] for chunk in self._chunks if type(chunk[2]) is Task]
-            task = self._pool.parse(work, self.options.window, carried, self._chunk_no, earlier)
+            task = self._pool.parse(work, self.options.window, carried, earlier)
         else:
-            carried = self._hints.next(work)
             task = concurrent.futures.Future()
             task.set_result(parse_chunk(work, self.options.window, self.options.spec, carried))
         self._chunks.append((self._chunk_no, units, task))

@@ -33,8 +33,7 @@ from dataclasses import replace
 from typing import Any
 
 from otel_semloop.batch.chunks import parse_chunk, parse_ring
-from otel_semloop.batch.hints import Board, parse_hinted
-from otel_semloop.batch.ring import Ring, shared
+from otel_semloop.batch.ring import Ring
 from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_jobs, score_ring_jobs, start_workers
 
 __all__ = ["JOB_RING_BYTES", "RING_SLACK", "Pool", "Task"]
@@ -79,51 +78,39 @@ class Pool:
 
     The chunk ring has room for the workers + 1 chunks in flight, not one more: a chunk
     that does not fit waits for the oldest chunk's result, which gives its room back (see
-    :meth:`parse`). The ring's pages are touched as it
-    fills and count in the reading process's memory: 80 MiB of them cost about 55 ms of
-    CPU a run (page allocation, then their release at the end), one chunk's room (18
-    MiB) about 13 ms of it."""
+    :meth:`parse`). The ring's pages are touched as it fills and count in the reading
+    process's memory: 80 MiB of shared memory written once cost about 55 ms of CPU
+    (measured alone: page allocation; their release at the end comes on top), so one
+    chunk's room less (18 MiB) saves about 13 ms a run and 18 MiB."""
 
     def __init__(self, workers: int, spec: ScorerSpec, chunk_bytes: int) -> None:
         chunk_ring = (workers + 1) * (chunk_bytes + RING_SLACK)
         gc.freeze()
         self._frozen = True
-        board: Board | None = None
         try:
-            board = Board(workers + 8)  # made before the workers fork: they share it
             self.executor, rings = start_workers(workers, spec, (chunk_ring, JOB_RING_BYTES))
         except BaseException:
             gc.unfreeze()
-            if board is not None:
-                board.close()
             raise
         self._chunks, self._jobs = rings if rings else (None, None)
         self._collecting = gc.isenabled()
         gc.disable()  # the workers have forked (collecting as before): see the module doc
-        if not rings:  # not forked: the workers do not share the board
-            board.close()
-            board = None
-        #: whether the workers find the hint themselves (see :mod:`~otel_semloop.batch.hints`)
-        self.board = board
 
     def parse(
         self,
         work: list[tuple[str, bytes, str] | None],
         window: int,
-        carried: frozenset[str] | None,
-        number: int = 0,
+        carried: frozenset[str],
         earlier: list[Task] | None = None,
     ) -> Task:
-        """:func:`~otel_semloop.batch.chunks.parse_chunk` of ``work``, chunk ``number`` (from
-        1, in order), in a worker; ``carried`` is its hint, None when the workers find it
-        themselves on the board (:attr:`board`).
+        """:func:`~otel_semloop.batch.chunks.parse_chunk` of ``work`` in a worker, with
+        ``carried`` its hint (see :mod:`~otel_semloop.batch.hints`).
 
         ``earlier``: the chunks in flight, oldest first. While the chunk ring has no room
         for this one, the oldest of them still holding room there is waited for (its
         result gives the room back; the caller takes it later, in order); only when none
         is left does the chunk go through the pipe."""
         ring = self._chunks
-        board = self.board
         placed = None
         if ring is not None:
             lines = [w[1] for w in work if w is not None]
@@ -135,13 +122,6 @@ class Pool:
                     break
                 oldest.result()
                 placed = ring.put(lines)
-        if carried is None:
-            assert board is not None and number >= 1
-            if placed is None or ring is None:
-                return Task(self.executor.submit(_hinted, board.key, number, window, work))
-            metas = [None if w is None else (w[0], w[2]) for w in work]
-            future = self.executor.submit(_hinted, board.key, number, window, None, ring.key, placed, metas)
-            return Task(future, ring, placed[0])
         if placed is None or ring is None:
             return Task(self.executor.submit(parse_chunk, work, window, None, carried))
         metas = [None if w is None else (w[0], w[2]) for w in work]
@@ -170,23 +150,3 @@ class Pool:
             if ring is not None:
                 ring.close()
         self._chunks = self._jobs = None
-        if self.board is not None:
-            self.board.close()
-            self.board = None
-
-
-def _hinted(
-    board: int,
-    number: int,
-    window: int,
-    work: list[tuple[str, bytes, str] | None] | None,
-    ring: int = 0,
-    placed: list[int] | None = None,
-    metas: list[Any] | None = None,
-) -> Any:
-    """In a worker: chunk ``number`` (its units, or their places in ring ``ring``) parsed
-    with the hint found on the board (see :func:`~otel_semloop.batch.hints.parse_hinted`)."""
-    if work is None:
-        assert placed is not None and metas is not None
-        work = shared(ring, placed, metas)
-    return parse_hinted(board, number, parse_chunk, work, window, None)

@@ -35,38 +35,13 @@ def test_the_pool_freezes_and_pauses_the_collector_while_it_runs_and_not_in_its_
         gc.enable()
 
 
-def test_the_board_gives_each_chunk_its_posted_ids_and_nothing_else():
-    from otel_semloop.batch import hints
-
-    board = hints.Board(4)
-    try:
-        assert board.read(1) is None  # not posted yet
-        board.post(1, {b"a" * 32, b"b" * 32})
-        assert board.read(1) == {b"a" * 32, b"b" * 32}
-        assert board.wait(2, timeout=0.01) == set()  # never posted: no hint
-        board.post(5, {b"c" * 32})  # the same slot, four chunks later
-        assert board.read(1) is None and board.read(5) == {b"c" * 32}
-        board.post(6, set())
-        assert board.read(6) == set()
-        too_many = {b"%032x" % i for i in range(hints._SLOT // 32)}
-        board.post(7, too_many)  # more than a slot holds: posted as no hint
-        assert board.read(7) == set()
-        # a slot whose ids do not match their checksum (being written) is not taken
-        at = (5 % 4) * hints._SLOT + hints._HEAD.size
-        board.map[at : at + 1] = b"z"
-        assert board.read(5) is None
-    finally:
-        board.close()
-    assert board.key not in hints._BOARDS
-
-
 @pytest.mark.parametrize("layout", ["in_order", "interleaved"])
-def test_forked_workers_find_the_hint_the_reading_process_would(tmp_path, monkeypatch, layout):
+def test_each_chunk_reaches_its_worker_with_the_traces_of_the_chunks_before(tmp_path, monkeypatch, layout):
     # interleaved, one line a chunk: traces with spans in chunks N-2 and N but not N-1
     import json
     import threading
 
-    from otel_semloop.batch import hints, tasks
+    from otel_semloop.batch import chunks, tasks
     from otel_semloop.cli import main
     from tests.batch.rescore_data import agent_lines, write_jsonl
 
@@ -80,27 +55,37 @@ def test_forked_workers_find_the_hint_the_reading_process_would(tmp_path, monkey
         chunk = 1
     source = write_jsonl(tmp_path / "in.jsonl", lines)
     record = tmp_path / "hints.jsonl"
-    real = tasks.parse_chunk
+    real = chunks.parse_chunk
 
     def recording(units, window, spec=None, carried=frozenset()):
         with open(record, "a") as fp:  # in the worker (forked after the patch)
             fp.write(json.dumps([[u[2] for u in units if u], sorted(carried)]) + "\n")
         return real(units, window, spec, carried)
 
-    monkeypatch.setattr(tasks, "parse_chunk", recording)
+    monkeypatch.setattr(tasks, "parse_chunk", recording)  # chunks through the pipe
+    monkeypatch.setattr(chunks, "parse_chunk", recording)  # and through the ring
     out = tmp_path / "out.jsonl"
     command = ["rescore", str(source), "-q", "--workers", "2", "--chunk-mb", str(chunk / (1 << 20))]
     assert main([*command, "-o", str(out)]) == 0
     recorded = [json.loads(line) for line in record.read_text().splitlines()]
     chunks = sorted(recorded, key=lambda c: int(c[0][0].split(":")[-1]))
     assert len(chunks) >= 5
+
+    def trace_ids(line: bytes) -> set[str]:
+        doc = json.loads(line)
+        return {
+            span["traceId"] for rs in doc["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]
+        }
+
     raws = source.read_bytes().splitlines()
-    reader = hints.ReaderHints()
+    seen: list[set[str]] = []
     found = 0
     for wheres, carried in chunks:
-        expected = reader.next([("json", raws[int(w.split(":")[-1]) - 1], w) for w in wheres])
+        ids = set().union(*(trace_ids(raws[int(w.split(":")[-1]) - 1]) for w in wheres))
+        expected = ids & set().union(*seen[-2:])
         assert carried == sorted(expected)
         found += bool(expected)
+        seen.append(ids)
     assert found >= 3  # traces cut by the chunks' edges: the hint was not empty
 
 

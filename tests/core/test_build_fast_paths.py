@@ -226,7 +226,7 @@ GENAI_OUTPUT = st.lists(
 )
 def test_an_output_s_text_and_calls_in_one_pass_are_the_two_readers(output: Any) -> None:
     text, calls = text_and_tool_calls(output)
-    assert (text, calls) == (flatten_text(output), requested_tool_calls(output))
+    assert (text, calls) == (flatten_text(output), tuple(requested_tool_calls(output)))
 
 
 def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_output() -> None:
@@ -647,4 +647,4 @@ def test_an_output_s_text_from_str_subclasses_is_a_plain_str_as_the_readers_give
     two = [{"parts": [{"type": "text", "content": Text("a")}]}, {"parts": [{"type": "text", "content": "b"}]}]
     for output in (one, two):
         text, calls = text_and_tool_calls(output)
-        assert text == flatten_text(output) and text.__class__ is str and calls == []
+        assert text == flatten_text(output) and text.__class__ is str and calls == ()

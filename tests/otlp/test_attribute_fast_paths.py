@@ -175,7 +175,11 @@ def _as_parsed(value: Any) -> Any:
 @example([{"key": "a", "value": "x"}, {"key": "b"}])
 @example([{"key": "a", "value": {"intValue": "\u0663"}}, {"key": "b", "value": {"intValue": " 12"}}])
 @example([{"key": "a", "value": {"intValue": "1a"}}])
+@example([{"key": "a", "value": {"intValue": "1.5"}}, {"key": "b", "value": {"intValue": "1e5"}}])
+@example([{"key": "a", "value": {"intValue": "true"}}, {"key": "b", "value": {"intValue": "null"}}])
+@example([{"key": "a", "value": {"intValue": "-0"}}, {"key": "b", "value": {"intValue": "[1]"}}])
 def test_parsed_attribute_lists_decode_as_on_the_plain_path(kvs: Any) -> None:
+    # (the examples are JSON an intValue's digits are read as: what isdigit lets through)
     kvs = _as_parsed(kvs)
     got = _outcome_with_path(attributes_json_parsed, kvs)
     if type(kvs) is list:
