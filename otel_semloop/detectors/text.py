@@ -88,7 +88,8 @@ class MonologueDetector(IncrementalDetector):
                 self._break()  # (a run already broken has nothing to break)
             return []
         if facts.has_tool_calls:
-            self._break()
+            if self._last is not None:
+                self._break()  # (a run already broken has nothing to break: no call)
             return []
         if facts.text is None:
             return []

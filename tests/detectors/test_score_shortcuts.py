@@ -271,3 +271,27 @@ def test_stale_time_counts_from_the_last_novel_steps_end_to_each_steps_end_or_st
     # Since the novel step's end (10 s) to the last step's end, or its start when it has none.
     expected = ((30 if last_end is None else last_end) - 10) / 100
     assert detector.calibration[STALE_TIME] == round(expected, 4)
+
+
+# -- monologue: an LLM output that calls tools ends a run (and one broken stays broken) ----
+
+
+def test_an_llm_output_calling_tools_ends_a_monologue_run() -> None:
+    from otel_semloop.detectors.text import MONOLOGUE, MonologueDetector
+    from otel_semloop.messages import ToolCall
+
+    said = "I will check the build log again."
+    calls = (ToolCall("read_log"),)
+    plain = [Step(StepKind.LLM, "chat", output_text=said, start_ns=i) for i in range(3)]
+    broken = [
+        Step(StepKind.LLM, "chat", output_text=said, start_ns=0),
+        Step(StepKind.LLM, "chat", output_text=said, tool_calls=calls, start_ns=1),
+        Step(StepKind.LLM, "chat", output_text=said, tool_calls=calls, start_ns=2),  # (already broken)
+        Step(StepKind.LLM, "chat", output_text=said, start_ns=3),
+        Step(StepKind.LLM, "chat", output_text=said, start_ns=4),
+    ]
+    config = DetectorConfig(calibration=True)
+    detector = MonologueDetector(config)
+    assert [f.signal for f in detector.detect(Trace.from_steps(plain))] == [MONOLOGUE]
+    assert [(f.repeats, f.started_step) for f in detector.detect(Trace.from_steps(broken))] == [(2, 3)]
+    assert detector.calibration[MONOLOGUE] == round(2 / config.monologue_repeats, 4)
