@@ -235,6 +235,9 @@ class IncrementalDetector(ABC):
         #: (building a finding copies the evidence and writes its description): ``observe``
         #: then returns :data:`UNREPORTED` in their place.
         self.reporting = True
+        #: Every signal at 0.0: what :meth:`reset` copies into ``_peaks`` (a copy costs
+        #: about a third of ``dict.fromkeys``, and a scorer resets for every trace).
+        self._no_peaks: dict[str, float] = dict.fromkeys(self.signals, 0.0)
         self.reset()
 
     def reset(self) -> None:
@@ -248,7 +251,7 @@ class IncrementalDetector(ABC):
             self._episodes.clear()
         except AttributeError:  # the first reset (from ``__init__``)
             self._episodes: list[Episode] = []
-        self._peaks: dict[str, float] = dict.fromkeys(self.signals, 0.0)
+        self._peaks: dict[str, float] = self._no_peaks.copy()
         if self._fingerprinter is not None:
             self._fingerprinter.reset()
 

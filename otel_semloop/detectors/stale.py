@@ -114,7 +114,9 @@ class StaleDetector(IncrementalDetector):
         self._slide(facts, out)
         if facts.novel:
             self._run = 0
-            self._last_novel_ns = facts.time_ns
+            # ``facts.time_ns`` written out (a property: a call on most tool steps).
+            end_ns = facts.end_ns
+            self._last_novel_ns = end_ns if end_ns is not None else facts.start_ns
             self._steps_episode = self._time_episode = None
             return out
         self._run += 1
@@ -130,7 +132,9 @@ class StaleDetector(IncrementalDetector):
             )
         self._steps_episode.add(facts.span_id)
         self._track(self._steps_episode, self._run, facts, out)
-        now, since = facts.time_ns, self._last_novel_ns
+        now, since = facts.end_ns, self._last_novel_ns
+        if now is None:
+            now = facts.start_ns  # (``facts.time_ns`` written out)
         if config.stale_seconds and now is not None and since is not None and now > since:
             if self._time_episode is None:
                 self._time_episode = Episode(

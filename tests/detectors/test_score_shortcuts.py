@@ -24,7 +24,7 @@ from otel_semloop.detectors.stagnation import (
     _prepare,
     score_reasoning_stagnation,
 )
-from otel_semloop.model import Step, StepKind
+from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Label, LexicalResult
 
@@ -204,3 +204,70 @@ def test_no_findings_give_the_verdict_the_full_policy_path_gives(empty, partial,
     assert dataclasses.astuple(short) == dataclasses.astuple(full)
     assert short == full and short.label is Label.NO_LOOP
     assert short.calibration is not calibration  # (a copy, as the full path makes)
+
+
+# -- a reset copies the zero peaks rather than building them -----------------------------
+
+
+def test_a_reset_detector_reports_the_calibration_of_a_new_one() -> None:
+    # Each detector's peaks start from a copy of its zeroed signals: a run that raised them
+    # must leave nothing behind for the next (the copy, not the template, is written).
+    from bench.detector_speed import genai_records
+    from otel_semloop.builder import build_trace
+    from otel_semloop.detectors.suite import default_detectors
+
+    config = DetectorConfig(calibration=True)
+    loop = Trace.from_steps(
+        [Step(StepKind.TOOL, "search", tool_arguments={"q": "a"}, tool_result="none")] * 12
+    )
+    other = build_trace(genai_records(20))
+    for detector in default_detectors(config):
+        detector.detect(loop)
+        assert any(detector.calibration.values()) or type(detector).__name__ not in _RAISED
+        for trace in (other, loop):
+            fresh = type(detector)(config)
+            assert detector.detect(trace) == fresh.detect(trace)
+            assert detector.calibration == fresh.calibration, type(detector).__name__
+        detector.reset()
+        assert detector.calibration == dict.fromkeys(detector.signals, 0.0)
+
+
+#: Detectors whose peaks the looping run above raises (so the check has teeth).
+_RAISED = {"ActionCycleDetector", "RepeatedResultDetector", "StaleDetector", "CallCeilingDetector"}
+
+
+# -- stale time: a step's time read from its slots (``time_ns`` written out) ---------------
+
+
+@pytest.mark.parametrize("last_end", [31, None])
+def test_stale_time_counts_from_the_last_novel_steps_end_to_each_steps_end_or_start(last_end) -> None:
+    from otel_semloop.detectors.stale import STALE_TIME, StaleDetector
+
+    second = 1_000_000_000
+    config = DetectorConfig(calibration=True, stale_seconds=100)
+    steps = [
+        Step(
+            StepKind.TOOL, "read", tool_arguments={"p": "a"}, tool_result="x", start_ns=0, end_ns=10 * second
+        ),
+        Step(
+            StepKind.TOOL,
+            "read",
+            tool_arguments={"p": "a"},
+            tool_result="x",
+            start_ns=20 * second,
+            end_ns=21 * second,
+        ),
+        Step(
+            StepKind.TOOL,
+            "read",
+            tool_arguments={"p": "a"},
+            tool_result="x",
+            start_ns=30 * second,
+            end_ns=None if last_end is None else last_end * second,
+        ),
+    ]
+    detector = StaleDetector(config)
+    detector.detect(Trace.from_steps(steps))
+    # Since the novel step's end (10 s) to the last step's end, or its start when it has none.
+    expected = ((30 if last_end is None else last_end) - 10) / 100
+    assert detector.calibration[STALE_TIME] == round(expected, 4)
