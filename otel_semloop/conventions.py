@@ -158,8 +158,9 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         # the whole request/response body, not what was said.
         # Indexed messages are collected only when a message list attribute is missing; the
         # input ones on first read (an IndexedMessages: see _resolve_deferred in model.py).
-        if plan.message_lists:
+        if plan.input_messages:
             raw_in = get("gen_ai.input.messages")
+        if plan.output_messages:
             raw_out = get("gen_ai.output.messages")
         if not raw_in or not raw_out:
             indexed_in, indexed_out = llm_indexed_messages(attrs) if plan.indexed else _NO_MESSAGES
@@ -380,10 +381,10 @@ class ReadingPlan:
 
     __slots__ = (
         "arguments", "confident", "cost_keys", "envelope", "error_type", "indexed",
-        "input_is_arguments", "input_keys", "input_token_keys", "llm_request_type",
-        "message_lists", "names", "openinference", "operation", "output_is_result",
-        "output_keys", "output_token_keys", "result", "span_names", "traceloop", "transfer",
-        "usage",
+        "input_is_arguments", "input_keys", "input_messages", "input_token_keys",
+        "llm_request_type", "names", "openinference", "operation", "output_is_result",
+        "output_keys", "output_messages", "output_token_keys", "result", "span_names",
+        "traceloop", "transfer", "usage",
     )  # fmt: skip
 
     def __init__(self, has: Any, indexed: bool) -> None:
@@ -400,7 +401,8 @@ class ReadingPlan:
         self.llm_request_type = has("llm.request.type")
         self.span_names = cut(_SPAN_NAME_KEYS)
         self.names = {kind: cut(_NAME_KEYS.get(kind, _SPAN_NAME_KEYS)) for kind in StepKind}
-        self.message_lists = has("gen_ai.input.messages") or has("gen_ai.output.messages")
+        self.input_messages = has("gen_ai.input.messages")
+        self.output_messages = has("gen_ai.output.messages")
         self.indexed = indexed
         self.input_keys = cut(_INPUT_KEYS)
         self.output_keys = cut(_OUTPUT_KEYS)
