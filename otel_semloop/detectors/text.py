@@ -326,6 +326,8 @@ class ChantingDetector(IncrementalDetector):
         config = self.config
         # Fewer units than a warning needs cannot be reported; only calibration wants them.
         self._floor = 2 if config.calibration else max(2, math.ceil(config.report_at * config.chant_repeats))
+        #: The least output :func:`degenerate_run` examines (shorter: None, without a call).
+        self._run_chars = config.chant_min_chars * config.chant_repeats
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
@@ -346,9 +348,9 @@ class ChantingDetector(IncrementalDetector):
             counts = _unit_counts(text, config.chant_min_chars, floor)
             if counts:
                 top = max(counts.values())
-        if top < config.chant_repeats:
+        if top < config.chant_repeats and len(text) >= self._run_chars:
             # One token repeated back to back has no lines or sentences to count.
-            run = degenerate_run(text, config.chant_min_chars * config.chant_repeats)
+            run = degenerate_run(text, self._run_chars)
             if run is not None:
                 top = max(top, run[1])
         if top < 2:

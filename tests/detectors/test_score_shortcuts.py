@@ -295,3 +295,20 @@ def test_an_llm_output_calling_tools_ends_a_monologue_run() -> None:
     assert [f.signal for f in detector.detect(Trace.from_steps(plain))] == [MONOLOGUE]
     assert [(f.repeats, f.started_step) for f in detector.detect(Trace.from_steps(broken))] == [(2, 3)]
     assert detector.calibration[MONOLOGUE] == round(2 / config.monologue_repeats, 4)
+
+
+# -- chanting: an output too short for a degenerate run is not examined for one ------------
+
+
+@pytest.mark.parametrize("size", [119, 120, 121, 240])
+def test_a_degenerate_run_is_found_from_the_least_length_it_needs(size: int) -> None:
+    # ``degenerate_run`` is called only from ``chant_min_chars * chant_repeats`` characters
+    # (below, it returns None itself): the detector must agree with it at the boundary.
+    config = DetectorConfig(calibration=True)
+    text = ("court" * 60)[:size]
+    expected = text_detectors.degenerate_run(text, config.chant_min_chars * config.chant_repeats)
+    detector = text_detectors.ChantingDetector(config)
+    detector.detect(Trace.from_steps([Step(StepKind.LLM, "chat", output_text=text)]))
+    peak = detector.calibration[text_detectors.CHANTING]
+    assert peak == (0.0 if expected is None else round(expected[1] / config.chant_repeats, 4))
+    assert (expected is None) == (size < 120)
