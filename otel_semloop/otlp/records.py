@@ -137,6 +137,9 @@ def _spans_json(
     _dict: Any = dict,
     _int: Any = int,
     _len: Any = len,
+    _min_i32: int = c.MIN_I32,
+    _max_i32: int = c.MAX_I32,
+    _max_u32: int = c.MAX_U32,
 ) -> None:
     """Each JSON span dict of ``spans`` as a record, passed to ``append`` (raises
     :class:`Bad` with the path from the span on).
@@ -161,8 +164,8 @@ def _spans_json(
 
     Why this spelling: one call for a list of spans, not one a span (a frame each); a
     span whose raw trace id equals the previous span's takes its id (one string compare,
-    not a hash and a lookup a span); the builtins come in as locals (``_type`` ... are not
-    arguments to pass), cheaper to load than globals; the span's keys are read with
+    not a hash and a lookup a span); the builtins and bounds come in as locals (``_type``
+    ... are not arguments to pass), cheaper to load than globals; the span's keys are read with
     ``orjson``'s own key objects (see :data:`_SPAN_KEYS`); a non-empty attribute list is
     decoded here, not through :func:`_attributes` (a call a span).
     """
@@ -203,7 +206,7 @@ def _spans_json(
             if _type(name) is not _str:
                 name = field(span, "name", c.string)
             kind = get(_KIND, 0)
-            if _type(kind) is not _int or not c.MIN_I32 <= kind <= c.MAX_I32:
+            if _type(kind) is not _int or not _min_i32 <= kind <= _max_i32:
                 kind = field(span, "kind", c.span_kind)
             start = span[_START] if parsed else get(_START)
             end = span[_END] if parsed else get(_END)
@@ -250,7 +253,7 @@ def _spans_json(
                 c.bad_type("an array", events, "events")
             flags = get(_FLAGS)
             if flags:
-                if _type(flags) is not _int or flags < 0 or flags > c.MAX_U32:
+                if _type(flags) is not _int or flags < 0 or flags > _max_u32:
                     flags = field(span, "flags", c.u32)
                 remote = flags & FLAGS_IS_REMOTE != 0 if flags & FLAGS_HAS_IS_REMOTE else None
             else:

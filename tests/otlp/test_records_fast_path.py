@@ -350,3 +350,27 @@ def test_a_span_without_an_id_or_a_time_decodes_as_it_always_has(key):
             (record,) = records_from_json(_doc(span), json_types=json_types)
             assert (record.start_ns == 0) is (key == "startTimeUnixNano")
             assert (record.end_ns == 0) is (key == "endTimeUnixNano")
+
+
+@pytest.mark.parametrize(
+    ("key", "check"),
+    [("kind", c.span_kind), ("flags", c.u32)],
+)
+@pytest.mark.parametrize(
+    "value", [0, 1, 5, -1, c.MIN_I32, c.MIN_I32 - 1, c.MAX_I32, c.MAX_I32 + 1, c.MAX_U32, c.MAX_U32 + 1]
+)
+def test_kind_and_flags_bounds_are_the_field_readers(key, check, value):
+    # (the span loop checks them against its own copies of the bounds: held to the readers)
+    try:
+        expected: Any = check(value)
+    except Bad:
+        expected = "error"
+    for json_types in (False, True):
+        try:
+            (record,) = records_from_json(_doc(_span(**{key: value})), json_types=json_types)
+        except OTLPDecodeError as exc:
+            assert expected == "error" and exc.where.endswith(f"spans[0].{key}")
+        else:
+            assert expected != "error"
+            if key == "kind":
+                assert record.kind == expected
