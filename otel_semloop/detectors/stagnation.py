@@ -56,7 +56,18 @@ _END = object()
 _WORD_CHARS = [c for c in map(chr, range(128)) if not c.isspace() and c == c.lower()]
 #: What the meaningful-word filter drops from an ASCII text, looked up in C: the stop words
 #: and every string of one or two :data:`_WORD_CHARS` (8,556 of them, about 1 MB in all).
-_ASCII_DROPPED = STOP_WORDS | frozenset(_WORD_CHARS) | {a + b for a in _WORD_CHARS for b in _WORD_CHARS}
+#: Made by :func:`_ascii_dropped` on the first ASCII output, not at import: an application
+#: that registers the span processor imports the detectors, and need not pay the 2 ms and
+#: the megabyte in its start-up.
+_ASCII_DROPPED: frozenset[str] | None = None
+
+
+def _ascii_dropped() -> frozenset[str]:
+    global _ASCII_DROPPED
+    if _ASCII_DROPPED is None:
+        pairs = {a + b for a in _WORD_CHARS for b in _WORD_CHARS}
+        _ASCII_DROPPED = STOP_WORDS | frozenset(_WORD_CHARS) | pairs
+    return _ASCII_DROPPED
 
 
 class _Output:
@@ -106,7 +117,8 @@ def _prepare(output: Any) -> _Output | None:
     if lowered.isascii():
         # A word of at most two characters is one of ``_ASCII_DROPPED`` here, so one set
         # lookup per word, run in C, is the filter below.
-        words = list(filterfalse(_ASCII_DROPPED.__contains__, words))
+        dropped = _ASCII_DROPPED or _ascii_dropped()
+        words = list(filterfalse(dropped.__contains__, words))
     else:
         words = [w for w in words if len(w) > 2 and w not in STOP_WORDS]
     if len(words) < MIN_MEANINGFUL_WORDS:

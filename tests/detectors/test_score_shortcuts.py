@@ -85,6 +85,21 @@ def test_an_ascii_output_drops_every_short_word_and_stop_word(text: str) -> None
     assert prepared.text == " ".join(expected)
 
 
+def test_the_ascii_filter_set_is_made_on_first_use_not_at_import() -> None:
+    # (an application importing the span processor imports the detectors: no megabyte set
+    # built in its start-up)
+    import subprocess
+    import sys
+
+    code = (
+        "import otel_semloop, otel_semloop.detectors.stagnation as s\n"
+        "assert s._ASCII_DROPPED is None\n"
+        "s._prepare(' '.join(['alpha beta'] * 10))\n"
+        "assert s._ASCII_DROPPED is not None and 'of' in s._ASCII_DROPPED\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 # -- shell forms: a command of plain words is its own canonical and near form --------------
 
 _SHELL_PIECES = [
