@@ -8,6 +8,7 @@ passes through them.
 
 from otel_semloop.builder import build_trace
 from otel_semloop.errors import ConfigError, LoopDetected, OTLPDecodeError, SemloopError
+from otel_semloop.lazy_exports import lazy_getattr
 from otel_semloop.model import SpanRecord, Step, StepKind, ToolCall, Trace
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Action, Finding, Label, LexicalResult, Verdict
@@ -33,11 +34,6 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> object:
-    # The processor pulls in the SDK's span-processor machinery; CLI and library users that
-    # only score files should not pay for that import.
-    if name == "SemloopSpanProcessor":
-        from otel_semloop.processor import SemloopSpanProcessor
-
-        return SemloopSpanProcessor
-    raise AttributeError(f"module 'otel_semloop' has no attribute {name!r}")
+# The processor pulls in the SDK's span-processor machinery; CLI and library users that
+# only score files should not pay for that import.
+__getattr__ = lazy_getattr(__name__, {"SemloopSpanProcessor": "processor"})

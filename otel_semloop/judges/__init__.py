@@ -16,8 +16,9 @@ CPU (90 ms without bytecode caches) when no judge is asked for.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otel_semloop.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from otel_semloop.judges.base import (
@@ -85,13 +86,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'otel_semloop.judges' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"otel_semloop.judges.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _HOMES)
 
 
 def __dir__() -> list[str]:

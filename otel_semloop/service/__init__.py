@@ -28,8 +28,9 @@ far scoring is behind). Needs the ``collector`` extra (grpcio, uvicorn).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from otel_semloop.lazy_exports import lazy_getattr
 
 if TYPE_CHECKING:
     from otel_semloop.service.config import ExportProtocol, ServiceConfig
@@ -47,12 +48,6 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    """Imported on first use, so that a scoring process (which imports
-    :mod:`.scoring_worker`) loads neither gRPC nor uvicorn."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+#: Imported on first use, so that a scoring process (which imports
+#: :mod:`.scoring_worker`) loads neither gRPC nor uvicorn.
+__getattr__ = lazy_getattr(__name__, _HOMES)
