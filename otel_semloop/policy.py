@@ -66,8 +66,6 @@ _LOOP, _SUSPECTED, _NO_LOOP = Label.LOOP, Label.SUSPECTED, Label.NO_LOOP
 _PREFIXES = {_LOOP: "Loop", _SUSPECTED: "Suspected loop", _NO_LOOP: "Warning"}
 #: Findings quoted in the reason text; the rest are in the findings and attributes.
 REASON_FINDINGS = 3
-#: The finding collections whose truth says they are empty (:meth:`Policy.verdict`).
-_SEQUENCES = (list, tuple)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,21 +140,6 @@ class Policy:
         calibration: Mapping[str, float] | None = None,
     ) -> Verdict:
         """The verdict for a trace with these findings (warnings and above are kept)."""
-        if not findings and findings.__class__ in _SEQUENCES:
-            # No finding (most traces): what the steps below give for none, without them
-            # (sorting, filtering, deciding nothing cost several times this).
-            return Verdict(
-                label=_NO_LOOP,
-                score=1.0,
-                action=_CONTINUE,
-                reason=NO_LOOP_REASON,
-                findings=(),
-                lexical=lexical,
-                in_loop_span_ids=frozenset(),
-                partial=partial,
-                calibration=dict(calibration or {}),
-                threshold=self.threshold,
-            )
         kept = sorted(
             (f for f in findings if f.severity >= self.warn_at),
             key=lambda f: (f.started_step if f.started_step is not None else -1, f.signal),
