@@ -49,7 +49,14 @@ from otel_semloop.detectors.text import ChantingDetector, MonologueDetector, is_
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
-__all__ = ["DetectorSuite", "default_detectors", "kinds_read", "plain_tool_step", "reads_step"]
+__all__ = [
+    "DetectorSuite",
+    "default_detectors",
+    "kinds_read",
+    "plain_tool_step",
+    "reads_plain_tool_calls",
+    "reads_step",
+]
 
 _TOOL = StepKind.TOOL  # (a module constant: an enum member through its class is slow on 3.11)
 
@@ -66,12 +73,17 @@ def plain_tool_step(step: Step) -> bool:
     return step.kind is _TOOL and not step.handoff_to and not is_answer_tool(step.name)
 
 
+def reads_plain_tool_calls(detector: IncrementalDetector) -> bool:
+    """Whether ``detector`` reads tool steps and its class does not declare
+    ``plain_tool_steps = False`` (see the module doc)."""
+    return _TOOL in kinds_read(detector) and getattr(type(detector), "plain_tool_steps", True)
+
+
 def reads_step(detector: IncrementalDetector, step: Step) -> bool:
-    """Whether the suite hands ``step`` to ``detector`` (its declared kinds, and plain tool
-    calls unless its class declares ``plain_tool_steps = False``)."""
-    if step.kind not in kinds_read(detector):
-        return False
-    return getattr(type(detector), "plain_tool_steps", True) or not plain_tool_step(step)
+    """Whether the suite hands ``step`` to ``detector``."""
+    if plain_tool_step(step):
+        return reads_plain_tool_calls(detector)
+    return step.kind in kinds_read(detector)
 
 
 def default_detectors(config: DetectorConfig | None = None) -> list[IncrementalDetector]:
@@ -120,9 +132,7 @@ class DetectorSuite:
         }
         #: The same for a plain tool call (:func:`plain_tool_step`).
         self._plain_tool_observers = tuple(
-            d.observe_facts
-            for d in self.detectors
-            if _TOOL in kinds_read(d) and getattr(type(d), "plain_tool_steps", True)
+            d.observe_facts for d in self.detectors if reads_plain_tool_calls(d)
         )
 
     def release(self) -> None:
