@@ -14,14 +14,25 @@ and summary rows) and write. Then it measures what crossing a process boundary c
 (``orjson.loads`` + ``orjson.dumps`` of every line) without the profiler. The
 profiler inflates Python-heavy phases (build, score) more than C ones (parse): read the
 split as where the time goes, and the unprofiled total beside the floor for the ratio.
+
+Last, the budget: rescore's workers share the machine's cores, so on N busy cores its MB/s
+is at most N x (floor CPU / rescore CPU) of the floor's, and the issue's 40% allows
+rescore at most N / 0.40 times the floor's CPU, every stage and process included. The
+decode, build and score stages are timed again without the profiler, each over every
+trace of the file (spans grouped by trace id, as a worker gets them), and printed as
+multiples of the floor's CPU beside that allowance. Steps are built lazily (an LLM step's
+message history is decoded when first read), so some decoding lands in the score stage:
+the three together are the figure to read.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pickle
 import pstats
+import statistics
 import sys
 import tempfile
 import time
@@ -33,7 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.rescore_throughput import write_file
 from otel_semloop.batch.chunks import parse_chunk
+from otel_semloop.builder import build_trace
 from otel_semloop.cli import main
+from otel_semloop.otlp.records import records_from_json
+from otel_semloop.scoring import DetectorScorer, collector_paused
 
 #: phase -> functions whose cumulative time it is (by file and function name); a phase's
 #: own time excludes the phases nested inside it (listed in NESTED)
@@ -79,6 +93,37 @@ def _cumulative(stats: pstats.Stats, file: str, name: str) -> float:
     return total
 
 
+def stage_seconds(lines: list[bytes], runs: int = 3) -> dict[str, float]:
+    """Unprofiled CPU seconds (median of ``runs``) of decoding, building and scoring every
+    trace in ``lines``, each stage on the previous stage's output."""
+    by_trace: dict[str, list[dict]] = {}
+    for line in lines:
+        for resource in orjson.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    by_trace.setdefault(span["traceId"], []).append(span)
+    groups = [{"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]} for spans in by_trace.values()]
+    scorer = DetectorScorer()
+    times: dict[str, list[float]] = {"decode": [], "build": [], "score": []}
+    for _ in range(runs):
+        with collector_paused():  # as in a worker: see scoring.collector_paused
+            _time_stages(groups, scorer, times)
+    return {stage: statistics.median(seconds) for stage, seconds in times.items()}
+
+
+def _time_stages(groups: list[dict], scorer: DetectorScorer, times: dict[str, list[float]]) -> None:
+    cpu = time.process_time()
+    records = [records_from_json(group, json_types=True) for group in groups]
+    times["decode"].append(time.process_time() - cpu)
+    cpu = time.process_time()
+    traces = [build_trace(r) for r in records]
+    times["build"].append(time.process_time() - cpu)
+    cpu = time.process_time()
+    for trace in traces:
+        scorer.score(trace)
+    times["score"].append(time.process_time() - cpu)
+
+
 def main_() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -116,6 +161,7 @@ def main_() -> int:
         # the result is pickled
         pickle.loads(pickle.dumps(result, pickle.HIGHEST_PROTOCOL))
         transfer = time.process_time() - cpu
+        stages = stage_seconds(lines)
     mb = sum(len(line) + 1 for line in lines) / 1e6
     print(f"{mb:.0f} MB, {len(lines)} lines; CPU seconds (cProfile with time.process_time, one process)")
     profiled = sum(phases.values())
@@ -130,6 +176,16 @@ def main_() -> int:
         f"process boundary: pickling a 64-line chunk's result both ways {transfer:.3f} s, "
         f"{transfer / chunk_cpu:.1%} of the chunk's own CPU ({chunk_cpu:.2f} s)"
     )
+    cores = os.cpu_count() or 1
+    print(
+        f"budget: on {cores} busy cores, 40% of the floor's MB/s allows rescore "
+        f"{cores / 0.40:.1f}x the floor's CPU in all (now {plain / floor:.1f}x); "
+        "without the profiler, as multiples of the floor's CPU:"
+    )
+    for stage, seconds in stages.items():
+        print(f"  {stage:11s} {seconds:7.2f} s  {seconds / floor:5.1f}x")
+    inner = sum(stages.values())
+    print(f"  {'together':11s} {inner:7.2f} s  {inner / floor:5.1f}x, besides the floor's own 1.0x")
     return 0
 
 
