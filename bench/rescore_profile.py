@@ -93,9 +93,10 @@ def _cumulative(stats: pstats.Stats, file: str, name: str) -> float:
     return total
 
 
-def stage_seconds(lines: list[bytes], runs: int = 3) -> dict[str, float]:
+def stage_seconds(lines: list[bytes], runs: int = 3) -> tuple[dict[str, float], list[str]]:
     """Unprofiled CPU seconds (median of ``runs``) of decoding, building and scoring every
-    trace in ``lines``, each stage on the previous stage's output."""
+    trace in ``lines``, each stage on the previous stage's output; and the label of every
+    trace scored (the work timed is rescore's: the same traces, the same verdicts)."""
     by_trace: dict[str, list[dict]] = {}
     for line in lines:
         for resource in orjson.loads(line)["resourceSpans"]:
@@ -105,13 +106,14 @@ def stage_seconds(lines: list[bytes], runs: int = 3) -> dict[str, float]:
     groups = [{"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]} for spans in by_trace.values()]
     scorer = DetectorScorer()
     times: dict[str, list[float]] = {"decode": [], "build": [], "score": []}
+    labels: list[str] = []
     for _ in range(runs):
         with collector_paused():  # as in a worker: see scoring.collector_paused
-            _time_stages(groups, scorer, times)
-    return {stage: statistics.median(seconds) for stage, seconds in times.items()}
+            labels = _time_stages(groups, scorer, times)
+    return {stage: statistics.median(seconds) for stage, seconds in times.items()}, labels
 
 
-def _time_stages(groups: list[dict], scorer: DetectorScorer, times: dict[str, list[float]]) -> None:
+def _time_stages(groups: list[dict], scorer: DetectorScorer, times: dict[str, list[float]]) -> list[str]:
     cpu = time.process_time()
     records = [records_from_json(group, json_types=True) for group in groups]
     times["decode"].append(time.process_time() - cpu)
@@ -119,9 +121,9 @@ def _time_stages(groups: list[dict], scorer: DetectorScorer, times: dict[str, li
     traces = [build_trace(r) for r in records]
     times["build"].append(time.process_time() - cpu)
     cpu = time.process_time()
-    for trace in traces:
-        scorer.score(trace)
+    verdicts = [scorer.score(trace) for trace in traces]
     times["score"].append(time.process_time() - cpu)
+    return [verdict.label.value for verdict in verdicts]
 
 
 def main_() -> int:
@@ -161,7 +163,7 @@ def main_() -> int:
         # the result is pickled
         pickle.loads(pickle.dumps(result, pickle.HIGHEST_PROTOCOL))
         transfer = time.process_time() - cpu
-        stages = stage_seconds(lines)
+        stages, labels = stage_seconds(lines)
     mb = sum(len(line) + 1 for line in lines) / 1e6
     print(f"{mb:.0f} MB, {len(lines)} lines; CPU seconds (cProfile with time.process_time, one process)")
     profiled = sum(phases.values())
@@ -180,7 +182,8 @@ def main_() -> int:
     print(
         f"budget: on {cores} busy cores, 40% of the floor's MB/s allows rescore "
         f"{cores / 0.40:.1f}x the floor's CPU in all (now {plain / floor:.1f}x); "
-        "without the profiler, as multiples of the floor's CPU:"
+        f"without the profiler, as multiples of the floor's CPU ({len(labels)} traces, "
+        f"{labels.count('loop')} loops):"
     )
     for stage, seconds in stages.items():
         print(f"  {stage:11s} {seconds:7.2f} s  {seconds / floor:5.1f}x")
