@@ -88,6 +88,9 @@ class Release(Generic[S]):
     final: bool = True
     chunk: int = 0
     first_seen: float = 0.0
+    #: Log events of the trace to put on its spans before scoring
+    #: (:class:`~otel_semloop.conventions.LogEvent`; the span processor's GenAI log records).
+    logs: tuple = ()
 
     @property
     def partial(self) -> bool:

@@ -8,10 +8,11 @@ carrying a :class:`~otel_semloop.writeback.SpanPatch`, and tell its identity and
 that the local root of a release can be found without building the trace. Everything
 else happens once, here:
 
-* :func:`evaluate` (on a scoring thread): records, :func:`~otel_semloop.builder.build_trace`,
-  the :class:`~otel_semloop.scoring.Scorer`, staged verdicts reported as they come. It
-  reads the spans and never changes them, so a thread abandoned past its budget cannot
-  touch spans that already left.
+* :func:`evaluate` (on a scoring thread): records (the release's log events put on their
+  spans: :func:`~otel_semloop.conventions.attach_log_records`),
+  :func:`~otel_semloop.builder.build_trace`, the :class:`~otel_semloop.scoring.Scorer`,
+  staged verdicts reported as they come. It reads the spans and never changes them, so a
+  thread abandoned past its budget cannot touch spans that already left.
 * :func:`written_back` (whoever forwards the release, once): the verdict's patches
   applied, every other span forwarded as the original object.
 * :func:`unscored` (budget exceeded, scorers stuck, scorer failed, shutdown): only the
@@ -29,6 +30,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
 
 from otel_semloop.builder import build_trace
+from otel_semloop.conventions import attach_log_records
 from otel_semloop.grouping import Release
 from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.scoring import Scorer, stages_of
@@ -154,6 +156,8 @@ def evaluate(
     for start in range(0, len(spans), SLICE):
         records.extend(adapter.record(span) for span in spans[start : start + SLICE])
         yield_gil()
+    if release.logs:
+        records = attach_log_records(records, release.logs)
     trace = build_trace(records, partial=release.partial)
     yield_gil()
     if not trace.steps:

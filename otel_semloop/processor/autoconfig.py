@@ -5,9 +5,11 @@ runs through the ``opentelemetry_configurator`` entry point) builds one
 ``BatchSpanProcessor(exporter)`` per exporter named in ``OTEL_TRACES_EXPORTER``, and takes
 an ``export_span_processor`` factory to build something else instead. Distros are meant to
 subclass ``_OTelSDKConfigurator`` for this (its docstring says so). This configurator
-wraps each exporter as ``SemloopSpanProcessor(BatchSpanProcessor(exporter))``; every
-other part of the SDK setup (resource, sampler, exporters, metrics, logs) is unchanged,
-and semloop reads its options from ``SEMLOOP_*`` variables.
+wraps each exporter as ``SemloopSpanProcessor(BatchSpanProcessor(exporter))`` and adds
+its :attr:`~otel_semloop.processor.SemloopSpanProcessor.log_record_processor` (an
+observer: see :mod:`otel_semloop.processor.logs`) to the ``LoggerProvider`` the SDK sets
+up; every other part of the SDK setup (resource, sampler, exporters, metrics, logs) is
+unchanged, and semloop reads its options from ``SEMLOOP_*`` variables.
 
 With the package installed (it registers the entry point ``semloop``)::
 
@@ -21,8 +23,11 @@ With the package installed (it registers the entry point ``semloop``)::
 Without ``opentelemetry-instrument``, the three-line setup is::
 
     provider = TracerProvider()
-    provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
+    provider.add_span_processor(semloop := SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
     trace.set_tracer_provider(provider)
+
+plus, for instrumentations that emit message content as log records,
+``logger_provider.add_log_record_processor(semloop.log_record_processor)``.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import inspect
 import logging
 from typing import Any
 
+from opentelemetry._logs import get_logger_provider
 from opentelemetry.sdk._configuration import _initialize_components, _OTelSDKConfigurator
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
@@ -54,14 +60,31 @@ def semloop_export_processor(exporter: SpanExporter, *args: Any, **kwargs: Any) 
 
 
 class SemloopConfigurator(_OTelSDKConfigurator):
-    """The SDK configurator, with semloop wrapping every span exporter's batch processor."""
+    """The SDK configurator, with semloop wrapping every span exporter's batch processor,
+    and each semloop processor's ``log_record_processor`` added to the SDK's global
+    ``LoggerProvider`` (which the configurator sets up whatever ``OTEL_LOGS_EXPORTER``
+    says), so GenAI message content emitted as log records is read."""
 
     def _configure(self, **kwargs: Any) -> None:
+        observers: list[Any] = []
         if "export_span_processor" in inspect.signature(_initialize_components).parameters:
-            kwargs.setdefault("export_span_processor", semloop_export_processor)
+
+            def export_processor(exporter: SpanExporter, *args: Any, **options: Any) -> SpanProcessor:
+                processor = semloop_export_processor(exporter, *args, **options)
+                observer = getattr(processor, "log_record_processor", None)  # None: SEMLOOP_ENABLED=false
+                if observer is not None:
+                    observers.append(observer)
+                return processor
+
+            kwargs.setdefault("export_span_processor", export_processor)
         else:  # pragma: no cover - SDKs before export_span_processor existed
             _logger.warning(
                 "otel-semloop: this opentelemetry-sdk cannot wrap its exporters; add "
                 "SemloopSpanProcessor to the TracerProvider by hand"
             )
         super()._configure(**kwargs)
+        add = getattr(get_logger_provider(), "add_log_record_processor", None)
+        if add is None:  # pragma: no cover - no SDK LoggerProvider was set up
+            return
+        for observer in observers:
+            add(observer)

@@ -22,6 +22,7 @@ argument                               environment variable                defau
 ``tick_seconds``                       ``SEMLOOP_TICK_SECONDS``            0.1
 ``shutdown_timeout_seconds``           ``SEMLOOP_SHUTDOWN_TIMEOUT_SECONDS``  30
 ``live_guard``                         ``SEMLOOP_LIVE_GUARD``              off
+``max_log_events``                     ``SEMLOOP_MAX_LOG_EVENTS``          10000
 =====================================  ==================================  =========
 """
 
@@ -66,6 +67,9 @@ class Config(BufferingSettings):
     enabled: bool = setting(True, kind="bool")
     #: Live guard mode (see :class:`GuardMode`).
     live_guard: GuardMode = setting(GuardMode.OFF, kind="choice", choices=GuardMode)
+    #: GenAI log records held in all for the traces being grouped (only with
+    #: ``log_record_processor`` registered); past it the oldest is dropped and counted.
+    max_log_events: int = setting(10_000, kind="int", minimum=1)
 
     def __post_init__(self) -> None:
         validate(self)

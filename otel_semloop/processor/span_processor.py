@@ -67,6 +67,13 @@ Scoring budget
     (cheap deterministic verdict first, then refined ones, e.g. after a remote judge),
     the latest verdict yielded before the budget runs out is the one written back.
 
+GenAI log records
+    Instrumentations that emit message content as log records (OpenTelemetry's own
+    ``opentelemetry-instrumentation-openai-v2``) leave it off the spans. Add
+    :attr:`SemloopSpanProcessor.log_record_processor` to the application's
+    ``LoggerProvider`` and those records are put on their spans before the trace is scored:
+    see :mod:`otel_semloop.processor.logs`.
+
 Live guard
     ``live_guard="warn"|"stop"`` (or ``SEMLOOP_LIVE_GUARD``) runs the incremental
     detectors on the application thread as each LLM or tool span ends: see
@@ -98,6 +105,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.processor.config import Config, GuardMode
+from otel_semloop.processor.logs import HeldLogs, SemloopLogProcessor
 from otel_semloop.processor.worker import Worker
 from otel_semloop.scoring import Scorer
 from otel_semloop.telemetry import SelfTelemetry, get_logger
@@ -167,6 +175,9 @@ class SemloopSpanProcessor(SpanProcessor):
         # Bound methods looked up once: the hooks are the hot path.
         self._buffer_start = self._buffer.start
         self._buffer_end = self._buffer.end
+        # GenAI log records by trace, fed by the log record processor, taken at release.
+        self._logs = HeldLogs(config.max_log_events)
+        self._log_processor: SemloopLogProcessor | None = None
         self._downstream_on_start = downstream.on_start
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
@@ -201,6 +212,17 @@ class SemloopSpanProcessor(SpanProcessor):
         else None. Agent code calls ``processor.guard.check()`` between steps."""
         return self._guard
 
+    @property
+    def log_record_processor(self) -> SemloopLogProcessor:
+        """The SDK ``LogRecordProcessor`` that feeds this processor the GenAI log records
+        (message content emitted as log records, as ``opentelemetry-instrumentation-openai-v2``
+        does). Add it to the application's ``LoggerProvider`` beside its own exporting
+        processor: ``logger_provider.add_log_record_processor(processor.log_record_processor)``.
+        It only observes; see :mod:`otel_semloop.processor.logs`."""
+        if self._log_processor is None:
+            self._log_processor = SemloopLogProcessor(self)
+        return self._log_processor
+
     def stats(self) -> dict[str, int]:
         """Counters and gauges as a flat dict (the same numbers as the metrics), e.g.
         ``traces.loop``, ``releases.early.idle``, ``errors.downstream``, ``spans.held``."""
@@ -208,12 +230,15 @@ class SemloopSpanProcessor(SpanProcessor):
         with self._lock:
             errors = dict(self._app_errors)
             counts = dict(self._buffer.counts)
+            logs_held, logs_dropped = self._logs.held, self._logs.dropped
         for where, count in errors.items():
             key = f"semloop.errors.{where}"
             snapshot[key] = snapshot.get(key, 0) + count
         snapshot["semloop.spans.late"] = counts.get("late", 0)
         snapshot["semloop.buffer.grace_cut"] = counts.get("grace_cut", 0)
         snapshot["semloop.buffer.segments"] = counts.get("segments", 0)
+        snapshot["semloop.logs.held"] = logs_held
+        snapshot["semloop.logs.dropped"] = logs_dropped
         if self._guard is not None:
             for key, value in self._guard.stats().items():
                 snapshot[f"semloop.guard.{key}"] = value
@@ -342,6 +367,7 @@ class SemloopSpanProcessor(SpanProcessor):
         start fresh threads (threads do not survive fork)."""
         self._lock = threading.Lock()
         self._buffer.clear()
+        self._logs.clear()
         self._telemetry.at_fork_reinit()
         if self._guard is not None:
             self._guard.at_fork_reinit()

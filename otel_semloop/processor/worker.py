@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from otel_semloop.grouping import ReleaseReason
+from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.pool import ScoringPool
 from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
 from otel_semloop.release import SLICE, Outcome, yield_gil
@@ -149,6 +149,7 @@ class Worker:
         self._processor = weakref.ref(processor)
         self._lock = processor._lock
         self._buffer = processor._buffer
+        self._logs = processor._logs
         self._telemetry = processor._telemetry
         self._guard = processor._guard
         self._tick = config.tick_seconds
@@ -200,6 +201,7 @@ class Worker:
             self._buffer.release_all(reason)
             releases, late = self._buffer.take()
             self._flushes.clear()
+            self._take_logs(releases)
         for release in releases:
             self._pool.deliver_unscored(release, UNSCORED_SCORERS_STUCK, "stuck")
         if late:
@@ -253,6 +255,7 @@ class Worker:
             if new_flushes:
                 self._buffer.release_all(new_flushes[0].reason)
             releases, late = self._buffer.take()
+            self._take_logs(releases)
         pool = self._pool
         for release in releases:
             if release.final and self._guard is not None:
@@ -266,6 +269,14 @@ class Worker:
         pool.expire(time.monotonic())
         if self._flushes:
             self._finish_flushes()
+
+    def _take_logs(self, releases: list[Release[ReadableSpan]]) -> None:
+        """Hand each release its trace's GenAI log records (under the lock; a final
+        release takes them away). O(1) per release when none were recorded."""
+        logs = self._logs
+        if logs.held:
+            for release in releases:
+                release.logs = logs.take(release.trace_key, release.final)
 
     def _deliver(self, outcome: Outcome[ReadableSpan]) -> None:
         self._forward(outcome.spans, outcome.patched)

@@ -45,6 +45,7 @@ def test_every_knob_has_an_environment_variable() -> None:
         "SEMLOOP_TICK_SECONDS": "0.05",
         "SEMLOOP_SHUTDOWN_TIMEOUT_SECONDS": "3",
         "SEMLOOP_LIVE_GUARD": "Stop",
+        "SEMLOOP_MAX_LOG_EVENTS": "7",
     }
     config = Config.from_env(env)
     assert config == Config(
@@ -62,6 +63,7 @@ def test_every_knob_has_an_environment_variable() -> None:
         tick_seconds=0.05,
         shutdown_timeout_seconds=3.0,
         live_guard=GuardMode.STOP,
+        max_log_events=7,
     )
 
 
@@ -147,7 +149,37 @@ AGENT = textwrap.dedent(
 )
 
 
-def run_configured(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+#: The same loop with its content only in GenAI log records (as openai-v2 emits it).
+AGENT_LOGS = textwrap.dedent(
+    """
+    import json
+    from opentelemetry import _logs, trace
+    from otel_semloop.processor.autoconfig import SemloopConfigurator
+
+    SemloopConfigurator().configure()
+    provider = trace.get_tracer_provider()
+    tracer = trace.get_tracer("agent")
+    logger = _logs.get_logger("openai")
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai"}
+    search = {"name": "search", "arguments": '{"q": "x"}'}
+    with tracer.start_as_current_span("POST /triage"):
+        for i in range(8):
+            with tracer.start_as_current_span("chat m", attributes=chat):
+                for j in range(i):
+                    calls = [{"id": f"c{j}", "type": "function", "function": search}]
+                    logger.emit(event_name="gen_ai.assistant.message", body={"tool_calls": calls})
+                    logger.emit(event_name="gen_ai.tool.message", body={"content": "nothing", "id": f"c{j}"})
+                calls = [{"id": f"c{i}", "type": "function", "function": search}]
+                choice = {"index": 0, "message": {"role": "assistant", "tool_calls": calls}}
+                logger.emit(event_name="gen_ai.choice", body=choice)
+    processors = _logs.get_logger_provider()._multi_log_record_processor._log_record_processors
+    print("LOG PROCESSORS", json.dumps([type(p).__name__ for p in processors]))
+    provider.shutdown()
+    """
+)
+
+
+def run_configured(extra_env: dict[str, str], agent: str = AGENT) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "OTEL_TRACES_EXPORTER": "console",
@@ -157,7 +189,7 @@ def run_configured(extra_env: dict[str, str]) -> subprocess.CompletedProcess[str
         **extra_env,
     }
     return subprocess.run(
-        [sys.executable, "-c", AGENT],
+        [sys.executable, "-c", agent],
         env=env,
         capture_output=True,
         text=True,
@@ -170,6 +202,12 @@ def test_the_configurator_wraps_the_exporter_in_semloop() -> None:
     result = run_configured({"SEMLOOP_GRACE_SECONDS": "0.05"})
     assert 'PROCESSORS ["SemloopSpanProcessor"]' in result.stdout
     assert '"semloop.label": "loop"' in result.stdout  # the console exporter printed the verdict
+
+
+def test_the_configurator_adds_the_log_record_processor_so_content_in_log_records_is_read() -> None:
+    result = run_configured({"SEMLOOP_GRACE_SECONDS": "0.05"}, AGENT_LOGS)
+    assert 'LOG PROCESSORS ["SemloopLogProcessor"]' in result.stdout
+    assert '"semloop.label": "loop"' in result.stdout
 
 
 def test_the_configurator_can_be_disabled_by_environment() -> None:

@@ -1,0 +1,145 @@
+"""GenAI log records for the span processor: message content that is not on the spans.
+
+OpenTelemetry's own GenAI instrumentations (``opentelemetry-instrumentation-openai-v2``
+and its siblings, with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``) emit
+the messages of an LLM call as *log records* (``gen_ai.user.message``, ``gen_ai.tool.message``,
+``gen_ai.choice``, ... with the content and tool calls in the body) in the chat span's
+context, and leave the span itself without content. A trace scored from its spans alone
+then reads no tool calls and no text.
+
+:class:`SemloopLogProcessor` is an SDK ``LogRecordProcessor`` the application adds to its
+``LoggerProvider`` beside its own exporting processor (get it from
+:attr:`SemloopSpanProcessor.log_record_processor
+<otel_semloop.processor.SemloopSpanProcessor.log_record_processor>`). It only observes: it
+never changes, drops or delays a record, and the application's exporter still gets every
+one. A record with a span context whose event name (``event_name``, or the ``event.name``
+attribute) starts with ``gen_ai.`` is kept as a :class:`~otel_semloop.conventions.LogEvent`
+under its trace; when the span processor releases the trace, the worker hands the events
+with it and :func:`~otel_semloop.release.evaluate` puts them on their spans
+(:func:`~otel_semloop.conventions.attach_log_records`) before building and scoring.
+Records of unsampled traces, without a span context or with another name are ignored.
+
+Bounds: :class:`HeldLogs` keeps at most ``max_log_events`` events in all; past that the
+oldest is dropped and counted (``stats()["logs.dropped"]``). A released trace takes its
+events with it; events of a trace whose spans never come, and a record that arrives after
+its trace was released (nothing will read it), stay only until the cap pushes them out. Cost on the application thread: one name check, a small attribute copy
+and an append under the span processor's lock (O(1)); ``on_emit`` never raises.
+
+Only this in-process front door reads log records: the collector service and
+``otel-semloop rescore`` read spans only.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import OrderedDict, deque
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk._logs import LogRecordProcessor
+
+from otel_semloop.conventions import LogEvent
+
+if TYPE_CHECKING:
+    from otel_semloop.processor.span_processor import SemloopSpanProcessor
+
+__all__ = ["GENAI_EVENT_PREFIX", "HeldLogs", "SemloopLogProcessor"]
+
+#: Log records whose event name starts with this are kept.
+GENAI_EVENT_PREFIX = "gen_ai."
+
+
+class HeldLogs:
+    """Log events by trace key, at most ``cap`` in all; the oldest trace's oldest event is
+    dropped first (traces in the order their first event came). Not thread-safe: the span
+    processor calls it under its one lock."""
+
+    __slots__ = ("_by_trace", "cap", "dropped", "held")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._by_trace: OrderedDict[Hashable, deque[LogEvent]] = OrderedDict()
+        self.held = 0
+        self.dropped = 0
+
+    def add(self, trace_key: Hashable, event: LogEvent) -> None:
+        events = self._by_trace.get(trace_key)
+        if events is None:
+            events = self._by_trace[trace_key] = deque()
+        events.append(event)
+        self.held += 1
+        if self.held > self.cap:
+            oldest_key, oldest = next(iter(self._by_trace.items()))
+            oldest.popleft()
+            if not oldest:
+                del self._by_trace[oldest_key]
+            self.held -= 1
+            self.dropped += 1
+
+    def take(self, trace_key: Hashable, final: bool = True) -> tuple[LogEvent, ...]:
+        """The events of ``trace_key``; a final release takes them away, a chunk of a big
+        trace (more spans to come) leaves them for the next chunk."""
+        if final:
+            events = self._by_trace.pop(trace_key, None)
+            if events is None:
+                return ()
+            self.held -= len(events)
+        else:
+            events = self._by_trace.get(trace_key)
+            if events is None:
+                return ()
+        return tuple(events)
+
+    def clear(self) -> None:
+        self._by_trace.clear()
+        self.held = 0
+
+
+class SemloopLogProcessor(LogRecordProcessor):
+    """Keeps the GenAI log records of the traces its span processor holds; see the module
+    docstring. Add it with ``logger_provider.add_log_record_processor(...)``; its
+    ``shutdown`` and ``force_flush`` do nothing (the span processor owns what is held)."""
+
+    def __init__(self, span_processor: SemloopSpanProcessor) -> None:
+        # Weak: a LoggerProvider that outlives the span processor must not keep it (and
+        # the spans it holds) alive; its worker forwards what it held when it is collected.
+        self._span_processor = weakref.ref(span_processor)
+
+    def on_emit(self, log_record: Any) -> None:
+        # SDK 1.45 passes a ReadWriteLogRecord, earlier ones (still >= the 1.40 floor) may
+        # pass a LogData: both hold the API record under ``log_record``.
+        owner = self._span_processor()
+        if owner is None:
+            return
+        try:
+            if not owner._active or owner._shutdown:
+                return
+            record = getattr(log_record, "log_record", log_record)
+            trace_id = record.trace_id
+            span_id = record.span_id
+            if not trace_id or not span_id:
+                return
+            flags = record.trace_flags
+            if flags is not None and not int(flags) & 1:  # TraceFlags.SAMPLED
+                return  # its spans bypass the buffer: nothing would ever take it
+            attributes = record.attributes
+            name = record.event_name or (attributes.get("event.name") if attributes else None)
+            if not isinstance(name, str) or not name.startswith(GENAI_EVENT_PREFIX):
+                return
+            event = LogEvent(
+                format(span_id, "016x"),
+                name,
+                record.timestamp or record.observed_timestamp or 0,
+                dict(attributes) if attributes else {},
+                record.body,
+            )
+            with owner._lock:
+                owner._logs.add(trace_id, event)
+        except Exception:
+            owner._app_error("on_emit")
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
