@@ -17,16 +17,18 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from openai import OpenAI
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from .fake_openai import FakeOpenAIServer, healthy_script
+from .fake_openai import FakeOpenAIServer, Script, healthy_script
 from .otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver, OtlpReceiver, ReceivedSpan
 
 #: Semloop's wait after a trace completes (root ended, no span open) before scoring it.
@@ -79,6 +81,8 @@ class Pipeline:
     provider: TracerProvider
     produced: InMemorySpanExporter
     receiver: OtlpReceiver
+    #: The ``SemloopSpanProcessor`` under test (for its ``log_record_processor``).
+    semloop: Any = None
 
     def produced_spans(self) -> list[ReadableSpan]:
         """Every span the application ended, as it ended it (before semloop)."""
@@ -134,12 +138,32 @@ def pipeline(otlp_receiver: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> It
     provider = TracerProvider(resource=Resource.create({"service.name": "e2e-agent"}), shutdown_on_exit=False)
     provider.add_span_processor(SimpleSpanProcessor(produced))
     downstream = BatchSpanProcessor(otlp_exporter(otlp_receiver), schedule_delay_millis=BATCH_DELAY_MILLIS)
-    provider.add_span_processor(semloop_processor(downstream))
-    line = Pipeline(provider=provider, produced=produced, receiver=otlp_receiver)
+    semloop = semloop_processor(downstream)
+    provider.add_span_processor(semloop)
+    line = Pipeline(provider=provider, produced=produced, receiver=otlp_receiver, semloop=semloop)
     try:
         yield line
     finally:
         line.shutdown()
+
+
+@contextmanager
+def chat_agent_runner(
+    pipeline: Pipeline, fake_openai: FakeOpenAIServer, tracer: Any, default_app: Callable[..., str]
+) -> Iterator[Callable[..., Run]]:
+    """``run(script, app=default_app)``: one run of ``app(client, tracer)`` (an agent of
+    :mod:`.agent_app`) with a plain ``openai`` client against the scripted server; the
+    client is closed afterwards. Instrumenting is the caller's."""
+    client = OpenAI(base_url=fake_openai.base_url, api_key="test", max_retries=0, timeout=10)
+
+    def run(script: Script, app: Callable[..., str] = default_app) -> Run:
+        fake_openai.script = script
+        return pipeline.run_once(lambda: app(client, tracer))
+
+    try:
+        yield run
+    finally:
+        client.close()
 
 
 def hex_span_id(span: ReadableSpan) -> str:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from openai import OpenAI
 from openinference.instrumentation import OITracer, TraceConfig
 from openinference.instrumentation.openai import OpenAIInstrumentor
 
@@ -22,7 +21,7 @@ from tests.e2e.contract import (
     assert_runs_get_their_own_verdicts,
 )
 from tests.e2e.fake_openai import LOOP_THOUGHT, FakeOpenAIServer, Script, healthy_script, looping_script
-from tests.e2e.fixtures import Pipeline, Run
+from tests.e2e.fixtures import Pipeline, Run, chat_agent_runner
 
 LOOP_ROUNDS = 8
 
@@ -32,18 +31,12 @@ def run_agent(pipeline: Pipeline, fake_openai: FakeOpenAIServer) -> Iterator[Cal
     """Runs the chat agent on a script, instrumented on this test's provider only."""
     instrumentor = OpenAIInstrumentor()
     instrumentor.instrument(tracer_provider=pipeline.provider)
-    client = OpenAI(base_url=fake_openai.base_url, api_key="test", max_retries=0, timeout=10)
     tracer = OITracer(pipeline.provider.get_tracer("e2e.agent_app"), config=TraceConfig())
-
-    def run(script: Script, app: Callable[..., str] = run_chat_agent) -> Run:
-        fake_openai.script = script
-        return pipeline.run_once(lambda: app(client, tracer))
-
     try:
-        yield run
+        with chat_agent_runner(pipeline, fake_openai, tracer, run_chat_agent) as run:
+            yield run
     finally:
         instrumentor.uninstrument()
-        client.close()
 
 
 @pytest.mark.parametrize(
