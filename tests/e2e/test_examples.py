@@ -100,7 +100,17 @@ def test_openai_client_with_openinference_flags_the_loop(receiver, fake_model):
     assert len(fake_model.requests) == 9
 
 
-def test_zero_code_opentelemetry_instrument_flags_the_loop(receiver, fake_model):
+def hide_distribution(folder: Path, name: str) -> Path:
+    """A stub distribution ``name`` without entry points in ``folder``: first on the path,
+    it hides the installed one's entry points (``importlib.metadata`` keeps the first
+    distribution of each name)."""
+    dist = folder / f"{name.replace('-', '_')}-0.0.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.0.0\n")
+    return folder
+
+
+def test_zero_code_opentelemetry_instrument_flags_the_loop(receiver, fake_model, tmp_path):
     instrument = Path(sys.executable).with_name("opentelemetry-instrument")
     assert instrument.exists(), (
         "opentelemetry-instrument comes with the zero-code extra (opentelemetry-distro)"
@@ -117,6 +127,12 @@ def test_zero_code_opentelemetry_instrument_flags_the_loop(receiver, fake_model)
         OPENAI_BASE_URL=fake_model.base_url,
         OPENAI_API_KEY="test",
     )
+    # The test extra also installs OpenTelemetry's own openai instrumentation (for
+    # tests/e2e/test_e2e_openai_v2.py), registered under the same entry point name ("openai")
+    # as OpenInference's, so it cannot be disabled by name: hide it, as in the example's
+    # install (one client instrumented twice is not what the example shows).
+    hidden = hide_distribution(tmp_path, "opentelemetry-instrumentation-openai-v2")
+    env["PYTHONPATH"] = f"{hidden}{os.pathsep}{env['PYTHONPATH']}"
     run([str(instrument), sys.executable, "examples/zero-code/app.py"], env)
     root = assert_one_loop_flagged(receiver)
     assert root.resource.get("service.name") == "zero-code-example"
