@@ -22,8 +22,9 @@ Records of unsampled traces, without a span context or with another name are ign
 Bounds: :class:`HeldLogs` keeps at most ``max_log_events`` events in all; past that the
 oldest is dropped and counted (``stats()["logs.dropped"]``). A released trace takes its
 events with it; events of a trace whose spans never come, and a record that arrives after
-its trace was released (nothing will read it), stay only until the cap pushes them out. Cost on the application thread: one name check, a small attribute copy
-and an append under the span processor's lock (O(1)); ``on_emit`` never raises.
+its trace was released (nothing will read it), stay only until the cap pushes them out.
+Cost on the application thread: one name check, a small attribute copy and an append under
+the span processor's lock (O(1)); ``on_emit`` never raises.
 
 Only this in-process front door reads log records: the collector service and
 ``otel-semloop rescore`` read spans only.
