@@ -359,24 +359,14 @@ def text_and_tool_calls(output: Any) -> tuple[str, tuple[ToolCall, ...]]:
                 if isinstance(content, str):
                     if content.__class__ is not str:  # (joined, as before: an exact str)
                         content = "\n".join((content,))
-                    if text is None:
-                        text = content
-                    elif text.__class__ is list:
-                        text.append(content)
-                    else:
-                        text = [text, content]
+                    text = content if text is None else _gathered(text, content)
             elif kind == "tool_call":
                 calls += (requested_call(part.get("name"), part.get("arguments"), part.get("id")),)
         else:
             if text.__class__ is list:
                 text = "\n".join(text)
             if text:
-                if texts is None:
-                    texts = text
-                elif texts.__class__ is list:
-                    texts.append(text)
-                else:
-                    texts = [texts, text]
+                texts = text if texts is None else _gathered(texts, text)
             continue
         break
     else:
@@ -384,6 +374,15 @@ def text_and_tool_calls(output: Any) -> tuple[str, tuple[ToolCall, ...]]:
             return "\n".join(texts), calls
         return texts or "", calls
     return flatten_text(output), tuple(requested_tool_calls(output))
+
+
+def _gathered(gathered: Any, text: str) -> list[str]:
+    """``text`` added to texts gathered for one ``"\n".join``: the first one (a string)
+    becomes a list with the second, a list grows."""
+    if gathered.__class__ is list:
+        gathered.append(text)
+        return gathered  # type: ignore[no-any-return]
+    return [gathered, text]
 
 
 def flatten_text(value: Any) -> str:
