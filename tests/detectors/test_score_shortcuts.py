@@ -260,27 +260,19 @@ def test_stale_time_counts_from_the_last_novel_steps_end_to_each_steps_end_or_st
 
     second = 1_000_000_000
     config = DetectorConfig(calibration=True, stale_seconds=100)
-    steps = [
-        Step(
-            StepKind.TOOL, "read", tool_arguments={"p": "a"}, tool_result="x", start_ns=0, end_ns=10 * second
-        ),
-        Step(
+
+    def read(start_s: int, end_s: int | None) -> Step:
+        end_ns = None if end_s is None else end_s * second
+        return Step(
             StepKind.TOOL,
             "read",
             tool_arguments={"p": "a"},
             tool_result="x",
-            start_ns=20 * second,
-            end_ns=21 * second,
-        ),
-        Step(
-            StepKind.TOOL,
-            "read",
-            tool_arguments={"p": "a"},
-            tool_result="x",
-            start_ns=30 * second,
-            end_ns=None if last_end is None else last_end * second,
-        ),
-    ]
+            start_ns=start_s * second,
+            end_ns=end_ns,
+        )
+
+    steps = [read(0, 10), read(20, 21), read(30, last_end)]
     detector = StaleDetector(config)
     detector.detect(Trace.from_steps(steps))
     # Since the novel step's end (10 s) to the last step's end, or its start when it has none.
