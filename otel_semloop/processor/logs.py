@@ -113,8 +113,6 @@ class SemloopLogProcessor(LogRecordProcessor):
         if owner is None:
             return
         try:
-            if not owner._active or owner._shutdown:
-                return
             record = getattr(log_record, "log_record", log_record)
             trace_id = record.trace_id
             span_id = record.span_id
@@ -134,8 +132,7 @@ class SemloopLogProcessor(LogRecordProcessor):
                 dict(attributes) if attributes else {},
                 record.body,
             )
-            with owner._lock:
-                owner._logs.add(trace_id, event)
+            owner._hold_log_event(trace_id, event)
         except Exception:
             owner._app_error("on_emit")
 

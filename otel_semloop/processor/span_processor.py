@@ -85,6 +85,10 @@ force_flush / shutdown
     downstream with the rest of the timeout; it returns False if the timeout ran out.
     ``shutdown()`` does the same within ``shutdown_timeout_seconds``, stops the threads
     and shuts the downstream processor down. Spans ending after shutdown pass through.
+
+Size: one class, the SDK hooks and the state they share under one lock (the buffer, held
+log records, counters); the background work, the SDK adapter and the log observer are
+modules of their own.
 """
 
 from __future__ import annotations
@@ -102,6 +106,7 @@ from opentelemetry._logs import LoggerProvider
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from otel_semloop.conventions import LogEvent
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.processor.config import Config, GuardMode
@@ -263,6 +268,14 @@ class SemloopSpanProcessor(SpanProcessor):
                     self._buffer_start(context.trace_id, local_root, now)
         except Exception:
             self._app_error("on_start")
+
+    def _hold_log_event(self, trace_id: int, event: LogEvent) -> None:
+        """A GenAI log record of ``trace_id``, kept until the trace is released (called by
+        :class:`~otel_semloop.processor.logs.SemloopLogProcessor` on the application's
+        thread: O(1), under the one lock)."""
+        if self._active and not self._shutdown:
+            with self._lock:
+                self._logs.add(trace_id, event)
 
     def _on_ending(self, span: Span) -> None:
         try:
