@@ -15,7 +15,15 @@
   ToolNode's ``Error: ...`` message, the chain itself does not fail). What the tools
   returned reaches the next model call as its input.
 
-Both are made from the ``genai`` / ``openinference`` rendering of the same run, so a
+* ``openai-content-events``: a bare OpenAI client instrumented the way the first GenAI
+  instrumentation released did it: each ``chat`` span carries a ``gen_ai.content.prompt``
+  event (``gen_ai.prompt``: the request's messages as JSON) and a
+  ``gen_ai.content.completion`` event (``gen_ai.completion``: the reply's messages), there
+  are no tool spans at all, and the run's own spans are plain application spans (an HTTP
+  route, a step per agent) with no GenAI attributes: the tool calls exist only in the
+  completions, their results only in the next prompt.
+
+Each is made from the ``genai`` / ``openinference`` rendering of the same run, so a
 situation means the same in every shape; only where the content lives differs.
 """
 
@@ -27,12 +35,13 @@ from typing import Any
 
 from bench.corpus.runs import CONVENTIONS, SCOPES, Run, render
 
-SHAPES = ("genai-events", "openinference-langgraph")
+SHAPES = ("genai-events", "openinference-langgraph", "openai-content-events")
 ALL_CONVENTIONS = CONVENTIONS + SHAPES
 SHAPE_SCOPES = {
     **SCOPES,
     "genai-events": "azure.ai.inference",
     "openinference-langgraph": "openinference.instrumentation.langchain",
+    "openai-content-events": "opentelemetry.instrumentation.openai_v2",
 }
 
 
@@ -42,6 +51,8 @@ def render_any(run: Run, convention: str, trace_id: str, rng: random.Random, sta
         return as_message_events(render(run, "genai", trace_id, rng, start_ns))
     if convention == "openinference-langgraph":
         return as_langgraph_chains(render(run, "openinference", trace_id, rng, start_ns), rng)
+    if convention == "openai-content-events":
+        return as_content_events(render(run, "genai", trace_id, rng, start_ns))
     return render(run, convention, trace_id, rng, start_ns)
 
 
@@ -255,4 +266,57 @@ def as_langgraph_chains(spans: list[dict], rng: random.Random) -> list[dict]:
         else:
             out.append(span)
     flush_tools()
+    return out
+
+
+# --- openai-content-events ----------------------------------------------------------------
+
+
+def _prompt_message(message: dict) -> dict:
+    role, body = _openai_message(message)
+    if role == "tool":
+        body["tool_call_id"] = body.pop("id")
+    return {"role": role, **body}
+
+
+def as_content_events(spans: list[dict]) -> list[dict]:
+    """``genai`` spans as a bare instrumented OpenAI client records them: content events on
+    the chat spans, no tool spans, plain application spans for the run and its agents."""
+    out: list[dict] = []
+    for span in spans:
+        operation = _get(span, "gen_ai.operation.name")
+        if operation == "execute_tool":
+            continue
+        if operation == "invoke_agent":
+            top = "parentSpanId" not in span
+            agent = _get(span, "gen_ai.agent.name")
+            span["name"] = "POST /agent/run" if top else f"step {agent}"
+            span["attributes"] = (
+                [_str("http.request.method", "POST"), _str("http.route", "/agent/run")]
+                if top
+                else [_str("app.agent", agent)]
+            )
+        elif operation == "chat":
+            prompt = [_prompt_message(m) for m in json.loads(_get(span, "gen_ai.input.messages"))]
+            events = [
+                {
+                    "timeUnixNano": span["startTimeUnixNano"],
+                    "name": "gen_ai.content.prompt",
+                    "attributes": [_str("gen_ai.prompt", _dumps(prompt))],
+                }
+            ]
+            outputs = _get(span, "gen_ai.output.messages")
+            if outputs:
+                completion = [_prompt_message(m) for m in json.loads(outputs)]
+                events.append(
+                    {
+                        "timeUnixNano": span["endTimeUnixNano"],
+                        "name": "gen_ai.content.completion",
+                        "attributes": [_str("gen_ai.completion", _dumps(completion))],
+                    }
+                )
+            _drop(span, "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.provider.name")
+            span["attributes"].append(_str("gen_ai.system", "openai"))
+            span["events"] = events + span.get("events", [])
+        out.append(span)
     return out

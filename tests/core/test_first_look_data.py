@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.corpus.generate import generate_batch, load_batch
+from bench.corpus.runs import CONVENTIONS
 from bench.corpus.shapes import ALL_CONVENTIONS
 from bench.corpus.situations import SITUATIONS
 
@@ -42,17 +43,19 @@ def test_there_are_batches_to_check() -> None:
 def test_regenerating_a_batch_reproduces_its_committed_files(batch: Path, tmp_path: Path) -> None:
     generate_batch(batch, VARIANTS, out=tmp_path)
     made = sorted(p.name for p in tmp_path.iterdir())
-    assert made == sorted(["README.md", "labels.jsonl", *(f"{c}.otlp.jsonl.gz" for c in ALL_CONVENTIONS)])
+    conventions = load_batch(batch).CONVENTIONS
+    assert made == sorted(["README.md", "labels.jsonl", *(f"{c}.otlp.jsonl.gz" for c in conventions)])
     for name in made:
         assert (tmp_path / name).read_bytes() == (batch / name).read_bytes(), name
 
 
 @pytest.mark.parametrize("batch", BATCHES, ids=lambda p: p.name)
 def test_labels_cover_each_situation_in_every_convention_and_variant(batch: Path) -> None:
-    situations = load_batch(batch).SITUATIONS
+    module = load_batch(batch)
+    situations = module.SITUATIONS
     rows = [json.loads(line) for line in (batch / "labels.jsonl").read_text().splitlines()]
     seen = {(r["situation"], r["convention"], r["variant"]) for r in rows}
-    assert seen == {(s, c, v) for s in situations for c in ALL_CONVENTIONS for v in range(VARIANTS)}
+    assert seen == {(s, c, v) for s in situations for c in module.CONVENTIONS for v in range(VARIANTS)}
     assert len({r["trace_id"] for r in rows}) == len(rows)
     assert all(r["label"] == situations[r["situation"]].label for r in rows)
 
@@ -82,6 +85,13 @@ def test_first_look_sources_come_from_repositories_the_corpus_does_not_cite() ->
 def test_situation_ids_are_unique_across_batches() -> None:
     ids = [i for batch in BATCHES for i in load_batch(batch).SITUATIONS]
     assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=lambda p: p.name)
+def test_a_batch_renders_the_corpus_conventions_and_a_shape_the_corpus_does_not_use(batch: Path) -> None:
+    conventions = load_batch(batch).CONVENTIONS
+    assert set(CONVENTIONS) <= set(conventions) <= set(ALL_CONVENTIONS)
+    assert set(conventions) - set(CONVENTIONS)
 
 
 @pytest.mark.parametrize("batch", BATCHES, ids=lambda p: p.name)

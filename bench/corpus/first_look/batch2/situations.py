@@ -22,6 +22,9 @@ BATCH = "batch2"
 WRITTEN = "2026-12-03"
 AUTHOR = "written blind"
 
+#: The renderings of this batch: the corpus's three conventions and two further shapes.
+CONVENTIONS = ("genai", "openinference", "openllmetry", "genai-events", "openinference-langgraph")
+
 SITUATIONS: dict[str, Situation] = {}
 situation = registrar(SITUATIONS)
 
