@@ -11,12 +11,9 @@ the work. Registered in this batch's own registry, never the corpus's.
 
 from __future__ import annotations
 
-import json
-
-from bench.corpus.first_look import registrar
 from bench.corpus.kit import Kit
 from bench.corpus.runs import Run, ToolUse, Turn
-from bench.corpus.situations import HEALTHY, LOOP, Situation, gh
+from bench.corpus.situations import HEALTHY, LOOP, Situation, _j, gh, pr, registrar
 
 BATCH = "batch2"
 WRITTEN = "2026-12-03"
@@ -27,14 +24,6 @@ CONVENTIONS = ("genai", "openinference", "openllmetry", "genai-events", "openinf
 
 SITUATIONS: dict[str, Situation] = {}
 situation = registrar(SITUATIONS)
-
-
-def pr(repo: str, number: int) -> str:
-    return f"https://github.com/{repo}/pull/{number}"
-
-
-def _j(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 # ======================================================================================

@@ -11,12 +11,9 @@ own registry, never the corpus's.
 
 from __future__ import annotations
 
-import json
-
-from bench.corpus.first_look import registrar
 from bench.corpus.kit import Kit
 from bench.corpus.runs import Run, ToolUse, Turn
-from bench.corpus.situations import HEALTHY, LOOP, Situation, gh
+from bench.corpus.situations import HEALTHY, LOOP, Situation, _j, gh, pr, registrar
 
 BATCH = "batch3"
 WRITTEN = "2026-12-03"
@@ -34,14 +31,6 @@ CONVENTIONS = (
 
 SITUATIONS: dict[str, Situation] = {}
 situation = registrar(SITUATIONS)
-
-
-def pr(repo: str, number: int) -> str:
-    return f"https://github.com/{repo}/pull/{number}"
-
-
-def _j(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 # ======================================================================================
@@ -417,36 +406,10 @@ def failing_tool_correction_overflow(k: Kit) -> Run:
     "never ends on its own.",
 )
 def slack_ack_pingpong(k: Kit) -> Run:
-    a, b = k.pick((("ops_agent", "metrics_agent"), ("hermes-lead", "hermes-worker")))
-    channel = f"C{k.hex(9).upper()}"
-    thread = f"{k.n(1_760_000_000, 1_790_000_000)}.{k.n(100000, 999999)}"
-    post = k.pick(("slack_post_message", "send_slack_message"))
-
-    def ts() -> str:
-        return _j(
-            {
-                "ok": True,
-                "channel": channel,
-                "ts": f"{k.n(1_790_000_000, 1_799_999_999)}.{k.n(100000, 999999)}",
-            }
-        )
-
+    slack = _SlackThread(k)
+    a, b = slack.a, slack.b
     turns = [
-        Turn(
-            None,
-            [
-                ToolUse(
-                    post,
-                    {
-                        "channel": channel,
-                        "thread_ts": thread,
-                        "text": f"<@{b}> please compile last week's signup numbers",
-                    },
-                    ts(),
-                )
-            ],
-            agent=a,
-        ),
+        slack.post(f"<@{b}> please compile last week's signup numbers", a),
         Turn(
             None,
             [
@@ -458,33 +421,36 @@ def slack_ack_pingpong(k: Kit) -> Run:
             ],
             agent=b,
         ),
-        Turn(
-            None,
-            [
-                ToolUse(
-                    post,
-                    {
-                        "channel": channel,
-                        "thread_ts": thread,
-                        "text": "Signups last week are up; numbers attached.",
-                    },
-                    ts(),
-                )
-            ],
-            agent=b,
-        ),
+        slack.post("Signups last week are up; numbers attached.", b),
     ]
     acks = ("✓", "✓", "👍", "✓ thanks", "✓")
     for i in range(k.n(8, 16)):
-        who = a if i % 2 == 0 else b
-        turns.append(
-            Turn(
-                None,
-                [ToolUse(post, {"channel": channel, "thread_ts": thread, "text": k.pick(acks)}, ts())],
-                agent=who,
-            )
-        )
+        turns.append(slack.post(k.pick(acks), a if i % 2 == 0 else b))
     return Run("Handle the messages in the #ops thread.", "slack_gateway", k.model(), turns, None, None)
+
+
+class _SlackThread:
+    """Two agents sharing one Slack thread: who they are, where they post, and each post
+    as a model turn answered with the message's own new timestamp."""
+
+    def __init__(self, k: Kit) -> None:
+        self.k = k
+        self.a, self.b = k.pick((("ops_agent", "metrics_agent"), ("hermes-lead", "hermes-worker")))
+        self.channel = f"C{k.hex(9).upper()}"
+        self.thread = f"{k.n(1_760_000_000, 1_790_000_000)}.{k.n(100000, 999999)}"
+        self.tool = k.pick(("slack_post_message", "send_slack_message"))
+
+    def post(self, text: str, agent: str, channel: str | None = None) -> Turn:
+        """``agent`` posts ``text`` in the thread (or, given ``channel``, to that channel)."""
+        args = (
+            {"channel": channel, "text": text}
+            if channel
+            else {"channel": self.channel, "thread_ts": self.thread, "text": text}
+        )
+        ts = f"{self.k.n(1_790_000_000, 1_799_999_999)}.{self.k.n(100000, 999999)}"
+        return Turn(
+            None, [ToolUse(self.tool, args, _j({"ok": True, "channel": self.channel, "ts": ts}))], agent=agent
+        )
 
 
 # ======================================================================================
@@ -753,40 +719,12 @@ def finetune_job_poll(k: Kit) -> Run:
     ("slack-ack-pingpong", "closing-pleasantries-groupchat", "handoff-pingpong"),
 )
 def slack_delegation_done(k: Kit) -> Run:
-    a, b = k.pick((("ops_agent", "metrics_agent"), ("hermes-lead", "hermes-worker")))
-    channel = f"C{k.hex(9).upper()}"
-    thread = f"{k.n(1_760_000_000, 1_790_000_000)}.{k.n(100000, 999999)}"
-    post = k.pick(("slack_post_message", "send_slack_message"))
+    slack = _SlackThread(k)
+    a, b = slack.a, slack.b
     metrics = {
         m: k.n(100, 9000) for m in k.sample(("signups", "activations", "churned", "tickets", "mrr_eur"), 3)
     }
-
-    def ts() -> str:
-        return _j(
-            {
-                "ok": True,
-                "channel": channel,
-                "ts": f"{k.n(1_790_000_000, 1_799_999_999)}.{k.n(100000, 999999)}",
-            }
-        )
-
-    turns = [
-        Turn(
-            None,
-            [
-                ToolUse(
-                    post,
-                    {
-                        "channel": channel,
-                        "thread_ts": thread,
-                        "text": f"<@{b}> please compile last week's " + ", ".join(metrics),
-                    },
-                    ts(),
-                )
-            ],
-            agent=a,
-        )
-    ]
+    turns = [slack.post(f"<@{b}> please compile last week's " + ", ".join(metrics), a)]
     for m, v in metrics.items():
         turns.append(
             Turn(
@@ -800,20 +738,8 @@ def slack_delegation_done(k: Kit) -> Run:
             )
         )
     report = ", ".join(f"{m}: {v}" for m, v in metrics.items())
-    turns.append(
-        Turn(
-            None,
-            [ToolUse(post, {"channel": channel, "thread_ts": thread, "text": f"Last week: {report}"}, ts())],
-            agent=b,
-        )
-    )
-    turns.append(
-        Turn(
-            None,
-            [ToolUse(post, {"channel": "#leadership", "text": f"Weekly numbers are in: {report}."}, ts())],
-            agent=a,
-        )
-    )
+    turns.append(slack.post(f"Last week: {report}", b))
+    turns.append(slack.post(f"Weekly numbers are in: {report}.", a, channel="#leadership"))
     return Run(
         "Get last week's numbers from the metrics agent and share them with #leadership.",
         "slack_gateway",
