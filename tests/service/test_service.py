@@ -457,6 +457,17 @@ def test_an_http_downstream_answering_503_gets_the_batch_again_until_it_accepts(
             assert_each_span_once_and_intact(app.spans_of(trace), received)
 
 
+def test_a_downstream_retry_after_sets_the_wait_before_the_next_attempt() -> None:
+    with HttpOtlpReceiver() as downstream:
+        downstream.refuse_next, downstream.retry_after = 1, 1
+        with running(downstream, "grpc", retry_initial_backoff=0.05, retry_max_backoff=5.0) as (_, app):
+            trace = app.plain_request()
+            app.flush()
+            wait_trace(downstream, trace, 2)
+        refused_at, accepted_at = downstream.arrivals[:2]
+        assert 1.0 <= accepted_at - refused_at < 2.0  # the 1 s asked for, not the 0.05 s backoff
+
+
 def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retryably() -> None:
     downstream = GrpcOtlpReceiver()  # never started
     try:
