@@ -270,7 +270,9 @@ MUTATIONS = (
         "otel_semloop/service/exporter.py",
         "            if result.retry_after is not None:\n",
         "            if False:\n",
-        ("tests/service/test_service.py::test_a_downstream_retry_after_sets_the_wait_before_the_next_attempt",),
+        (
+            "tests/service/test_service.py::test_a_downstream_retry_after_sets_the_wait_before_the_next_attempt",
+        ),
         "the downstream's Retry-After ignored (the exporter's own backoff used)",
     ),
     Mutation(

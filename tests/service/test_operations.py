@@ -241,4 +241,3 @@ def test_log_lines_are_quiet_by_default() -> None:
         line for line in during if trace_id_of(5, 0).hex() in line
     ]
     assert len(during) == 1, during  # no access log, no client log, no per-request line
-
