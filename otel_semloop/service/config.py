@@ -413,11 +413,22 @@ def read_file(path: str | None) -> bytes | None:
 def parse_address(address: str, name: str = "address") -> tuple[str, int]:
     """``HOST:PORT`` (or ``[v6]:PORT``) as ``(host, port)``; raises :class:`ConfigError`."""
     host, sep, port_text = address.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+    if not sep or not host or not port_text.isdigit():
         raise ConfigError(f"serve: {name}={address!r}: expected HOST:PORT")
+    if int(port_text) > 65535:
+        raise ConfigError(f"serve: {name}={address!r}: port {int(port_text)} is out of range (0-65535)")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host, int(port_text)
+
+
+def listen_error(listener: str, address: str, error: BaseException | None = None) -> OSError:
+    """The one-line error for an address a listener cannot bind (the service exits 2 with
+    it): which listener, which address, and why when the system said."""
+    reason = "address in use or not available"
+    if isinstance(error, OSError) and error.strerror:
+        reason = error.strerror
+    return OSError(f"cannot listen: {listener} on {address}: {reason}")
 
 
 def redact_url(url: str) -> str:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -83,3 +85,37 @@ def test_serve_without_a_downstream_is_a_usage_error() -> None:
     _, err = process.communicate(timeout=20)
     assert process.returncode == 2
     assert "export_endpoint is required" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "listener"),
+    [
+        ("--grpc", "the gRPC receiver (grpc)"),
+        ("--http", "the HTTP receiver (http)"),
+        ("--health", "the health endpoint (health)"),
+    ],
+)
+def test_an_address_in_use_is_one_line_naming_the_listener_and_exit_2(flag: str, listener: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        addresses = {"--grpc": "127.0.0.1:0", "--http": "127.0.0.1:0", "--health": "off", flag: address}
+        args = [part for pair in addresses.items() for part in pair]
+        process = _serve(*args, "--export-endpoint", "http://127.0.0.1:9")
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].endswith(
+        f"otel-semloop: cannot listen: {listener} on {address}: address in use or not available"
+    ) or (
+        lines[0].endswith(f"otel-semloop: cannot listen: {listener} on {address}: Address already in use")
+    ), err
+
+
+def test_a_port_out_of_range_says_so() -> None:
+    process = _serve("--grpc", "127.0.0.1:70000", "--export-endpoint", "http://127.0.0.1:9")
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 2
+    assert "grpc='127.0.0.1:70000': port 70000 is out of range (0-65535)" in err
