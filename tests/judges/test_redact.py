@@ -125,7 +125,7 @@ _AROUND = st.text(st.characters(blacklist_characters=_BASE64 + "=_-", blacklist_
     _AROUND,
     st.sampled_from(["AKIA", "ASIA"]),
     st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=16, max_size=16),
-    st.sampled_from(["", "_", "-", " ", ".", "\"", "/"]),
+    st.sampled_from(["", "_", "-", " ", ".", '"', "/"]),
     _AROUND,
 )
 def test_an_aws_access_key_id_never_survives_whatever_is_around_it(before, prefix, rest, joint, after):
@@ -155,7 +155,7 @@ def test_a_hex_digest_is_never_taken_for_a_secret(digest, upper):
 @given(
     st.sampled_from(["password", "api_key", "token", "client_secret"]),
     st.sampled_from(["%3D", "%3d", "%3A", "%22%3A%22"]),
-    st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!*._~", min_size=8, max_size=40).map(
+    st.text(_BASE64[:62] + "!*._~", min_size=8, max_size=40).map(
         lambda s: "x" + s  # a short number alone (a port, a count) is not taken for a secret
     ),
 )
