@@ -253,7 +253,6 @@ class ServiceConfig(BufferingSettings):
         path: str | Path | None = None,
         *,
         environ: Mapping[str, str] | None = None,
-        default_health: str | None = None,
         **overrides: Any,
     ) -> ServiceConfig:
         """Defaults, then the environment (``environ``, default ``os.environ``; see the
@@ -271,9 +270,6 @@ class ServiceConfig(BufferingSettings):
         for layer in (outside, *(values for _, values in layers)):
             headers_file = layer.pop("export_headers_file", None) or headers_file
             token_file = layer.pop("auth_token_file", None) or token_file
-        health_set = any("health" in values for _, values in layers) or "SEMLOOP_HEALTH" in env
-        if default_health and not health_set:
-            outside.setdefault("health", default_health)
         config = load(
             cls, prefix="SEMLOOP_", environ=env, under_env=[("", outside)], layers=layers, label="serve: "
         )

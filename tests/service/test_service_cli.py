@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver
+from tests.service.support import ServeProcess
 from tests.support.agent_spans import search_agent
 
 _PORTS = re.compile(r"grpc 127\.0\.0\.1:0 \(port (\d+)\), http 127\.0\.0\.1:0 \(port (\d+)\)")
@@ -115,3 +116,20 @@ def test_a_port_out_of_range_says_so() -> None:
     _, err = process.communicate(timeout=20)
     assert process.returncode == 2
     assert "grpc='127.0.0.1:70000': port 70000 is out of range (0-65535)" in err
+
+
+def test_two_replicas_share_a_host_with_the_default_settings() -> None:
+    """The health endpoint is off unless asked for, so nothing else needs a fixed port."""
+    replicas = [
+        ServeProcess(
+            "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--export-endpoint", "http://127.0.0.1:9"
+        )
+        for _ in range(2)
+    ]
+    try:
+        for replica in replicas:
+            replica.wait_listening()
+    finally:
+        codes = [replica.stop() for replica in replicas]
+    assert codes == [0, 0], [replica.log for replica in replicas]
+    assert not any("health" in replica.log for replica in replicas)
