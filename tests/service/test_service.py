@@ -216,6 +216,25 @@ def test_over_http_a_healthy_agent_trace_is_no_loop_and_a_plain_trace_passes_unt
 # -- bad requests --------------------------------------------------------------------------------
 
 
+def test_a_bad_json_span_is_named_by_its_path_once(grpc_downstream: GrpcOtlpReceiver) -> None:
+    good = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "ok"}
+    bad = {"traceId": "zz", "spanId": "cd" * 8, "name": "bad"}
+    body = {
+        "resourceSpans": [
+            {"scopeSpans": [{"spans": [good]}]},
+            {"scopeSpans": [{"spans": []}, {"spans": [{**good, "spanId": "ef" * 8}, bad]}]},
+        ]
+    }
+    with running(grpc_downstream, "grpc") as (service, _):
+        response = httpx.post(f"http://127.0.0.1:{service.http_port}/v1/traces", json=body)
+    assert response.status_code == 200
+    assert response.json()["partialSuccess"] == {
+        "rejectedSpans": "1",
+        "errorMessage": "resourceSpans[1].scopeSpans[1].spans[1].traceId: id must be 32 hex characters, "
+        "got string 'zz'",
+    }
+
+
 def test_a_malformed_http_body_gets_400_with_a_message(grpc_downstream: GrpcOtlpReceiver) -> None:
     with running(grpc_downstream, "grpc") as (service, _):
         url = f"http://127.0.0.1:{service.http_port}/v1/traces"
