@@ -30,9 +30,18 @@ that cannot mean different things)
         only the programs and their operands: two commands that differ only in flags are
         near-duplicates.
 
+What a call does, read from its name and command line
+    :func:`empty_means_none_found` (a question, whose empty answer is "nothing found"),
+    :func:`writes_tool` (a write, whose short answer acknowledges it) and
+    :func:`is_wait_call` (a sleep: neither work nor a repeat) read the same tool names and
+    shell pipelines as the rules above.
+
 Cost
     O(length of the value) per string; a string is only parsed when a cheap substring
     test says it could be a URL, a date or a command.
+
+Size: one concern, the spellings of one call's arguments and what its name and command
+line say it does; the shell splitting those share is what makes it one module.
 """
 
 from __future__ import annotations
