@@ -46,6 +46,9 @@ Kept
 Cost
     O(length of the output) per LLM step; an output with fewer lines and sentences than a
     warning needs (5) is split but not normalised. O(1) memory between steps.
+
+Size: one concern, what assistant text repeats (the same message, the same conclusion,
+the same unit inside one output); the chanting units' splitting is most of it.
 """
 
 from __future__ import annotations
