@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.corpus_cv import FP_WEIGHT, CrossValidation  # noqa: E402
 from otel_semloop.builder import build_trace  # noqa: E402
 from otel_semloop.model import SpanRecord, StepKind, Trace  # noqa: E402
 from otel_semloop.otlp import iter_json_lines  # noqa: E402
@@ -200,10 +202,12 @@ def load_rows(
 # --- scoring -----------------------------------------------------------------------------
 
 
-def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> None:
+def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> dict[str, Trace]:
+    """Score every row three ways (see the module doc); the built traces, by trace id."""
     default, lexical = Scorer(), Scorer(mode="lexical")
+    traces: dict[str, Trace] = {}
     for row in rows:
-        trace = build_trace(spans[row.trace_id])
+        trace = traces[row.trace_id] = build_trace(spans[row.trace_id])
         d = default.score(trace)
         row.default_label = d.label.value
         row.predictions["default"] = d.label is Label.LOOP
@@ -212,6 +216,7 @@ def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> None:
         row.predictions["exact"] = bool(trace.steps) and exact_repeat_rule(trace)
         row.signals = tuple(dict.fromkeys(f.signal for f in d.findings if f.conclusive))
         row.blind = is_blind(trace)
+    return traces
 
 
 def is_blind(trace: Trace) -> bool:
@@ -390,15 +395,62 @@ def report(rows: list[Row]) -> dict:
     return s
 
 
+def cross_validate(rows: list[Row], traces: dict[str, Trace]) -> dict:
+    """Leave-situation-out figures (``bench/corpus_cv.py``) printed beside the in-sample
+    ones, overall, per convention and per recording framework."""
+    started = time.perf_counter()
+    cv = CrossValidation(rows, traces, {r.trace_id: r.predictions["default"] for r in rows})
+    held_out = cv.run()
+    for row in rows:
+        row.predictions["held_out"] = held_out[row.trace_id]
+    print(
+        "\n## In-sample and leave-situation-out (default scorer, `loop` is the positive)\n\n"
+        "In-sample: the default thresholds on every trace. Held out: for each situation, every "
+        "threshold family's setting\nchosen on the other situations (grid in bench/corpus_cv.py, "
+        f"misses + {FP_WEIGHT} x false positives), then that situation scored with it.\n"
+    )
+    head = f"{'':30} {'n':>5} {'loops':>5} | {'in-sample':^26} | {'leave-situation-out':^26}"
+    print(head)
+    print(f"{'':30} {'':>5} {'':>5}" + (" | " + f"{'acc':>8} {'FPR':>8} {'recall':>8}") * 2)
+    print("-" * len(head))
+    groups = {"all": tally_by(rows, lambda r: "all")["all"]}
+    groups |= {f"convention {c}": t for c, t in tally_by(rows, lambda r: r.convention).items()}
+    recorded = [r for r in rows if r.source == "recording"]
+    groups |= {f"framework {f}": t for f, t in tally_by(recorded, lambda r: r.framework).items()}
+    first_look = [r for r in rows if r.batch]
+    if first_look:
+        groups |= {f"blind {b}": t for b, t in tally_by(first_look, lambda r: r.batch).items()}
+    for name, t in groups.items():
+        line = f"{name:30} {t.n:>5} {t.loops:>5}"
+        for col in ("default", "held_out"):
+            line += f" | {_pct(t.acc(col)):>8} {_pct(t.fpr(col)):>8} {_pct(t.recall(col)):>8}"
+        print(line)
+    print("\nSettings chosen over the folds (per family):")
+    for line in cv.choice_lines():
+        print(line)
+    changed = [r for r in rows if r.predictions["held_out"] != r.predictions["default"]]
+    by_situation = Counter(r.situation for r in changed)
+    if by_situation:
+        differ = ", ".join(f"{s} {n}" for s, n in by_situation.items())
+        print(f"Held-out verdicts that differ from in-sample: {differ}")
+    print(f"(cross-validation: {time.perf_counter() - started:.1f} s)")
+    t = groups["all"]
+    return {"accuracy": t.acc("held_out"), "fpr": t.fpr("held_out"), "recall": t.recall("held_out")}
+
+
 def run(
     source: str = "all",
     variants: int | None = None,
     situations: set[str] | None = None,
     conventions: set[str] | None = None,
+    cv: bool = True,
 ) -> tuple[list[Row], dict]:
     rows, spans = load_rows(source, variants, situations, conventions)
-    score_rows(rows, spans)
-    return rows, report(rows)
+    traces = score_rows(rows, spans)
+    figures = report(rows)
+    if cv:
+        figures["leave_situation_out"] = cross_validate(rows, traces)
+    return rows, figures
 
 
 # --- first look ----------------------------------------------------------------------------
@@ -525,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--situation", action="append", help="only this situation (repeatable)")
     parser.add_argument("--convention", action="append", help="only this convention (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the summary figures as JSON")
+    parser.add_argument("--no-cv", action="store_true", help="skip the leave-situation-out figures")
     args = parser.parse_args(argv)
     if args.first_look:
         first_look()
@@ -534,6 +587,7 @@ def main(argv: list[str] | None = None) -> int:
         args.variants,
         set(args.situation) if args.situation else None,
         set(args.convention) if args.convention else None,
+        cv=not args.no_cv,
     )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))
