@@ -159,6 +159,7 @@ def generate_batch(batch: Path, variants: int, out: Path | None = None) -> dict[
 
 
 def batch_readme(module: ModuleType, variants: int) -> str:
+    """A batch's README: when and how it was written, its renderings and its situations."""
     situations = list(module.SITUATIONS.values())
     lines = [
         f"# First look, {module.BATCH}",
