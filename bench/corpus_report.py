@@ -493,18 +493,20 @@ def batch_figures(rows: list[Row]) -> dict:
 
 
 def _git_head() -> str:
+    """The commit scored, with ``+changes`` when the detectors or the scoring differ from it."""
     import subprocess
 
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        head = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--", "otel_semloop")
     except (OSError, subprocess.CalledProcessError):
         return ""
-    return out.stdout.strip()
+    return f"{head}+changes" if changed else head
 
 
 def _batch_line(name: str, f: dict) -> str:
@@ -522,6 +524,13 @@ def first_look(record: bool = True, only: set[str] | None = None) -> list[dict]:
     that may be scored now (the others are left unread, for a later first look)."""
     recorded = {entry["batch"]: entry for entry in recorded_first_looks()}
     entries = list(recorded.values())
+    waiting = [b.name for b in blind_batches() if b.name not in recorded]
+    if only is None and waiting:
+        # One first look at a time: the earliest batch waiting; the next waits until the
+        # lessons of this one are taken (``--batch`` names another).
+        only = {waiting[0]}
+        if len(waiting) > 1:
+            print(f"first look of {waiting[0]} only; still unread: {', '.join(waiting[1:])}")
     batches = [b for b in blind_batches() if b.name in recorded or only is None or b.name in only]
     if not batches:
         print("no blind batches under bench/corpus/first_look/")
