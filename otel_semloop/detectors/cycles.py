@@ -266,6 +266,8 @@ class ActionCycleDetector(IncrementalDetector):
             config.long_cycle_repeats,
         )
         self._progress_marks = 0
+        #: The cycle episodes that ended, with the names of the calls they repeated.
+        self._closed: list[tuple[Episode, frozenset[str]]] = []
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action:
@@ -277,8 +279,15 @@ class ActionCycleDetector(IncrementalDetector):
             # when the masked result repeats: it breaks any cycle it would have extended.
             self._progress_marks += 1
             fingerprint = ~self._progress_marks
-        self._cycles.push(fingerprint, facts, facts.result is not None, self, out)
-        closed = self._cycles.closed
-        if facts.poll_ended and closed is not None and facts.name in closed[1]:
-            closed[0].resolved = True  # a poll that ended: the same call finally answered anew
+        cycles = self._cycles
+        cycles.push(fingerprint, facts, facts.result is not None, self, out)
+        closed = cycles.closed
+        if closed is not None and closed[0].registered and (not self._closed or self._closed[-1][0] is not closed[0]):
+            self._closed.append(closed)
+        if facts.poll_ended:
+            # A poll that ended: the same call finally answered anew, so every cycle it
+            # was repeated in was the wait, however other calls came between.
+            for episode, names in self._closed:
+                if facts.name in names:
+                    episode.resolved = True
         return out
