@@ -355,3 +355,47 @@ def test_a_last_call_never_answered_is_no_evidence_either_way() -> None:
     )
     run = Run("reset the stack", "agent", "gpt-4o", [Turn("Running it.", [declined]) for _ in range(4)])
     assert _rendered(run, "genai").label is Label.LOOP
+
+
+def test_a_validation_error_asking_to_try_again_is_permanent_and_a_bare_try_again_transient() -> None:
+    validation = Step(
+        StepKind.TOOL,
+        "final_result",
+        is_error=True,
+        error_message="1 validation error: field required. Fix the errors and try again.",
+    )
+    busy = Step(StepKind.TOOL, "fetch", is_error=True, error_message="Server busy, please try again.")
+    assert classify_failure(validation).kind is FailureKind.PERMANENT  # type: ignore[union-attr]
+    assert classify_failure(busy).kind is FailureKind.TRANSIENT  # type: ignore[union-attr]
+
+
+def test_the_same_figure_from_a_tool_that_does_not_ask_is_an_answer() -> None:
+    run = Scenario("how many employees")
+    for question in (
+        "employees of Globex?",
+        "How many employees does Globex have?",
+        "Globex employees",
+        "Globex staff count",
+    ):
+        run.tool("company_data", {"input": question}, "Globex's employees: 7,930")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_the_same_files_announced_again_and_again_in_new_words_are_a_loop() -> None:
+    run = Scenario("write the backend")
+    for opener in (
+        "I'll write",
+        "Let me write",
+        "Next I will create",
+        "Now I'll put the tables in",
+        "Okay, writing",
+    ):
+        run.think(f"{opener} backend/schema.sql. Actually, backend/.env should come first.")
+    assert "restated_conclusion" in conclusive(run.verdict())
+
+
+def test_files_named_once_each_are_not_a_restatement() -> None:
+    run = Scenario("write the backend")
+    for name in ("schema.sql", "models.py", "routes.py", "main.py", "README.md"):
+        run.think(f"I'll write backend/{name} next.")
+    assert run.verdict().label is Label.NO_LOOP
