@@ -18,8 +18,9 @@ detectors' verdict, which always stands). A tool answer in the band is ignored.
 
 The judged score combines the three with deepeval's weights (0.40/0.35/0.25, loop below
 0.5). It becomes findings for the policy: ``judge_loop`` (conclusive, no progress: the
-judge saw steps that got nowhere) when the judged score is below the threshold, else a
-``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired alone.
+judge saw steps that got nowhere) when the judged score is below the threshold and the
+judge itself saw severe stagnation (steps whose meaning repeats), else a
+``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired.
 The scorer adds them to the detectors' findings, so the policy decides, and the more
 severe of judged and deterministic evidence wins: a judge adds detections but can never
 hide one.
@@ -182,7 +183,11 @@ def assess(
     # Only what the judge itself said counts as its finding: deepeval's lexical sub-scores
     # folded into the judged score are the detectors' evidence, already in their findings.
     judge_said = (stagnation < 1.0 and not undecided) or judged_repetition < 1.0
-    if score < config.threshold and judge_said:
+    # A conclusive loop needs the judge's own evidence that nothing new was said: stagnant
+    # steps (their meaning repeats). Repeated tool calls alone are the detectors' to weigh
+    # (they see whether a repeat recurs or the run moves on): a warning from the judge.
+    saw_stagnation = stagnation == 0.0 and not undecided
+    if score < config.threshold and saw_stagnation:
         findings.append(
             Finding(
                 "judge_loop",
