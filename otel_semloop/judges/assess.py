@@ -19,7 +19,8 @@ detectors' verdict, which always stands). A tool answer in the band is ignored.
 The judged score combines the three with deepeval's weights (0.40/0.35/0.25, loop below
 0.5). It becomes findings for the policy: ``judge_loop`` (conclusive, no progress: the
 judge saw steps that got nowhere) when the judged score is below the threshold and the
-judge itself saw severe stagnation (steps whose meaning repeats), else a
+judge itself saw a chain of severe stagnation (a step repeating one that repeated
+another), else a
 ``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired.
 The scorer adds them to the detectors' findings, so the policy decides, and the more
 severe of judged and deterministic evidence wins: a judge adds detections but can never
@@ -183,10 +184,13 @@ def assess(
     # Only what the judge itself said counts as its finding: deepeval's lexical sub-scores
     # folded into the judged score are the detectors' evidence, already in their findings.
     judge_said = (stagnation < 1.0 and not undecided) or judged_repetition < 1.0
-    # A conclusive loop needs the judge's own evidence that nothing new was said: stagnant
-    # steps (their meaning repeats). Repeated tool calls alone are the detectors' to weigh
-    # (they see whether a repeat recurs or the run moves on): a warning from the judge.
-    saw_stagnation = stagnation == 0.0 and not undecided
+    # A conclusive loop needs the judge's own evidence that nothing new was said, and said
+    # again: a chain of severely stagnant pairs (a step repeating one that repeated another).
+    # One duplicated step that the run then moves on from is waste, not a loop; repeated
+    # tool calls alone are the detectors' to weigh (they see whether a repeat recurs).
+    severe = [p for p in pairs if p.stagnation >= config.severe]
+    chained = any(p.j == q.i for p in severe for q in severe)
+    saw_stagnation = stagnation == 0.0 and not undecided and chained
     if score < config.threshold and saw_stagnation:
         findings.append(
             Finding(
