@@ -316,16 +316,6 @@ for _field_name, _member in _SLOTS.items():
     setattr(Step, _field_name, _DeferredField(_field_name, _member))
 
 
-class FillingStep(Step):
-    """A Step while read_step stores its fields: the deferred ones are plain slots here (no
-    descriptor call); ``__class__ = Step`` then makes it a Step (it adds no slot)."""
-
-    __slots__ = ()
-    input = _SLOTS["input"]
-    input_text = _SLOTS["input_text"]
-    output = _SLOTS["output"]
-
-
 _INPUT_SLOT = _SLOTS["input"]
 _INPUT_TEXT_SLOT = _SLOTS["input_text"]
 #: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).
