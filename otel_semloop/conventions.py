@@ -67,7 +67,6 @@ from otel_semloop.model import (
     ToolCall,
 )
 
-#: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
 _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER

@@ -79,8 +79,9 @@ class StepKind(str, enum.Enum):
     OTHER = "other"
 
 
-#: Enum members as module constants: reading one through its class costs several
-#: times more on Python 3.11 (EnumType's attribute hook), on every step.
+#: Enum members as module constants, here and in the modules that read a step's kind per
+#: step: on Python 3.11 a read through the class (``StepKind.LLM``) goes through the enum
+#: type's attribute hook, a global read does not (same objects, same ``is``).
 _AGENT = StepKind.AGENT
 _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
@@ -93,9 +94,8 @@ class _Deferrable:
     ``output``) are decoded from on first read (see :class:`_DeferredField`); unset when
     nothing is left.
 
-    (No ``__getattr__`` for that: on CPython 3.11 a class with one has every attribute read
-    of its instances take the generic path, about three times the cost of a slot read,
-    and the detectors read a step's fields many times over.)"""
+    (No ``__getattr__`` for that: a class with one has every attribute read of its
+    instances take the generic path, and the detectors read a step's fields many times.)"""
 
     __slots__ = ("_deferred",)
 

@@ -56,8 +56,6 @@ __all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "ch
 MONOLOGUE = "monologue"
 CHANTING = "chanting"
 
-#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
-#: through the enum metaclass's attribute hook (about ten times a global's cost).
 _LLM, _TOOL, _AGENT = StepKind.LLM, StepKind.TOOL, StepKind.AGENT
 
 
