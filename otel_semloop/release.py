@@ -25,6 +25,7 @@ Adapters: ``otel_semloop.processor.sdk.SDK_SPANS`` and ``otel_semloop.service.he
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
@@ -134,11 +135,12 @@ def yield_gil() -> None:
     """Offer the GIL to the application between pieces of background work.
 
     ``time.sleep(0)`` releases the GIL; an application thread back from I/O and waiting
-    for it takes it at once instead of waiting out the interpreter's 5 ms switch interval.
-    Measured on the agent benchmark: the application's wall time outside I/O went from
-    about +28% to +1% over BatchSpanProcessor alone. Costs about 1 us when nobody waits.
+    for it takes it at once instead of waiting out the interpreter's 5 ms switch interval
+    (``bench/processor_overhead.py`` shows the application's wall time this saves). In a
+    process running one thread (a scoring process) nobody can be waiting: nothing to do.
     """
-    time.sleep(0)
+    if threading.active_count() > 1:
+        time.sleep(0)
 
 
 def evaluate(

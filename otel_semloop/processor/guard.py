@@ -23,9 +23,9 @@ reaches a decision (a finding just became conclusive, or doubled):
   that ended the span, at an arbitrary point.
 
 Cost, on the application thread, only when the guard is on: every ended span is
-classified (a few attribute lookups, about 1-2 us); an LLM or tool span is then read into a
-step (its message JSON decoded) and observed by the detectors, typically 30-150 us per
-step depending on the size of its messages. With the guard off none of this runs.
+classified (a few attribute lookups); an LLM or tool span is then read into a step (its
+message JSON decoded) and observed by the detectors, at a cost that grows with the size
+of its messages. With the guard off none of this runs.
 The monitor keeps digests and counts, not content; per-trace state is dropped when the
 processor releases the trace, and at most ``max_traces`` traces are tracked (oldest
 dropped first).

@@ -19,7 +19,7 @@ downstream processor to the provider.
 Threads and costs
     ``on_start``/``on_end`` run on the application's thread. They forward ``on_start`` to
     the downstream processor and do O(1) bookkeeping under one lock (a few dict
-    operations, about 1 us per span: see :mod:`otel_semloop.grouping`); they never
+    operations: see :mod:`otel_semloop.grouping`); they never
     convert, score, export or wake anything, and never raise. One daemon *worker* thread
     wakes every ``tick_seconds`` (wake-ups are batched, the application never signals
     it), releases finished traces, hands them to the scoring threads, and forwards spans
