@@ -128,4 +128,5 @@ def test_steps_are_read_in_layers_with_no_import_cycle() -> None:
         "otel_semloop.handoffs",
         messages,
         "otel_semloop.model",
+        tool_calls,
     }
