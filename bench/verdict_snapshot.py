@@ -57,6 +57,7 @@ def _code_root() -> Path:
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(_code_root()))
+sys.path.append(str(Path(__file__).resolve().parent))  # bench/, also when imported as a module
 
 from checkout import extract  # noqa: E402
 

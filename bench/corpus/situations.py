@@ -38,23 +38,42 @@ class Situation:
     lookalike_of: tuple[str, ...] = ()
 
 
+Build = Callable[[Kit], Run]
+
+
+def registrar(registry: dict[str, Situation]) -> Callable[..., Callable[[Build], Build]]:
+    """A ``situation(id, label, title, sources, why, lookalike_of=())`` decorator that
+    registers into ``registry`` (the corpus's own below; first-look batches keep theirs)."""
+
+    def situation(
+        id: str,
+        label: str,
+        title: str,
+        sources: tuple[str, ...],
+        why: str,
+        lookalike_of: tuple[str, ...] = (),
+    ) -> Callable[[Build], Build]:
+        def register(build: Build) -> Build:
+            if id in registry:
+                raise ValueError(f"duplicate situation {id}")
+            registry[id] = Situation(id, label, title, sources, why, build, lookalike_of)
+            return build
+
+        return register
+
+    return situation
+
+
 SITUATIONS: dict[str, Situation] = {}
-
-
-def situation(
-    id: str, label: str, title: str, sources: tuple[str, ...], why: str, lookalike_of: tuple[str, ...] = ()
-) -> Callable[[Callable[[Kit], Run]], Callable[[Kit], Run]]:
-    def register(build: Callable[[Kit], Run]) -> Callable[[Kit], Run]:
-        if id in SITUATIONS:
-            raise ValueError(f"duplicate situation {id}")
-        SITUATIONS[id] = Situation(id, label, title, sources, why, build, lookalike_of)
-        return build
-
-    return register
+situation = registrar(SITUATIONS)
 
 
 def gh(repo: str, number: int) -> str:
     return f"https://github.com/{repo}/issues/{number}"
+
+
+def pr(repo: str, number: int) -> str:
+    return f"https://github.com/{repo}/pull/{number}"
 
 
 def _j(value: object) -> str:
