@@ -184,8 +184,8 @@ def test_ai_sdk_tool_calls_without_tool_spans_become_steps_and_the_loop_is_found
     assert Scorer().score(trace).label is Label.LOOP
 
 
-#: What a run records without content (the AI SDK's ``recordInputs: false`` and
-#: ``recordOutputs: false``): the spans, names, statuses and token counts only.
+#: The content attributes the AI SDK leaves out with ``recordInputs: false`` and
+#: ``recordOutputs: false`` (its spans keep their names, ids, statuses and token counts).
 AI_SDK_CONTENT = (
     "ai.prompt",
     "ai.prompt.messages",
