@@ -129,4 +129,5 @@ def test_steps_are_read_in_layers_with_no_import_cycle() -> None:
         messages,
         tool_calls,
         "otel_semloop.model",
+        tool_calls,
     }
