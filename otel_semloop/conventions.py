@@ -351,7 +351,8 @@ _OUTPUT_TOKEN_KEYS = (
     "llm.token_count.completion",
     "confident.llm.output_token_count",
 )
-_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+#: US dollars: OpenLIT and Langfuse's mapping, OpenInference, pydantic-ai / Logfire.
+_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total", "operation.cost")
 
 
 _INPUT_KEYS = (
