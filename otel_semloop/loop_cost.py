@@ -33,7 +33,6 @@ clock or the text of a step: it costs one pass over the steps.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from otel_semloop.model import Step, StepKind, Trace
@@ -42,6 +41,7 @@ from otel_semloop.verdict import Finding, Label, Verdict
 __all__ = ["LoopCost", "Usage", "loop_cost"]
 
 _LLM = StepKind.LLM
+_AGENT = StepKind.AGENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,11 +72,19 @@ class LoopCost:
     onset_ns: int
     loop: Usage
     trace: Usage
+    #: The agent the loop ran in (the onset step's enclosing agent, else the trace's root
+    #: agent; "" when no agent step names one) and the signal that decided it (the most
+    #: severe deciding finding's): what the loop metrics count it under.
+    agent: str = ""
+    signal: str = ""
 
-    def attributes(self) -> dict[str, int | float]:
+    def attributes(self) -> dict[str, int | float | str]:
         """The ``semloop.loop.*`` and ``semloop.trace.*`` root-span attributes (the contract
         in docs/architecture.md and the README's reference table)."""
-        attrs: dict[str, int | float] = {"semloop.loop.onset_step": self.onset_step}
+        attrs: dict[str, int | float | str] = {"semloop.loop.onset_step": self.onset_step}
+        if self.agent:
+            attrs["semloop.loop.agent"] = self.agent
+        attrs["semloop.loop.signal"] = self.signal
         if self.onset_ns:
             attrs["semloop.loop.onset_time_unix_nano"] = self.onset_ns
         for prefix, usage in (("semloop.loop.", self.loop), ("semloop.trace.", self.trace)):
@@ -97,7 +105,8 @@ def loop_cost(trace: Trace, verdict: Verdict) -> LoopCost | None:
     than ``loop`` or ``suspected``, or no step where it began)."""
     if verdict.label not in (Label.LOOP, Label.SUSPECTED) or not trace.steps:
         return None
-    onset = _onset_index(trace, verdict)
+    deciding = _deciding(verdict)
+    onset = _onset_index(trace, verdict, deciding)
     if onset is None:
         return None
     steps = trace.steps
@@ -114,18 +123,23 @@ def loop_cost(trace: Trace, verdict: Verdict) -> LoopCost | None:
     )
     onset_ns = steps[onset].start_ns or 0
     counted = {id(s) for s in calls}
+    root = trace.root
+    strongest = max(deciding, key=lambda f: (f.severity, -(f.started_step or 0)), default=None)
+    fired = verdict.fired_signals
     return LoopCost(
         onset_step=onset + 1,
         onset_ns=onset_ns,
         loop=_usage(steps[onset:], counted, recorded, onset_ns, end_ns),
         trace=_usage(steps, counted, recorded, first_ns, end_ns),
+        agent=steps[onset].agent or (root.name if root is not None and root.kind is _AGENT else ""),
+        signal=strongest.signal if strongest is not None else (fired[0] if fired else "unspecified"),
     )
 
 
-def _onset_index(trace: Trace, verdict: Verdict) -> int | None:
+def _onset_index(trace: Trace, verdict: Verdict, deciding: list[Finding]) -> int | None:
     """The 0-based index of the first step of the loop: the earliest start of the findings
     that decided the label, else the first step marked ``semloop.in_loop``."""
-    starts = [f.started_step for f in _deciding(verdict) if f.started_step is not None]
+    starts = [f.started_step for f in deciding if f.started_step is not None]
     if starts:
         return min(max(0, min(starts)), len(trace.steps) - 1)
     in_loop = verdict.in_loop_span_ids
@@ -135,7 +149,7 @@ def _onset_index(trace: Trace, verdict: Verdict) -> int | None:
     return None
 
 
-def _deciding(verdict: Verdict) -> Iterable[Finding]:
+def _deciding(verdict: Verdict) -> list[Finding]:
     """The findings that decided the label (as the policy picks them): the conclusive ones
     with no progress or a permanent error for ``loop``, the conclusive ones for ``suspected``."""
     conclusive = [f for f in verdict.findings if f.conclusive]

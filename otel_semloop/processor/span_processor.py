@@ -186,7 +186,9 @@ class SemloopSpanProcessor(SpanProcessor):
         self._downstream_on_start = downstream.on_start
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
-        self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)), "processor")
+        self._telemetry = SelfTelemetry(
+            meter_provider, _gauges_of(weakref.ref(self)), "processor", config.metric_agent_names
+        )
         # The evaluation record beyond the span event: a log record, a Phoenix annotation.
         self._evaluations = EvaluationPublisher.from_env(logger_provider=logger_provider)
         self._guard: Any = None

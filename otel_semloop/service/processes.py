@@ -358,10 +358,11 @@ class ScoringProcesses:
             elif reply[1] is None:
                 out.append(None)
             else:
-                verdict, root, head, patched, summary = reply[1]
+                verdict, root, head, patched, summary, cost = reply[1]
                 root_of = (root, head, full)
                 evaluation = _evaluation(release.spans, adapter, verdict, root_of, patched, release.partial)
                 evaluation.summary = summary
+                evaluation.root_attributes = cost
                 out.append(evaluation)
         return out
 

@@ -76,7 +76,9 @@ def worker_main(conn: Any, mode: str) -> None:
 def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) -> tuple[str, Any]:
     """Score one release's spans: ``("ok", None)`` without agent steps, else ``("ok",
     (verdict, root index, (trace id, root span id, name, agent) or None, [(span index,
-    patched span bytes)], loop log line or None))``, or ``("error", exception)``.
+    patched span bytes)], loop log line or None, what the loop cost))``, or ``("error",
+    exception)``. What the loop cost is the root patch's ``semloop.loop.*`` and
+    ``semloop.trace.*`` attributes (empty without a loop), for the service's loop metrics.
 
     The patches are applied here, to the spans this process decoded anyway, so the
     service process only swaps bytes. Unless ``full``, the verdict sent back is slim
@@ -108,12 +110,15 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
                 wire = message.SerializeToString()
             patched.append((index, wire))
         head: tuple[str, str, str, str] | None = None
+        cost: dict[str, Any] = {}
         if root >= 0:  # what the loop log line reads of the root: no decoding for it there
             record = records[root]
             agent = record.attributes.get("gen_ai.agent.name")
             head = (record.trace_id, record.span_id, record.name, agent if isinstance(agent, str) else "")
+            gained = patches[record.span_id].attributes
+            cost = {k: v for k, v in gained.items() if k.startswith(_LOOP_COST_PREFIXES)}
         if full:
-            return ("ok", (verdict, root, head, patched, None))
+            return ("ok", (verdict, root, head, patched, None, cost))
         line = None
         if verdict.label is Label.LOOP:  # the root patch's signals and redacted reason, made once
             made = patches[head[1]].attributes if head is not None else {}
@@ -124,12 +129,14 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
                 signals=signals if isinstance(signals, list) else None,
                 safe_reason=reason if isinstance(reason, str) else None,
             )
-        return ("ok", (_slim(verdict), root, head, patched, line))
+        return ("ok", (_slim(verdict), root, head, patched, line, cost))
     except Exception as exc:  # the trace goes out unscored with this error's type
         return ("error", exc)
 
 
 _IN_LOOP = "semloop.in_loop"
+#: The root attributes :mod:`otel_semloop.loop_cost` writes.
+_LOOP_COST_PREFIXES = ("semloop.loop.", "semloop.trace.")
 #: ``semloop.in_loop=true`` as the bytes of one ``Span.attributes`` entry (field 9), as
 #: :func:`~otel_semloop.service.wirepatch.appended` writes it.
 _IN_LOOP_FIELD = trace_pb2.Span(
