@@ -29,6 +29,11 @@ What is counted, and why:
 
 The onset is reported 1-based (the first step of the trace is step 1). Nothing here reads a
 clock or the text of a step: it costs one pass over the steps.
+
+While an agent runs, :class:`RunningSpend` keeps the same figures step by step for the live
+guard (what its ``on_loop`` callback is told the loop has spent so far). It sees each step
+once, as its span ends, so it cannot know yet whether a later LLM span will record usage:
+it counts every LLM step as a model call and reads tokens and cost from LLM steps only.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from dataclasses import dataclass
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding, Label, Verdict
 
-__all__ = ["LoopCost", "Usage", "loop_cost"]
+__all__ = ["LoopCost", "RunningSpend", "Usage", "loop_cost"]
 
 _LLM = StepKind.LLM
 _AGENT = StepKind.AGENT
@@ -205,3 +210,51 @@ def _usage(
         cost=round(sum(s.cost or 0.0 for s in calls), 9) if has_cost else None,
         duration_s=round(duration, 6),
     )
+
+
+class RunningSpend:
+    """The spend of a running trace, fed one step at a time in the order the steps end;
+    :meth:`since` is what was spent from a step on (the live guard's loop onset). Keeps
+    seven numbers per step and no text: cumulative model calls, input tokens, output
+    tokens and cost, whether each was recorded yet, and the step's start."""
+
+    __slots__ = ("_end_ns", "_starts", "_totals")
+
+    def __init__(self) -> None:
+        self._totals: list[tuple[int, int, int, float, bool, bool, bool]] = []
+        self._starts: list[int] = []
+        self._end_ns = 0
+
+    def add(self, step: Step) -> None:
+        calls, inputs, outputs, cost, has_in, has_out, has_cost = (
+            self._totals[-1] if self._totals else (0, 0, 0, 0.0, False, False, False)
+        )
+        if step.kind is _LLM:
+            calls += 1
+            inputs += step.input_tokens or 0
+            outputs += step.output_tokens or 0
+            cost += step.cost or 0.0
+            has_in = has_in or step.input_tokens is not None
+            has_out = has_out or step.output_tokens is not None
+            has_cost = has_cost or step.cost is not None
+        self._totals.append((calls, inputs, outputs, cost, has_in, has_out, has_cost))
+        self._starts.append(step.start_ns or 0)
+        self._end_ns = max(self._end_ns, step.end_ns or step.start_ns or 0)
+
+    def since(self, index: int) -> Usage:
+        """What the steps from ``index`` (0-based, in the order they were added) spent."""
+        if not self._totals:
+            return Usage()
+        index = min(max(0, index), len(self._totals) - 1)
+        calls, inputs, outputs, cost, has_in, has_out, has_cost = self._totals[-1]
+        before = self._totals[index - 1] if index > 0 else (0, 0, 0, 0.0, False, False, False)
+        start = self._starts[index]
+        duration = (self._end_ns - start) / 1e9 if start and self._end_ns > start else 0.0
+        return Usage(
+            steps=len(self._totals) - index,
+            model_calls=calls - before[0],
+            input_tokens=inputs - before[1] if has_in else None,
+            output_tokens=outputs - before[2] if has_out else None,
+            cost=round(cost - before[3], 9) if has_cost else None,
+            duration_s=round(duration, 6),
+        )
