@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 
 from otel_semloop.batch.summary import LoopSpend, Summary, money
 from otel_semloop.batch.worker import TraceRow
+from otel_semloop.batch.writer import new_file_mode
 
 __all__ = ["render_report", "write_report"]
 
@@ -344,6 +345,7 @@ def write_report(path: str, summary: Summary, rows: Sequence[TraceRow]) -> None:
     parent = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".tmp", dir=parent)
     try:
+        os.fchmod(fd, new_file_mode())
         with os.fdopen(fd, "wb") as fp:
             fp.write(page)
         os.replace(tmp, path)
