@@ -20,7 +20,8 @@ What is counted, and why:
   ``gen_ai.aggregated_usage.*``), which would count every token twice. The attributes read
   are those :mod:`otel_semloop.conventions` reads into a step: input tokens from
   ``gen_ai.usage.input_tokens``, ``gen_ai.usage.prompt_tokens`` (OpenLLMetry),
-  ``llm.token_count.prompt`` (OpenInference), ``confident.llm.input_token_count``; output
+  ``llm.token_count.prompt`` (OpenInference), ``confident.llm.input_token_count``,
+  ``ai.usage.inputTokens`` (Vercel AI SDK); output
   tokens from their ``output`` / ``completion`` twins; cost (US dollars) from
   ``gen_ai.usage.cost`` (OpenLIT, Langfuse's mapping), ``llm.cost.total`` (OpenInference)
   and ``operation.cost`` (pydantic-ai, Logfire). Tokens are written only when some model call

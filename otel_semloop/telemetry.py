@@ -21,6 +21,10 @@ onset (:mod:`otel_semloop.loop_cost`). ``gen_ai.agent.name`` is bounded: the fir
 ``metric_agent_names`` names seen (a setting, 20 by default) keep their own series, later ones
 are counted as ``other``.
 
+Size: most of the module is the declared list itself, one entry per instrument with its unit,
+description, attributes and (for a histogram) its boundaries, so each name has one home;
+the counting around it and the log limiter are small.
+
 Instruments (meter ``otel_semloop``); ``P`` = the span processor, ``S`` = the service:
 
 ==============================  ========  ==========  ===============================================
