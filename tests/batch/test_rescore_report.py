@@ -39,13 +39,17 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("report")
-    source = write_jsonl(tmp / "in.jsonl", agent_lines(n_traces=10))
+def report_of(source: Path, tmp: Path) -> Path:
+    """The report ``rescore`` writes for ``source`` (in ``tmp``)."""
     page = tmp / "report.html"
     assert main(["rescore", str(source), "-o", str(tmp / "out.jsonl"), "-q", "--report", str(page)]) == 0
     return page
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    return report_of(write_jsonl(tmp / "in.jsonl", agent_lines(n_traces=10)), tmp)
 
 
 def test_the_report_is_self_contained_and_lists_every_looping_trace_with_its_reason(report):
@@ -177,10 +181,7 @@ def _show(browser: Any, page: Path) -> None:
 @pytest.fixture(scope="module")
 def many_signals_report(tmp_path_factory) -> Path:
     """A report of the synthetic corpus: 14 signals and 15 agents in the signals-by-agent table."""
-    tmp = tmp_path_factory.mktemp("wide")
-    page = tmp / "report.html"
-    assert main(["rescore", str(CORPUS), "-o", str(tmp / "out.jsonl"), "-q", "--report", str(page)]) == 0
-    return page
+    return report_of(CORPUS, tmp_path_factory.mktemp("wide"))
 
 
 def test_the_report_fits_a_1400_pixel_window(browser, many_signals_report) -> None:
@@ -213,10 +214,7 @@ def one_minute_report(tmp_path_factory) -> Path:
     for i in range(10):
         tree = looping_tree() if i % 2 == 0 else healthy_tree()
         spans.extend(tree_to_spans(tree, f"m{i}", start_ns=1_767_225_600_000_000_000 + i * 6 * 10**9))
-    source = write_jsonl(tmp / "in.jsonl", [records_to_traces_json(spans)])
-    page = tmp / "report.html"
-    assert main(["rescore", str(source), "-o", str(tmp / "out.jsonl"), "-q", "--report", str(page)]) == 0
-    return page
+    return report_of(write_jsonl(tmp / "in.jsonl", [records_to_traces_json(spans)]), tmp)
 
 
 def test_the_time_labels_of_a_one_minute_sample_are_distinct_and_apart(browser, one_minute_report) -> None:

@@ -23,26 +23,22 @@ import json
 import math
 import shutil
 import subprocess
-import threading
 from collections import defaultdict
 from collections.abc import Iterator
-from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-import grpc
 import httpx
 import pytest
 import yaml
 from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from prometheus_client.parser import text_string_to_metric_families
 
 from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver
-from tests.service.support import config_for, wait_for
+from tests.service.support import MetricsReceiver, config_for, wait_for
 from tests.support.agent_spans import search_agent
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "alerting"
@@ -61,77 +57,42 @@ SPANS = sum(1 + 2 * len(results) for _, results in RUNS)
 LOOP_TOKENS = {"researcher": 100 * sum(range(2, 9)) + 20 * 7, "writer": 100 * sum(range(2, 7)) + 20 * 5}
 
 
-class DeltaMetricsReceiver(metrics_service_pb2_grpc.MetricsServiceServicer):
-    """OTLP/gRPC ``MetricsService/Export`` on loopback, keeping every data point as an event
-    the way Honeycomb stores metrics: the metric's value in a column named after it, beside
-    the point's attributes."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.events: list[dict[str, Any]] = []
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self, self._server)
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
-
-    def Export(self, request: Any, context: Any) -> Any:
-        with self._lock:
-            for resource_metrics in request.resource_metrics:
-                for scope_metrics in resource_metrics.scope_metrics:
-                    for metric in scope_metrics.metrics:
-                        if metric.WhichOneof("data") != "sum":
-                            continue
-                        for point in metric.sum.data_points:
-                            value = point.as_int if point.HasField("as_int") else point.as_double
-                            event = {kv.key: kv.value.string_value for kv in point.attributes}
-                            event[metric.name] = value
-                            self.events.append(event)
-        return metrics_service_pb2.ExportMetricsServiceResponse()
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return list(self.events)
-
-
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     """(the Prometheus scrape, the OTLP delta data points) after the runs were scored."""
     monkeypatch = pytest.MonkeyPatch()
-    receiver = DeltaMetricsReceiver()
-    receiver._server.start()
     try:
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", f"http://127.0.0.1:{receiver.port}")
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc")
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
-        monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "200")
-        with GrpcOtlpReceiver() as downstream:
-            plain = config_for(downstream)
-            base = {
-                f.name: getattr(plain, f.name)
-                for f in dataclasses.fields(plain)
-                if f.name not in ("prometheus", "metrics_exporter")
-            }
-            config = ServiceConfig.load(
-                environ={"OTEL_METRICS_EXPORTER": "otlp,prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": "0"},
-                **base,
-            )
-            with ServiceThread(config) as service:
-                provider = TracerProvider()
-                exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc_port}", insecure=True)
-                provider.add_span_processor(SimpleSpanProcessor(exporter))
-                for name, results in RUNS:
-                    search_agent(provider.get_tracer("app"), results, name=name)
-                provider.shutdown()
-                wait_for(lambda: len(downstream.spans) >= SPANS, 20, "every span forwarded")
-                wait_for(
-                    lambda: sum(e.get("semloop.loops", 0) for e in receiver.snapshot()) >= 2,
-                    20,
-                    "the loops in the OTLP metrics",
-                )
-                scrape = httpx.get(f"http://127.0.0.1:{service.service.prometheus_port}/metrics").text
-        yield scrape, receiver.snapshot()
+        with MetricsReceiver() as receiver:
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", f"http://127.0.0.1:{receiver.port}")
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "grpc")
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE", "delta")
+            monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "200")
+            with GrpcOtlpReceiver() as downstream:
+                plain = config_for(downstream)
+                base = {
+                    f.name: getattr(plain, f.name)
+                    for f in dataclasses.fields(plain)
+                    if f.name not in ("prometheus", "metrics_exporter")
+                }
+                environ = {"OTEL_METRICS_EXPORTER": "otlp,prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": "0"}
+                config = ServiceConfig.load(environ=environ, **base)
+                with ServiceThread(config) as service:
+                    provider = TracerProvider()
+                    exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{service.grpc_port}", insecure=True)
+                    provider.add_span_processor(SimpleSpanProcessor(exporter))
+                    for name, results in RUNS:
+                        search_agent(provider.get_tracer("app"), results, name=name)
+                    provider.shutdown()
+                    wait_for(lambda: len(downstream.spans) >= SPANS, 20, "every span forwarded")
+                    wait_for(
+                        lambda: sum(e.get("semloop.loops", 0) for e in receiver.events()) >= 2,
+                        20,
+                        "the loops in the OTLP metrics",
+                    )
+                    scrape = httpx.get(f"http://127.0.0.1:{service.service.prometheus_port}/metrics").text
     finally:
-        receiver._server.stop(0)
         monkeypatch.undo()
+    yield scrape, receiver.events()
 
 
 def samples(scrape: str, name: str) -> list[tuple[dict[str, str], float]]:
