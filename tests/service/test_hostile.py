@@ -179,3 +179,14 @@ def test_a_grpc_call_without_the_token_is_refused_before_its_message() -> None:
         release.set()
     assert raised.value.code() is grpc.StatusCode.UNAUTHENTICATED
     assert took < 5  # not the 20 s body timeout: the token is checked on the call's headers
+
+
+def test_the_health_endpoint_answers_probes_without_the_token_as_documented() -> None:
+    with (
+        GrpcOtlpReceiver() as downstream,
+        running(downstream, auth_token="s3cret-token", health="127.0.0.1:0") as service,
+    ):
+        url = f"http://127.0.0.1:{service.service.health_port}"
+        assert httpx.get(f"{url}/health/ready").status_code == 200
+        refused = httpx.post(f"http://127.0.0.1:{service.http_port}/v1/traces", content=b"")
+        assert refused.status_code == 401  # the receivers still want it
