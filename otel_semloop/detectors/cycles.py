@@ -282,7 +282,11 @@ class ActionCycleDetector(IncrementalDetector):
         cycles = self._cycles
         cycles.push(fingerprint, facts, facts.result is not None, self, out)
         closed = cycles.closed
-        if closed is not None and closed[0].registered and (not self._closed or self._closed[-1][0] is not closed[0]):
+        if (
+            closed is not None
+            and closed[0].registered
+            and (not self._closed or self._closed[-1][0] is not closed[0])
+        ):
             self._closed.append(closed)
         if facts.poll_ended:
             # A poll that ended: the same call finally answered anew, so every cycle it
