@@ -29,6 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_semloop.errors import ConfigError
 from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver, OtlpReceiver, ReceivedSpan
+from tests.service.support import wait_for
 from tests.support.agent_spans import search_agent
 
 RESOURCE = {"service.name": "research-agent", "deployment.environment": "test", "host.name": "box-7"}
@@ -509,6 +510,25 @@ def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retrya
         assert service.stats()["export.dropped.shutdown"] == 2  # counted, never silent
     finally:
         downstream.stop()
+
+
+def test_spans_dropped_at_the_drain_deadline_are_logged_with_the_way_to_keep_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    downstream = GrpcOtlpReceiver()  # never started
+    try:
+        with (
+            caplog.at_level("ERROR", logger="otel_semloop.service"),
+            running(downstream, "grpc", 0.5, every_span_once=False, retry_max_elapsed=0) as (service, app),
+        ):
+            app.plain_request()
+            app.flush()
+            wait_for(lambda: service.stats().get("export.pending", 0) >= 2, 5, "2 spans pending")
+    finally:
+        downstream.stop()
+    (line,) = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert "2 spans not delivered" in line and "dropped" in line
+    assert "--durable-queue FILE" in line
 
 
 def test_a_service_config_without_a_downstream_is_refused_before_listening() -> None:
