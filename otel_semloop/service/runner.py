@@ -90,13 +90,12 @@ _GC_YOUNG_THRESHOLD = 10_000
 
 def _settle_collector() -> None:
     """Move everything alive after start-up to the collector's permanent generation and
-    collect the young generation less often. Without it the loop spent about 5% of its CPU
-    in the cyclic collector under load (a full collection rescans every module, class and
-    gRPC object; ``py-spy --native`` and ``gc.callbacks``): with it, under 1%. What a
-    request allocates is mostly freed by reference counting before any collection; the
-    spans held (thousands of objects that live ``grace`` seconds) are what made the young
-    collections promote and rescan. Safe for a process that owns its heap: start-up objects
-    live as long as it does."""
+    collect the young generation less often: a full collection rescans every module, class
+    and gRPC object, which under load is CPU spent for nothing. What a request allocates
+    is mostly freed by reference counting before any collection; the spans held
+    (thousands of objects that live ``grace`` seconds) are what made the young
+    collections promote and rescan. Safe for a process that owns its heap: start-up
+    objects live as long as it does."""
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()

@@ -93,7 +93,7 @@ class SemloopService:
         if meter_provider is None:
             self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
             meter_provider = self._own_meter_provider
-        self._telemetry = ServiceTelemetry(meter_provider, self._gauges)
+        self._telemetry = ServiceTelemetry(meter_provider, self._gauges, config.metric_agent_names)
         self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
