@@ -285,7 +285,7 @@ MUTATIONS = (
     ),
     Mutation(
         "bad-ids-accepted",
-        "otel_semloop/service/pipeline.py",
+        "otel_semloop/service/held.py",
         '        return f"spanId must be 8 bytes, got {len(span.span_id)}"',
         "        return None",
         ("tests/service/test_service.py",),
