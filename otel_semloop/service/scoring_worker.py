@@ -42,6 +42,8 @@ Batch = list[tuple[list[bytes], bool]]
 class Scored:
     """What a scoring process sends back for a release with agent steps."""
 
+    #: The verdict without what only its patches needed (findings, the lexical result,
+    #: the loop's span ids, calibration).
     verdict: Verdict
     #: The index of the root span (the one the verdict is written on) among the
     #: release's spans, -1 when there is none.
@@ -115,7 +117,11 @@ def score_release(spans: list[bytes], partial: bool, scorer: DetectorScorer) -> 
             {"gen_ai.agent.name": agent} if isinstance(agent, str) and agent else {},
         )
     summary = loop_summary(trace, verdict) if verdict.label is Label.LOOP else None
-    return Scored(verdict, root_index, root, patched, summary)
+    # What the service reads of the verdict: the findings' patches are on the spans already.
+    sent = dataclasses.replace(
+        verdict, findings=(), lexical=None, in_loop_span_ids=frozenset(), calibration={}
+    )
+    return Scored(sent, root_index, root, patched, summary)
 
 
 def loop_summary(trace: Trace, verdict: Verdict) -> str:
