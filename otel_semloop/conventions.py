@@ -388,7 +388,8 @@ _OUTPUT_TOKEN_KEYS = (
     "ai.usage.outputTokens",
     "ai.usage.completionTokens",
 )
-_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+#: US dollars: OpenLIT and Langfuse's mapping, OpenInference, pydantic-ai / Logfire.
+_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total", "operation.cost")
 
 
 #: A tool call's arguments and result: the GenAI attributes, Pydantic AI's (versions 1

@@ -367,4 +367,4 @@ class ScoringProcesses:
             if self.full_roots:
                 root = adapter.record(records[scored.root_index].source)
         trace = root_trace(root, release.partial)
-        return Evaluation(trace, records, scored.verdict, patches, scored.summary)
+        return Evaluation(trace, records, scored.verdict, patches, scored.summary, scored.loop_cost)

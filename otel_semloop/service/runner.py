@@ -21,6 +21,7 @@ import signal
 import threading
 from typing import Any
 
+from otel_semloop.errors import StartupError
 from otel_semloop.service.config import ServiceConfig
 from otel_semloop.service.server import SemloopService
 
@@ -111,7 +112,7 @@ def serve(config: ServiceConfig, scorer: Any = None) -> int:
         service = SemloopService(config, scorer=scorer)
         try:
             clean = await run_until_signal(service, own_process=True)
-        except OSError as error:
+        except (OSError, StartupError) as error:
             _logger.error("otel-semloop: %s", error)
             return 2
         return 0 if clean else 1
