@@ -141,8 +141,7 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_CHUNK_BYTES / (1 << 20),
         metavar="MIB",
-        help="input a worker parses and scores at a time; an input larger than this uses the "
-        "worker processes (default %(default)s)",
+        help="an input larger than this is scored in the worker processes (default %(default)s)",
     )
     rescore.add_argument("--spill-dir", metavar="DIR", help="where to spill (default: the temp directory)")
     rescore.add_argument("--engine", choices=("local", "dask"), default="local", help="where to run")
@@ -288,7 +287,6 @@ def run(args: argparse.Namespace) -> int:
         spill_dir=args.spill_dir,
         output_format=fmt,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
-        pieces=True,  # Output.write_unit takes them
     )
     state = ReadState([], Spool())
     sizes = [s.size() for s in sources]
@@ -314,7 +312,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 engine.expect(total)
                 for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
-                    engine.feed(unit, max(0.0, 1.0 - state.compressed_read / total) if total else None)
+                    engine.feed(unit)
                     progress.update(state.compressed_read, engine.stats)
                 stats = engine.finish()
             finally:
