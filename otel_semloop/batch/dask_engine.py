@@ -38,10 +38,10 @@ def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tu
     state = ReadState([], Spool())
     try:
         for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
-            spans = read_unit(unit) if unit.error is None else None
-            if not isinstance(spans, list):
+            read = read_unit(unit) if unit.error is None else None
+            if not isinstance(read, tuple):
                 continue
-            for k, s in enumerate(spans):
+            for k, s in enumerate(read[1]):
                 data = dump_json(s.span) if unit.kind == "json" else s.span.SerializeToString()
                 out.append((s.trace_id, ((index, unit.seq, k), unit.kind, data, s.root, s.span_id)))
     finally:
@@ -139,15 +139,17 @@ def _rewrite(
     for unit in iter_units(sources, state, max_unit_bytes=max_unit_bytes):
         stats.units += 1
         pending = PendingUnit(unit, stats.units)
-        spans = read_unit(unit) if unit.error is None else InputProblem(unit.where, unit.error)
-        if isinstance(spans, InputProblem):
-            unit.error = spans.message
-            stats.malformed.append(spans)
+        read = read_unit(unit) if unit.error is None else InputProblem(unit.where, unit.error)
+        if isinstance(read, InputProblem):
+            unit.error = read.message
+            stats.malformed.append(read)
         else:
-            stats.spans += len(spans)
+            pending.doc, scanned = read
+            pending.spans = [span.span for span in scanned]
+            stats.spans += len(scanned)
             pending.patches = {
                 index: patches[span.trace_id][span.span_id]
-                for index, span in enumerate(spans)
+                for index, span in enumerate(scanned)
                 if span.span_id in patches.get(span.trace_id, {})
             }
         write(unit, rendered(pending, output_format), bool(pending.patches))

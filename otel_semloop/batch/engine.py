@@ -15,7 +15,7 @@ Completion window
     untouched and counted as late.
 
 Bounded memory
-    Only units waiting for an open trace are held, as their bytes. When they exceed
+    Only units waiting for an open trace are held (parsed). When their bytes as read exceed
     ``memory_budget`` bytes, the traces holding back the oldest unit are spilled (see
     :mod:`~otel_semloop.batch.spill`), and from then on decided units go to the spill in
     order instead of the output, to be replayed with the spilled traces' patches at the
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.batch.pending import PendingUnit, UnitSpan, read_unit, rendered
-from otel_semloop.batch.spans import dump_json
+from otel_semloop.batch.scan import ScannedSpan
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.batch.worker import (
@@ -158,12 +158,13 @@ class Engine:
         if unit.error is not None:
             self.stats.malformed.append(InputProblem(unit.where, unit.error))
         else:
-            spans = read_unit(unit)
-            if isinstance(spans, InputProblem):
-                unit.error = spans.message
-                self.stats.malformed.append(spans)
+            read = read_unit(unit)
+            if isinstance(read, InputProblem):
+                unit.error = read.message
+                self.stats.malformed.append(read)
             else:
-                self._hold_spans(pending, spans)
+                pending.doc, scanned = read
+                self._hold_spans(pending, scanned)
         self._pending.append(pending)
         self._held_bytes += len(unit.raw)
         self._buffer.expire(self._number)
@@ -173,23 +174,22 @@ class Engine:
         if self._held_bytes > self.options.memory_budget:
             self._relieve()
 
-    def _hold_spans(self, pending: PendingUnit, spans: list[Any]) -> None:
-        self.stats.spans += len(spans)
-        kind = pending.unit.kind
+    def _hold_spans(self, pending: PendingUnit, scanned: list[ScannedSpan]) -> None:
+        self.stats.spans += len(scanned)
+        pending.spans = [s.span for s in scanned]
         spill = self._spill
         traces = pending.trace_ids
-        for index, scanned in enumerate(spans):
-            data = dump_json(scanned.span) if kind == "json" else scanned.span.SerializeToString()
-            trace_id = scanned.trace_id
+        for index, found in enumerate(scanned):
+            span = UnitSpan(pending, index, found.span_id, found.root)
+            trace_id = found.trace_id
             if spill is not None and trace_id in spill.traces:
-                spill.add(trace_id, scanned.span_id, scanned.root, kind, data)
+                spill.add(trace_id, span)
                 pending.spilled.add(trace_id)
                 continue
-            span = UnitSpan(pending, index, scanned.span_id, scanned.root, data)
             pending.waiting += 1
             if trace_id not in traces:
                 traces.append(trace_id)
-            self._buffer.end(trace_id, scanned.root, span, self._number)
+            self._buffer.end(trace_id, found.root, span, self._number)
 
     # -- scoring -----------------------------------------------------------------------
 
@@ -209,7 +209,7 @@ class Engine:
         spans = release.spans
         self._scoring[trace_id] = spans
         roots = tuple(span.span_id for span in spans if span.root)
-        self._jobs.append(trace_job(trace_id, [(span.kind, span.data) for span in spans], roots))
+        self._jobs.append(trace_job(trace_id, [(span.kind, span.data()) for span in spans], roots))
         if len(self._jobs) >= JOBS_PER_TASK:
             self._submit()
 
@@ -260,6 +260,7 @@ class Engine:
             done = pending.popleft()
             self._held_bytes -= len(done.unit.raw)
             doc = rendered(done, self.options.output_format)
+            done.doc, done.spans = None, []
             if self._spill is not None:
                 self._spill.hold(done, doc)
             else:

@@ -2,10 +2,10 @@
 they gained, how many of its spans are still held for undecided traces, and what it is
 written as (:func:`rendered`).
 
-A unit that gained nothing is copied as read (when it is already in the output format);
-a unit that gained patches is parsed again where it is written and the patches applied to
-its spans by the one patcher of their span type (:mod:`otel_semloop.otlp.patch`), so it
-is held as its bytes, not as parsed objects, while it waits.
+A unit is held parsed while it waits: its spans are the objects the trace buffer holds.
+A unit that gained nothing is copied as read (when it is already in the output format); a
+unit that gained patches has them applied to its spans by the one patcher of their span
+type (:mod:`otel_semloop.otlp.patch`) and is written re-serialised.
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.scan import ScannedSpan, scan_json, scan_proto
-from otel_semloop.batch.spans import load_json
+from otel_semloop.batch.spans import dump_json, load_json
 from otel_semloop.batch.units import InputProblem, Unit
-from otel_semloop.otlp._common import Bad, each_span_array
+from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["PendingUnit", "UnitSpan", "parse_unit", "patch_spans", "read_unit", "rendered", "spans_in"]
+__all__ = ["PendingUnit", "UnitSpan", "parse_unit", "patch_spans", "read_unit", "rendered"]
 
 
 @dataclass(slots=True, eq=False)
@@ -34,6 +34,10 @@ class PendingUnit:
     unit: Unit
     #: its place in the input (the trace buffer's clock)
     number: int
+    #: the parsed document (None once written, or for a unit that did not parse)
+    doc: Any = None
+    #: its spans, in the order :func:`read_unit` found them
+    spans: list[Any] = field(default_factory=list)
     #: the traces its spans were handed to the trace buffer for
     trace_ids: list[str] = field(default_factory=list)
     #: its spans still held for undecided traces
@@ -46,18 +50,21 @@ class PendingUnit:
 
 @dataclass(slots=True, eq=False)
 class UnitSpan:
-    """A span as the trace buffer holds it: where it stands and its bytes (compact JSON
-    or protobuf, as its unit's ``kind``)."""
+    """A span as the trace buffer holds it: where it stands and its ids."""
 
     unit: PendingUnit
     index: int
     span_id: str
     root: bool
-    data: bytes
 
     @property
     def kind(self) -> str:
         return self.unit.unit.kind
+
+    def data(self) -> bytes:
+        """The span's bytes: compact JSON or protobuf, as its unit's ``kind``."""
+        span = self.unit.spans[self.index]
+        return dump_json(span) if self.kind == "json" else span.SerializeToString()
 
 
 def parse_unit(unit: Unit) -> tuple[Any, list[ScannedSpan]]:
@@ -70,11 +77,11 @@ def parse_unit(unit: Unit) -> tuple[Any, list[ScannedSpan]]:
     return message, scan_proto(message)
 
 
-def read_unit(unit: Unit) -> list[ScannedSpan] | InputProblem:
-    """The unit's spans with their ids, or what makes the unit malformed (it is then
-    copied through as read)."""
+def read_unit(unit: Unit) -> tuple[Any, list[ScannedSpan]] | InputProblem:
+    """The unit's document and its spans with their ids, or what makes the unit malformed
+    (it is then copied through as read)."""
     try:
-        return parse_unit(unit)[1]
+        return parse_unit(unit)
     except Bad as exc:
         return InputProblem(exc.to_error(unit.where).where, str(exc))
     except (orjson.JSONDecodeError, ValueError) as exc:
@@ -83,16 +90,6 @@ def read_unit(unit: Unit) -> list[ScannedSpan] | InputProblem:
         return InputProblem(unit.where, f"invalid protobuf: {exc}")
     except RecursionError:
         return InputProblem(unit.where, "nested too deeply to decode")
-
-
-def spans_in(doc: Any) -> list[Any]:
-    """The spans of a document :func:`read_unit` read (so its levels are well formed), in
-    the order it found them."""
-    if type(doc) is dict:
-        spans: list[Any] = []
-        each_span_array(doc, spans.extend)
-        return spans
-    return [span for rs in doc.resource_spans for ss in rs.scope_spans for span in ss.spans]
 
 
 def patch_spans(spans: list[Any], patches: dict[int, SpanPatch]) -> None:
@@ -114,6 +111,5 @@ def rendered(pending: PendingUnit, output_format: str) -> Any:
     as_read = unit.kind == output_format and not (unit.kind == "json" and b"\n" in unit.raw)
     if not pending.patches and as_read:
         return None
-    doc = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
-    patch_spans(spans_in(doc), pending.patches)
-    return doc
+    patch_spans(pending.spans, pending.patches)
+    return pending.doc

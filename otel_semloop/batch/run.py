@@ -45,6 +45,7 @@ from otel_semloop.batch.units import Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
 from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
 from otel_semloop.errors import ConfigError
+from otel_semloop.scoring import collector_paused
 
 __all__ = ["EXIT_INPUT", "EXIT_LOOPS", "EXIT_OK", "EXIT_OUTPUT", "add_arguments", "run"]
 
@@ -310,11 +311,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             engine = Engine(options, output.write_unit if write_spans and output is not None else _discard)
             try:
-                engine.expect(total)
-                for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
-                    engine.feed(unit)
-                    progress.update(state.compressed_read, engine.stats)
-                stats = engine.finish()
+                # The reading process's objects (parsed lines, the buffer's entries, the
+                # results) hold no cycles: the collector would walk the held lines for nothing.
+                with collector_paused():
+                    engine.expect(total)
+                    for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
+                        engine.feed(unit)
+                        progress.update(state.compressed_read, engine.stats)
+                    stats = engine.finish()
             finally:
                 engine.close()
         if args.emit == "evaluations":

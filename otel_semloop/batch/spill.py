@@ -51,19 +51,22 @@ class Spill:
     def _part(self, tid: str) -> IO[bytes]:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
-    def add(self, tid: str, sid: str, root: bool, kind: str, data: bytes) -> None:
+    def add(self, tid: str, span: UnitSpan) -> None:
+        """A span of spilled trace ``tid`` to its partition."""
+        data = span.data()
         fp = self._part(tid)
-        fp.write(struct.pack(">32sc?I", tid.encode(), b"j" if kind == "json" else b"p", root, len(data)))
+        kind = b"j" if span.kind == "json" else b"p"
+        fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
         fp.write(data)
-        if root:
-            self.traces[tid].append(sid)
+        if span.root:
+            self.traces[tid].append(span.span_id)
 
     def spill(self, tid: str, spans: list[UnitSpan]) -> None:
         """Move trace ``tid``'s held spans to its partition; their units no longer wait
         for them, but will need the trace's patches when replayed."""
         self.traces[tid] = []
         for span in spans:
-            self.add(tid, span.span_id, span.root, span.kind, span.data)
+            self.add(tid, span)
             span.unit.waiting -= 1
             span.unit.spilled.add(tid)
 

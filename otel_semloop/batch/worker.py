@@ -15,6 +15,7 @@ What crosses the process boundary is small both ways: a trace's spans as bytes i
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -133,8 +134,10 @@ _SPEC: ScorerSpec | None = None
 
 
 def init_worker(spec: ScorerSpec) -> None:
-    """Build the scorer of this process (a worker's initializer)."""
+    """Build the scorer of this process (a worker's initializer). A worker forked while
+    the reading process paused the collector collects as usual (between batches)."""
     global _SCORER, _SPEC
+    gc.enable()
     _SCORER, _SPEC = spec.build(), spec
 
 
