@@ -29,8 +29,8 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.checkout import extract  # noqa: E402
 from bench.rescore_throughput import write_file  # noqa: E402
-from bench.revision import extract  # noqa: E402
 
 #: (name, extra arguments, output file name)
 OPTION_SETS: list[tuple[str, list[str], str]] = [

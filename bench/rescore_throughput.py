@@ -39,7 +39,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.revision import extract
+from bench.checkout import extract
 
 ROOT = Path(__file__).resolve().parent.parent
 SPANS_PER_TRACE = 50

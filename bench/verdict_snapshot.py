@@ -57,8 +57,9 @@ def _code_root() -> Path:
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(_code_root()))
+sys.path.append(str(Path(__file__).resolve().parent))  # bench/, also when imported as a module
 
-from bench.revision import extract  # noqa: E402
+from checkout import extract  # noqa: E402
 
 #: Sizes and seeds of the generated agent runs (``bench/detector_speed.genai_records``).
 GENERATED = ((10, 3), (50, 6), (100, 3), (1000, 1))

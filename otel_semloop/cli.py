@@ -89,7 +89,8 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
         "health",
         str,
         "HOST:PORT",
-        "health endpoint: GET /health/live, /health/ready (default 127.0.0.1:13133; 'off' to disable)",
+        "health endpoint: GET /health/live, /health/ready (default off: replicas can share a host; "
+        "the container listens on 0.0.0.0:13133)",
     ),
     (
         "--prometheus",
@@ -258,7 +259,6 @@ def _serve(args: argparse.Namespace) -> int:
             export_protocol=args.export_protocol,
             export_headers=headers,
             export_compression=compression,
-            default_health="127.0.0.1:13133",
             **overrides,
         )
         # The judge stops waiting just before the scoring budget ends (deterministic verdict then).

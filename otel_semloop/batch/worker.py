@@ -28,6 +28,7 @@ from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.codec import span_to_json
+from otel_semloop.pool import process_context
 from otel_semloop.redact import clean_control, redact
 from otel_semloop.release import SpanLinks, evaluate
 from otel_semloop.scoring import DetectorScorer, Scorer, collector_paused
@@ -152,8 +153,13 @@ def scorer(spec: ScorerSpec | None = None) -> Scorer:
 
 
 def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPoolExecutor:
-    """``workers`` scoring processes, each with the scorer ``spec`` builds."""
-    return concurrent.futures.ProcessPoolExecutor(workers, initializer=init_worker, initargs=(spec,))
+    """``workers`` scoring processes, each with the scorer ``spec`` builds, started as
+    :func:`~otel_semloop.pool.process_context` says (forked when this process runs no
+    other thread: the reading process has the scoring stack imported)."""
+    context = process_context([__name__], fork_if_alone=True)
+    return concurrent.futures.ProcessPoolExecutor(
+        workers, mp_context=context, initializer=init_worker, initargs=(spec,)
+    )
 
 
 def score_jobs(jobs: Sequence[TraceJob], spec: ScorerSpec | None = None) -> list[Scored]:

@@ -1,11 +1,13 @@
-"""Another revision's package beside this one, for side-by-side benchmarks and checks:
-``extract(ref, into)`` puts ``otel_semloop/`` of git ref ``ref`` into ``into``; run it with
-``into`` first on ``PYTHONPATH`` (or as the working directory)."""
+"""A git revision's ``otel_semloop/`` extracted into a temporary directory, for benchmarks
+that run this tree side by side with another revision (``--against REV``)."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import tarfile
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,3 +27,12 @@ def extract(ref: str, into: Path) -> None:
             tar.extractall(into, filter="data")
         except TypeError:  # a Python without extraction filters (our own archive: trusted)
             tar.extractall(into)
+
+
+@contextlib.contextmanager
+def extracted(ref: str) -> Iterator[Path]:
+    """A temporary directory holding ``otel_semloop/`` of ``ref`` (removed on exit): put
+    it first on a subprocess's PYTHONPATH to run that revision."""
+    with tempfile.TemporaryDirectory() as tmp:
+        extract(ref, Path(tmp))
+        yield Path(tmp)
