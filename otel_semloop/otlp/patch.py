@@ -109,24 +109,27 @@ def _drop_previous_proto(span: Any, patch: SpanPatch) -> None:
             for kv in event.attributes
         )
 
-    # A repeated message field cannot take back an element it gave up: the kept ones are
-    # copied, the field emptied and refilled.
-    if any(previous(event) for event in span.events):
-        kept = [type(event)() for event in span.events if not previous(event)]
-        for copy, event in zip(kept, [e for e in span.events if not previous(e)], strict=True):
-            copy.CopyFrom(event)
-        del span.events[:]
-        span.events.extend(kept)
-
     def stale(kv: Any) -> bool:
         return kv.key.startswith("semloop.") and kv.key not in patch.attributes
 
-    if any(stale(kv) for kv in span.attributes):
-        kept_kv = [type(kv)() for kv in span.attributes if not stale(kv)]
-        for copy, kv in zip(kept_kv, [kv for kv in span.attributes if not stale(kv)], strict=True):
-            copy.CopyFrom(kv)
-        del span.attributes[:]
-        span.attributes.extend(kept_kv)
+    _drop(span.events, previous)
+    _drop(span.attributes, stale)
+
+
+def _drop(field: Any, dropped: Any) -> None:
+    """Take the elements ``dropped`` says out of a repeated message field. A repeated field
+    cannot take back an element it gave up: the kept ones are copied, the field emptied
+    and refilled."""
+    if not any(dropped(item) for item in field):
+        return
+    kept = []
+    for item in field:
+        if not dropped(item):
+            copy = type(item)()
+            copy.CopyFrom(item)
+            kept.append(copy)
+    del field[:]
+    field.extend(kept)
 
 
 def apply_patch_proto(span: Any, patch: SpanPatch, *, replace_previous: bool = False) -> None:
