@@ -52,6 +52,7 @@ from otel_semloop.batch.units import Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
 from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
 from otel_semloop.errors import ConfigError
+from otel_semloop.scoring import collector_paused
 
 __all__ = ["EXIT_INPUT", "EXIT_LOOPS", "EXIT_OK", "EXIT_OUTPUT", "add_arguments", "run"]
 
@@ -148,8 +149,7 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_CHUNK_BYTES / (1 << 20),
         metavar="MIB",
-        help="input a worker parses and scores at a time; an input larger than this uses the "
-        "worker processes (default %(default)s)",
+        help="an input larger than this is scored in the worker processes (default %(default)s)",
     )
     rescore.add_argument("--spill-dir", metavar="DIR", help="where to spill (default: the temp directory)")
     rescore.add_argument("--engine", choices=("local", "dask"), default="local", help="where to run")
@@ -295,7 +295,6 @@ def run(args: argparse.Namespace) -> int:
         spill_dir=args.spill_dir,
         output_format=fmt,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
-        pieces=True,  # Output.write_unit takes them
     )
     state = ReadState([], Spool())
     sizes = [s.size() for s in sources]
@@ -319,11 +318,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             engine = Engine(options, output.write_unit if write_spans and output is not None else _discard)
             try:
-                engine.expect(total)
-                for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
-                    engine.feed(unit, max(0.0, 1.0 - state.compressed_read / total) if total else None)
-                    progress.update(state.compressed_read, engine.stats)
-                stats = engine.finish()
+                # The reading process's objects (parsed lines, the buffer's entries, the
+                # results) hold no cycles: the collector would walk the held lines for nothing.
+                with collector_paused():
+                    engine.expect(total)
+                    for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
+                        engine.feed(unit)
+                        progress.update(state.compressed_read, engine.stats)
+                    stats = engine.finish()
             finally:
                 engine.close()
         if args.emit == "evaluations":
