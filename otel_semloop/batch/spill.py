@@ -22,18 +22,11 @@ from typing import IO, Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from otel_semloop.batch.held import Held
-from otel_semloop.batch.spans import (
-    apply_json,
-    apply_proto,
-    dump_json,
-    load_json,
-    scan_json,
-    scan_proto,
-    trace_job,
-)
-from otel_semloop.batch.units import Pieces, Unit
-from otel_semloop.batch.worker import TraceJob
+from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans
+from otel_semloop.batch.spans import dump_json
+from otel_semloop.batch.units import Unit
+from otel_semloop.batch.worker import TraceJob, trace_job
+from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Spill"]
 
@@ -58,39 +51,31 @@ class Spill:
     def _part(self, tid: str) -> IO[bytes]:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
-    def add(self, tid: str, sid: str, root: bool, kind: str, data: bytes) -> None:
+    def add(self, tid: str, span: UnitSpan) -> None:
+        """A span of spilled trace ``tid`` to its partition."""
+        data = span.data()
         fp = self._part(tid)
-        fp.write(struct.pack(">32sc?I", tid.encode(), b"j" if kind == "json" else b"p", root, len(data)))
+        kind = b"j" if span.kind == "json" else b"p"
+        fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
         fp.write(data)
-        if root:
-            self.traces[tid].append(sid)
+        if span.root:
+            self.traces[tid].append(span.span_id)
 
-    def spill(self, tid: str, spans: list[tuple[Held, list[int]]]) -> None:
-        """Move trace ``tid``'s held spans to its partition; the units holding them no
-        longer wait for it, but will need its patches when replayed."""
+    def spill(self, tid: str, spans: list[UnitSpan]) -> None:
+        """Move trace ``tid``'s held spans to its partition; their units no longer wait
+        for them, but will need the trace's patches when replayed."""
         self.traces[tid] = []
-        seen: set[int] = set()
-        for held, indexes in spans:
-            for i in indexes:
-                self.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
-            if id(held) not in seen:
-                seen.add(id(held))
-                held.waiting -= 1
-                if held.late is None:
-                    held.late = set()
-                held.late.add(tid)
+        for span in spans:
+            self.add(tid, span)
+            span.unit.waiting -= 1
+            span.unit.spilled.add(tid)
 
-    def hold(self, held: Held, doc: Any) -> None:
-        """Write a decided unit to the spill file (in order), as :func:`otel_semloop.batch.held.render`
-        made it (``doc`` None: as read)."""
-        unit = held.unit
-        if doc is None:
-            data = unit.raw
-        elif type(doc) is bytes:
-            data = doc
-        elif type(doc) is Pieces:
-            data = b"".join(doc)
-        else:
+    def hold(self, pending: PendingUnit, doc: Any) -> None:
+        """Write a decided unit to the spill file (in order), as
+        :func:`~otel_semloop.batch.pending.rendered` made it (``doc`` None: as read)."""
+        unit = pending.unit
+        data = unit.raw
+        if doc is not None:
             data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
         meta = orjson.dumps(
             {
@@ -99,8 +84,8 @@ class Spill:
                 "k": unit.kind,
                 "d": unit.document,
                 "e": unit.error,
-                "l": bool(held.late),
-                "x": bool(held.patches),
+                "l": bool(pending.spilled),
+                "x": bool(pending.patches),
                 "r": doc is not None,
                 "sp": list(unit.spooled[1:]) if unit.spooled else None,
             }
@@ -158,7 +143,7 @@ class Spill:
             yield unit, meta["l"], meta["x"], meta["r"]
 
     def write_back(
-        self, patches: dict[str, dict[str, Any]], write: Callable[[Unit, Any, bool], None]
+        self, patches: dict[str, dict[str, SpanPatch]], write: Callable[[Unit, Any, bool], None]
     ) -> None:
         """Every unit held since the first spill, in order, to ``write`` (as the engine
         writes units), with the spilled traces' ``patches`` (trace id -> span id -> patch)
@@ -168,17 +153,16 @@ class Spill:
             if unit.error is not None:
                 pass
             elif late:
-                parsed = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
-                changed = False
-                for s in scan_json(parsed) if unit.kind == "json" else scan_proto(parsed):
-                    p = patches.get(s.trace_id)
-                    patch = p.get(s.span_id) if p else None
-                    if patch is not None:
-                        (apply_json if unit.kind == "json" else apply_proto)(s.span, patch)
-                        changed = True
-                if changed or rendered:
-                    dirty = dirty or changed
-                    doc = dump_json(parsed) if unit.kind == "json" else parsed
+                parsed, scanned = parse_unit(unit)
+                found = {
+                    index: patches[span.trace_id][span.span_id]
+                    for index, span in enumerate(scanned)
+                    if span.span_id in patches.get(span.trace_id, {})
+                }
+                patch_spans([span.span for span in scanned], found)
+                if found or rendered:
+                    dirty = dirty or bool(found)
+                    doc = parsed
             elif rendered:
                 doc = unit.raw if unit.kind == "json" else TracesData.FromString(unit.raw)
             write(unit, doc, dirty)

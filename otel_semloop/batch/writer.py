@@ -21,17 +21,18 @@ import os
 import stat
 import sys
 import tempfile
+from pathlib import Path
 from typing import IO, Any
 
 from otel_semloop.batch.inputs import Source
-from otel_semloop.batch.spans import dump_json, load_json, to_json, to_proto
-from otel_semloop.batch.units import InputProblem, Pieces, Unit
+from otel_semloop.batch.spans import dump_json, load_json
+from otel_semloop.batch.units import InputProblem, Unit
+from otel_semloop.otlp.codec import json_to_traces as to_proto
+from otel_semloop.otlp.codec import traces_to_json as to_json
 
 __all__ = ["Output", "OutputError", "UsageError", "format_for"]
 
 _COPY_CHUNK = 1 << 20
-#: Most buffers one ``writev`` takes (POSIX's IOV_MAX is at least 16; Linux allows 1024).
-_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 16
 #: Output bytes between two hints to the kernel to start writing the file to disk.
 _WRITEBACK_EVERY = 32 << 20
 
@@ -51,6 +52,21 @@ def format_for(path: str, requested: str | None) -> str:
     for suffix in (".gz", ".zst", ".zstd"):
         name = name.removesuffix(suffix)
     return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0666 less the process's umask. A temporary file
+    (``mkstemp``, 0600) renamed over the output gets this mode first, so an output and a
+    report are readable by whoever the umask lets read new files, as with any other tool."""
+    mask = None
+    with contextlib.suppress(OSError, ValueError):  # Linux: read without changing it
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                mask = int(line.split()[1], 8)
+    if mask is None:  # elsewhere: set and restore (a moment's race with other threads' files)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _compression(path: str) -> str:
@@ -75,9 +91,6 @@ class Output:
         self._hinted = 0  # output file offset up to which it was asked
         self._raw: IO[bytes] | None = None
         self._fp: IO[bytes] | None = None
-        #: the file descriptor JSON lines go to in one ``writev`` each (see :meth:`_vector`)
-        self._fd: int | None = None
-        self._buffered = False  # bytes written through self._fp since the last writev
         self._compressor: Any = None
         self._check(inputs or [])
 
@@ -119,11 +132,9 @@ class Output:
                     fd, self._tmp = tempfile.mkstemp(
                         prefix=f".{os.path.basename(self.path)}.", suffix=".tmp", dir=parent
                     )
+                    os.fchmod(fd, new_file_mode())
                     self._raw = os.fdopen(fd, "wb")
             self._fp = self._wrap(self._raw)
-            direct = self._tmp is not None and self._fp is self._raw
-            if direct and self.fmt == "json" and hasattr(os, "writev"):
-                self._fd = self._raw.fileno()
         except OSError as exc:
             self.abort()
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
@@ -156,11 +167,6 @@ class Output:
                 self._copy_spooled(unit)
                 return
             same = unit.kind == self.fmt
-            if type(doc) is Pieces:  # the unit's compact JSON in pieces, patches applied
-                if self._fd is not None:
-                    self._vector(doc)
-                    return
-                doc = b"".join(doc)
             if type(doc) is bytes:  # the unit's compact JSON, patches applied
                 self._frame(doc if self.fmt == "json" else to_proto(load_json(doc)).SerializeToString())
                 return
@@ -189,9 +195,6 @@ class Output:
     def _frame(self, data: bytes) -> None:
         fp = self._fp
         assert fp is not None
-        if self._fd is not None:
-            self._vector([data])
-            return
         if self.fmt == "json":
             fp.write(data)
             fp.write(b"\n")
@@ -200,36 +203,6 @@ class Output:
             fp.write(data)
         self._unhinted += len(data)
         if self._unhinted >= _WRITEBACK_EVERY and self._tmp is not None:
-            self._start_writeback()
-
-    def _vector(self, pieces: list[Any]) -> None:
-        """One JSON line, ``pieces`` and its newline, written to the output file in one
-        ``writev`` (a file written directly, uncompressed): no join of a spliced line's
-        pieces (a copy of the whole line), one system call a line where a buffered write of
-        the line and then of its newline takes two. Whatever was written through the
-        buffered stream is flushed first, so the bytes stay in order."""
-        assert self._fd is not None and self._fp is not None
-        if self._buffered:
-            self._fp.flush()
-            self._buffered = False
-        bufs = [*pieces, b"\n"]
-        size = sum(map(len, bufs))
-        written = os.writev(self._fd, bufs[:_IOV_MAX])
-        if written != size:  # not all at once (a regular file takes it all): the rest
-            i = 0
-            while True:
-                if not written:
-                    raise OSError("wrote nothing")
-                while i < len(bufs) and written >= len(bufs[i]):  # the buffers written whole
-                    written -= len(bufs[i])
-                    i += 1
-                if i == len(bufs):
-                    break
-                if written:  # a part of one: the rest of it next
-                    bufs[i] = memoryview(bufs[i])[written:]
-                written = os.writev(self._fd, bufs[i : i + _IOV_MAX])
-        self._unhinted += size - 1
-        if self._unhinted >= _WRITEBACK_EVERY:
             self._start_writeback()
 
     def _start_writeback(self) -> None:
@@ -262,7 +235,6 @@ class Output:
             )
             return
         spool.seek(offset)
-        self._buffered = True
         if self.fmt == "json":
             remaining = length
             last = b""
@@ -289,7 +261,6 @@ class Output:
         """Write pre-framed bytes (evaluation records)."""
         assert self._fp is not None
         try:
-            self._buffered = True
             self._fp.write(data)
         except BrokenPipeError:
             raise OutputError("output closed early (broken pipe); output is incomplete") from None

@@ -282,9 +282,12 @@ class ActionCycleDetector(IncrementalDetector):
         cycles = self._cycles
         cycles.push(fingerprint, facts, facts.result is not None, self, out)
         closed = cycles.closed
-        new_closed = closed is not None and (not self._closed or self._closed[-1][0] is not closed[0])
-        if new_closed and closed[0].registered:  # type: ignore[index]
-            self._closed.append(closed)  # type: ignore[arg-type]
+        if (
+            closed is not None
+            and closed[0].registered
+            and (not self._closed or self._closed[-1][0] is not closed[0])
+        ):
+            self._closed.append(closed)
         if facts.poll_ended:
             # A poll that ended: the same call finally answered anew, so every cycle it
             # was repeated in was the wait, however other calls came between.

@@ -66,9 +66,6 @@ from otel_semloop.detectors.normalize import ACK_MAX_WORDS
 from otel_semloop.detectors.text_novelty import MEMO_ENTRIES, UNREAD, TextNovelty, text_digest
 from otel_semloop.model import Step, StepKind
 
-#: Enum members as module constants: in Python 3.11 reading one through its class
-#: (``StepKind.TOOL``) goes through the enum type's ``__getattr__`` hook, several times
-#: the cost of a global (same objects, same ``is``).
 _TOOL, _LLM, _AGENT = StepKind.TOOL, StepKind.LLM, StepKind.AGENT
 _TRANSIENT = FailureKind.TRANSIENT
 
@@ -347,10 +344,11 @@ class Fingerprinter:
         elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
             # from a new one: only the failure detector reads it, and only about failures.
-            facts = StepFacts(step, index)
             if self.lazy:
-                facts._step = step  # made a ``_LazyCall`` below, once every slot is set
+                facts = _LazyCall(step, index)
+                facts._step = step
             else:
+                facts = StepFacts(step, index)
                 facts.call = _llm_call(step)
             facts.failure = classify_failure(step)
             self._text(step, facts, novelty=True)
@@ -370,8 +368,6 @@ class Fingerprinter:
         else:
             facts._text_after = anchor  # ``text_epoch``: that text's, once settled
         facts.content_epoch = self._content_epoch
-        if kind is _LLM and self.lazy:
-            facts.__class__ = _LazyCall
         return facts
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
@@ -522,13 +518,7 @@ class _LazyCall(StepFacts):
     whole input history) is computed on first read, so a step nobody asks about never
     flattens or hashes its input. ``call`` is a property here (over the base class's
     slot, with the step in ``_step`` until then); not a ``__getattr__``, which would make
-    every other attribute read of these facts take the slow generic path.
-
-    Built as a :class:`StepFacts` and made one of these (``__class__``, the same slots)
-    once the fingerprinter has set its slots: every attribute write of
-    :meth:`StepFacts.__init__` and :meth:`Fingerprinter.facts` then sees one class, and
-    CPython 3.11 specialises each write for the class it sees (two classes in turn, tool
-    and LLM steps, miss the specialisation about half the time)."""
+    every other attribute read of these facts take the slow generic path."""
 
     __slots__ = ()
 

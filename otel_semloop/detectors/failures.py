@@ -73,8 +73,6 @@ REPEATED_ERROR = "repeated_error"
 TRANSIENT_ERROR = "transient_error"
 RETRY_STORM = "retry_storm"
 
-#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
-#: through the enum metaclass's attribute hook (about ten times a global's cost).
 _LLM, _TOOL = StepKind.LLM, StepKind.TOOL
 
 _SIGNAL = {

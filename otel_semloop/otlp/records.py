@@ -9,9 +9,11 @@ line is dumped again with everything else untouched. Only what a record needs is
 validated (ids, times, name, kind, flags, status, attributes, events); other fields pass
 through as they are.
 
-Size: the JSON decoder's first pass (ids and times checked and converted in bulk) and the
-plain path it falls back to are one function with a switch, so that they cannot drift
-apart; the protobuf reader fills the same records the same way.
+The JSON decoder's first pass (ids and times checked and converted in bulk, records made
+without ``__init__``) is kept because ``bench/otlp_codec.py`` shows it buys well over the
+20% the project asks of a fast path; it and the plain path it falls back to (its oracle
+in ``tests/otlp/test_records_fast_path.py``) are one function with a switch, so that they
+cannot drift apart.
 """
 
 from __future__ import annotations
@@ -25,39 +27,20 @@ from orjson import loads as _loads
 from otel_semloop.model import EventRecord, SpanRecord
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
-from otel_semloop.otlp.anyvalue import attributes_json, attributes_json_parsed, decode_attributes_pb
+from otel_semloop.otlp.anyvalue import attributes_json, decode_attributes_pb
 
 __all__ = ["record_from_proto_span", "records_from_json", "records_from_proto"]
 
-_u64 = c.u64
-_is_lower_hex16 = c.is_lower_hex16
 _parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 _NOTHING = object()  # equal to no JSON value
 
-#: The span keys :func:`_spans_json` reads, as ``orjson`` makes them: it keeps one string
-#: object per object key it has seen (its key cache) and hands out that same object again,
-#: and a dict lookup compares the key's identity before its text. With these as our
-#: constants a span dict's lookup skips the text comparison (a full ``==`` through
-#: ``PyObject_RichCompare`` in the dicts ``orjson`` makes for spans, cachegrind): about
-#: 1,500 instructions a span, 4% of its decoding. Only the speed depends on it: a key
-#: that is not the same object is compared by its text, as any string would be.
-_SPAN_KEYS = (
-    "traceId", "spanId", "parentSpanId", "name", "kind", "startTimeUnixNano", "endTimeUnixNano",
-    "attributes", "events", "flags", "status",
-)  # fmt: skip
-(
-    _TRACE_ID, _SPAN_ID, _PARENT_SPAN_ID, _NAME, _KIND, _START, _END, _ATTRIBUTES, _EVENTS, _FLAGS,
-    _STATUS,
-) = _loads(b"{" + b",".join(b'"%s":0' % k.encode() for k in _SPAN_KEYS) + b"}")  # fmt: skip
 
-
-def _attributes(attrs: Any, decode: Any = attributes_json) -> dict[str, Any]:
+def _attributes(attrs: Any) -> dict[str, Any]:
     """The ``attributes`` value of a span or event dict as a dict (missing, null or ``[]``:
-    empty); ``decode`` is :func:`attributes_json` or, for a parser's output,
-    :func:`attributes_json_parsed`."""
+    empty)."""
     if attrs:
         try:
-            return decode(attrs)
+            return attributes_json(attrs)
         except Bad as e:
             e.path.append("attributes")
             raise
@@ -68,39 +51,29 @@ def _attributes(attrs: Any, decode: Any = attributes_json) -> dict[str, Any]:
 
 def _events_json(
     events: Any,
-    decode: Any = attributes_json,
-    _type: Any = type,
-    _str: Any = str,
-    _dict: Any = dict,
-    _int: Any = int,
-    _len: Any = len,
-    _list_type: Any = list,
 ) -> list[EventRecord]:
     """A span's ``events`` as records (raises :class:`Bad` with the path inside them);
-    ``decode`` reads their attribute lists, as the span's (see :func:`_attributes`).
+    their attribute lists are read as the span's (see :func:`_attributes`).
 
-    Why this spelling: each event is made without ``EventRecord.__init__`` (a frame an
-    event), a time of fewer than 20 digits is converted by ``int`` at once (``_u64``
-    checked its digits again), attributes go through :func:`_attributes`, and the
-    builtins are locals (not arguments to pass). A time of 20 digits or more still goes
-    through ``_u64`` directly, so that its range error names the event without the field,
-    as it always has."""
-    if _type(events) is not _list_type:
+    Each event is made without ``EventRecord.__init__``, as :func:`_spans_json` makes
+    records. A time of 20 digits or more goes through ``c.u64`` directly, so that its range
+    error names the event without the field."""
+    if type(events) is not list:
         c.bad_type("an array", events)
     out = []
     for ev in events:
         try:
-            if _type(ev) is not _dict:
+            if type(ev) is not dict:
                 c.bad_type("an event object", ev)
             name = ev.get("name")
-            if _type(name) is not _str:
+            if type(name) is not str:
                 name = field(ev, "name", c.string)
             t = ev.get("timeUnixNano")
-            if _type(t) is _str and t.isdigit() and t.isascii():
-                t = _int(t) if _len(t) < 20 else _u64(t)
+            if type(t) is str and t.isdigit() and t.isascii():
+                t = int(t) if len(t) < 20 else c.u64(t)
             else:
-                t = field(ev, "timeUnixNano", _u64)
-            attrs = _attributes(ev.get("attributes"), decode)
+                t = field(ev, "timeUnixNano", c.u64)
+            attrs = _attributes(ev.get("attributes"))
             event = _new_event(EventRecord)
             event.name = name
             event.time_ns = t
@@ -132,14 +105,6 @@ def _spans_json(
     digits: list[str] | None,
     append: Any,
     parsed: bool,
-    _type: Any = type,
-    _str: Any = str,
-    _dict: Any = dict,
-    _int: Any = int,
-    _len: Any = len,
-    _min_i32: int = c.MIN_I32,
-    _max_i32: int = c.MAX_I32,
-    _max_u32: int = c.MAX_U32,
 ) -> None:
     """Each JSON span dict of ``spans`` as a record, passed to ``append`` (raises
     :class:`Bad` with the path from the span on).
@@ -150,7 +115,7 @@ def _spans_json(
     once, converts the times in one go and sets them, and decodes again with None (each
     value checked and converted here) when one is not lowercase hex or ASCII digits. One
     bulk check instead of a regular expression per id and ``isdigit`` per time, and one
-    conversion instead of ``int`` per time: those were a fifth of a span's decoding.
+    conversion instead of ``int`` per time.
 
     ``parsed`` (``records_from_json(json_types=True)``: only a JSON parser's types) drops
     the exact-type checks that only a subclass could fail: a span that is not a dict has
@@ -158,122 +123,112 @@ def _spans_json(
     that is not a string fails ``len`` or the bulk ``join``; the caller then decodes
     again value by value. It also reads the ids and times by subscript, not ``get``
     (a missing one raises ``KeyError``: decoded value by value, where a missing id is
-    an error and a missing time 0). Attributes (the span's and its events') are read by
-    :func:`~otel_semloop.otlp.anyvalue.attributes_json_parsed`. Times keep their type
-    check: JSON numbers are valid times, and would send every such span there.
+    an error and a missing time 0). Times keep their type check: JSON numbers are valid
+    times, and would send every such span there.
 
-    Why this spelling: one call for a list of spans, not one a span (a frame each); a
-    span whose raw trace id equals the previous span's takes its id (one string compare,
-    not a hash and a lookup a span); the builtins and bounds come in as locals (``_type``
-    ... are not arguments to pass), cheaper to load than globals; the span's keys are read with
-    ``orjson``'s own key objects (see :data:`_SPAN_KEYS`); a non-empty attribute list is
-    decoded here, not through :func:`_attributes` (a call a span).
+    One call for a list of spans; a span whose raw trace id equals the previous span's
+    takes its id; a non-empty attribute list is decoded here, not through
+    :func:`_attributes`.
     """
-    decode = attributes_json_parsed if parsed else attributes_json
     last_tid: Any = _NOTHING
     last_trace_id = ""
     for span in spans:
         try:
-            if not parsed and _type(span) is not _dict:
+            if not parsed and type(span) is not dict:
                 c.bad_type("a span object", span)
             get = span.get
-            tid = span[_TRACE_ID] if parsed else get(_TRACE_ID)
-            if tid == last_tid and (parsed or _type(tid) is _str):
+            tid = span["traceId"] if parsed else get("traceId")
+            if tid == last_tid and (parsed or type(tid) is str):
                 trace_id = last_trace_id
             else:
-                trace_id = trace_ids.get(tid) if _type(tid) is _str else None
+                trace_id = trace_ids.get(tid) if type(tid) is str else None
                 if trace_id is None:
                     trace_id = field(span, "traceId", c.trace_id_hex)
                     trace_ids[tid] = trace_id
                 last_tid = tid
                 last_trace_id = trace_id
-            span_id = span[_SPAN_ID] if parsed else get(_SPAN_ID)
-            parent = get(_PARENT_SPAN_ID, "")
+            span_id = span["spanId"] if parsed else get("spanId")
+            parent = get("parentSpanId", "")
             if (
                 hexes is not None
-                and (parsed or _type(span_id) is _str is _type(parent))
-                and _len(span_id) == 16
-                and (_len(parent) == 16 or not parent)
+                and (parsed or type(span_id) is str is type(parent))
+                and len(span_id) == 16
+                and (len(parent) == 16 or not parent)
             ):
                 hexes.append(span_id)
                 hexes.append(parent)
             else:
-                if _type(span_id) is not _str or not _is_lower_hex16(span_id):
+                if type(span_id) is not str or not c.is_lower_hex16(span_id):
                     span_id = field(span, "spanId", c.span_id_hex)
-                if _type(parent) is not _str or (parent and not _is_lower_hex16(parent)):
+                if type(parent) is not str or (parent and not c.is_lower_hex16(parent)):
                     parent = field(span, "parentSpanId", _parent_id)
-            name = get(_NAME, "")
-            if _type(name) is not _str:
+            name = get("name", "")
+            if type(name) is not str:
                 name = field(span, "name", c.string)
-            kind = get(_KIND, 0)
-            if _type(kind) is not _int or not _min_i32 <= kind <= _max_i32:
+            kind = get("kind", 0)
+            if type(kind) is not int or not c.MIN_I32 <= kind <= c.MAX_I32:
                 kind = field(span, "kind", c.span_kind)
-            start = span[_START] if parsed else get(_START)
-            end = span[_END] if parsed else get(_END)
-            if (
-                digits is not None
-                and _type(start) is _str is _type(end)
-                and _len(start) < 20
-                and _len(end) < 20
-            ):
+            start = span["startTimeUnixNano"] if parsed else get("startTimeUnixNano")
+            end = span["endTimeUnixNano"] if parsed else get("endTimeUnixNano")
+            if digits is not None and type(start) is str is type(end) and len(start) < 20 and len(end) < 20:
                 digits.append(start)
                 digits.append(end)
                 start = end = 0  # converted in bulk by the caller
             else:
-                if _type(start) is _str and start.isdigit() and start.isascii() and _len(start) < 20:
-                    start = _int(start)
+                if type(start) is str and start.isdigit() and start.isascii() and len(start) < 20:
+                    start = int(start)
                 else:
-                    start = field(span, "startTimeUnixNano", _u64)
-                if _type(end) is _str and end.isdigit() and end.isascii() and _len(end) < 20:
-                    end = _int(end)
+                    start = field(span, "startTimeUnixNano", c.u64)
+                if type(end) is str and end.isdigit() and end.isascii() and len(end) < 20:
+                    end = int(end)
                 else:
-                    end = field(span, "endTimeUnixNano", _u64)
+                    end = field(span, "endTimeUnixNano", c.u64)
                 if digits is not None:  # two a span, in span order, for the caller's conversion
-                    digits.append(_str(start))
-                    digits.append(_str(end))
-            attrs = get(_ATTRIBUTES)
+                    digits.append(str(start))
+                    digits.append(str(end))
+            attrs = get("attributes")
             if attrs.__class__ is list and attrs:  # (as _attributes reads it)
                 try:
-                    attrs = decode(attrs)
+                    attrs = attributes_json(attrs)
                 except Bad as e:
                     e.path.append("attributes")
                     raise
             else:
-                attrs = _attributes(attrs, decode)
-            events = get(_EVENTS)
+                attrs = _attributes(attrs)
+            events = get("events")
             if events:
                 try:
-                    events = _events_json(events, decode)
+                    events = _events_json(events)
                 except Bad as e:
                     e.path.append("events")
                     raise
-            elif events is None or _type(events) is list:
+            elif events is None or type(events) is list:
                 events = ()
             else:
                 c.bad_type("an array", events, "events")
-            flags = get(_FLAGS)
+            flags = get("flags")
             if flags:
-                if _type(flags) is not _int or flags < 0 or flags > _max_u32:
+                if type(flags) is not int or flags < 0 or flags > c.MAX_U32:
                     flags = field(span, "flags", c.u32)
                 remote = flags & FLAGS_IS_REMOTE != 0 if flags & FLAGS_HAS_IS_REMOTE else None
             else:
                 if flags is not None:
                     field(span, "flags", c.u32)
                 remote = None
-            status = get(_STATUS)
+            status = get("status")
             if status:
-                if _type(status) is not _dict:
+                if type(status) is not dict:
                     c.bad_type("a status object", status, "status")
                 try:
                     code, message = _status(status)
                 except Bad as e:
                     e.path.append("status")
                     raise
-            elif status is None or _type(status) is _dict:
+            elif status is None or type(status) is dict:
                 code, message = 0, ""
             else:
                 c.bad_type("a status object", status, "status")
-            # Every field stored here (checked at import below): __init__ costs a frame a span.
+            # Every field stored here (checked at import below).
             record = _new_record(SpanRecord)
             record.trace_id = trace_id
             record.span_id = span_id
@@ -340,17 +295,15 @@ def records_from_json(obj: Any, where: str = "", *, json_types: bool = False) ->
 
 
 def _all_hex(text: str) -> bool:
-    """Whether ``text`` is lowercase hex digits only: deleting them from its bytes costs a
-    third of a regular expression's character class per character."""
+    """Whether ``text`` is lowercase hex digits only (its bytes with them deleted are empty)."""
     return text.isascii() and not text.encode("ascii").translate(None, b"0123456789abcdef")
 
 
 def _set_times(records: list[SpanRecord], digits: list[str]) -> None:
     """Each record's start and end from ``digits`` (two a record, each checked to be ASCII
     digits of fewer than 20, so within ``orjson``'s unsigned 64-bit integers), converted by
-    one ``orjson.loads`` of them as a JSON array: about 60 instructions a number against
-    1,300 for ``int()``. JSON has no leading zeros: such a time raises ``ValueError``, and
-    the caller decodes value by value."""
+    one ``orjson.loads`` of them as a JSON array. JSON has no leading zeros: such a time
+    raises ``ValueError``, and the caller decodes value by value."""
     times = iter(_loads("[" + ",".join(digits) + "]"))
     for record, start, end in zip(records, times, times):  # noqa: B905 (two a record)
         record.start_ns = start
@@ -403,18 +356,18 @@ def record_from_proto_span(span: Any, where: str = "", path: str = "span") -> Sp
         raise e.to_error(where) from None
 
 
-def _span_pb(span: Any, _len: Any = len) -> SpanRecord:
+def _span_pb(span: Any) -> SpanRecord:
     """One protobuf ``Span`` as a record (raises :class:`Bad` with the field). Each field
     is read once: a protobuf attribute read looks the field up by name, and a submessage
     read (``status``) makes a wrapper object."""
     tid = span.trace_id
     sid = span.span_id
     pid = span.parent_span_id
-    if _len(tid) != 16:
+    if len(tid) != 16:
         raise Bad(f"trace id must be 16 bytes, got {len(tid)}", "traceId")
-    if _len(sid) != 8:
+    if len(sid) != 8:
         raise Bad(f"span id must be 8 bytes, got {len(sid)}", "spanId")
-    if pid and _len(pid) != 8:
+    if pid and len(pid) != 8:
         raise Bad(f"parent span id must be 8 bytes, got {len(pid)}", "parentSpanId")
     events = span.events
     flags = span.flags

@@ -13,8 +13,6 @@ import zipfile
 
 import orjson
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from otel_semloop.cli import main
 from otel_semloop.otlp.codec import json_to_traces
@@ -259,59 +257,3 @@ def test_anyvalue_nested_deeper_than_24_levels_is_accepted_and_kept(tmp_path, ca
     kept = first["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
     assert {"key": "deep", "value": _nested(40)} in kept
     assert sorted(labels(out).values()) == ["loop"] * 3 + ["no_loop"] * 3
-
-
-class _Pieces(io.RawIOBase):
-    """A raw stream that returns what it holds in pieces of the given sizes, in turn."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        self._data, self._sizes, self._at, self._n = data, sizes, 0, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        size = min(len(b), self._sizes[self._n % len(self._sizes)], len(self._data) - self._at)
-        self._n += 1
-        b[:size] = self._data[self._at : self._at + size]
-        self._at += size
-        return size
-
-
-def _cut(data: bytes, sizes: list[int], limit: int, blocks: bool) -> list[tuple[str, bytes]]:
-    from otel_semloop.batch.units import Reader, Spool
-
-    reader = Reader(io.BufferedReader(_Pieces(data, sizes), 8), "x", limit, Spool())
-    out = []
-    # the plain path: read_line, then the newline and one carriage return taken off
-    items = reader.lines() if blocks else iter(reader.read_line, (b"", None))
-    for line, spooled in items:
-        if spooled is not None:
-            fp, offset, length = spooled
-            fp.seek(offset)
-            out.append(("spooled", fp.read(length)))
-            continue
-        if not blocks and line[-1:] == b"\n":
-            line = line[:-1]
-            if line[-1:] == b"\r":
-                line = line[:-1]
-        out.append(("line", line))
-    return out
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.sampled_from([b"a", b"bb", b"\n", b"\r", b"\r\n", b"xyz" * 7, b" "]), max_size=40),
-    st.lists(st.integers(1, 30), min_size=1, max_size=5),
-    st.integers(1, 25),
-)
-def test_lines_read_a_block_at_a_time_are_the_lines_read_one_by_one(pieces, sizes, limit):
-    # the block reader is a shortcut over read_line: same lines, same spooled ones
-    from otel_semloop.batch import units
-
-    block, units._BLOCK = units._BLOCK, 16
-    try:
-        data = b"".join(pieces)
-        assert _cut(data, sizes, limit, True) == _cut(data, sizes, limit, False)
-    finally:
-        units._BLOCK = block

@@ -246,9 +246,9 @@ def test_the_summary_is_printed_and_the_terminal_never_sees_control_characters(t
         span["name"] = "evil\x1b[2Jname"
     source = write_jsonl(tmp_path / "a.jsonl", [line, *LINES[1:]])
     assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "--table", "text"]) == 0
-    out = capsys.readouterr().out
-    assert "6 agent traces scored, 3 loops" in out
-    assert "\x1b" not in out
+    out, err = capsys.readouterr()  # the table on stdout, the summary beside it on stderr
+    assert "6 agent traces scored, 3 loops" in err
+    assert "\x1b" not in out and "\x1b" not in err
 
 
 def test_no_progress_bar_when_piped(tmp_path):
@@ -329,40 +329,7 @@ def test_the_kernel_is_asked_to_write_the_output_back_as_it_grows_with_the_same_
     assert all(a[0] + a[1] == b[0] for a, b in itertools.pairwise(hints))
 
 
-def test_lines_written_in_pieces_by_writev_are_the_joined_bytes_in_order(tmp_path, monkeypatch):
-    # a spliced line goes to the file as its pieces in one writev; the kernel may take part
-    # of them (a short write, or more buffers than one call takes), and bytes written
-    # through the buffered stream between two lines (evaluation records) stay in order
-    from otel_semloop.batch import writer as writer_module
-    from otel_semloop.batch.units import Pieces, Unit
-
-    calls = []
-    real = os.writev
-
-    def short(fd, bufs):
-        calls.append(len(bufs))
-        assert len(bufs) <= 3
-        return real(fd, [memoryview(b"".join(bytes(b) for b in bufs))[:5]])  # 5 bytes at most
-
-    monkeypatch.setattr(writer_module, "_IOV_MAX", 3)
-    monkeypatch.setattr(writer_module.os, "writev", short)
-    out = tmp_path / "out.jsonl"
-    output = writer_module.Output(str(out), "json")
-    output.open()
-    raw = b'{"a":[1,2,3],"b":"xyz"}'
-    view = memoryview(raw)
-    output.write_unit(
-        Unit("x", 1, "json", raw), Pieces([view[:6], b"9", view[7:17], b'"new"', view[22:]]), True
-    )
-    output.write_bytes(b"record\n")
-    output.write_unit(Unit("x", 2, "json", b"{}"), None, False)
-    output.write_unit(Unit("x", 3, "json", raw), b'{"c":1}', True)
-    output.commit()
-    assert out.read_bytes() == b'{"a":[9,2,3],"b":"new"}\nrecord\n{}\n{"c":1}\n'
-    assert calls and max(calls) == 3
-
-
-def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one_written_in_pieces(tmp_path):
+def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one(tmp_path):
     import gzip
 
     source = write_jsonl(tmp_path / "in.jsonl", LINES)
