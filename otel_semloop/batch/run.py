@@ -5,7 +5,7 @@ Exit status (one meaning each, so a script or CI can tell them apart):
 * 0 - everything read was valid OTLP and the output was written;
 * 1 - ``--fail-on-loop`` and at least one trace is a loop (a CI gate);
 * 2 - usage error, or a problem in the input: malformed units (reported with file,
-  line and what is wrong, and copied through unchanged; ``--skip-invalid`` counts them
+  line and what is wrong, and copied through unscored; ``--skip-invalid`` counts them
   instead and does not fail), an unreadable or unrecognised input, a truncated stream;
 * 3 - the output could not be written (a directory, no permission, a full disk, a
   closed pipe); nothing partial is left in its place.
@@ -41,7 +41,7 @@ from otel_semloop.batch.inputs import (
     iter_units,
 )
 from otel_semloop.batch.summary import Summary, summarize, write_table
-from otel_semloop.batch.units import Spool
+from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
 from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
 from otel_semloop.errors import ConfigError
@@ -355,6 +355,16 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _fate(problem: InputProblem, left_out: set[str], fmt: str) -> str:
+    """What the output holds of a malformed unit: the writer copies it (converted, unscored,
+    when the output format differs and it parses) or names it among those it left out."""
+    unit_where = problem.where
+    for where in left_out:
+        if unit_where == where or unit_where.startswith(where + " "):
+            return f"left out: it cannot be written as {fmt}"
+    return "copied through unscored"
+
+
 def _discard(*_: Any) -> None:
     pass
 
@@ -417,7 +427,7 @@ def _finish(
     seconds: float,
 ) -> int:
     problems = list(state.problems)
-    malformed = list(stats.malformed) + (output.problems if output is not None else [])
+    malformed = list(stats.malformed)
     summary: Summary = summarize(
         stats.rows,
         spans=stats.spans,
@@ -434,8 +444,10 @@ def _finish(
     for problem in problems:
         _err(clean(str(problem), 500))
     if malformed and not args.skip_invalid:
+        left_out = output.left_out if output is not None else set()
+        fmt = output.fmt if output is not None else ""
         for problem in malformed[:_MAX_REPORTED]:
-            _err(f"malformed (copied through unchanged): {clean(str(problem), 500)}")
+            _err(f"malformed ({_fate(problem, left_out, fmt)}): {clean(str(problem), 500)}")
         if len(malformed) > _MAX_REPORTED:
             _err(f"... and {len(malformed) - _MAX_REPORTED} more malformed units")
     stream: TextIO = sys.stderr if args.output == "-" else sys.stdout

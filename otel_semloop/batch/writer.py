@@ -23,9 +23,13 @@ import sys
 import tempfile
 from typing import IO, Any
 
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
 from otel_semloop.batch.inputs import Source
 from otel_semloop.batch.spans import dump_json, load_json
-from otel_semloop.batch.units import InputProblem, Unit
+from otel_semloop.batch.units import Unit
+from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.codec import json_to_traces as to_proto
 from otel_semloop.otlp.codec import traces_to_json as to_json
 
@@ -69,7 +73,8 @@ class Output:
     def __init__(self, path: str, fmt: str, inputs: list[Source] | None = None) -> None:
         self.path = path
         self.fmt = fmt
-        self.problems: list[InputProblem] = []
+        #: where each unit that could not be written in the output format was (left out)
+        self.left_out: set[str] = set()
         self._tmp: str | None = None
         self._unhinted = 0  # bytes framed since the kernel was last asked to write back
         self._hinted = 0  # output file offset up to which it was asked
@@ -156,13 +161,12 @@ class Output:
             if unit.error is not None or doc is None:
                 if same:
                     self._frame(unit.raw)
+                    return
+                converted = self._converted(unit)
+                if converted is None:
+                    self.left_out.add(unit.where)
                 else:
-                    self.problems.append(
-                        InputProblem(
-                            unit.where,
-                            f"malformed {unit.kind} unit cannot be written as {self.fmt}; left out",
-                        )
-                    )
+                    self._frame(converted)
                 return
             if same and not dirty and not (unit.kind == "json" and b"\n" in unit.raw):
                 self._frame(unit.raw)
@@ -174,6 +178,16 @@ class Output:
             raise OutputError("output closed early (broken pipe); output is incomplete") from None
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _converted(self, unit: Unit) -> bytes | None:
+        """A malformed unit in the output format, unscored: it parses, but its spans could
+        not be scored (a span with a wrong id). None when it does not parse at all."""
+        try:
+            if unit.kind == "json":
+                return to_proto(load_json(unit.raw)).SerializeToString()  # type: ignore[no-any-return]
+            return dump_json(to_json(TracesData.FromString(unit.raw)))
+        except (Bad, DecodeError, RuntimeError, ValueError, TypeError, KeyError, RecursionError):
+            return None
 
     def _frame(self, data: bytes) -> None:
         fp = self._fp
@@ -211,11 +225,7 @@ class Output:
         assert unit.spooled is not None and self._fp is not None
         spool, offset, length = unit.spooled
         if unit.kind != self.fmt:
-            self.problems.append(
-                InputProblem(
-                    unit.where, f"oversized {unit.kind} unit cannot be written as {self.fmt}; left out"
-                )
-            )
+            self.left_out.add(unit.where)
             return
         spool.seek(offset)
         if self.fmt == "json":

@@ -257,3 +257,43 @@ def test_anyvalue_nested_deeper_than_24_levels_is_accepted_and_kept(tmp_path, ca
     kept = first["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
     assert {"key": "deep", "value": _nested(40)} in kept
     assert sorted(labels(out).values()) == ["loop"] * 3 + ["no_loop"] * 3
+
+
+def _framed(messages: list[bytes]) -> bytes:
+    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
+
+
+def _span_ids(lines) -> set[str]:
+    return {
+        s["spanId"]
+        for line in lines
+        for rs in line["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    }
+
+
+def test_a_protobuf_message_with_a_bad_span_keeps_all_its_spans_in_json_output(tmp_path, capsys):
+    messages = [json_to_traces(line) for line in LINES]
+    messages[2].resource_spans[0].scope_spans[0].spans[0].trace_id = bytes(16)
+    source = tmp_path / "in.pb"
+    source.write_bytes(_framed([m.SerializeToString() for m in messages]))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "in.pb message 3" in err and "copied through unscored" in err
+    assert "left out" not in err
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
+
+
+def test_a_protobuf_message_that_does_not_parse_is_reported_as_left_out_of_json_output(tmp_path, capsys):
+    good = [json_to_traces(line).SerializeToString() for line in LINES]
+    source = tmp_path / "in.pb"
+    source.write_bytes(_framed([*good[:2], b"\x0a\x05\xff\xff\xff", *good[2:]]))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert "in.pb message 3" in err[0] and "left out: it cannot be written as json" in err[0]
+    assert "copied through" not in err[0]
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
