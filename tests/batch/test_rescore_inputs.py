@@ -297,3 +297,44 @@ def test_a_protobuf_message_that_does_not_parse_is_reported_as_left_out_of_json_
     assert "in.pb message 3" in err[0] and "left out: it cannot be written as json" in err[0]
     assert "copied through" not in err[0]
     assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
+
+
+def _with_big_resource_attribute(line: dict, size: int):
+    message = json_to_traces(line)
+    attribute = message.resource_spans[0].resource.attributes.add()
+    attribute.key = "padding"
+    attribute.value.string_value = "x" * size
+    return message.SerializeToString()
+
+
+def test_a_first_protobuf_message_of_16_mib_or_more_is_detected_and_scored(tmp_path, expected, capsys):
+    first = _with_big_resource_attribute(LINES[0], 16 << 20)
+    assert len(first) >= 16 << 20
+    source = tmp_path / "big-first.pb"
+    rest = [json_to_traces(line).SerializeToString() for line in LINES[1:]]
+    source.write_bytes(_framed([first, *rest]))
+    out = tmp_path / "out.pb"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert labels(out) == expected
+
+
+def test_a_first_protobuf_message_past_the_size_bound_is_reported_with_size_and_place(tmp_path, capsys):
+    first = _with_big_resource_attribute(LINES[0], 2 << 20)
+    rest = [json_to_traces(line).SerializeToString() for line in LINES[1:]]
+    source = tmp_path / "big-first.pb"
+    source.write_bytes(_framed([first, *rest]))
+    out = tmp_path / "out.pb"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--max-line-bytes", str(1 << 20)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not OTLP" not in err
+    assert f"big-first.pb message 1: longer than the 1 MiB unit limit ({len(first)} bytes, at byte 0)" in err
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)  # the big one copied through
+
+
+def test_text_whose_fifth_byte_is_a_field_one_tag_is_still_not_otlp(tmp_path, capsys):
+    source = tmp_path / "notes.txt"
+    source.write_bytes(b"todo\nfix the loop detector\n")
+    assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    assert "not OTLP: text starting 'todo" in capsys.readouterr().err
