@@ -202,15 +202,18 @@ def run_senders(
     traces_per_request: int = 8,
     rounds: int = 4,
     keep_ids: bool = False,
+    first_seed: int = 1000,
 ) -> dict[str, Any]:
-    """``senders`` processes sending for ``duration`` seconds; totals of what was acked."""
+    """``senders`` processes sending for ``duration`` seconds; totals of what was acked.
+    Sender ``i`` draws its trace ids from seed ``first_seed + i``: calls that must not
+    send the same ids give different seeds."""
     context = mp.get_context("spawn")
     out = context.Queue()
     go = context.Barrier(senders)
     processes = [
         context.Process(
             target=_sender_main,
-            args=(port, 1000 + i, traces_per_request, rounds, duration, out, keep_ids, go),
+            args=(port, first_seed + i, traces_per_request, rounds, duration, out, keep_ids, go),
         )
         for i in range(senders)
     ]

@@ -207,7 +207,11 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         help="header / gRPC metadata for the downstream (repeatable). Visible in the process list: "
         "put secrets in OTEL_EXPORTER_OTLP_HEADERS or --export-headers-file instead",
     )
-    serve.add_argument("--export-compression", choices=("gzip", "none"), help="default none")
+    serve.add_argument(
+        "--export-compression",
+        choices=("gzip", "none"),
+        help="default none (SEMLOOP_EXPORT_COMPRESSION=false; true is gzip)",
+    )
     serve.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_judge_arguments(serve)
 
@@ -220,7 +224,12 @@ def _rescore(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     import logging
+    import os
 
+    # gRPC core writes its own lines to stderr, bypassing logging and its limiter: at INFO,
+    # one per failed TLS handshake (a scanner makes thousands). Errors only, unless the
+    # operator asks for more; set before gRPC is first imported, when it reads this.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
         from otel_semloop.judges.settings import scorer_with_judge, settings_from_args
         from otel_semloop.service import ServiceConfig, serve

@@ -306,6 +306,10 @@ class BufferingSettings:
     tick_seconds: float = setting(0.1, kind="float", minimum=0.001, old_names=("tick",))
     #: Shutdown (or SIGTERM): time to score and forward everything held.
     shutdown_timeout_seconds: float = setting(30.0, kind="float", minimum=0, old_names=("drain_timeout",))
+    #: Agent names the loop metrics (``semloop.loops`` and the others counted by
+    #: ``gen_ai.agent.name``) keep apart: the first this many seen; later ones count as
+    #: ``other``, so a misbehaving sender cannot grow a metric's series without bound.
+    metric_agent_names: int = setting(20, kind="int", minimum=0)
 
     def buffer_limits(self) -> Any:
         """The :class:`~otel_semloop.grouping.BufferLimits` these settings describe."""

@@ -26,6 +26,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_semloop.batch.spans import JsonSpans, dump_json
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.grouping import Release, ReleaseReason
+from otel_semloop.loop_cost import LoopCost, loop_cost
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.codec import span_to_json
 from otel_semloop.pool import process_context
@@ -106,6 +107,8 @@ class TraceRow:
     unscored_reason: str = ""
     event_ns: int = 0
     evaluation: dict[str, Any] = field(default_factory=dict)
+    #: What the loop cost (a loop or suspected trace with a step where it began).
+    loop_cost: LoopCost | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,4 +326,5 @@ def _row(trace: Trace, verdict: Verdict, patches: dict[str, SpanPatch]) -> Trace
         unscored_reason=clean(verdict.unscored_reason, 300),
         event_ns=event_ns,
         evaluation=evaluation,
+        loop_cost=loop_cost(trace, verdict),
     )

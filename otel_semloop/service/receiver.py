@@ -18,9 +18,11 @@ What a sender gets back
       inflated (inflation stops at the limit: a gzip bomb costs at most that much).
     * HTTP 401 / gRPC UNAUTHENTICATED: ``auth_token`` is set and the request does not
       carry ``Authorization: Bearer <token>``.
-    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly), 415 (content
-      type other than ``application/x-protobuf`` / ``application/json``, or an encoding
-      other than gzip/identity).
+    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly: no data for
+      ``body_timeout``, or on average slower than ``MIN_BODY_RATE`` past the first
+      ``body_timeout``), 415 (content type other than ``application/x-protobuf`` /
+      ``application/json``, or an encoding other than gzip/identity).
+    * gRPC DEADLINE_EXCEEDED: the call's message did not arrive within ``body_timeout``.
 
     HTTP error bodies are readable: ``{"code": ..., "message": ...}`` (a
     ``google.rpc.Status`` in JSON) for JSON requests, the message as ``text/plain``
@@ -41,8 +43,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 import grpc
@@ -192,6 +195,98 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
 _ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
+def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
+    """A protobuf ``ExportTraceServiceRequest`` as ``(request, rejected spans, first
+    error)``. When the request does not parse as a whole, its spans are parsed one by one
+    (the message is a nesting of length-delimited fields: resource spans, scope spans,
+    spans), so that a span nested deeper than the parser allows, or otherwise unreadable,
+    costs only itself, as a bad span does in JSON. Raises ``DecodeError`` when even that
+    framing is broken (the body is not a request at all)."""
+    request = _Request()
+    try:
+        request.ParseFromString(body)
+        return request, 0, ""
+    except Exception as whole:
+        error = whole
+    request = _Request()
+    rejected = 0
+    first = ""
+    try:
+        for i, rs_bytes in enumerate(_fields_numbered(body, 1, whole=True)):
+            out_rs = request.resource_spans.add()
+            out_rs.ParseFromString(_without_field(rs_bytes, 2))  # the resource and schema URL
+            for j, ss_bytes in enumerate(_fields_numbered(rs_bytes, 2)):
+                out_ss = out_rs.scope_spans.add()
+                out_ss.ParseFromString(_without_field(ss_bytes, 2))
+                for k, span_bytes in enumerate(_fields_numbered(ss_bytes, 2)):
+                    try:
+                        out_ss.spans.add().ParseFromString(span_bytes)
+                    except Exception as exc:
+                        del out_ss.spans[-1]
+                        rejected += 1
+                        if not first:
+                            reason = str(exc).rsplit(": ", 1)[-1]
+                            where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                            first = f"{where}: not a readable span ({reason})"
+    except Exception:
+        raise error from None
+    return request, rejected, first
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """``(field number, wire type, key start, value start, end)`` of each field of a
+    protobuf message (a length-delimited value's bytes are ``data[value start:end]``).
+    Raises ``ValueError`` on broken framing."""
+    pos, end = 0, len(data)
+    while pos < end:
+        key_start = pos
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, after = _varint(data, pos)
+        elif wire == 1:
+            after = pos + 8
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            after = pos + size
+        elif wire == 5:
+            after = pos + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if after > end or number == 0:
+            raise ValueError("truncated field")
+        yield number, wire, key_start, pos, after
+        pos = after
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields_numbered(data: bytes, number: int, whole: bool = False) -> Iterator[bytes]:
+    """The values of length-delimited field ``number``; with ``whole``, every field of
+    ``data`` must be one of them (a request holds only resource spans)."""
+    for found, wire, _, start, end in _fields(data):
+        if found == number and wire == 2:
+            yield data[start:end]
+        elif whole:
+            raise ValueError(f"unexpected field {found}")
+
+
+def _without_field(data: bytes, number: int) -> bytes:
+    """``data`` with every occurrence of field ``number`` left out."""
+    return b"".join(data[key:end] for found, _, key, _, end in _fields(data) if found != number)
+
+
 def decode_http_body(body: bytes, content_type: str, encoding: str, limit: int) -> tuple[_Request, int, str]:
     """An OTLP/HTTP body as ``(request, rejected spans, first error)``; raises
     :class:`BadRequest`."""
@@ -200,12 +295,10 @@ def decode_http_body(body: bytes, content_type: str, encoding: str, limit: int) 
     elif encoding not in ("", "identity"):
         raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none")
     if content_type == _PROTOBUF:
-        request = _Request()
         try:
-            request.ParseFromString(body)
+            return parse_protobuf(body)
         except Exception as exc:
             raise BadRequest(400, f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
-        return request, 0, ""
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -244,12 +337,21 @@ def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[s
     )
 
 
-def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int) -> grpc.GenericRpcHandler:
+def grpc_handler(
+    ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int, body_timeout: float = 30.0
+) -> grpc.GenericRpcHandler:
     """``TraceService/Export`` taking the raw request bytes, so that a body that is not a
     protobuf ``ExportTraceServiceRequest`` gets INVALID_ARGUMENT with the reason (grpcio's
-    own deserialiser would answer UNKNOWN and log a traceback per request)."""
+    own deserialiser would answer UNKNOWN and log a traceback per request).
 
-    async def export(body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    Registered as a client-streaming handler (the wire is the same as a unary call's), so
+    that it runs when the call's headers arrive rather than once its message has: the
+    bearer token is checked before any body is read, and a message that does not arrive
+    within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
+    gets 408. Without this a stream whose message never comes holds its connection for as
+    long as the sender likes."""
+
+    async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
             header = dict(context.invocation_metadata() or ()).get("authorization")
             if not check_bearer(auth_token, header if isinstance(header, str) else None):
@@ -257,6 +359,17 @@ def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int
                 await context.abort(
                     grpc.StatusCode.UNAUTHENTICATED, "otel-semloop: missing or wrong bearer token"
                 )
+        try:
+            body = await asyncio.wait_for(anext(requests), body_timeout)
+        except asyncio.TimeoutError:
+            ingest.refused("slow_body")
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"otel-semloop: no request message within body_timeout={body_timeout:g} s",
+            )
+        except StopAsyncIteration:
+            ingest.refused("malformed")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "otel-semloop: the call carried no message")
         if len(body) > max_decompressed_bytes:  # grpcio checks the limit too; be explicit
             ingest.refused("too_large")
             await context.abort(
@@ -272,9 +385,8 @@ def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int
             context.set_code(grpc.StatusCode.UNAVAILABLE)
             context.set_details(refusal.message)
             return b""
-        request = _Request()
         try:
-            request.ParseFromString(body)
+            request, unreadable, first = parse_protobuf(body)
         except Exception as exc:
             ingest.refused("malformed")
             await context.abort(
@@ -282,23 +394,31 @@ def grpc_handler(ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int
                 f"otel-semloop: body is not a protobuf ExportTraceServiceRequest: {exc}",
             )
         try:
-            result = await ingest.accept(request, len(body), body)
+            # The raw body is stored as it is (durable queue) only when all of it was read.
+            result = await ingest.accept(request, len(body), None if unreadable else body)
         except Refusal as refusal:
             context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
+        rejected = unreadable + result.rejected
+        message = first or result.message
         response = trace_service_pb2.ExportTraceServiceResponse()
-        if result.rejected:
+        if rejected:
             if not result.accepted:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, result.message)
-            response.partial_success.rejected_spans = result.rejected
-            response.partial_success.error_message = result.message
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = message
         return response.SerializeToString()
 
-    method = grpc.unary_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
+    method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
     return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
 
 
 # -- HTTP (ASGI) -----------------------------------------------------------------------------
+
+#: The slowest a request body may arrive on average, past its first ``body_timeout``
+#: seconds (bytes a second; the rule of Apache's mod_reqtimeout ``MinRate``): the body's
+#: deadline is ``body_timeout`` plus one second per this many bytes received.
+MIN_BODY_RATE = 16 * 1024
 
 _Receive = Callable[[], Awaitable[dict[str, Any]]]
 _Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -385,17 +505,21 @@ def http_app(
             return
         chunks: list[bytes] = []
         size = 0
+        started = time.monotonic()
         while True:
+            # Each chunk within body_timeout, and the whole body by a deadline that grows
+            # with what arrived (MIN_BODY_RATE): a byte every few seconds cannot hold a slot.
+            left = started + body_timeout + size / MIN_BODY_RATE - time.monotonic()
             try:
-                message = await asyncio.wait_for(receive(), body_timeout)
+                message = await asyncio.wait_for(receive(), max(0.0, min(body_timeout, left)))
             except asyncio.TimeoutError:
                 ingest.refused("slow_body")
-                await error(
-                    408,
-                    _DEADLINE_EXCEEDED,
-                    f"no body data for {body_timeout:g} s",
-                    [(b"connection", b"close")],
+                why = (
+                    f"no body data for {body_timeout:g} s"
+                    if left > body_timeout
+                    else f"body slower than {MIN_BODY_RATE // 1024} KiB/s after {body_timeout:g} s"
                 )
+                await error(408, _DEADLINE_EXCEEDED, why, [(b"connection", b"close")])
                 return
             if message["type"] == "http.disconnect":
                 return
