@@ -50,7 +50,7 @@ from otel_semloop.batch.inputs import (
 from otel_semloop.batch.summary import Summary, summarize, write_table
 from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
-from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
+from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for, write_atomically
 from otel_semloop.errors import ConfigError
 from otel_semloop.scoring import collector_paused
 
@@ -482,9 +482,7 @@ def _finish(
         summary.write(_text_stream(args))
     if args.summary:
         try:
-            with open(args.summary, "w", encoding="utf-8") as fp:
-                json.dump(summary.as_dict(), fp, indent=2)
-                fp.write("\n")
+            write_atomically(args.summary, (json.dumps(summary.as_dict(), indent=2) + "\n").encode())
         except OSError as exc:
             _err(f"cannot write {args.summary}: {exc.strerror or exc}")
             return EXIT_OUTPUT

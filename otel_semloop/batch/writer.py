@@ -34,7 +34,7 @@ from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.codec import json_to_traces as to_proto
 from otel_semloop.otlp.codec import traces_to_json as to_json
 
-__all__ = ["Output", "OutputError", "UsageError", "format_for"]
+__all__ = ["Output", "OutputError", "UsageError", "format_for", "write_atomically"]
 
 _COPY_CHUNK = 1 << 20
 #: Output bytes between two hints to the kernel to start writing the file to disk.
@@ -56,6 +56,25 @@ def format_for(path: str, requested: str | None) -> str:
     for suffix in (".gz", ".zst", ".zstd"):
         name = name.removesuffix(suffix)
     return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a small file whole or not at all: a temporary file beside ``path``, synced and
+    renamed over it, so a failure (a full disk) leaves the previous file, or none, and never
+    a partial one. Raises ``OSError``."""
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    try:
+        os.fchmod(fd, new_file_mode())
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def new_file_mode() -> int:

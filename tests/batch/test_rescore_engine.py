@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
-import resource
-import signal
 import subprocess
 import sys
 
 from otel_semloop.cli import main
-from tests.batch.rescore_data import REPO, agent_lines, labels, spans_of, write_jsonl
+from tests.batch.rescore_data import REPO, agent_lines, file_size_limited, labels, spans_of, write_jsonl
 
 
 def _rootless_first(lines: list[dict]) -> list[dict]:
@@ -86,17 +84,6 @@ def test_the_worker_processes_write_the_bytes_scoring_in_process_writes(tmp_path
     assert sorted(labels(pooled).values()) == ["loop"] * 4 + ["no_loop"] * 4
 
 
-def _file_size_limited(limit: int):
-    """For a child process: writing a regular file past ``limit`` bytes fails with EFBIG
-    (as a full disk fails), instead of killing the process with SIGXFSZ."""
-
-    def apply() -> None:
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return apply
-
-
 def test_a_full_spill_directory_is_one_line_and_the_output_error_status(tmp_path):
     lines = _rootless_first(agent_lines(n_traces=60, per_line=6))
     source = write_jsonl(tmp_path / "in.jsonl", lines)
@@ -111,7 +98,7 @@ def test_a_full_spill_directory_is_one_line_and_the_output_error_status(tmp_path
         capture_output=True,
         text=True,
         check=False,
-        preexec_fn=_file_size_limited(8192),
+        preexec_fn=file_size_limited(8192),
     )
     assert done.returncode == 3, done.stderr
     assert done.stderr.splitlines() == [
@@ -135,7 +122,7 @@ def test_the_same_spill_within_the_file_size_limit_succeeds(tmp_path):
         capture_output=True,
         text=True,
         check=False,
-        preexec_fn=_file_size_limited(1 << 20),
+        preexec_fn=file_size_limited(1 << 20),
     )
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["spilled_traces"] > 0
