@@ -1,6 +1,7 @@
 """CPU cost of ``SemloopSpanProcessor`` over ``BatchSpanProcessor`` alone: app thread and whole process.
 
     python bench/processor_overhead.py [--rounds 9] [--traces 120] [--io-ms 0.5] [--json]
+    python bench/processor_overhead.py --against main     # this tree and main, 3 runs each
     python bench/processor_overhead.py --contention [--threads 32] [--rounds 3] [--traces 40]
 
 One process, two pipelines, alternated round by round (the order flips every round so
@@ -55,6 +56,7 @@ import argparse
 import gc
 import json
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -62,6 +64,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if "--code" in sys.argv:  # another revision's package first (see --against)
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
@@ -342,12 +346,21 @@ def main() -> None:
         help="instead: many application threads at once; the share of span calls over 10 ms",
     )
     parser.add_argument("--threads", type=int, default=32, help="with --contention: application threads")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="run this bench for this tree and for git revision REV in turn, 3 times each, and compare",
+    )
+    parser.add_argument("--code", help=argparse.SUPPRESS)  # read before the imports
     args = parser.parse_args()
     if args.contention:
         args.io_ms = 0.0 if args.io_ms is None else args.io_ms
         contention(args)
         return
     args.io_ms = 0.5 if args.io_ms is None else args.io_ms
+    if args.against:
+        compare(args)
+        return
     io_seconds = args.io_ms / 1000
     print(
         f"{args.traces} traces x {SPANS_PER_TRACE} spans per run, {args.rounds} rounds alternating; "
@@ -411,6 +424,43 @@ def main() -> None:
                 }
             )
         )
+
+
+def _medians(code: str | None, args: argparse.Namespace) -> dict[str, float]:
+    """One run of this bench in a subprocess (the package from ``code``, else this tree)."""
+    command = [sys.executable, __file__, "--json", "--rounds", str(args.rounds), "--traces", str(args.traces)]
+    command += ["--io-ms", str(args.io_ms), "--live-guard", args.live_guard]
+    if code:
+        command += ["--code", code]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def compare(args: argparse.Namespace) -> None:
+    """This tree and ``args.against`` side by side: each ratio to BatchSpanProcessor alone
+    (measured in the same process as its baseline), 3 runs each in turn, medians."""
+    from checkout import extracted
+
+    runs: dict[str, list[dict[str, float]]] = {"this": [], args.against: []}
+    with extracted(args.against) as code:
+        for n in range(3):
+            for name, where in (("this", None), (args.against, str(code))):
+                result = _medians(where, args)
+                runs[name].append(result)
+                print(
+                    f"run {n + 1} {name:>10}: app-thread CPU ratio {result['median_cpu_ratio']:.3f}, "
+                    f"whole-process CPU ratio {result['median_process_ratio']:.3f}",
+                    flush=True,
+                )
+    this_app = statistics.median(r["median_cpu_ratio"] for r in runs["this"])
+    this_proc = statistics.median(r["median_process_ratio"] for r in runs["this"])
+    ref_app = statistics.median(r["median_cpu_ratio"] for r in runs[args.against])
+    ref_proc = statistics.median(r["median_process_ratio"] for r in runs[args.against])
+    print(f"median app-thread CPU ratio:     this {this_app:.3f}, {args.against} {ref_app:.3f}")
+    print(
+        f"median whole-process CPU ratio: this {this_proc:.3f}, {args.against} {ref_proc:.3f} "
+        f"(this / {args.against}: {this_proc / ref_proc:.3f})"
+    )
 
 
 if __name__ == "__main__":
