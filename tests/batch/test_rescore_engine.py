@@ -84,6 +84,18 @@ def test_the_worker_processes_write_the_bytes_scoring_in_process_writes(tmp_path
     assert sorted(labels(pooled).values()) == ["loop"] * 4 + ["no_loop"] * 4
 
 
+def _rescore_with_files_up_to(limit: int, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``otel-semloop`` in a child process whose regular files cannot grow past ``limit``."""
+    return subprocess.run(
+        [sys.executable, "-m", "otel_semloop", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=file_size_limited(limit),
+    )
+
+
 def test_a_full_spill_directory_is_one_line_and_the_output_error_status(tmp_path):
     lines = _rootless_first(agent_lines(n_traces=60, per_line=6))
     source = write_jsonl(tmp_path / "in.jsonl", lines)
@@ -92,14 +104,7 @@ def test_a_full_spill_directory_is_one_line_and_the_output_error_status(tmp_path
     out = tmp_path / "out.jsonl"
     argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
     argv += ["--memory-budget", str(4096 / (1 << 20)), "--spill-dir", str(spill_dir)]
-    done = subprocess.run(
-        [sys.executable, "-m", "otel_semloop", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        preexec_fn=file_size_limited(8192),
-    )
+    done = _rescore_with_files_up_to(8192, argv)
     assert done.returncode == 3, done.stderr
     assert done.stderr.splitlines() == [
         f"otel-semloop: cannot spill to {spill_dir}: File too large (held lines passed "
@@ -116,14 +121,7 @@ def test_the_same_spill_within_the_file_size_limit_succeeds(tmp_path):
     argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
     argv += ["--memory-budget", str(1024 / (1 << 20)), "--spill-dir", str(tmp_path)]
     argv += ["--summary", str(tmp_path / "summary.json")]
-    done = subprocess.run(
-        [sys.executable, "-m", "otel_semloop", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        preexec_fn=file_size_limited(1 << 20),
-    )
+    done = _rescore_with_files_up_to(1 << 20, argv)
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "summary.json").read_text())["spilled_traces"] > 0
     assert len(spans_of(out)) == len(spans_of(source))

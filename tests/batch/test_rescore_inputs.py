@@ -13,6 +13,8 @@ import zipfile
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_semloop.cli import main
 from otel_semloop.otlp.codec import json_to_traces
@@ -338,3 +340,28 @@ def test_text_whose_fifth_byte_is_a_field_one_tag_is_still_not_otlp(tmp_path, ca
     source.write_bytes(b"todo\nfix the loop detector\n")
     assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
     assert "not OTLP: text starting 'todo" in capsys.readouterr().err
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    head=st.binary(min_size=0, max_size=12),
+    size=st.integers(min_value=0, max_value=1 << 12),
+    body=st.binary(max_size=64),
+)
+def test_any_length_prefixed_bytes_give_units_or_problems_and_never_raise(head, size, body):
+    """Format detection reads a first message whatever its prefix says: any bytes after any
+    prefix (past the limit, truncated, not protobuf) end as units or reported problems."""
+    import tempfile
+
+    from otel_semloop.batch.inputs import ReadState, Source, iter_units
+    from otel_semloop.batch.units import Spool
+
+    with tempfile.NamedTemporaryFile(suffix=".bin") as fp:
+        fp.write(size.to_bytes(4, "big") + head + body)
+        fp.flush()
+        state = ReadState([], Spool())
+        try:
+            units = list(iter_units([Source(fp.name)], state, max_unit_bytes=1024))
+        finally:
+            state.spool.close()
+    assert units or state.problems or size == 0
