@@ -6,7 +6,7 @@ Exit status (one meaning each, so a script or CI can tell them apart):
 * 1 - ``--fail-on-loop`` and at least one trace is a loop (a CI gate);
 * 2 - usage error (an engine whose extra is not installed included), or a problem in the
   input: malformed units (reported with file, line and what is wrong, and copied through
-  unchanged; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
+  unscored; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
   unrecognised input (a JSON-lines file that is not OTLP, say an application log in an
   input directory, is reported and skipped: nothing of it reaches the output), a
   truncated stream;
@@ -48,9 +48,9 @@ from otel_semloop.batch.inputs import (
     iter_units,
 )
 from otel_semloop.batch.summary import Summary, summarize, write_table
-from otel_semloop.batch.units import Spool
+from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
-from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
+from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for, write_atomically
 from otel_semloop.errors import ConfigError
 from otel_semloop.scoring import collector_paused
 
@@ -362,6 +362,16 @@ def run(args: argparse.Namespace) -> int:
     return code
 
 
+def _fate(problem: InputProblem, left_out: set[str], fmt: str) -> str:
+    """What the output holds of a malformed unit: the writer copies it (converted, unscored,
+    when the output format differs and it parses) or names it among those it left out."""
+    unit_where = problem.where
+    for where in left_out:
+        if unit_where == where or unit_where.startswith(where + " "):
+            return f"left out: it cannot be written as {fmt}"
+    return "copied through unscored"
+
+
 def _text_stream(args: argparse.Namespace) -> TextIO:
     """Where the summary and the judge's totals go: stdout, unless stdout holds the output
     (``-o -``) or a table, which must stay parseable."""
@@ -442,7 +452,7 @@ def _finish(
     seconds: float,
 ) -> int:
     problems = list(state.problems)
-    malformed = list(stats.malformed) + (output.problems if output is not None else [])
+    malformed = list(stats.malformed)
     summary: Summary = summarize(
         stats.rows,
         spans=stats.spans,
@@ -459,8 +469,10 @@ def _finish(
     for problem in problems:
         _err(clean(str(problem), 500))
     if malformed and not args.skip_invalid:
+        left_out = output.left_out if output is not None else set()
+        fmt = output.fmt if output is not None else ""
         for problem in malformed[:_MAX_REPORTED]:
-            _err(f"malformed (copied through unchanged): {clean(str(problem), 500)}")
+            _err(f"malformed ({_fate(problem, left_out, fmt)}): {clean(str(problem), 500)}")
         if len(malformed) > _MAX_REPORTED:
             _err(f"... and {len(malformed) - _MAX_REPORTED} more malformed units")
     if args.table != "none":  # stdout, unless the output is there (then stderr)
@@ -470,9 +482,7 @@ def _finish(
         summary.write(_text_stream(args))
     if args.summary:
         try:
-            with open(args.summary, "w", encoding="utf-8") as fp:
-                json.dump(summary.as_dict(), fp, indent=2)
-                fp.write("\n")
+            write_atomically(args.summary, (json.dumps(summary.as_dict(), indent=2) + "\n").encode())
         except OSError as exc:
             _err(f"cannot write {args.summary}: {exc.strerror or exc}")
             return EXIT_OUTPUT

@@ -12,11 +12,12 @@ whatever its traces look like.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 import orjson
@@ -26,6 +27,7 @@ from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_
 from otel_semloop.batch.spans import dump_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
+from otel_semloop.batch.writer import OutputError
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Spill"]
@@ -33,17 +35,38 @@ __all__ = ["Spill"]
 _PARTITIONS = 16
 
 
+@contextlib.contextmanager
+def _spill_io(directory: str | None) -> Iterator[None]:
+    """A spill file that cannot be written or read (a full disk, a file size limit) ends the
+    run as an output that could not be written (exit status 3), in one line."""
+    try:
+        yield
+    except OSError as exc:
+        where = directory or tempfile.gettempdir()
+        raise OutputError(
+            f"cannot spill to {where}: {exc.strerror or exc} (held lines passed --memory-budget; "
+            "free space there or give --spill-dir another place)"
+        ) from None
+
+
 class Spill:
     """Spans of spilled traces in partition files by trace id, and the units written
     after the first spill, in order, in one file."""
 
     def __init__(self, directory: str | None) -> None:
-        self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
-        self.parts: list[IO[bytes]] = [
-            open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b")  # noqa: SIM115
-            for i in range(_PARTITIONS)
-        ]
-        self.units: IO[bytes] = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
+        self.where = directory
+        with _spill_io(directory):
+            self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
+        self.parts: list[IO[bytes]] = []
+        self.units: IO[bytes] | None = None
+        try:
+            with _spill_io(directory):
+                for i in range(_PARTITIONS):
+                    self.parts.append(open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b"))  # noqa: SIM115
+                self.units = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
+        except OutputError:
+            self.close()
+            raise
         self.traces: dict[str, list[str]] = {}  # trace id -> root span ids
         self.held_units = 0
         self._spooled: dict[tuple[str, int], IO[bytes]] = {}
@@ -56,8 +79,9 @@ class Spill:
         data = span.data()
         fp = self._part(tid)
         kind = b"j" if span.kind == "json" else b"p"
-        fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
-        fp.write(data)
+        with _spill_io(self.where):
+            fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
+            fp.write(data)
         if span.root:
             self.traces[tid].append(span.span_id)
 
@@ -90,46 +114,58 @@ class Spill:
                 "sp": list(unit.spooled[1:]) if unit.spooled else None,
             }
         )
-        self.units.write(struct.pack(">II", len(meta), len(data)))
-        self.units.write(meta)
-        self.units.write(data)
+        assert self.units is not None
+        with _spill_io(self.where):
+            self.units.write(struct.pack(">II", len(meta), len(data)))
+            self.units.write(meta)
+            self.units.write(data)
         self.held_units += 1
         if unit.spooled:
             self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
 
     def jobs(self) -> Iterable[list[TraceJob]]:
         for fp in self.parts:
-            fp.flush()
-            fp.seek(0)
-            by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
-            header = struct.calcsize(">32sc?I")
-            while True:
-                head = fp.read(header)
-                if not head:
-                    break
-                tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
-                by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
+            with _spill_io(self.where):
+                by_trace = self._read_partition(fp)
             jobs = []
             for tid, items in by_trace.items():
                 roots = tuple(self.traces.get(tid, ()))
                 spans = [("json" if kind == b"j" else "proto", data) for kind, data in items]
                 jobs.append(trace_job(tid, spans, roots))
-            fp.truncate(0)
+            with _spill_io(self.where):
+                fp.truncate(0)
             yield jobs
+
+    @staticmethod
+    def _read_partition(fp: IO[bytes]) -> dict[str, list[tuple[bytes, bytes]]]:
+        fp.flush()
+        fp.seek(0)
+        by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
+        header = struct.calcsize(">32sc?I")
+        while True:
+            head = fp.read(header)
+            if not head:
+                break
+            tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
+            by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
+        return by_trace
 
     def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
         """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
         fp = self.units
-        fp.flush()
-        fp.seek(0)
+        assert fp is not None
+        with _spill_io(self.where):
+            fp.flush()
+            fp.seek(0)
         spooled = self._spooled
         while True:
-            head = fp.read(8)
-            if not head:
-                return
-            n_meta, n_data = struct.unpack(">II", head)
-            meta = orjson.loads(fp.read(n_meta))
-            data = fp.read(n_data)
+            with _spill_io(self.where):
+                head = fp.read(8)
+                if not head:
+                    return
+                n_meta, n_data = struct.unpack(">II", head)
+                meta = orjson.loads(fp.read(n_meta))
+                data = fp.read(n_data)
             sp = meta["sp"]
             unit = Unit(
                 meta["s"],
@@ -168,7 +204,9 @@ class Spill:
             write(unit, doc, dirty)
 
     def close(self) -> None:
-        for fp in self.parts:
-            fp.close()
-        self.units.close()
+        """Remove the spill files; what they hold is no longer needed, so a write still
+        buffered that fails on close (a full disk) is no error."""
+        for fp in [*self.parts, *([self.units] if self.units is not None else [])]:
+            with contextlib.suppress(OSError):
+                fp.close()
         self.dir.cleanup()

@@ -100,6 +100,10 @@ class Reader:
         # the spooled copy keeps its newline (if any); the writer strips it
         return b"", (spool_fp, offset, length)
 
+    def put_back(self, data: bytes) -> None:
+        """Make ``data`` (bytes just read while probing) the next bytes read."""
+        self.fp = io.BufferedReader(_Prefixed(data, self.fp), _CHUNK)  # type: ignore[assignment]
+
     def _pieces(self, n: int) -> Iterator[bytes]:
         """The next ``n`` bytes in reads of at most ``_CHUNK``; fewer at the end of input."""
         remaining = n
@@ -192,7 +196,7 @@ def json_units(reader: Reader, label: str) -> Iterator[Unit]:
                     yield Unit(label, 1, "json", doc, document=True)
                     return
             # A malformed first line of a JSON lines file: read on from after it.
-            reader.fp = io.BufferedReader(_Prefixed(rest, reader.fp), _CHUNK)  # type: ignore[assignment]
+            reader.put_back(rest)
         first = False
         if not line.strip():
             continue
@@ -210,8 +214,9 @@ def _is_partial_json(line: bytes) -> bool:
     return False
 
 
-def _too_long(n: int, limit: int) -> str:
-    return f"longer than the {limit >> 20} MiB unit limit ({n} bytes); copied through unscored"
+def _too_long(n: int, limit: int, offset: int | None = None) -> str:
+    at = "" if offset is None else f", at byte {offset}"
+    return f"longer than the {limit >> 20} MiB unit limit ({n} bytes{at}); copied through unscored"
 
 
 def single_proto(reader: Reader, label: str) -> Iterator[Unit]:
@@ -248,7 +253,7 @@ def proto_units(reader: Reader, label: str, problems: list[InputProblem]) -> Ite
                     )
                 )
                 return
-            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit))
+            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit, offset))
             offset += 4 + size
             continue
         data = reader.read_exactly(size)

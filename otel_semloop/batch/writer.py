@@ -24,13 +24,17 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+
 from otel_semloop.batch.inputs import Source
 from otel_semloop.batch.spans import dump_json, load_json
-from otel_semloop.batch.units import InputProblem, Unit
+from otel_semloop.batch.units import Unit
+from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.codec import json_to_traces as to_proto
 from otel_semloop.otlp.codec import traces_to_json as to_json
 
-__all__ = ["Output", "OutputError", "UsageError", "format_for"]
+__all__ = ["Output", "OutputError", "UsageError", "format_for", "write_atomically"]
 
 _COPY_CHUNK = 1 << 20
 #: Output bytes between two hints to the kernel to start writing the file to disk.
@@ -52,6 +56,25 @@ def format_for(path: str, requested: str | None) -> str:
     for suffix in (".gz", ".zst", ".zstd"):
         name = name.removesuffix(suffix)
     return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a small file whole or not at all: a temporary file beside ``path``, synced and
+    renamed over it, so a failure (a full disk) leaves the previous file, or none, and never
+    a partial one. Raises ``OSError``."""
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    try:
+        os.fchmod(fd, new_file_mode())
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def new_file_mode() -> int:
@@ -85,7 +108,8 @@ class Output:
     def __init__(self, path: str, fmt: str, inputs: list[Source] | None = None) -> None:
         self.path = path
         self.fmt = fmt
-        self.problems: list[InputProblem] = []
+        #: where each unit that could not be written in the output format was (left out)
+        self.left_out: set[str] = set()
         self._tmp: str | None = None
         self._unhinted = 0  # bytes framed since the kernel was last asked to write back
         self._hinted = 0  # output file offset up to which it was asked
@@ -173,13 +197,12 @@ class Output:
             if unit.error is not None or doc is None:
                 if same:
                     self._frame(unit.raw)
+                    return
+                converted = self._converted(unit)
+                if converted is None:
+                    self.left_out.add(unit.where)
                 else:
-                    self.problems.append(
-                        InputProblem(
-                            unit.where,
-                            f"malformed {unit.kind} unit cannot be written as {self.fmt}; left out",
-                        )
-                    )
+                    self._frame(converted)
                 return
             if same and not dirty and not (unit.kind == "json" and b"\n" in unit.raw):
                 self._frame(unit.raw)
@@ -191,6 +214,16 @@ class Output:
             raise OutputError("output closed early (broken pipe); output is incomplete") from None
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _converted(self, unit: Unit) -> bytes | None:
+        """A malformed unit in the output format, unscored: it parses, but its spans could
+        not be scored (a span with a wrong id). None when it does not parse at all."""
+        try:
+            if unit.kind == "json":
+                return to_proto(load_json(unit.raw)).SerializeToString()  # type: ignore[no-any-return]
+            return dump_json(to_json(TracesData.FromString(unit.raw)))
+        except (Bad, DecodeError, RuntimeError, ValueError, TypeError, KeyError, RecursionError):
+            return None
 
     def _frame(self, data: bytes) -> None:
         fp = self._fp
@@ -228,11 +261,7 @@ class Output:
         assert unit.spooled is not None and self._fp is not None
         spool, offset, length = unit.spooled
         if unit.kind != self.fmt:
-            self.problems.append(
-                InputProblem(
-                    unit.where, f"oversized {unit.kind} unit cannot be written as {self.fmt}; left out"
-                )
-            )
+            self.left_out.add(unit.where)
             return
         spool.seek(offset)
         if self.fmt == "json":

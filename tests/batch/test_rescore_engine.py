@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
+import sys
 
 from otel_semloop.cli import main
-from tests.batch.rescore_data import agent_lines, labels, spans_of, write_jsonl
+from tests.batch.rescore_data import REPO, agent_lines, file_size_limited, labels, spans_of, write_jsonl
 
 
 def _rootless_first(lines: list[dict]) -> list[dict]:
@@ -80,3 +82,46 @@ def test_the_worker_processes_write_the_bytes_scoring_in_process_writes(tmp_path
     assert main([*command, "--workers", "1", "-o", str(alone)]) == 0
     assert pooled.read_bytes() == alone.read_bytes()
     assert sorted(labels(pooled).values()) == ["loop"] * 4 + ["no_loop"] * 4
+
+
+def _rescore_with_files_up_to(limit: int, argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """``otel-semloop`` in a child process whose regular files cannot grow past ``limit``."""
+    return subprocess.run(
+        [sys.executable, "-m", "otel_semloop", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=file_size_limited(limit),
+    )
+
+
+def test_a_full_spill_directory_is_one_line_and_the_output_error_status(tmp_path):
+    lines = _rootless_first(agent_lines(n_traces=60, per_line=6))
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+    spill_dir = tmp_path / "spill"
+    spill_dir.mkdir()
+    out = tmp_path / "out.jsonl"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
+    argv += ["--memory-budget", str(4096 / (1 << 20)), "--spill-dir", str(spill_dir)]
+    done = _rescore_with_files_up_to(8192, argv)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.splitlines() == [
+        f"otel-semloop: cannot spill to {spill_dir}: File too large (held lines passed "
+        "--memory-budget; free space there or give --spill-dir another place)"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.jsonl", "spill"]  # no partial output
+    assert list(spill_dir.iterdir()) == []
+
+
+def test_the_same_spill_within_the_file_size_limit_succeeds(tmp_path):
+    lines = _rootless_first(agent_lines(n_traces=6, per_line=6))
+    source = write_jsonl(tmp_path / "in.jsonl", lines)
+    out = tmp_path / "out.jsonl"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
+    argv += ["--memory-budget", str(1024 / (1 << 20)), "--spill-dir", str(tmp_path)]
+    argv += ["--summary", str(tmp_path / "summary.json")]
+    done = _rescore_with_files_up_to(1 << 20, argv)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "summary.json").read_text())["spilled_traces"] > 0
+    assert len(spans_of(out)) == len(spans_of(source))

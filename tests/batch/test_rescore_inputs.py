@@ -13,6 +13,8 @@ import zipfile
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_semloop.cli import main
 from otel_semloop.otlp.codec import json_to_traces
@@ -257,3 +259,109 @@ def test_anyvalue_nested_deeper_than_24_levels_is_accepted_and_kept(tmp_path, ca
     kept = first["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]
     assert {"key": "deep", "value": _nested(40)} in kept
     assert sorted(labels(out).values()) == ["loop"] * 3 + ["no_loop"] * 3
+
+
+def _framed(messages: list[bytes]) -> bytes:
+    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
+
+
+def _span_ids(lines) -> set[str]:
+    return {
+        s["spanId"]
+        for line in lines
+        for rs in line["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    }
+
+
+def test_a_protobuf_message_with_a_bad_span_keeps_all_its_spans_in_json_output(tmp_path, capsys):
+    messages = [json_to_traces(line) for line in LINES]
+    messages[2].resource_spans[0].scope_spans[0].spans[0].trace_id = bytes(16)
+    source = tmp_path / "in.pb"
+    source.write_bytes(_framed([m.SerializeToString() for m in messages]))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "in.pb message 3" in err and "copied through unscored" in err
+    assert "left out" not in err
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
+
+
+def test_a_protobuf_message_that_does_not_parse_is_reported_as_left_out_of_json_output(tmp_path, capsys):
+    good = [json_to_traces(line).SerializeToString() for line in LINES]
+    source = tmp_path / "in.pb"
+    source.write_bytes(_framed([*good[:2], b"\x0a\x05\xff\xff\xff", *good[2:]]))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert "in.pb message 3" in err[0] and "left out: it cannot be written as json" in err[0]
+    assert "copied through" not in err[0]
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
+
+
+def _with_big_resource_attribute(line: dict, size: int):
+    message = json_to_traces(line)
+    attribute = message.resource_spans[0].resource.attributes.add()
+    attribute.key = "padding"
+    attribute.value.string_value = "x" * size
+    return message.SerializeToString()
+
+
+def test_a_first_protobuf_message_of_16_mib_or_more_is_detected_and_scored(tmp_path, expected, capsys):
+    first = _with_big_resource_attribute(LINES[0], 16 << 20)
+    assert len(first) >= 16 << 20
+    source = tmp_path / "big-first.pb"
+    rest = [json_to_traces(line).SerializeToString() for line in LINES[1:]]
+    source.write_bytes(_framed([first, *rest]))
+    out = tmp_path / "out.pb"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert labels(out) == expected
+
+
+def test_a_first_protobuf_message_past_the_size_bound_is_reported_with_size_and_place(tmp_path, capsys):
+    first = _with_big_resource_attribute(LINES[0], 2 << 20)
+    rest = [json_to_traces(line).SerializeToString() for line in LINES[1:]]
+    source = tmp_path / "big-first.pb"
+    source.write_bytes(_framed([first, *rest]))
+    out = tmp_path / "out.pb"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--max-line-bytes", str(1 << 20)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not OTLP" not in err
+    assert f"big-first.pb message 1: longer than the 1 MiB unit limit ({len(first)} bytes, at byte 0)" in err
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)  # the big one copied through
+
+
+def test_text_whose_fifth_byte_is_a_field_one_tag_is_still_not_otlp(tmp_path, capsys):
+    source = tmp_path / "notes.txt"
+    source.write_bytes(b"todo\nfix the loop detector\n")
+    assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    assert "not OTLP: text starting 'todo" in capsys.readouterr().err
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    head=st.binary(min_size=0, max_size=12),
+    size=st.integers(min_value=0, max_value=1 << 12),
+    body=st.binary(max_size=64),
+)
+def test_any_length_prefixed_bytes_give_units_or_problems_and_never_raise(head, size, body):
+    """Format detection reads a first message whatever its prefix says: any bytes after any
+    prefix (past the limit, truncated, not protobuf) end as units or reported problems."""
+    import tempfile
+
+    from otel_semloop.batch.inputs import ReadState, Source, iter_units
+    from otel_semloop.batch.units import Spool
+
+    with tempfile.NamedTemporaryFile(suffix=".bin") as fp:
+        fp.write(size.to_bytes(4, "big") + head + body)
+        fp.flush()
+        state = ReadState([], Spool())
+        try:
+            units = list(iter_units([Source(fp.name)], state, max_unit_bytes=1024))
+        finally:
+            state.spool.close()
+    assert units or state.problems or size == 0

@@ -8,7 +8,6 @@ import io
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -18,7 +17,16 @@ import pytest
 from bench.deepeval_tree import tree_to_spans
 from otel_semloop.cli import main
 from otel_semloop.otlp import records_to_traces_json
-from tests.batch.rescore_data import EXAMPLE, agent_lines, healthy_tree, labels, roots, spans_of, write_jsonl
+from tests.batch.rescore_data import (
+    EXAMPLE,
+    agent_lines,
+    file_size_limited,
+    healthy_tree,
+    labels,
+    roots,
+    spans_of,
+    write_jsonl,
+)
 
 LINES = agent_lines()
 
@@ -175,17 +183,11 @@ def test_a_write_failing_half_way_leaves_the_previous_output_and_no_temporary_fi
     out.parent.mkdir()
     out.write_bytes(b"previous run\n")
 
-    def small_files() -> None:
-        import resource
-
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
-
     done = subprocess.run(
         [sys.executable, "-m", "otel_semloop", "rescore", str(source), "-o", str(out), "-q"],
         capture_output=True,
         check=False,
-        preexec_fn=small_files,
+        preexec_fn=file_size_limited(20_000),
     )
     assert done.returncode == 3, done.stderr
     assert b"cannot write" in done.stderr and b"Traceback" not in done.stderr
@@ -337,3 +339,34 @@ def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one(tmp_path):
     assert main(["rescore", str(source), "-o", str(plain), "-q"]) == 0
     assert main(["rescore", str(source), "-o", str(packed), "-q"]) == 0
     assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+
+
+def _summary_under_a_file_size_limit(tmp_path, summary):
+    source = write_jsonl(tmp_path / "a.jsonl", LINES)
+    argv = ["rescore", str(source), "-o", os.devnull, "-q", "--summary", str(summary)]
+    return subprocess.run(
+        [sys.executable, "-m", "otel_semloop", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=file_size_limited(64),
+    )
+
+
+def test_a_summary_that_cannot_be_written_leaves_no_file_and_one_line(tmp_path):
+    summary = tmp_path / "out" / "summary.json"
+    summary.parent.mkdir()
+    done = _summary_under_a_file_size_limit(tmp_path, summary)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.splitlines() == [f"otel-semloop: cannot write {summary}: File too large"]
+    assert os.listdir(summary.parent) == []
+
+
+def test_a_summary_that_cannot_be_written_leaves_the_previous_one(tmp_path):
+    summary = tmp_path / "out" / "summary.json"
+    summary.parent.mkdir()
+    summary.write_text('{"previous": true}\n')
+    done = _summary_under_a_file_size_limit(tmp_path, summary)
+    assert done.returncode == 3, done.stderr
+    assert summary.read_text() == '{"previous": true}\n'
+    assert os.listdir(summary.parent) == ["summary.json"]
