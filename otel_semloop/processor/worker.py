@@ -5,6 +5,10 @@ releases finished traces from the processor's :class:`~otel_semloop.grouping.Tra
 hands them to the :class:`~otel_semloop.pool.ScoringPool` and forwards late spans.
 :class:`_Forwarder` hands spans to the downstream processor, pacing bursts. The
 application's threads never run any of this (see :mod:`otel_semloop.processor.span_processor`).
+
+Size: the thread's loop, its flush handshake and the lock-free hand-off of span events
+(:class:`SpanEvents`) are one protocol between the application's threads and this one;
+kept in one file so its ordering rules can be read together.
 """
 
 from __future__ import annotations
