@@ -244,7 +244,7 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
     for call in requester.tool_calls:
         call_id = call.call_id
         result = results.get(call_id) if call_id else None
-        arguments = call.arguments  # (read once: the first read of JSON arguments decodes them)
+        arguments = call.arguments
         steps.append(
             Step(
                 kind=_TOOL,

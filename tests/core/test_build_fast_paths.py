@@ -4,27 +4,22 @@ Each fast path (in :mod:`otel_semloop.builder`, :mod:`otel_semloop.messages` and
 :mod:`otel_semloop.tool_calls`) is held to the algorithm it replaced, kept here as the
 reference, on generated input: the step order of a trace (start time, then tree pre-order;
 siblings by start time, then arrival) with each step's depth and enclosing agent, an LLM
-output's text and requested tool calls read in one pass, a requested call's arguments
-decoded on first read, indexed messages, and requested calls linked
-to tool steps in one pass."""
+output's text and requested tool calls read in one pass, indexed messages, and requested
+calls linked to tool steps in one pass."""
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
-import pickle
 import re
 from types import MappingProxyType
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.builder import _link_tool_calls, _synthetic_tool_steps, build_trace
 from otel_semloop.conventions import read_step, step_kind
-from otel_semloop.envelopes import decode_json
 from otel_semloop.messages import (
     EventMessages,
     event_messages,
@@ -36,14 +31,7 @@ from otel_semloop.messages import (
     text_and_tool_calls,
 )
 from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
-from otel_semloop.tool_calls import (
-    ARGUMENTS_SLOT,
-    UNDECODED,
-    ToolCall,
-    requested_call,
-    requested_tool_calls,
-    tool_responses,
-)
+from otel_semloop.tool_calls import requested_call, requested_tool_calls, tool_responses
 from tests.core.test_builder_fuzz import json_values, span_records
 
 # -- the step order ------------------------------------------------------------------------
@@ -241,87 +229,6 @@ def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_ou
     plain.pop("traceloop.entity.input")
     step = read_step(SpanRecord("t", "s", "", "search", 1, 2, plain), StepKind.TOOL)
     assert step.tool_result == step.output == {"hits": 2}
-
-
-# -- a requested call's arguments, decoded on first read --------------------------------------
-
-
-def _decoded(call: ToolCall) -> bool:
-    """Whether ``call.arguments`` holds its value (its slot) without reading it."""
-    return ARGUMENTS_SLOT.__get__(call) is not UNDECODED
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.text(max_size=3) | st.none() | st.integers(),
-    json_values.map(json.dumps)
-    | st.sampled_from(['{"a": ', "[1, 2", "{}", "[]", "{not json}", "plain", ""])
-    | json_values,
-    st.text(max_size=3) | st.none(),
-)
-def test_a_requested_call_reads_its_arguments_as_an_eager_decode_does(
-    name: Any, arguments: Any, call_id: Any
-) -> None:
-    def eager() -> ToolCall:
-        return ToolCall(str(name or ""), decode_json(arguments), str(call_id) if call_id else None)
-
-    call = requested_call(name, arguments, call_id)
-    undecoded = isinstance(arguments, str) and arguments[:1] in ("{", "[")
-    assert _decoded(call) is not undecoded
-    assert call.name == eager().name and call.call_id == eager().call_id
-    assert _decoded(call) is not undecoded  # (reading the others decodes nothing)
-    for read in (
-        lambda c: c.arguments,
-        repr,
-        lambda c: (c == eager(), eager() == c, c != eager()),
-        lambda c: pickle.loads(pickle.dumps(c)),
-        copy.copy,
-        copy.deepcopy,
-        lambda c: dataclasses.replace(c, name="x"),
-        dataclasses.asdict,
-    ):
-        got, want = read(requested_call(name, arguments, call_id)), read(eager())
-        assert got == want and repr(got) == repr(want)
-    assert call.arguments == eager().arguments and _decoded(call)
-
-
-def test_a_call_built_by_hand_keeps_its_arguments_and_unknown_attributes_raise() -> None:
-    text = '{"q": 1}'
-    assert ToolCall("search", text).arguments is text  # only calls read from an output decode
-    call = requested_call("search", text, None)
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        call.nothing  # noqa: B018
-    with pytest.raises(AttributeError, match="no attribute 'arguments'"):
-        ToolCall.__new__(ToolCall).arguments  # noqa: B018
-
-
-def test_no_tool_call_attribute_read_goes_through_getattr() -> None:
-    # A class with __getattr__ has every attribute read of its instances take CPython's
-    # generic path (name and call_id included): the lazy arguments have a descriptor.
-    assert not any("__getattr__" in vars(cls) for cls in ToolCall.__mro__[:-1])
-    call = requested_call("search", '{"q": 1}', "c1")
-    assert not _decoded(call)
-    assert (call.name, call.call_id) == ("search", "c1") and not _decoded(call)
-    assert call.arguments == {"q": 1} and _decoded(call)
-    assert call.arguments is call.arguments  # decoded once, then the slot
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        call.arguments = None  # type: ignore[misc]
-
-
-def test_a_requested_call_is_a_frozen_tool_call_once_made() -> None:
-    """requested_call fills a slot-writable subclass, then makes it a ToolCall: what it
-    returns is a ToolCall in every respect (type, equality, hash, frozen fields)."""
-    for arguments in ('{"q": 1}', "plain", ["a"], None):
-        call = requested_call("search", arguments, "c1")
-        assert type(call) is ToolCall and call.__class__ is ToolCall
-        assert call == ToolCall("search", decode_json(arguments), "c1")
-        for field in ("name", "arguments", "call_id"):
-            with pytest.raises(dataclasses.FrozenInstanceError):
-                setattr(call, field, "x")
-            with pytest.raises(dataclasses.FrozenInstanceError):
-                delattr(call, field)
-    hashable = requested_call("search", "plain", None)
-    assert hash(hashable) == hash(ToolCall("search", "plain", None))
 
 
 # -- indexed messages of remembered key sets ------------------------------------------------
