@@ -63,7 +63,6 @@ from otel_semloop.messages import (
     llm_event_messages,
     llm_indexed_messages,
     message_content,
-    text_and_tool_calls,
 )
 from otel_semloop.model import (
     STATUS_ERROR,
@@ -270,7 +269,7 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         output_text = output if output.__class__ is str else flatten_text(output)  # (its text)
     else:
         if kind is _LLM:
-            output_text, tool_calls = text_and_tool_calls(output)
+            output_text, tool_calls = flatten_text(output), tuple(requested_tool_calls(output))
             if plan.listed_tool_calls:  # (the AI SDK: the text and the calls apart)
                 listed = get(_AI_SDK_TOOL_CALLS)
                 if listed is not None:

@@ -14,8 +14,7 @@ text, one definition for every convention:
 * the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
-* an LLM output's text and the tool calls it requested, in one pass
-  (:func:`text_and_tool_calls`; the calls and the results given back are
+* an LLM output's text (the tool calls it requested and the results given back are
   :mod:`otel_semloop.tool_calls`'s).
 
 The values inside attribute strings (JSON, the envelopes around a call's arguments and a
@@ -38,7 +37,6 @@ from typing import Any
 import orjson
 
 from otel_semloop.envelopes import decode_json
-from otel_semloop.tool_calls import ToolCall, requested_call, requested_tool_calls
 
 #: Span events (and log records attached to their span, see
 #: :func:`otel_semloop.conventions.attach_log_records`) that carry an LLM call's messages,
@@ -296,63 +294,6 @@ def _in_order(by_index: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
             message["tool_calls"] = [call for _, call in sorted(calls.items())]
         messages.append(message)
     return messages
-
-
-def text_and_tool_calls(output: Any) -> tuple[str, tuple[ToolCall, ...]]:
-    """``(flatten_text(output), tuple(requested_tool_calls(output)))``: an LLM output's
-    text and the tool calls it requested (as a step holds them), read on every LLM step.
-    GenAI output messages (a list of dicts whose ``parts`` list holds dicts, and no
-    ``content`` or ``tool_calls``) are read in one pass over their parts; anything else by
-    the two readers themselves."""
-    if output.__class__ is not list or not output:
-        return flatten_text(output), tuple(requested_tool_calls(output))
-    # (A message's first text part, and the whole output's first message text, are kept
-    # as they are: a list is made only for a second one, as ``"\n".join`` of one string
-    # is that string.)
-    texts: Any = None  # the messages' texts: None, the first text, or a list from the second
-    calls: tuple[ToolCall, ...] = ()  # (one call, the usual: a tuple of one, no list)
-    for message in output:
-        if message.__class__ is not dict:
-            break
-        parts = message.get("parts")
-        if parts.__class__ is not list or "content" in message or "tool_calls" in message:
-            break
-        text: Any = None  # this message's text parts, as ``texts``
-        for part in parts:
-            if part.__class__ is not dict:
-                break
-            kind = part.get("type")
-            if kind == "text" or kind == "reasoning":
-                content = part.get("content", _ABSENT)
-                if content is _ABSENT:
-                    content = part.get("text")
-                if isinstance(content, str):
-                    if content.__class__ is not str:  # (joined, as before: an exact str)
-                        content = "\n".join((content,))
-                    text = content if text is None else _gathered(text, content)
-            elif kind == "tool_call":
-                calls += (requested_call(part.get("name"), part.get("arguments"), part.get("id")),)
-        else:
-            if text.__class__ is list:
-                text = "\n".join(text)
-            if text:
-                texts = text if texts is None else _gathered(texts, text)
-            continue
-        break
-    else:
-        if texts.__class__ is list:
-            return "\n".join(texts), calls
-        return texts or "", calls
-    return flatten_text(output), tuple(requested_tool_calls(output))
-
-
-def _gathered(gathered: Any, text: str) -> list[str]:
-    """``text`` added to texts gathered for one ``"\n".join``: the first one (a string)
-    becomes a list with the second, a list grows."""
-    if gathered.__class__ is list:
-        gathered.append(text)
-        return gathered  # type: ignore[no-any-return]
-    return [gathered, text]
 
 
 def flatten_text(value: Any) -> str:

@@ -3,9 +3,8 @@
 Each fast path (in :mod:`otel_semloop.builder`, :mod:`otel_semloop.messages` and
 :mod:`otel_semloop.tool_calls`) is held to the algorithm it replaced, kept here as the
 reference, on generated input: the step order of a trace (start time, then tree pre-order;
-siblings by start time, then arrival) with each step's depth and enclosing agent, an LLM
-output's text and requested tool calls read in one pass, indexed messages, and requested
-calls linked to tool steps in one pass."""
+siblings by start time, then arrival) with each step's depth and enclosing agent, indexed
+messages, and requested calls linked to tool steps in one pass."""
 
 from __future__ import annotations
 
@@ -28,10 +27,9 @@ from otel_semloop.messages import (
     indexed_messages,
     llm_event_messages,
     llm_indexed_messages,
-    text_and_tool_calls,
 )
 from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
-from otel_semloop.tool_calls import requested_call, requested_tool_calls, tool_responses
+from otel_semloop.tool_calls import requested_call, tool_responses
 from tests.core.test_builder_fuzz import json_values, span_records
 
 # -- the step order ------------------------------------------------------------------------
@@ -160,61 +158,6 @@ def test_start_times_that_do_not_compare_order_as_the_reference_does() -> None:
 
 
 # -- an LLM output's text and tool calls ----------------------------------------------------
-
-PART = st.fixed_dictionaries(
-    {},
-    optional={
-        "type": st.sampled_from(["text", "reasoning", "tool_call", "tool_call_response", "x"])
-        | st.lists(st.integers(), max_size=1)
-        | st.none(),
-        "content": st.none() | st.text(max_size=4) | st.integers(),
-        "text": st.none() | st.text(max_size=4),
-        "name": st.none() | st.text(max_size=4) | st.integers(),
-        "arguments": json_values | st.just('{"a": 1}'),
-        "id": st.none() | st.text(max_size=3) | st.integers(),
-    },
-)
-NAMES = st.text(max_size=3)
-MESSAGE = st.fixed_dictionaries(
-    {"parts": st.lists(PART | json_values, max_size=4)},
-    optional={
-        "role": st.sampled_from(["assistant", "user"]),
-        "content": json_values,
-        "tool_calls": st.lists(st.fixed_dictionaries({"function": st.fixed_dictionaries({"name": NAMES})})),
-        "finish_reason": st.text(max_size=3),
-    },
-)
-
-
-GENAI_PART = st.fixed_dictionaries(
-    {
-        "type": st.sampled_from(["text", "reasoning", "tool_call", "x"]),
-        "content": st.text(max_size=3) | st.none(),
-        "name": st.sampled_from(["search", "read"]),
-        "arguments": st.just({"q": "a"}) | st.just('{"q": 1}'),
-        "id": st.sampled_from(["c1", "c2"]),
-    }
-)
-GENAI_OUTPUT = st.lists(
-    st.fixed_dictionaries({"role": st.just("assistant"), "parts": st.lists(GENAI_PART, max_size=4)}),
-    min_size=1,
-    max_size=3,
-)
-
-
-@settings(max_examples=500, deadline=None)
-@given(
-    st.one_of(
-        GENAI_OUTPUT,  # the shape read in one pass
-        st.lists(MESSAGE, max_size=3),
-        st.lists(MESSAGE | json_values, max_size=3),
-        json_values,
-    )
-)
-def test_an_output_s_text_and_calls_in_one_pass_are_the_two_readers(output: Any) -> None:
-    text, calls = text_and_tool_calls(output)
-    assert (text, calls) == (flatten_text(output), tuple(requested_tool_calls(output)))
-
 
 def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_output() -> None:
     attributes = {
@@ -523,14 +466,3 @@ def test_requested_calls_are_linked_to_tool_steps_as_the_two_reference_passes_li
     assert [repr(s) for s in got] == [repr(s) for s in want]
     # The tool calls a step was given are not changed by matching them.
     assert [s.tool_calls for s in got] == [s.tool_calls for s in want]
-
-
-def test_an_output_s_text_from_str_subclasses_is_a_plain_str_as_the_readers_give_it() -> None:
-    class Text(str):
-        pass
-
-    one = [{"role": "assistant", "parts": [{"type": "text", "content": Text("a")}]}]
-    two = [{"parts": [{"type": "text", "content": Text("a")}]}, {"parts": [{"type": "text", "content": "b"}]}]
-    for output in (one, two):
-        text, calls = text_and_tool_calls(output)
-        assert text == flatten_text(output) and text.__class__ is str and calls == ()
