@@ -285,7 +285,7 @@ def test_stale_time_counts_from_the_last_novel_steps_end_to_each_steps_end_or_st
 
 def test_an_llm_output_calling_tools_ends_a_monologue_run() -> None:
     from otel_semloop.detectors.text import MONOLOGUE, MonologueDetector
-    from otel_semloop.messages import ToolCall
+    from otel_semloop.tool_calls import ToolCall
 
     said = "I will check the build log again."
     calls = (ToolCall("read_log"),)
