@@ -13,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 
-from otel_semloop.conventions import read_step, reading_plan, remembered_plan, step_kind
+from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.messages import flatten_text
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace, peek_input
 from otel_semloop.tool_calls import ToolCall, tool_responses
@@ -78,18 +78,12 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
                 continue
             preorder[span_id] = visited
             visited += 1
-            # The reading plan of the span's key tuple (see ReadingPlan), looked up here
-            # (no call) when one is remembered.
-            attributes = record.attributes
-            plan = remembered_plan(tuple(attributes)) if attributes.__class__ is dict else None
-            if plan is None:
-                plan = reading_plan(attributes)
-            kind = step_kind(attributes, top_level, plan)  # (positional: cheaper per call)
+            kind = step_kind(record.attributes, top_level)
             if kind is _OTHER:
                 other.append(record)
                 attach_to = parent_step
             else:
-                step = read_step(record, kind, plan)
+                step = read_step(record, kind)
                 if depth:
                     step.depth = depth
                     step.agent = agent
