@@ -1,10 +1,8 @@
 """The fast paths of span -> step reading give what the plain algorithms give.
 
-Each fast path (in :mod:`otel_semloop.builder`, :mod:`otel_semloop.messages` and
-:mod:`otel_semloop.tool_calls`) is held to the algorithm it replaced, kept here as the
-reference, on generated input: the step order of a trace (start time, then tree pre-order;
-siblings by start time, then arrival) with each step's depth and enclosing agent, indexed
-messages, and requested calls linked to tool steps in one pass."""
+Each fast path in :mod:`otel_semloop.messages` is held to the algorithm it replaced, kept
+here as the reference, on generated input: indexed messages, and an LLM span's input
+messages (indexed or in events) made on first read."""
 
 from __future__ import annotations
 
@@ -14,150 +12,22 @@ import re
 from types import MappingProxyType
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_semloop.builder import _link_tool_calls, _synthetic_tool_steps, build_trace
-from otel_semloop.conventions import read_step, step_kind
+from otel_semloop.conventions import read_step
 from otel_semloop.messages import (
     EventMessages,
     event_messages,
     first_indexed,
-    flatten_text,
     indexed_messages,
     llm_event_messages,
     llm_indexed_messages,
 )
-from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind
-from otel_semloop.tool_calls import requested_call, tool_responses
-from tests.core.test_builder_fuzz import json_values, span_records
+from otel_semloop.model import EventRecord, SpanRecord, StepKind
+from tests.core.test_builder_fuzz import json_values
 
-# -- the step order ------------------------------------------------------------------------
-
-
-def _reference_order(records: list[SpanRecord]) -> dict[str, Any]:
-    """What build_trace ordered before its sorts read the start time alone: span ids of
-    the steps (before synthetic ones), the roots, each step's children, the plumbing spans
-    and the root span, with explicit (start, arrival) and (start, pre-order) keys."""
-    spans: dict[str, SpanRecord] = {}
-    arrival: dict[str, int] = {}
-    for record in records:
-        if record.span_id not in spans:
-            arrival[record.span_id] = len(arrival)
-            spans[record.span_id] = record
-    children: dict[str, list[SpanRecord]] = {}
-    tops: list[SpanRecord] = []
-    for record in spans.values():
-        parent = record.parent_span_id
-        if parent and parent in spans and parent != record.span_id:
-            children.setdefault(parent, []).append(record)
-        else:
-            tops.append(record)
-
-    def order_key(record: SpanRecord) -> tuple[int, int]:
-        return (record.start_ns, arrival[record.span_id])
-
-    tops.sort(key=order_key)
-    for siblings in children.values():
-        siblings.sort(key=order_key)
-    steps: list[SpanRecord] = []
-    roots: list[str] = []
-    kids: dict[str, list[str]] = {}
-    other: list[str] = []
-    preorder: dict[str, int] = {}
-    placed: dict[str, tuple[int, str | None]] = {}  # step span id: (depth, enclosing agent)
-    named: dict[str, tuple[StepKind, str]] = {}  # step span id: (kind, step name)
-    stack: list[tuple[SpanRecord, str | None]] = [(r, None) for r in reversed(tops)]
-    while stack:
-        record, parent_step = stack.pop()
-        if record.span_id in preorder:
-            continue
-        preorder[record.span_id] = len(preorder)
-        attach_to = parent_step
-        kind = step_kind(record.attributes, top_level=parent_step is None)
-        if kind is StepKind.OTHER:
-            other.append(record.span_id)
-        else:
-            (roots if parent_step is None else kids.setdefault(parent_step, [])).append(record.span_id)
-            steps.append(record)
-            named[record.span_id] = (kind, read_step(record, kind).name)
-            if parent_step is None:
-                placed[record.span_id] = (0, None)
-            else:
-                depth, agent = placed[parent_step]
-                parent_kind, parent_name = named[parent_step]
-                placed[record.span_id] = (depth + 1, parent_name if parent_kind is StepKind.AGENT else agent)
-            attach_to = record.span_id
-        for child in reversed(children.get(record.span_id, ())):
-            stack.append((child, attach_to))
-    other.extend(r.span_id for r in spans.values() if r.span_id not in preorder)
-    steps.sort(key=lambda r: (r.start_ns or 0, preorder[r.span_id]))
-    if tops:
-        root = next((r for r in tops if not r.parent_span_id), tops[0])
-    else:
-        root = min(spans.values(), key=order_key)
-    return {
-        "steps": [r.span_id for r in steps],
-        "roots": roots,
-        "children": kids,
-        "other": other,
-        "root": root.span_id,
-        "placed": placed,
-    }
-
-
-def _order(records: list[SpanRecord]) -> dict[str, Any]:
-    trace = build_trace(records)
-    return {
-        "steps": [s.span_id for s in trace.steps if not s.synthetic],
-        "roots": [s.span_id for s in trace.roots],
-        "children": {s.span_id: [c.span_id for c in s.children] for s in trace.steps if s.children},
-        "other": [r.span_id for r in trace.other_spans],
-        "root": trace.root_span_id,
-        "placed": {s.span_id: (s.depth, s.agent) for s in trace.steps if not s.synthetic},
-    }
-
-
-SPAN_IDS = st.sampled_from([f"{i:016x}" for i in range(1, 10)])
-KINDS = st.sampled_from(
-    [
-        {"gen_ai.operation.name": "chat"},
-        {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"},
-        {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "a"},
-        {"openinference.span.kind": "CHAIN"},  # an agent at the top, plumbing below
-        {},  # plumbing
-    ]
-)
-SPANS = st.builds(
-    SpanRecord,
-    trace_id=st.just("0" * 31 + "1"),
-    span_id=SPAN_IDS,
-    parent_span_id=st.just("") | SPAN_IDS,
-    name=st.just("span"),
-    start_ns=st.integers(0, 6),  # many ties
-    end_ns=st.just(9),
-    attributes=KINDS,
-)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(SPANS, min_size=1, max_size=14) | st.lists(span_records(), min_size=1, max_size=14))
-def test_steps_spans_and_root_come_in_the_reference_order(records: list[SpanRecord]) -> None:
-    # Up to 14 spans over 9 ids: start-time ties, duplicates, parent cycles, remote parents.
-    assert _order(records) == _reference_order(records)
-
-
-def test_start_times_that_do_not_compare_order_as_the_reference_does() -> None:
-    # Hand-built records without times: equal None starts tie-break by arrival and pre-order.
-    tool = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "t"}
-    parents = {1: "", 2: "1", 3: "1", 4: "1"}
-    records = [SpanRecord("t", str(i), parents[i], f"s{i}", None, None, tool) for i in (1, 4, 2, 3)]  # type: ignore[arg-type]
-    assert _order(records) == _reference_order(records)
-    cycle = [SpanRecord("t", "a", "b", "a", None, None), SpanRecord("t", "b", "a", "b", None, None)]  # type: ignore[arg-type]
-    assert _order(cycle) == _reference_order(cycle)
-
-
-# -- an LLM output's text and tool calls ----------------------------------------------------
+# -- a tool step's result --------------------------------------------------------------------
 
 def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_output() -> None:
     attributes = {
@@ -346,123 +216,3 @@ def test_an_llm_span_s_event_messages_are_what_the_full_reading_gives(events: li
     if isinstance(got_in, EventMessages):
         got_in = got_in.messages()
     assert repr(got_in) == repr(want_in)
-
-
-# -- requested calls linked to tool steps -----------------------------------------------------
-
-
-def _reference_link(steps: list[Step]) -> list[Step]:
-    """The two passes the builder made before one did both (as at 64b123c)."""
-    pending: list = []
-    waiting: list[tuple[Step, str]] = []
-    for step in steps:
-        if step.kind is StepKind.LLM:
-            if waiting:
-                responses = tool_responses(step.input)
-                for tool, call_id in waiting:
-                    result = responses.get(call_id)
-                    if result is not None:
-                        tool.tool_result = tool.output = result
-                        tool.output_text = flatten_text(result)
-                waiting = []
-            if step.tool_calls:
-                pending = list(step.tool_calls)
-        elif step.kind is StepKind.TOOL and step.tool_arguments is None and pending:
-            match = next((c for c in pending if c.name == step.name), None)
-            if match is not None:
-                pending.remove(match)
-                step.tool_arguments = match.arguments
-                if step.input is None:
-                    step.input = match.arguments
-                if step.tool_result is None and not step.is_error and match.call_id:
-                    waiting.append((step, match.call_id))
-    if not any(s.kind is StepKind.LLM and s.tool_calls for s in steps):
-        return steps
-    out: list[Step] = []
-    requester: Step | None = None
-    for step in steps:
-        if step.kind is StepKind.LLM:
-            if requester is not None:
-                out.extend(_synthetic_tool_steps(requester, step))
-            requester = step if step.tool_calls else None
-        elif step.kind is StepKind.TOOL:
-            requester = None
-        out.append(step)
-    if requester is not None:
-        out.extend(_synthetic_tool_steps(requester, None))
-    return out
-
-
-TOOL_NAMES = st.sampled_from(["search", "read"])
-CALL_IDS = st.sampled_from(["c1", "c2", "c3"]) | st.none()
-CALLS = st.lists(
-    st.builds(
-        lambda n, a, i: (n, a, i), TOOL_NAMES, st.none() | st.just({"q": 1}) | st.just('{"q": 2}'), CALL_IDS
-    ),
-    max_size=3,
-)
-GIVEN_BACK = st.lists(
-    st.builds(
-        lambda i, r: {"role": "tool", "tool_call_id": i, "content": r},
-        CALL_IDS,
-        st.just("r") | st.just('{"n": 1}'),
-    )
-    | st.builds(
-        lambda i, r: {"parts": [{"type": "tool_call_response", "id": i, "response": r}]},
-        CALL_IDS,
-        st.just("p"),
-    ),
-    max_size=3,
-)
-STEP_SPECS = st.lists(
-    st.one_of(
-        st.tuples(st.just("llm"), CALLS, st.none() | GIVEN_BACK),
-        st.tuples(
-            st.just("tool"),
-            TOOL_NAMES,
-            st.none() | st.just({"q": 9}),
-            st.none() | st.just("done"),
-            st.booleans(),
-            st.none() | st.just("in"),
-        ),
-        st.tuples(st.just("agent")),
-    ),
-    max_size=10,
-)
-
-
-def _steps(specs: list[tuple[Any, ...]]) -> list[Step]:
-    steps = []
-    for i, spec in enumerate(specs):
-        times = {"span_id": f"s{i}", "start_ns": 10 * i, "end_ns": 10 * i + 5, "agent": "a", "depth": 1}
-        if spec[0] == "llm":
-            calls = tuple(requested_call(*call) for call in spec[1])
-            steps.append(Step(StepKind.LLM, "chat", input=spec[2], tool_calls=calls, **times))
-        elif spec[0] == "tool":
-            _, name, arguments, result, failed, given_input = spec
-            steps.append(
-                Step(
-                    StepKind.TOOL,
-                    name,
-                    tool_arguments=arguments,
-                    tool_result=result,
-                    output=result,
-                    is_error=failed,
-                    input=given_input,
-                    **times,
-                )
-            )
-        else:
-            steps.append(Step(StepKind.AGENT, "a", **times))
-    return steps
-
-
-@settings(max_examples=400, deadline=None)
-@given(STEP_SPECS)
-def test_requested_calls_are_linked_to_tool_steps_as_the_two_reference_passes_link_them(
-    specs: list[Any],
-) -> None:
-    got, want = _link_tool_calls(_steps(specs)), _reference_link(_steps(specs))
-    assert [repr(s) for s in got] == [repr(s) for s in want]
-    # The tool calls a step was given are not changed by matching them.
-    assert [s.tool_calls for s in got] == [s.tool_calls for s in want]
