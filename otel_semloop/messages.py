@@ -180,7 +180,6 @@ def _flat(items: list[Any]) -> Any:
 
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
-_INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 
 
 def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
@@ -258,21 +257,12 @@ def _collect(items: Any) -> dict[str, dict[int, dict[str, Any]]]:
     """The messages of indexed attribute ``(key, value)`` items, by prefix and index."""
     found: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in items:
-        if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
-            continue
         match = _INDEXED.match(key)
         if match is None:
             continue
         prefix, number, rest = match.groups()
-        index = int(number)
         rest = rest.removeprefix("message.")
-        # (get, not setdefault: no empty dict made per key; these dicts are all made here)
-        by_index = found.get(prefix)
-        if by_index is None:
-            by_index = found[prefix] = {}
-        message = by_index.get(index)
-        if message is None:
-            message = by_index[index] = {}
+        message = found.setdefault(prefix, {}).setdefault(int(number), {})
         if rest.startswith("tool_calls."):
             call = _INDEXED_TOOL_CALL.match(rest)
             if call is None:
@@ -307,20 +297,10 @@ def flatten_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value:
-        texts = []
-        message_seen = False
-        for message in value:
-            if not isinstance(message, dict):
-                break  # not a message list: rendered as JSON below
-            text = _message_text(message)
-            if text is not None:
-                message_seen = True
-                if text:
-                    texts.append(text)
-        else:
-            if message_seen:
-                return "\n".join(texts)
+    if isinstance(value, list) and value and all(isinstance(message, dict) for message in value):
+        texts = [_message_text(message) for message in value]
+        if any(text is not None for text in texts):
+            return "\n".join(text for text in texts if text)
     if isinstance(value, dict):
         text = _message_text(value)
         if text is not None:
@@ -334,7 +314,6 @@ def flatten_text(value: Any) -> str:
 
 
 _PART_TEXT_TYPES = ("text", "reasoning")  # a tuple: a part's type may be unhashable
-_ABSENT: Any = object()
 
 
 def _message_text(message: Mapping[str, Any]) -> str | None:
@@ -344,9 +323,7 @@ def _message_text(message: Mapping[str, Any]) -> str | None:
         texts = []
         for part in parts:
             if isinstance(part, dict) and part.get("type") in _PART_TEXT_TYPES:
-                content = part.get("content", _ABSENT)
-                if content is _ABSENT:
-                    content = part.get("text")
+                content = part.get("content", part.get("text"))
                 if isinstance(content, str):
                     texts.append(content)
         return "\n".join(texts)

@@ -6,9 +6,7 @@ messages (indexed or in events) made on first read."""
 
 from __future__ import annotations
 
-import copy
 import json
-import re
 from types import MappingProxyType
 from typing import Any
 
@@ -64,78 +62,6 @@ INDEXED_KEYS = st.sampled_from(
         "gen_ai.completion.0.content",
     ]
 )
-
-
-REFERENCE_PATTERN = r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$"
-
-
-def _reference_indexed(attrs: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """indexed_messages as it was written first: one setdefault chain per key."""
-    found: dict[str, dict[int, dict[str, Any]]] = {}
-    for key, value in attrs.items():
-        match = re.match(REFERENCE_PATTERN, key)
-        if match is None:
-            continue
-        prefix, index, rest = match.group(1), int(match.group(2)), match.group(3)
-        rest = rest.removeprefix("message.")
-        message = found.setdefault(prefix, {}).setdefault(index, {})
-        if rest.startswith("tool_calls."):
-            call = re.match(r"^tool_calls\.(\d+)\.(.+)$", rest)
-            if call is None:
-                continue
-            calls = message.setdefault("tool_calls", {})
-            field = call.group(2).removeprefix("tool_call.").removeprefix("function.")
-            calls.setdefault(int(call.group(1)), {})[field] = value
-        else:
-            message[rest] = value
-    result = {}
-    for prefix, by_index in found.items():
-        messages = []
-        for _, message in sorted(by_index.items()):
-            if isinstance(message.get("tool_calls"), dict):
-                message["tool_calls"] = [c for _, c in sorted(message["tool_calls"].items())]
-            messages.append(message)
-        result[prefix] = messages
-    return result
-
-
-COLLECTED_KEYS = st.sampled_from(
-    [
-        "gen_ai.completion.0.role",
-        "gen_ai.completion.0.content",
-        "gen_ai.completion.0.tool_calls",  # the calls key itself: an attribute's value
-        "gen_ai.completion.0.tool_calls.0.name",
-        "gen_ai.completion.0.tool_calls.1.arguments",
-        "gen_ai.completion.0.tool_calls.z.id",
-        "gen_ai.completion.1.content",
-        "gen_ai.completion.٣.content",  # a digit \d matches, int() reads
-        "llm.output_messages.0.message.tool_calls.0.tool_call.function.name",
-        "llm.output_messages.0.message.tool_calls.0.tool_call.id",
-        "llm.input_messages.3.message.content",
-        "gen_ai.prompt.0.content",
-        "gen_ai.prompt.x",
-        "other.key",
-    ]
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(
-    st.dictionaries(
-        COLLECTED_KEYS,
-        st.none() | st.text(max_size=2) | st.integers() | st.dictionaries(st.integers(0, 2), st.none()),
-        max_size=8,
-    )
-)
-def test_indexed_messages_are_collected_as_the_first_written_collection(attrs: dict[str, Any]) -> None:
-    # (the same messages, or the same error on values the chains cannot take)
-    def outcome(read: Any) -> Any:
-        try:
-            return repr(read(copy.deepcopy(attrs)))
-        except Exception as exc:
-            return type(exc)
-
-    assert outcome(indexed_messages) == outcome(_reference_indexed)
 
 
 @settings(max_examples=400, deadline=None)
