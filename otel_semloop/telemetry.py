@@ -37,10 +37,19 @@ name                            kind      front door  attribute (values)
 ``semloop.export.retries``      counter   S           ``semloop.retry.kind``
 ``semloop.export.failures``     counter   S           ``semloop.failure.kind``
 ``semloop.export.dropped``      counter   S           ``semloop.drop.reason`` (should stay 0)
+``semloop.log_records``         counter   S           ``semloop.log_record.state`` (received;
+                                                      held: a GenAI event kept for scoring;
+                                                      late: its trace had left, forwarded
+                                                      only; attached: taken by a release;
+                                                      dropped: pushed out of the hold by the cap)
+``semloop.export.log_records``  counter   S           ``semloop.export.outcome``
+``semloop.export.log_records.dropped``  counter   S   ``semloop.drop.reason`` (should stay 0)
 ``semloop.spans.held``          gauge     P S
 ``semloop.traces.held``         gauge     P S
 ``semloop.scorers.stuck``       gauge     P S
 ``semloop.export.pending``      gauge     S
+``semloop.log_records.held``    gauge     S           (GenAI events held for scoring)
+``semloop.export.log_records.pending``  gauge     S
 ``semloop.export.down``         gauge     S
 ``semloop.memory.accepted``     gauge     S           (bytes)
 ``semloop.durable.pending``     gauge     S           (requests)
@@ -220,6 +229,30 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "semloop.drop.reason",
         ("service",),
     ),
+    Instrument(
+        "semloop.log_records",
+        "counter",
+        "{log_record}",
+        "Log records received, and GenAI events held for scoring, late, attached, dropped from the hold.",
+        "semloop.log_record.state",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records",
+        "counter",
+        "{log_record}",
+        "Log records the logs downstream accepted.",
+        "semloop.export.outcome",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records.dropped",
+        "counter",
+        "{log_record}",
+        "Log records dropped before reaching the logs downstream (should stay 0).",
+        "semloop.drop.reason",
+        ("service",),
+    ),
     Instrument("semloop.spans.held", "gauge", "{span}", "Spans held while their trace is grouped."),
     Instrument("semloop.traces.held", "gauge", "{trace}", "Traces being grouped."),
     Instrument("semloop.scorers.stuck", "gauge", "{thread}", "Scoring threads abandoned past their budget."),
@@ -235,6 +268,20 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "gauge",
         "1",
         "1 while the last export attempt failed.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.log_records.held",
+        "gauge",
+        "{log_record}",
+        "GenAI log events held for their trace's scoring.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records.pending",
+        "gauge",
+        "{log_record}",
+        "Log records waiting in the logs export queue.",
         front_doors=("service",),
     ),
     Instrument(

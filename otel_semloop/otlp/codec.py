@@ -1,5 +1,5 @@
 """A hand-written codec between protobuf ``TracesData`` / ``ExportTraceServiceRequest``
-and OTLP JSON (parsed into dicts and lists).
+(and ``LogsData`` / ``ExportLogsServiceRequest``) and OTLP JSON (parsed into dicts and lists).
 
 ``google.protobuf.json_format`` is not used: it is slow and writes ids as base64, while
 OTLP JSON wants lowercase hex ids, integer enums and 64-bit integers as decimal strings
@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData, ResourceLogs, ScopeLogs
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
 
@@ -28,9 +30,17 @@ from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import Bad, field
 from otel_semloop.otlp.anyvalue import MAX_DEPTH, value_key
 
-__all__ = ["any_json_to_pb", "any_pb_to_json", "json_to_traces", "traces_to_json"]
+__all__ = [
+    "any_json_to_pb",
+    "any_pb_to_json",
+    "json_to_logs",
+    "json_to_traces",
+    "logs_to_json",
+    "traces_to_json",
+]
 
 M = TypeVar("M", TracesData, ExportTraceServiceRequest)
+L = TypeVar("L", LogsData, ExportLogsServiceRequest)
 
 # --- protobuf -> JSON -----------------------------------------------------------------
 
@@ -204,6 +214,59 @@ def traces_to_json(msg: TracesData | ExportTraceServiceRequest) -> dict[str, Any
             d["schemaUrl"] = rs.schema_url
         out.append(d)
     return {"resourceSpans": out} if out else {}
+
+
+def _log_record_json(r: LogRecord) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if r.time_unix_nano:
+        d["timeUnixNano"] = str(r.time_unix_nano)
+    if r.observed_time_unix_nano:
+        d["observedTimeUnixNano"] = str(r.observed_time_unix_nano)
+    if r.severity_number:
+        d["severityNumber"] = r.severity_number
+    if r.severity_text:
+        d["severityText"] = r.severity_text
+    if r.HasField("body"):
+        d["body"] = any_pb_to_json(r.body)
+    if r.attributes:
+        d["attributes"] = _kvs_json(r.attributes)
+    if r.dropped_attributes_count:
+        d["droppedAttributesCount"] = r.dropped_attributes_count
+    if r.flags:
+        d["flags"] = r.flags
+    if r.trace_id:
+        d["traceId"] = r.trace_id.hex()
+    if r.span_id:
+        d["spanId"] = r.span_id.hex()
+    if r.event_name:
+        d["eventName"] = r.event_name
+    return d
+
+
+def logs_to_json(msg: LogsData | ExportLogsServiceRequest) -> dict[str, Any]:
+    """A ``LogsData`` or ``ExportLogsServiceRequest`` as an OTLP JSON dict (one line of the
+    Collector file exporter's logs file)."""
+    out: list[dict[str, Any]] = []
+    for rl in msg.resource_logs:
+        d: dict[str, Any] = {}
+        if rl.HasField("resource"):
+            d["resource"] = _resource_json(rl.resource)
+        if rl.scope_logs:
+            scope_logs = []
+            for sl in rl.scope_logs:
+                sd: dict[str, Any] = {}
+                if sl.HasField("scope"):
+                    sd["scope"] = _scope_json(sl.scope)
+                if sl.log_records:
+                    sd["logRecords"] = [_log_record_json(r) for r in sl.log_records]
+                if sl.schema_url:
+                    sd["schemaUrl"] = sl.schema_url
+                scope_logs.append(sd)
+            d["scopeLogs"] = scope_logs
+        if rl.schema_url:
+            d["schemaUrl"] = rl.schema_url
+        out.append(d)
+    return {"resourceLogs": out} if out else {}
 
 
 # --- JSON -> protobuf -----------------------------------------------------------------
@@ -465,6 +528,58 @@ def json_to_traces(obj: Any, where: str = "", message_type: type[M] = TracesData
     msg = message_type()
     try:
         _each(_obj(obj, "a TracesData"), "resourceSpans", _fill_resource_spans, msg, "resource_spans")
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise Bad("value nested too deeply").to_error(where) from None
+    return msg
+
+
+def _fill_log_record(pb: LogRecord, item: Any) -> None:
+    d = _obj(item, "a log record")
+    pb.time_unix_nano = field(d, "timeUnixNano", c.u64)
+    pb.observed_time_unix_nano = field(d, "observedTimeUnixNano", c.u64)
+    pb.severity_number = field(d, "severityNumber", c.i32)  # type: ignore[assignment]
+    pb.severity_text = field(d, "severityText", c.string)
+    value = d.get("body")
+    if value is not None:
+        pb.body.SetInParent()
+        try:
+            any_json_to_pb(value, pb.body)
+        except Bad as e:
+            e.path.append("body")
+            raise
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
+    pb.flags = field(d, "flags", c.u32)
+    pb.trace_id = field(d, "traceId", _id16)
+    pb.span_id = field(d, "spanId", _id8)
+    pb.event_name = field(d, "eventName", c.string)
+
+
+def _fill_scope_logs(pb: ScopeLogs, item: Any) -> None:
+    d = _obj(item, "a scopeLogs")
+    _submessage(d, "scope", _fill_scope, pb, "scope")
+    _each(d, "logRecords", _fill_log_record, pb, "log_records")
+    pb.schema_url = field(d, "schemaUrl", c.string)
+
+
+def _fill_resource_logs(pb: ResourceLogs, item: Any) -> None:
+    d = _obj(item, "a resourceLogs")
+    _submessage(d, "resource", _fill_resource, pb, "resource")
+    _each(d, "scopeLogs", _fill_scope_logs, pb, "scope_logs")
+    pb.schema_url = field(d, "schemaUrl", c.string)
+
+
+def json_to_logs(obj: Any, where: str = "", message_type: type[L] = LogsData) -> L:  # type: ignore[assignment]
+    """An OTLP JSON logs dict (one line of the Collector file exporter's logs file, one
+    OTLP/HTTP JSON ``/v1/logs`` body) as protobuf ``LogsData`` (default) or
+    ``ExportLogsServiceRequest``. A log record's ids may be empty (no trace context).
+    Raises :class:`~otel_semloop.errors.OTLPDecodeError` with the field path, as
+    :func:`json_to_traces` does."""
+    msg = message_type()
+    try:
+        _each(_obj(obj, "a LogsData"), "resourceLogs", _fill_resource_logs, msg, "resource_logs")
     except Bad as e:
         raise e.to_error(where) from None
     except RecursionError:

@@ -339,7 +339,13 @@ class ScoringProcesses:
         serialize = self._serialize
         full = self.full_verdicts
         payload = pickle.dumps(
-            (full, [([serialize(span) for span in release.spans], release.partial) for release in releases]),
+            (
+                full,
+                [
+                    ([serialize(span) for span in release.spans], release.partial, release.logs)
+                    for release in releases
+                ],
+            ),
             pickle.HIGHEST_PROTOCOL,
         )
         worker = self._checkout()

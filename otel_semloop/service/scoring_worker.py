@@ -1,7 +1,8 @@
 """A scoring process: the worker's side of :mod:`otel_semloop.service.processes`' pipe.
 
-What it does with a batch: ``(full, [(span bytes, partial), ...])`` comes in, pickled;
-each release's spans are decoded into records and scored
+What it does with a batch: ``(full, [(span bytes, partial, log events), ...])`` comes in,
+pickled; each release's spans are decoded into records (its GenAI log events put on their
+spans: :func:`~otel_semloop.conventions.attach_log_records`) and scored
 (:func:`~otel_semloop.scoring.score_records`: trace build, detectors, policy, patches)
 with the cyclic collector paused, the patches are written onto the spans it decoded
 (as protobuf fields appended to a span's bytes: :mod:`otel_semloop.service.wirepatch`;
@@ -35,6 +36,7 @@ from typing import Any
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
+from otel_semloop.conventions import LogEvent, attach_log_records
 from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.redact import safe_text
@@ -49,7 +51,7 @@ READY = b"ready"
 
 
 def worker_main(conn: Any, mode: str) -> None:
-    """A scoring process: ``(full, [(span bytes, partial), ...])`` in; per release what
+    """A scoring process: ``(full, [(span bytes, partial, log events), ...])`` in; per release what
     :func:`_score_one` returns, until the pipe closes."""
     score_records([], mode=mode)  # type: ignore[arg-type]  # imports and the scorer, before ready
     # What start-up left alive lives as long as the process: out of the collector's sight.
@@ -62,7 +64,7 @@ def worker_main(conn: Any, mode: str) -> None:
         except (EOFError, OSError):
             return
         with collector_paused():
-            results = [_score_one(spans, partial, mode, full) for spans, partial in batch]
+            results = [_score_one(spans, partial, mode, full, logs) for spans, partial, logs in batch]
         try:
             reply = _dumps(results)
         except Exception:  # an exception that does not pickle: only its release says so
@@ -73,7 +75,9 @@ def worker_main(conn: Any, mode: str) -> None:
             return
 
 
-def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) -> tuple[str, Any]:
+def _score_one(
+    spans: list[bytes], partial: bool, mode: str, full: bool = True, logs: Sequence[LogEvent] = ()
+) -> tuple[str, Any]:
     """Score one release's spans: ``("ok", None)`` without agent steps, else ``("ok",
     (verdict, root index, (trace id, root span id, name, agent) or None, [(span index,
     patched span bytes)], loop log line or None))``, or ``("error", exception)``.
@@ -86,6 +90,8 @@ def _score_one(spans: list[bytes], partial: bool, mode: str, full: bool = True) 
     try:
         messages = [span_from(data) for data in spans]
         records = [record_from_proto_span(message) for message in messages]
+        if logs:
+            records = attach_log_records(records, logs)
         scored = score_records(records, partial=partial, mode=mode)  # type: ignore[arg-type]
         if scored is None:
             return ("ok", None)
