@@ -46,6 +46,9 @@ Cost
     operations, amortised); :meth:`TraceBuffer.expire` is O(1) plus O(k) for the k traces
     it releases. Memory: the spans held (at most ``max_spans``) plus about 200 bytes per
     trace and 100 bytes per remembered key.
+
+Size: the buffer, its release record and limits, and the log events held beside it until
+a release takes them: what both buffering front doors hold per trace, read together.
 """
 
 from __future__ import annotations

@@ -55,6 +55,9 @@ name                            kind      front door  attribute (values)
 ``semloop.durable.pending``     gauge     S           (requests)
 ``semloop.scoring.duration``    histogram P S         (seconds)
 ==============================  ========  ==========  ===============================================
+
+Size: one declared list of every instrument (a few lines each) and the one class that
+reports them; the list is the single place a name is declared, so it is not split.
 """
 
 from __future__ import annotations

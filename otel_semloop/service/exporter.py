@@ -75,11 +75,6 @@ _TIMEOUT_GROWTH = 8
 _LINGER_SECONDS = 0.2
 
 
-#: Per signal: the counters of items the downstream accepted and of items dropped.
-_METRICS: dict[Signal, tuple[str, str]] = {
-    "traces": ("semloop.export.spans", "semloop.export.dropped"),
-    "logs": ("semloop.export.log_records", "semloop.export.log_records.dropped"),
-}
 #: Per signal: the gRPC method and the response message.
 _SERVICES: dict[Signal, tuple[str, Any]] = {
     "traces": (
@@ -173,8 +168,7 @@ class ExportQueue:
         signal: Signal = "traces",
     ) -> None:
         self._config = config
-        #: What the downstream took and what was dropped are counted per signal.
-        self._sent_metric, self._dropped_metric = _METRICS[signal]
+        self._signal = signal
         self._sender = sender
         self._telemetry = telemetry
         self._settle = settle
@@ -270,9 +264,9 @@ class ExportQueue:
                 if self.down:
                     _logger.info("otel-semloop: downstream %s is back", self._sender.describe())
                 self.down = False
-                self._telemetry.add(self._sent_metric, "sent", len(batch) - result.rejected)
+                self._count_sent(len(batch) - result.rejected)
                 if result.rejected:
-                    self._telemetry.add(self._dropped_metric, "rejected_by_downstream", result.rejected)
+                    self._count_dropped("rejected_by_downstream", result.rejected)
                     self._log(
                         "partial",
                         "downstream %s rejected %d of %d spans: %s",
@@ -294,7 +288,7 @@ class ExportQueue:
             give_up = not result.retryable or (limit and now - first_failure >= limit)
             if give_up:
                 why = "permanent_error" if not result.retryable else "retries_exhausted"
-                self._telemetry.add(self._dropped_metric, why, len(batch))
+                self._count_dropped(why, len(batch))
                 self._log(
                     why,
                     "dropped %d spans: downstream %s failed (%s)%s",
@@ -321,6 +315,20 @@ class ExportQueue:
                 delay,
             )
             await asyncio.sleep(delay)
+
+    def _count_sent(self, items: int) -> None:
+        """Spans or log records the downstream accepted, under the signal's counter."""
+        if self._signal == "logs":
+            self._telemetry.add("semloop.export.log_records", "sent", items)
+        else:
+            self._telemetry.add("semloop.export.spans", "sent", items)
+
+    def _count_dropped(self, reason: str, items: int) -> None:
+        """Spans or log records dropped, under the signal's counter."""
+        if self._signal == "logs":
+            self._telemetry.add("semloop.export.log_records.dropped", reason, items)
+        else:
+            self._telemetry.add("semloop.export.dropped", reason, items)
 
     def _log(self, key: str, message: str, *args: Any) -> None:
         """One line per kind a minute (the package's one limiter); every event is counted."""
@@ -430,8 +438,8 @@ class GrpcSender:
         import grpc
 
         self._grpc = grpc
-        target = config.export_target(signal)
-        split = urlsplit(target.url)
+        downstream = config.export_target(signal)
+        split = urlsplit(downstream.url)
         port = split.port or (443 if split.scheme == "https" else 4317)
         target = f"{split.hostname}:{port}"
         if ":" in (split.hostname or ""):
@@ -462,8 +470,8 @@ class GrpcSender:
         )
         self._timeout = config.export_timeout
         self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH
-        self._metadata = tuple((k.lower(), v) for k, v in dict(target.headers).items())
-        self._compression = grpc.Compression.Gzip if target.compression else None
+        self._metadata = tuple((k.lower(), v) for k, v in dict(downstream.headers).items())
+        self._compression = grpc.Compression.Gzip if downstream.compression else None
         self._retryable = {getattr(grpc.StatusCode, name) for name in self._RETRYABLE}
 
     def describe(self) -> str:

@@ -338,16 +338,8 @@ class ScoringProcesses:
         (every release of the batch then goes out unscored)."""
         serialize = self._serialize
         full = self.full_verdicts
-        payload = pickle.dumps(
-            (
-                full,
-                [
-                    ([serialize(span) for span in release.spans], release.partial, release.logs)
-                    for release in releases
-                ],
-            ),
-            pickle.HIGHEST_PROTOCOL,
-        )
+        batch = [([serialize(span) for span in one.spans], one.partial, one.logs) for one in releases]
+        payload = pickle.dumps((full, batch), pickle.HIGHEST_PROTOCOL)
         worker = self._checkout()
         healthy = False
         try:

@@ -31,6 +31,10 @@ of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queu
 time, then close. Spans still unsent at the deadline (the downstream is down) are counted
 and logged as dropped, with their number (with a durable queue they stay on disk and go
 out after the restart).
+
+Size: the service's lifecycle (start and stop of the receivers, the pipeline, the two
+signals' export queues, the durable queue) and the admission every request passes, read
+together because shutdown undoes start in order.
 """
 
 from __future__ import annotations
