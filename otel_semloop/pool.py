@@ -56,10 +56,13 @@ private state.
 from __future__ import annotations
 
 import collections
+import multiprocessing
+import multiprocessing.context
 import queue
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Generic, TypeVar
 
 from otel_semloop.grouping import Release
@@ -77,7 +80,7 @@ from otel_semloop.scoring import Scorer
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 from otel_semloop.writeback import UNSCORED_BUDGET_EXCEEDED, UNSCORED_SCORERS_STUCK
 
-__all__ = ["ScoringPool"]
+__all__ = ["ScoringPool", "process_context"]
 
 S = TypeVar("S")
 
@@ -96,6 +99,30 @@ _PENDING, _RUNNING, _DONE = 0, 1, 2
 #: steps), or the exception its scoring raised.
 BatchResult = Evaluation | Exception | None
 BatchEvaluator = Callable[[list[Release[Any]], Any, Scorer], list[BatchResult]]
+
+
+def process_context(
+    preload: Sequence[str] = (), *, fork_if_alone: bool = False
+) -> multiprocessing.context.BaseContext:
+    """How every front door starts its scoring processes (the one home of this choice).
+
+    * ``fork``, when ``fork_if_alone`` and this is Linux and this process runs no other
+      thread: a forked worker has the caller's imports already, so it starts at once.
+      Forking a process that runs threads can deadlock, hence only then.
+    * Else ``forkserver`` where there is one: a fresh server process imports ``preload``
+      once and every worker is forked from it, so workers inherit none of the caller's
+      state (threads, gRPC, asyncio) and do not import the scoring stack again. The
+      preload applies only if this process's fork server has not started yet.
+    * Else ``spawn``.
+    """
+    if fork_if_alone and sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        if preload:
+            context.set_forkserver_preload(list(preload))
+        return context
+    return multiprocessing.get_context("spawn")
 
 
 class _Lane:

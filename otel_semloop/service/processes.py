@@ -17,14 +17,15 @@ left). Unless :attr:`ScoringProcesses.full_verdicts`, verdicts come slim with th
 log line made, and no root is decoded here.
 
 Workers
-    Started with ``forkserver`` (they inherit no gRPC or asyncio state of the service),
-    ``processes`` of them, and warmed up (imports done, the scorer built) before the
-    service reports ready, so the first traces do not spend their budget on a boot. A
-    worker that dies (a crash, the OOM killer) costs only the traces it held, which go out
-    unscored (``scoring failed: WorkerDied``); the next checkout starts a new one. A
-    watchdog terminates a worker still busy on one batch ``kill_after`` seconds after it
-    got it (a hung detector cannot hold a core for ever; its trace left unscored at the
-    budget, and its thread, counted stuck by the pool, comes back).
+    Started as :func:`~otel_semloop.pool.process_context` says (from a fork server: they
+    inherit no gRPC or asyncio state of the service), ``processes`` of them, and warmed
+    up (imports done, the scorer built) before the service reports ready, so the first
+    traces do not spend their budget on a boot. A worker that dies (a crash, the OOM
+    killer) costs only the traces it held, which go out unscored (``scoring failed:
+    WorkerDied``); the next checkout starts a new one. A watchdog terminates a worker
+    still busy on one batch ``kill_after`` seconds after it got it (a hung detector
+    cannot hold a core for ever; its trace left unscored at the budget, and its thread,
+    counted stuck by the pool, comes back).
     Replacements for workers abandoned past the budget start on demand (at most
     ``threads + max_stuck`` exist; idle ones beyond ``processes`` retire).
     Each worker takes up to ``depth`` batches from as many pool threads (the service uses
@@ -41,7 +42,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import multiprocessing
 import pickle
 import threading
 import time
@@ -50,6 +50,7 @@ from typing import Any
 
 from otel_semloop.grouping import Release
 from otel_semloop.model import Trace
+from otel_semloop.pool import process_context
 from otel_semloop.release import Evaluation, SpanAdapter
 from otel_semloop.scoring import DetectorScorer, Scorer
 from otel_semloop.service.scoring_worker import READY, root_trace, worker_main
@@ -146,12 +147,7 @@ class ScoringProcesses:
         self._serialize = serialize
         self._mode = mode
         self._kill_after = kill_after
-        methods = multiprocessing.get_all_start_methods()
-        self._context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-        if "forkserver" in methods:
-            # The fork server imports the scoring code once; workers forked from it start
-            # warm (no effect if this process's fork server already runs).
-            self._context.set_forkserver_preload([worker_main.__module__])
+        self._context = process_context([worker_main.__module__])
         self._lock = threading.Lock()
         self._workers: list[_Worker] = []
         self._closed = threading.Event()
