@@ -40,6 +40,7 @@ from otel_semloop.batch.inputs import (
     expand_inputs,
     iter_units,
 )
+from otel_semloop.batch.logs import read_log_events, split_logs, use_log_events
 from otel_semloop.batch.summary import Summary, summarize, write_table
 from otel_semloop.batch.units import Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
@@ -243,7 +244,9 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
-        sources = expand_inputs(args.inputs)
+        inputs = expand_inputs(args.inputs)
+        # Logs files beside the traces files: their GenAI records join their spans.
+        sources, log_sources = split_logs(inputs, args.max_line_bytes)
     except InputError as exc:
         _err(str(exc))
         return EXIT_INPUT
@@ -268,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     output = None
     try:
         if args.output:
-            output = Output(args.output, fmt, sources)
+            output = Output(args.output, fmt, inputs)
     except UsageError as exc:
         _err(str(exc))
         return EXIT_INPUT
@@ -277,6 +280,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OUTPUT
     if args.engine == "dask" and any(s.path == "-" for s in sources):
         _err("--engine dask reads files, not stdin")
+        return EXIT_INPUT
+    if log_sources and args.engine == "dask":
+        _err("logs files are read with --engine local only")
         return EXIT_INPUT
     if args.output == "-" and args.table != "none" and not args.quiet:
         pass  # the table goes to stderr below
@@ -291,6 +297,7 @@ def run(args: argparse.Namespace) -> int:
         pieces=True,  # Output.write_unit takes them
     )
     state = ReadState([], Spool())
+    use_log_events(read_log_events(log_sources, state, args.max_line_bytes) if log_sources else None)
     sizes = [s.size() for s in sources]
     total = sum(sizes) if all(sizes) else 0  # a stream or a special file: size unknown
     progress = _Progress(sum(sizes), not args.quiet and sys.stderr.isatty())

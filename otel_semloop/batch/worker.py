@@ -26,8 +26,10 @@ from typing import Any
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
+from otel_semloop.batch.logs import log_events, log_events_of, use_log_events
 from otel_semloop.batch.ring import Ring, taken
 from otel_semloop.builder import build_trace
+from otel_semloop.conventions import attach_log_records
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json
@@ -110,9 +112,13 @@ _SCORER: Scorer | None = None
 _SPEC: ScorerSpec | None = None
 
 
-def init_worker(spec: ScorerSpec) -> None:
+def init_worker(spec: ScorerSpec, events: Any = None) -> None:
+    """A scoring process's scorer; ``events``: the logs files' GenAI events, for a process
+    not forked from the reading process (:mod:`otel_semloop.batch.logs`)."""
     global _SCORER, _SPEC
     _SCORER, _SPEC = spec.build(), spec
+    if events is not None:
+        use_log_events(events)
 
 
 def start_pool(workers: int, spec: ScorerSpec) -> concurrent.futures.ProcessPoolExecutor:
@@ -153,8 +159,10 @@ def start_workers(
             # each worker starts from the fork server's copy instead of importing (and,
             # without bytecode caches, compiling) the scoring stack again
             ctx.set_forkserver_preload(["__main__", "otel_semloop.batch.chunks"])
+    # Forked workers have the logs files' events already; others are sent them.
+    events = None if ctx.get_start_method() == "fork" else log_events()
     pool = concurrent.futures.ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=init_worker, initargs=(spec,)
+        workers, mp_context=ctx, initializer=init_worker, initargs=(spec, events)
     )
     pool.submit(_ready)  # forked workers all start at the first task
     return pool, rings
@@ -237,6 +245,9 @@ def _score_job(job: TraceJob, scorer: Scorer, spans: list[Any] | None, parsed: b
         records, dropped = _records(job, spans, parsed)
     except Exception as exc:
         return _unscored(job, f"spans could not be decoded: {type(exc).__name__}: {exc}")
+    events = log_events_of(job.trace_id)
+    if events:  # GenAI log records from logs files, put on their spans
+        records = attach_log_records(records, events)
     try:
         trace = build_trace(records, partial=job.partial)
     except Exception as exc:

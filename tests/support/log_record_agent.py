@@ -5,8 +5,18 @@ them. Used by every front door that reads log records."""
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
+from opentelemetry.exporter.otlp.proto.common._internal._log_encoder import encode_logs
+from opentelemetry.exporter.otlp.proto.common._internal.trace_encoder import encode_spans
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Tracer
 
 ROUNDS = 8
@@ -47,3 +57,39 @@ def chat_agent_with_log_records(tracer: Tracer, logger: Any, rounds: int = ROUND
                 ("gen_ai.tool.message", {"content": "3 matches: upstream timeout", "id": f"call_{i}"})
             )
     return emitted
+
+
+@dataclass
+class Recorded:
+    """One run of the log-record agent: its spans and log records as OTLP requests."""
+
+    spans: Any
+    logs: Any
+    records: int
+
+    @property
+    def trace_id(self) -> str:
+        return self.spans.resource_spans[0].scope_spans[0].spans[0].trace_id.hex()
+
+    def record_bytes(self) -> Counter[bytes]:
+        return Counter(
+            record.SerializeToString()
+            for rl in self.logs.resource_logs
+            for sl in rl.scope_logs
+            for record in sl.log_records
+        )
+
+
+def record_agent(rounds: int = ROUNDS) -> Recorded:
+    """One run of the agent below on a real TracerProvider and LoggerProvider, recorded in
+    memory and encoded by the SDK's own OTLP encoders (as its exporters send them)."""
+    spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
+    resource = Resource.create({"service.name": "triage-agent"})
+    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
+    logger = logger_provider.get_logger("opentelemetry.instrumentation.openai_v2")
+    emitted = chat_agent_with_log_records(tracer_provider.get_tracer("agent"), logger, rounds)
+    logger_provider.shutdown()
+    return Recorded(encode_spans(spans.get_finished_spans()), encode_logs(logs.get_finished_logs()), emitted)
