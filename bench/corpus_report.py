@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.corpus_cv import FP_WEIGHT, CrossValidation  # noqa: E402
 from otel_semloop.builder import build_trace  # noqa: E402
 from otel_semloop.model import SpanRecord, StepKind, Trace  # noqa: E402
 from otel_semloop.otlp import iter_json_lines  # noqa: E402
@@ -96,6 +98,8 @@ class Row:
     default_label: str = ""
     signals: tuple[str, ...] = ()
     blind: bool = False
+    #: The blind batch the trace comes from ("" for the rest of the corpus).
+    batch: str = ""
 
     @property
     def loop(self) -> bool:
@@ -103,12 +107,38 @@ class Row:
 
 
 def label_files(source: str) -> list[Path]:
+    """The labels files of a source. ``first_look`` (and ``all``) holds only the blind
+    batches whose first look is recorded (:data:`FIRST_LOOK_DATA`): a batch joins the
+    corpus after it was scored once, never before."""
     files = []
     if source in ("synthetic", "all"):
         files += sorted((CORPUS / "data").glob("*.labels.jsonl"))
     if source in ("recording", "all"):
         files += sorted((CORPUS / "recordings").glob("**/labels.jsonl"))
+    if source in ("first_look", "all"):
+        recorded = {entry["batch"] for entry in recorded_first_looks()}
+        files += [batch / "labels.jsonl" for batch in blind_batches() if batch.name in recorded]
     return files
+
+
+#: The blind batches: ``bench/corpus/first_look/batchN/`` (situations written without
+#: reading the detection code; see ``bench/corpus/FIRST_LOOK.md``).
+FIRST_LOOK_DIR = CORPUS / "first_look"
+#: Each batch's figures as first scored, before anyone tuned on it (the command that
+#: scores a batch first writes them here; nothing rewrites them).
+FIRST_LOOK_DATA = CORPUS / "FIRST_LOOK.json"
+
+
+def blind_batches() -> list[Path]:
+    """The batch folders that hold labels, in batch order (batch2 before batch10)."""
+    found = [p.parent for p in FIRST_LOOK_DIR.glob("batch*/labels.jsonl")]
+    return sorted(found, key=lambda p: (len(p.name), p.name))
+
+
+def recorded_first_looks() -> list[dict]:
+    if not FIRST_LOOK_DATA.exists():
+        return []
+    return list(json.loads(FIRST_LOOK_DATA.read_text())["batches"])
 
 
 def data_files_for(labels_path: Path) -> list[Path]:
@@ -121,11 +151,17 @@ def data_files_for(labels_path: Path) -> list[Path]:
 
 
 def load_rows(
-    source: str, variants: int | None, situations: set[str] | None, conventions: set[str] | None
+    source: str,
+    variants: int | None,
+    situations: set[str] | None,
+    conventions: set[str] | None,
+    files: list[Path] | None = None,
 ) -> tuple[list[Row], dict[str, list[SpanRecord]]]:
+    """The labelled rows of ``source`` (or of the labels ``files`` given) and their spans."""
     rows: dict[str, Row] = {}
     data: list[Path] = []
-    for path in label_files(source):
+    for path in files if files is not None else label_files(source):
+        batch = path.parent.name if path.parent.parent == FIRST_LOOK_DIR else ""
         for line in path.read_text().splitlines():
             if not line.strip():
                 continue
@@ -144,6 +180,7 @@ def load_rows(
                 d.get("source", ""),
                 d.get("framework", ""),
                 d.get("variant", 0),
+                batch=batch,
             )
         data += data_files_for(path)
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
@@ -165,10 +202,12 @@ def load_rows(
 # --- scoring -----------------------------------------------------------------------------
 
 
-def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> None:
+def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> dict[str, Trace]:
+    """Score every row three ways (see the module doc); the built traces, by trace id."""
     default, lexical = Scorer(), Scorer(mode="lexical")
+    traces: dict[str, Trace] = {}
     for row in rows:
-        trace = build_trace(spans[row.trace_id])
+        trace = traces[row.trace_id] = build_trace(spans[row.trace_id])
         d = default.score(trace)
         row.default_label = d.label.value
         row.predictions["default"] = d.label is Label.LOOP
@@ -177,6 +216,7 @@ def score_rows(rows: list[Row], spans: dict[str, list[SpanRecord]]) -> None:
         row.predictions["exact"] = bool(trace.steps) and exact_repeat_rule(trace)
         row.signals = tuple(dict.fromkeys(f.signal for f in d.findings if f.conclusive))
         row.blind = is_blind(trace)
+    return traces
 
 
 def is_blind(trace: Trace) -> bool:
@@ -355,30 +395,199 @@ def report(rows: list[Row]) -> dict:
     return s
 
 
+def cross_validate(rows: list[Row], traces: dict[str, Trace]) -> dict:
+    """Leave-situation-out figures (``bench/corpus_cv.py``) printed beside the in-sample
+    ones, overall, per convention and per recording framework."""
+    started = time.perf_counter()
+    cv = CrossValidation(rows, traces, {r.trace_id: r.predictions["default"] for r in rows})
+    held_out = cv.run()
+    for row in rows:
+        row.predictions["held_out"] = held_out[row.trace_id]
+    print(
+        "\n## In-sample and leave-situation-out (default scorer, `loop` is the positive)\n\n"
+        "In-sample: the default thresholds on every trace. Held out: for each situation, every "
+        "threshold family's setting\nchosen on the other situations (grid in bench/corpus_cv.py, "
+        f"misses + {FP_WEIGHT} x false positives), then that situation scored with it.\n"
+    )
+    head = f"{'':30} {'n':>5} {'loops':>5} | {'in-sample':^26} | {'leave-situation-out':^26}"
+    print(head)
+    print(f"{'':30} {'':>5} {'':>5}" + (" | " + f"{'acc':>8} {'FPR':>8} {'recall':>8}") * 2)
+    print("-" * len(head))
+    groups = {"all": tally_by(rows, lambda r: "all")["all"]}
+    groups |= {f"convention {c}": t for c, t in tally_by(rows, lambda r: r.convention).items()}
+    recorded = [r for r in rows if r.source == "recording"]
+    groups |= {f"framework {f}": t for f, t in tally_by(recorded, lambda r: r.framework).items()}
+    first_look = [r for r in rows if r.batch]
+    if first_look:
+        groups |= {f"blind {b}": t for b, t in tally_by(first_look, lambda r: r.batch).items()}
+    for name, t in groups.items():
+        line = f"{name:30} {t.n:>5} {t.loops:>5}"
+        for col in ("default", "held_out"):
+            line += f" | {_pct(t.acc(col)):>8} {_pct(t.fpr(col)):>8} {_pct(t.recall(col)):>8}"
+        print(line)
+    print("\nSettings chosen over the folds (per family):")
+    for line in cv.choice_lines():
+        print(line)
+    changed = [r for r in rows if r.predictions["held_out"] != r.predictions["default"]]
+    by_situation = Counter(r.situation for r in changed)
+    if by_situation:
+        differ = ", ".join(f"{s} {n}" for s, n in by_situation.items())
+        print(f"Held-out verdicts that differ from in-sample: {differ}")
+    print(f"(cross-validation: {time.perf_counter() - started:.1f} s)")
+    t = groups["all"]
+    return {"accuracy": t.acc("held_out"), "fpr": t.fpr("held_out"), "recall": t.recall("held_out")}
+
+
 def run(
     source: str = "all",
     variants: int | None = None,
     situations: set[str] | None = None,
     conventions: set[str] | None = None,
+    cv: bool = True,
 ) -> tuple[list[Row], dict]:
     rows, spans = load_rows(source, variants, situations, conventions)
-    score_rows(rows, spans)
-    return rows, report(rows)
+    traces = score_rows(rows, spans)
+    figures = report(rows)
+    if cv:
+        figures["leave_situation_out"] = cross_validate(rows, traces)
+    return rows, figures
+
+
+# --- first look ----------------------------------------------------------------------------
+
+
+def batch_figures(rows: list[Row]) -> dict:
+    """One batch's figures under the default scorer (``loop`` is the positive): traces,
+    verdicts right, healthy runs flagged, and the situations with a wrong verdict."""
+    t = Tally()
+    for r in rows:
+        t.add(r)
+    by_situation: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        by_situation[r.situation].append(r)
+    missed = []
+    for name, rs in sorted(by_situation.items()):
+        right = sum(r.predictions["default"] == r.loop for r in rs)
+        if right < len(rs):
+            signals = Counter(s for r in rs if r.predictions["default"] != r.loop for s in r.signals)
+            missed.append(
+                {
+                    "situation": name,
+                    "label": rs[0].label,
+                    "right": right,
+                    "traces": len(rs),
+                    "signals": [s for s, _ in signals.most_common(3)],
+                }
+            )
+    return {
+        "situations": len(by_situation),
+        "traces": t.n,
+        "loops": t.loops,
+        "healthy": t.healthy,
+        "correct": t.right["default"],
+        "accuracy": round(t.acc("default"), 4),
+        "false_positives": t.fp["default"],
+        "unscored": t.unscored,
+        "missed": missed,
+    }
+
+
+def _git_head() -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return out.stdout.strip()
+
+
+def _batch_line(name: str, f: dict) -> str:
+    return (
+        f"accuracy {100 * f['accuracy']:.1f}% ({f['correct']}/{f['traces']}), "
+        f"false positives {f['false_positives']}/{f['healthy']}"
+    )
+
+
+def first_look(record: bool = True) -> list[dict]:
+    """Every blind batch: its first-look figures (recorded the first time the batch is
+    scored, then only read back) beside the figures now. A batch scored here for the first
+    time is recorded in :data:`FIRST_LOOK_DATA` (with the date and the commit scored);
+    nothing already recorded is ever rewritten."""
+    recorded = {entry["batch"]: entry for entry in recorded_first_looks()}
+    entries = list(recorded.values())
+    batches = blind_batches()
+    if not batches:
+        print("no blind batches under bench/corpus/first_look/")
+    for folder in batches:
+        rows, spans = load_rows("first_look", None, None, None, files=[folder / "labels.jsonl"])
+        score_rows(rows, spans)
+        now = batch_figures(rows)
+        first = recorded.get(folder.name)
+        if first is None and record:
+            import datetime
+
+            first = {
+                "batch": folder.name,
+                "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                "commit": _git_head(),
+                **now,
+            }
+            entries.append(first)
+            FIRST_LOOK_DATA.write_text(json.dumps({"batches": entries}, indent=2) + "\n")
+            print(f"{folder.name}: first look recorded in {FIRST_LOOK_DATA.name}")
+        print(f"\n## {folder.name} ({now['situations']} situations, {now['traces']} traces)")
+        if first is not None:
+            print(f"  first look ({first['date']}, {first['commit']}): {_batch_line(folder.name, first)}")
+            for m in first["missed"]:
+                print(f"    missed at first look: {m['situation']} ({m['label']}) {m['right']}/{m['traces']}")
+        print(f"  now: {_batch_line(folder.name, now)}")
+        for m in now["missed"]:
+            sig = f" [{', '.join(m['signals'])}]" if m["signals"] else ""
+            print(f"    wrong now: {m['situation']} ({m['label']}) {m['right']}/{m['traces']}{sig}")
+    entries = [e for e in entries if any(b.name == e["batch"] for b in batches)] or entries
+    if entries:
+        latest = entries[-1]
+        situations = sum(e["situations"] for e in entries)
+        traces = sum(e["traces"] for e in entries)
+        flagged = f"{latest['false_positives']}/{latest['healthy']}"
+        print(
+            f"\nfirst look: batches {len(entries)}, situations {situations}, traces {traces}; latest batch: "
+            f"accuracy {100 * latest['accuracy']:.1f}%, false positives {flagged}"
+        )
+    else:
+        print("\nfirst look: batches 0, situations 0, traces 0; latest batch: accuracy -, false positives -")
+    return entries
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--source", choices=("synthetic", "recording", "all"), default="all")
+    parser.add_argument(
+        "--first-look",
+        action="store_true",
+        help="score the blind batches: first-look figures (recorded on a batch's first scoring) beside now",
+    )
+    parser.add_argument("--source", choices=("synthetic", "recording", "first_look", "all"), default="all")
     parser.add_argument("--variants", type=int, help="only the first N variants of each situation")
     parser.add_argument("--situation", action="append", help="only this situation (repeatable)")
     parser.add_argument("--convention", action="append", help="only this convention (repeatable)")
     parser.add_argument("--json", type=Path, help="also write the summary figures as JSON")
+    parser.add_argument("--no-cv", action="store_true", help="skip the leave-situation-out figures")
     args = parser.parse_args(argv)
+    if args.first_look:
+        first_look()
+        return 0
     _, figures = run(
         args.source,
         args.variants,
         set(args.situation) if args.situation else None,
         set(args.convention) if args.convention else None,
+        cv=not args.no_cv,
     )
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2))

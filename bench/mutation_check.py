@@ -116,6 +116,39 @@ MUTATIONS = (
         ("tests/processor/test_processor.py",),
         "an early release does not say why",
     ),
+    Mutation(
+        "warning-score-clamped-at-half",
+        "otel_semloop/policy.py",
+        "score = 1.0 - WARNING_SCORE_SPAN * min(strongest, 1.0)",
+        "score = 1.0 - WARNING_SCORE_SPAN * min(strongest, 0.5)",
+        ("tests/core/test_policy.py",),
+        "a warning-only trace scored as if its warning were weaker",
+    ),
+    # -- the judge -----------------------------------------------------------------------------
+    Mutation(
+        "judge-undecided-band-edge-open",
+        "otel_semloop/judges/assess.py",
+        "undecided = stagnation == 1.0 and low <= worst.stagnation",
+        "undecided = stagnation == 1.0 and low < worst.stagnation",
+        ("tests/judges/test_judged_scoring.py",),
+        "an answer exactly at the undecided band's lower edge counted as decided",
+    ),
+    Mutation(
+        "judge-cache-key-without-model",
+        "otel_semloop/judges/cache.py",
+        '{"backend": backend, "model": model, "state": request.state',
+        '{"backend": backend, "state": request.state',
+        ("tests/judges/test_judged_scoring.py",),
+        "a cached answer of one model reused for another",
+    ),
+    Mutation(
+        "judge-text-cut-before-redaction",
+        "otel_semloop/judges/questions.py",
+        "text, cut = _truncate(redact(_text(raw)), config.max_chars)",
+        "text, cut = _truncate(_text(raw), config.max_chars)",
+        ("tests/judges/test_questions.py",),
+        "a secret split by the judge's cut sent in part (cut before redaction)",
+    ),
     # -- write-back ----------------------------------------------------------------------------
     Mutation(
         "patch-not-applied",
@@ -231,6 +264,24 @@ MUTATIONS = (
         "_RETRYABLE_HTTP = frozenset({429, 502, 504})",
         ("tests/service/test_service.py", "tests/service/test_operations.py"),
         "the HTTP exporter does not retry a 503",
+    ),
+    Mutation(
+        "retry-after-ignored",
+        "otel_semloop/service/exporter.py",
+        "            if result.retry_after is not None:\n",
+        "            if False:\n",
+        (
+            "tests/service/test_service.py::test_a_downstream_retry_after_sets_the_wait_before_the_next_attempt",
+        ),
+        "the downstream's Retry-After ignored (the exporter's own backoff used)",
+    ),
+    Mutation(
+        "durable-replay-resends-delivered",
+        "otel_semloop/service/durable.py",
+        "result = pipeline.accept(request, size, ticket, skip=keys)",
+        "result = pipeline.accept(request, size, ticket, skip=None)",
+        ("tests/service/test_durable.py",),
+        "a durable replay re-sends the spans of a request already delivered",
     ),
     Mutation(
         "bad-ids-accepted",

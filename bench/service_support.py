@@ -288,6 +288,8 @@ class Serve:
     env: dict[str, str] = field(default_factory=dict)
     lines: list[str] = field(default_factory=list)
     rss: list[tuple[float, int]] = field(default_factory=list)
+    #: The working directory: the ``otel_semloop`` package it holds comes first.
+    cwd: str | None = None
 
     def __post_init__(self) -> None:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT), **self.env}
@@ -297,6 +299,7 @@ class Serve:
             stdout=subprocess.DEVNULL,
             text=True,
             env=env,
+            cwd=self.cwd,
         )
         self.pid = self.process.pid
         self._listening = threading.Event()

@@ -38,7 +38,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,6 +57,9 @@ def _code_root() -> Path:
 
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(_code_root()))
+sys.path.append(str(Path(__file__).resolve().parent))  # bench/, also when imported as a module
+
+from checkout import extract  # noqa: E402
 
 #: Sizes and seeds of the generated agent runs (``bench/detector_speed.genai_records``).
 GENERATED = ((10, 3), (50, 6), (100, 3), (1000, 1))
@@ -188,22 +190,6 @@ def compare(reference: dict[str, Any], current: dict[str, Any], shown: int = 10)
     return len(differ)
 
 
-def _extract(ref: str, into: Path) -> None:
-    """``otel_semloop/`` of git ref ``ref`` into ``into``."""
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, "otel_semloop"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    tar_path = into / "code.tar"
-    tar_path.write_bytes(archive)
-    with tarfile.open(tar_path) as tar:
-        try:
-            tar.extractall(into, filter="data")
-        except TypeError:  # a Python without extraction filters (our own archive: trusted)
-            tar.extractall(into)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
@@ -214,7 +200,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.against:
         with tempfile.TemporaryDirectory() as tmp:
-            _extract(args.against, Path(tmp))
+            extract(args.against, Path(tmp))
             reference_file = Path(tmp) / "reference.json"
             env = {k: v for k, v in os.environ.items() if not k.startswith("SEMLOOP_")}
             subprocess.run(

@@ -97,7 +97,8 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
         "health",
         str,
         "HOST:PORT",
-        "health endpoint: GET /health/live, /health/ready (default 127.0.0.1:13133; 'off' to disable)",
+        "health endpoint: GET /health/live, /health/ready (default off: replicas can share a host; "
+        "the container listens on 0.0.0.0:13133)",
     ),
     (
         "--prometheus",
@@ -278,7 +279,6 @@ def _serve(args: argparse.Namespace) -> int:
             export_compression=compression,
             export_logs_protocol=args.export_logs_protocol,
             export_logs_compression=logs_compression,
-            default_health="127.0.0.1:13133",
             **overrides,
         )
         # The judge stops waiting just before the scoring budget ends (deterministic verdict then).

@@ -7,7 +7,14 @@ Supported, checked in this order on each span:
 * OpenLLMetry / Traceloop (``traceloop.span.kind``, ``traceloop.entity.*``,
   indexed ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``);
 * the OpenTelemetry GenAI conventions (``gen_ai.operation.name``, ``gen_ai.input.messages``
-  and ``gen_ai.output.messages`` with typed parts, ``gen_ai.tool.*``).
+  and ``gen_ai.output.messages`` with typed parts, ``gen_ai.tool.*``), with what Pydantic
+  AI's instrumentation versions 1 and 2 write in their place (``running tool`` spans with
+  ``tool_arguments`` / ``tool_response``; in version 1 an LLM span's messages as GenAI
+  events listed in its ``events`` attribute; an agent run's answer in ``final_result``);
+* the Vercel AI SDK's telemetry (``ai.operationId``: ``ai.generateText`` /
+  ``ai.streamText`` runs, their ``.doGenerate`` / ``.doStream`` model calls with
+  ``ai.prompt.messages``, ``ai.response.text`` and ``ai.response.toolCalls``, and
+  ``ai.toolCall`` spans with ``ai.toolCall.name`` / ``.args`` / ``.result``).
 
 :func:`step_kind` classifies a span; :func:`read_step` reads it into a
 :class:`~otel_semloop.model.Step`: which attribute holds its input and output, its name,
@@ -67,6 +74,7 @@ from otel_semloop.model import (
     StepKind,
     ToolCall,
 )
+from otel_semloop.tool_calls import requested_tool_calls
 
 #: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
@@ -88,6 +96,17 @@ _CONFIDENT_KINDS = {
     "llm": _LLM,
     "tool": _TOOL,
     "retriever": _TOOL,
+}
+#: The Vercel AI SDK's ``ai.operationId``: a run with its tool loop, its model calls, its
+#: tool executions (embedding and the other operations are not agent steps).
+_AI_SDK_KINDS = {
+    "ai.generateText": _AGENT,
+    "ai.streamText": _AGENT,
+    "ai.generateText.doGenerate": _LLM,
+    "ai.streamText.doStream": _LLM,
+    "ai.generateObject.doGenerate": _LLM,
+    "ai.streamObject.doStream": _LLM,
+    "ai.toolCall": _TOOL,
 }
 
 
@@ -117,6 +136,10 @@ def step_kind(
         tl_kind = attributes.get("traceloop.span.kind")
         if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
             return _TRACELOOP_KINDS[tl_kind]
+    if plan.ai_sdk:
+        ai_operation = attributes.get("ai.operationId")
+        if isinstance(ai_operation, str) and ai_operation in _AI_SDK_KINDS:
+            return _AI_SDK_KINDS[ai_operation]
     operation = attributes.get("gen_ai.operation.name") if plan.operation else None
     if not isinstance(operation, str):
         operation = ""
@@ -181,6 +204,8 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         if plan.output_is_result:
             result = raw_out
     events = record.events
+    if plan.listed_events and kind is _LLM and (raw_in is None or raw_out is None):
+        events = [*events, *_listed_events(get(_LISTED_EVENTS))]
     if events and kind is not _AGENT and (raw_in is None or raw_out is None):
         if kind is _LLM:  # (input messages made on first read: see llm_event_messages)
             events_in, events_out = llm_event_messages(events)
@@ -198,7 +223,8 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     envelope = plan.envelope and ("traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs)
 
     output = decode_json(raw_out)
-    if envelope:
+    if envelope or (kind is _TOOL and plan.quoted_result and _AI_SDK_RESULT in attrs):
+        # (the AI SDK records a tool's result as JSON: a text result as a quoted string)
         output = decode_json_string(output)
 
     tool_calls: tuple[ToolCall, ...] = ()
@@ -211,7 +237,11 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
         # reading it as arguments would make every call of a tool look identical.
         if arguments is _UNREAD:
-            arguments = get("gen_ai.tool.call.arguments") if plan.arguments else None
+            arguments = None
+            for key in plan.argument_keys:
+                arguments = get(key)
+                if arguments is not None:
+                    break
         if arguments is not None:
             tool_arguments = decode_json(arguments)
         else:
@@ -219,7 +249,11 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             defer_input = False
             tool_arguments = step_input = decode_input(raw_in, envelope)
         if result is _UNREAD:
-            result = get("gen_ai.tool.call.result") if plan.result else None
+            result = None
+            for key in plan.result_keys:
+                result = get(key)
+                if result is not None:
+                    break
         # (the output decoded from this very value: not decoded twice)
         same = result is None or (result is raw_out and not envelope)
         tool_result = output if same else decode_json(result)
@@ -239,6 +273,10 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
     else:
         if kind is _LLM:
             output_text, tool_calls = text_and_tool_calls(output)
+            if plan.listed_tool_calls:  # (the AI SDK: the text and the calls apart)
+                listed = get(_AI_SDK_TOOL_CALLS)
+                if listed is not None:
+                    tool_calls += tuple(requested_tool_calls(decode_json(listed)))
         else:
             output_text = flatten_text(output)
         # Only the text and the tool calls are read at once: the decoded messages are
@@ -335,8 +373,20 @@ _new_step = Step.__new__
 _JSON_OPENERS = ("{", "[")
 _UNREAD: Any = object()
 _NAME_KEYS = {
-    _TOOL: ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name"),
-    _AGENT: ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"),
+    _TOOL: (
+        "confident.tool.name",
+        "gen_ai.tool.name",
+        "tool.name",
+        "traceloop.entity.name",
+        "ai.toolCall.name",
+    ),
+    _AGENT: (
+        "confident.agent.name",
+        "gen_ai.agent.name",
+        "agent.name",
+        "traceloop.entity.name",
+        "ai.telemetry.functionId",
+    ),
 }
 _SPAN_NAME_KEYS = ("confident.span.name",)
 _INPUT_TOKEN_KEYS = (
@@ -344,29 +394,41 @@ _INPUT_TOKEN_KEYS = (
     "gen_ai.usage.prompt_tokens",
     "llm.token_count.prompt",
     "confident.llm.input_token_count",
+    "ai.usage.inputTokens",
+    "ai.usage.promptTokens",
 )
 _OUTPUT_TOKEN_KEYS = (
     "gen_ai.usage.output_tokens",
     "gen_ai.usage.completion_tokens",
     "llm.token_count.completion",
     "confident.llm.output_token_count",
+    "ai.usage.outputTokens",
+    "ai.usage.completionTokens",
 )
 _COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
 
 
+#: A tool call's arguments and result: the GenAI attributes, Pydantic AI's (versions 1
+#: and 2), the AI SDK's. Each is also the input or output of its span.
+_ARGUMENT_KEYS = ("gen_ai.tool.call.arguments", "tool_arguments", "ai.toolCall.args")
+_RESULT_KEYS = ("gen_ai.tool.call.result", "tool_response", "ai.toolCall.result")
 _INPUT_KEYS = (
     "confident.span.input",
     "gen_ai.input.messages",
     "input.value",
     "traceloop.entity.input",
-    "gen_ai.tool.call.arguments",
+    "ai.prompt.messages",
+    "ai.prompt",
+    *_ARGUMENT_KEYS,
 )
 _OUTPUT_KEYS = (
     "confident.span.output",
     "gen_ai.output.messages",
     "output.value",
     "traceloop.entity.output",
-    "gen_ai.tool.call.result",
+    "final_result",
+    "ai.response.text",
+    *_RESULT_KEYS,
 )
 
 
@@ -380,11 +442,12 @@ class ReadingPlan:
     up (the plain reading, and the plan of an attribute mapping that is not a dict)."""
 
     __slots__ = (
-        "arguments", "confident", "cost_keys", "envelope", "error_type", "indexed",
-        "input_is_arguments", "input_keys", "input_messages", "input_token_keys",
-        "llm_request_type", "names", "openinference", "operation", "output_is_result",
-        "output_keys", "output_messages", "output_token_keys", "result", "span_names",
-        "traceloop", "transfer", "usage",
+        "ai_sdk", "argument_keys", "confident", "cost_keys", "envelope", "error_type",
+        "indexed", "input_is_arguments", "input_keys", "input_messages", "input_token_keys",
+        "listed_events", "listed_tool_calls", "llm_request_type", "names", "openinference",
+        "operation", "output_is_result", "output_keys", "output_messages",
+        "output_token_keys", "quoted_result", "result_keys", "span_names", "traceloop",
+        "transfer", "usage",
     )  # fmt: skip
 
     def __init__(self, has: Any, indexed: bool) -> None:
@@ -406,10 +469,14 @@ class ReadingPlan:
         self.indexed = indexed
         self.input_keys = cut(_INPUT_KEYS)
         self.output_keys = cut(_OUTPUT_KEYS)
-        self.input_is_arguments = self.input_keys == (_ARGUMENTS,)
-        self.output_is_result = self.output_keys == (_RESULT,)
-        self.arguments = has(_ARGUMENTS)
-        self.result = has(_RESULT)
+        self.argument_keys = cut(_ARGUMENT_KEYS)
+        self.result_keys = cut(_RESULT_KEYS)
+        self.input_is_arguments = len(self.input_keys) == 1 and self.input_keys == self.argument_keys
+        self.output_is_result = len(self.output_keys) == 1 and self.output_keys == self.result_keys
+        self.ai_sdk = has("ai.operationId")
+        self.listed_tool_calls = has(_AI_SDK_TOOL_CALLS)
+        self.quoted_result = has(_AI_SDK_RESULT)
+        self.listed_events = has(_LISTED_EVENTS)
         self.envelope = has("traceloop.entity.input") or has("traceloop.entity.output")
         self.transfer = has("gen_ai.transfer.target.name") or has("gen_ai.transfer.target")
         self.error_type = has("error.type")
@@ -439,8 +506,11 @@ def reading_plan(attributes: Mapping[str, Any]) -> ReadingPlan:
     return plan
 
 
-_ARGUMENTS = "gen_ai.tool.call.arguments"
-_RESULT = "gen_ai.tool.call.result"
+_AI_SDK_TOOL_CALLS = "ai.response.toolCalls"
+_AI_SDK_RESULT = "ai.toolCall.result"
+#: Pydantic AI's instrumentation version 1: an LLM call's GenAI events as a JSON list in
+#: one attribute (its ``event_mode="attributes"``, the default).
+_LISTED_EVENTS = "events"
 #: Key prefixes of indexed messages: a span with no key starting with one has none.
 _INDEXED_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.", "llm.output_messages.", "gen_ai.completion.")
 _NO_MESSAGES = (None, None)
@@ -449,6 +519,23 @@ _PLANS: dict[tuple[str, ...], ReadingPlan] = {}
 _PLAN_ENTRIES = 256
 #: The plan remembered for a key tuple, or None (the builder's lookup per span, no call).
 remembered_plan = _PLANS.get
+
+
+def _listed_events(value: Any) -> list[EventRecord]:
+    """The GenAI events listed in one attribute (see :data:`_LISTED_EVENTS`), each as a span
+    event whose ``body`` is the listed event, as a log record's is (the message readers then
+    read it as they read a GenAI log event). Entries that are not named ``gen_ai.*`` events
+    are left out; anything but a list of them gives none."""
+    listed = decode_json(value)
+    if not isinstance(listed, list):
+        return []
+    events = []
+    for entry in listed:
+        if isinstance(entry, dict):
+            name = entry.get("event.name")
+            if isinstance(name, str) and name.startswith("gen_ai."):
+                events.append(EventRecord(name, 0, {"body": entry}))
+    return events
 
 
 def _as_int(value: Any) -> int | None:

@@ -68,6 +68,13 @@ def _p(kind: str, pattern: str, flags: int = 0) -> Pattern:
     return Pattern(kind, re.compile(pattern, flags))
 
 
+#: An unlabelled AWS secret access key (see its entry in :data:`DEFAULT_PATTERNS`).
+AWS_SECRET_KEY = (
+    r"(?<![A-Za-z0-9/+])(?=[A-Za-z0-9/+]{0,39}[0-9])(?=[A-Za-z0-9/+]{0,39}[a-z])"
+    r"(?=[A-Za-z0-9/+]{0,39}[A-Z])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+)
+_AWS_SECRET_SHAPE = re.compile(AWS_SECRET_KEY)
+
 #: The default patterns, most specific first (a bearer token is hidden as such before the
 #: generic ``key=value`` rule sees it).
 DEFAULT_PATTERNS: tuple[Pattern, ...] = (
@@ -86,17 +93,29 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     _p("api_key", r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"),
     _p("api_key", r"\bgithub_pat_[A-Za-z0-9_]{20,}\b"),
     _p("api_key", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    _p("api_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    # An AWS access key id ends where letters and digits end (``AKIA..._prod`` too: ``\b``
+    # sees no boundary before ``_``).
+    _p("api_key", r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"),
     _p("api_key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
     _p("api_key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b"),
     _p("api_key", r"\bhf_[A-Za-z0-9]{30,}\b"),
-    # Labelled secrets: password=..., "api_key": "...", secret: ..., token=...
+    # Labelled secrets: password=..., "api_key": "...", secret: ..., token=..., and the
+    # same URL-encoded (password%3D..., %22token%22%3A%22...): the value runs to the next
+    # separator, encoded or not (%26 &, %2C ,, %3B ;, %22 ", %27 ').
     _p(
         "credential",
         r"(?i)(?:pass(?:word|wd)?|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|"
         r"access[_-]?token|refresh[_-]?token|client[_-]?secret|private[_-]?key|token)"
-        r"[\"']?\s*[:=]\s*[\"']?(?P<secret>(?!\d{1,7}\b)[^\s\"',;&}]{3,})",
+        r"(?:[\"']|%2[27])?\s*(?:[:=]|%3[ADad])\s*(?:[\"']|%2[27])?"
+        r"(?P<secret>(?!\d{1,7}\b)[^\s\"',;&}%]{3,}(?:%(?!2[267Cc]|3[Bb])[0-9A-Fa-f]{2}[^\s\"',;&}%]*)*)",
     ),
+    # An unlabelled AWS secret access key: exactly 40 characters of its alphabet
+    # (``A-Za-z0-9/+``), not part of a longer run of them nor followed by base64 padding
+    # (``=``), with an upper-case letter, a lower-case letter and a digit. Hex digests
+    # (SHA-1 is 40 hex characters) are single-case, so they are kept; so are words,
+    # numbers, UUIDs and longer base64 data. A 40-character mixed-case identifier with a
+    # digit is hidden too: redaction errs toward hiding.
+    _p("aws_secret", AWS_SECRET_KEY),
     # E-mail addresses (personal data, not a secret, but never worth sending out).
     _p("email", r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}\b"),
 )
@@ -115,15 +134,19 @@ _MARKER_WORDS = (
 
 
 def _may_hold_secret(text: str) -> bool:
-    """Whether ``_MARKERS`` occurs in ``text``. For ASCII text, a substring test of each
+    """Whether ``_MARKERS`` occurs in ``text``, or a run shaped as an unlabelled AWS
+    secret key (which has no marker). For ASCII text, a substring test of each
     marker in the lower-cased text gives the same answer at a few times less cost (a
     case-insensitive alternation is tried branch by branch at every position: ~40 us on
     a 200-character verdict reason, against ~5). Other text keeps the regex: its
     case-insensitive matching folds characters ``str.lower`` does not (``\u017f``
     matches ``s``)."""
     if text.isascii():
-        return any(map(text.lower().__contains__, _MARKER_WORDS))
-    return _MARKERS.search(text) is not None
+        if any(map(text.lower().__contains__, _MARKER_WORDS)):
+            return True
+    elif _MARKERS.search(text) is not None:
+        return True
+    return len(text) >= 40 and _AWS_SECRET_SHAPE.search(text) is not None
 
 
 class Redactor:

@@ -132,7 +132,7 @@ class DetectorScorer:
         self.config = config if config is not None else DetectorConfig.from_env()
         self.policy = policy or Policy()
         self.lexical = lexical or LexicalDetector()
-        # One detector suite per scoring thread, reset for each trace (building the eleven
+        # One detector suite per scoring thread, reset for each trace (building the twelve
         # detectors costs more than resetting them).
         self._local = threading.local()
 

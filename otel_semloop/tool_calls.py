@@ -2,8 +2,10 @@
 
 An LLM asks for tools inside its output messages: GenAI ``tool_call`` parts, chat
 ``tool_calls`` (``function.name``/``function.arguments``), Bedrock Converse ``toolUse``
-blocks (:func:`requested_tool_calls`, each a :class:`ToolCall`); the results come back in
-the next call's input as ``tool`` messages or ``tool_call_response`` parts
+blocks, the Vercel AI SDK's calls (``toolName``/``input``, listed in
+``ai.response.toolCalls`` or as ``tool-call`` parts) (:func:`requested_tool_calls`, each a
+:class:`ToolCall`); the results come back in the next call's input as ``tool`` messages,
+``tool_call_response`` parts or the AI SDK's ``tool-result`` parts
 (:func:`tool_responses`). The builder reads them to fill tool steps whose spans lack their
 arguments or results, and to make steps for calls no tool span recorded
 (:mod:`otel_semloop.builder`); the detectors read only whether an LLM step asked for any.
@@ -112,11 +114,15 @@ ToolCall.arguments = _LazyArguments()  # type: ignore[assignment,method-assign]
 
 
 def requested_tool_calls(output: Any) -> list[ToolCall]:
-    """Tool calls requested inside LLM output messages (GenAI parts, chat ``tool_calls``)."""
+    """Tool calls requested inside LLM output messages (GenAI parts, chat ``tool_calls``,
+    Bedrock ``toolUse`` blocks, the AI SDK's calls and ``tool-call`` parts)."""
     messages = output if isinstance(output, list) else [output] if isinstance(output, dict) else []
     calls: list[ToolCall] = []
     for message in messages:
         if not isinstance(message, dict):
+            continue
+        if "toolName" in message:  # one of the AI SDK's listed calls (ai.response.toolCalls)
+            calls.append(_ai_sdk_call(message))
             continue
         parts = message.get("parts")
         if isinstance(parts, _SEQUENCES):
@@ -126,9 +132,13 @@ def requested_tool_calls(output: Any) -> list[ToolCall]:
         content = message.get("content")
         if isinstance(content, list):
             for part in content:
-                use = part.get("toolUse") if isinstance(part, dict) else None
+                if not isinstance(part, dict):
+                    continue
+                use = part.get("toolUse")
                 if isinstance(use, dict):  # a Bedrock Converse block (Strands)
                     calls.append(requested_call(use.get("name"), use.get("input"), use.get("toolUseId")))
+                elif part.get("type") == "tool-call":  # an AI SDK message part
+                    calls.append(_ai_sdk_call(part))
         requested = message.get("tool_calls")
         if not isinstance(requested, _SEQUENCES):
             continue
@@ -138,6 +148,13 @@ def requested_tool_calls(output: Any) -> list[ToolCall]:
             function = call.get("function") if isinstance(call.get("function"), dict) else call
             calls.append(requested_call(function.get("name"), function.get("arguments"), call.get("id")))
     return calls
+
+
+def _ai_sdk_call(call: dict[str, Any]) -> ToolCall:
+    """A call as the AI SDK records it: ``toolName``, ``toolCallId`` and the arguments as
+    ``input`` (``args`` before its version 5), JSON text or an object."""
+    arguments = call.get("input", call.get("args"))
+    return requested_call(call.get("toolName"), arguments, call.get("toolCallId"))
 
 
 #: Message parts and tool calls are read from these only (iterating a string or a dict
@@ -185,18 +202,38 @@ _JSON_OPENERS = ("{", "[")  # as decode_json reads them
 
 def tool_responses(messages: Any) -> dict[str, Any]:
     """Tool results an LLM call was given back, by tool call id: chat ``tool`` messages
-    (``tool_call_id``, ``content``) and GenAI ``tool_call_response`` parts (``id``,
-    ``response``). Used when the tool calls themselves were not recorded as spans."""
+    (``tool_call_id``, ``content``), GenAI ``tool_call_response`` parts (``id``,
+    ``response``; Pydantic AI writes ``result``) and the AI SDK's ``tool-result`` parts of
+    a ``tool`` message (``toolCallId``; ``output.value``, ``result`` before its version 5).
+    Used when the tool calls themselves were not recorded as spans, or not their results."""
     found: dict[str, Any] = {}
     if not isinstance(messages, list):
         return found
     for message in messages:
         if not isinstance(message, dict):
             continue
-        call_id = message.get("tool_call_id")
-        if call_id and message.get("role") == "tool":
-            found[str(call_id)] = decode_json(message.get("content"))
+        if message.get("role") == "tool":
+            call_id = message.get("tool_call_id")
+            content = message.get("content")
+            if call_id:
+                found[str(call_id)] = decode_json(content)
+            else:
+                for part in _items(content):
+                    if isinstance(part, dict) and part.get("type") == "tool-result":
+                        result_id = part.get("toolCallId")
+                        if result_id:
+                            found[str(result_id)] = _ai_sdk_result(part)
         for part in _items(message.get("parts")):
             if isinstance(part, dict) and part.get("type") == "tool_call_response" and part.get("id"):
-                found[str(part["id"])] = decode_json(part.get("response"))
+                response = part.get("response", part.get("result"))
+                found[str(part["id"])] = decode_json(response)
     return found
+
+
+def _ai_sdk_result(part: dict[str, Any]) -> Any:
+    """The result in an AI SDK ``tool-result`` part: ``output`` is typed (``{"type": "text",
+    "value": ...}``, ``json``, ``error-text``...), its value is the result."""
+    output = part.get("output")
+    if isinstance(output, dict) and "value" in output:
+        return decode_json(output["value"])
+    return decode_json(part.get("result", output))

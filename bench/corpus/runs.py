@@ -41,6 +41,10 @@ class ToolUse:
     error: str | None = None
     error_type: str = "ToolError"
     duration_ms: int = 40
+    #: False: no tool span was recorded for the call (LangGraph's ToolNode answering a call
+    #: to a tool that does not exist): the model span holds the call, a ``tools`` chain
+    #: span and the next model input hold what came back.
+    span: bool = True
 
 
 @dataclass
@@ -431,6 +435,29 @@ class _Renderer:
         self.out.append(span)
         return span
 
+    def chain_span(self, parent: str, name: str, output: str) -> _Span:
+        """A framework's own step span that is no tool call (LangGraph's ``tools`` node)."""
+        self.clock.advance(self.rng.uniform(0.5, 3))
+        span = _Span(self.sid(), parent, name, INTERNAL, self.clock.now)
+        span.end = self.clock.advance(self.rng.uniform(1, 5))
+        if self.conv == "openinference":
+            span.attributes = {
+                "openinference.span.kind": "CHAIN",
+                "output.value": _dumps({"messages": [{"type": "tool", "content": output}]}),
+                "output.mime_type": "application/json",
+            }
+        elif self.conv == "openllmetry":
+            span.name = f"{name}.task"
+            span.attributes = {
+                "traceloop.span.kind": "task",
+                "traceloop.entity.name": name,
+                "traceloop.entity.output": _dumps({"outputs": {"messages": [output]}}),
+            }
+        else:
+            span.attributes = {"langgraph.node": name}
+        self.out.append(span)
+        return span
+
     # the run ------------------------------------------------------------------------------
     def spans(self) -> list[dict]:
         run = self.run
@@ -469,8 +496,11 @@ class _Renderer:
                     msg.tool_calls.append((cid, call.name, call.args))
                 new.append(msg)
             for call, cid in zip(turn.calls, ids, strict=True):
-                self.tool_span(speaking_parent, call, cid)
                 text = call.result if call.error is None else f"Error: {call.error}"
+                if call.span:
+                    self.tool_span(speaking_parent, call, cid)
+                else:
+                    self.chain_span(speaking_parent, "tools", text or "")
                 new.append(_Msg("tool", text, tool_call_id=cid))
             base = history[:2] if run.system else history[:1]
             history = base + new

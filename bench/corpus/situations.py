@@ -38,23 +38,42 @@ class Situation:
     lookalike_of: tuple[str, ...] = ()
 
 
+Build = Callable[[Kit], Run]
+
+
+def registrar(registry: dict[str, Situation]) -> Callable[..., Callable[[Build], Build]]:
+    """A ``situation(id, label, title, sources, why, lookalike_of=())`` decorator that
+    registers into ``registry`` (the corpus's own below; first-look batches keep theirs)."""
+
+    def situation(
+        id: str,
+        label: str,
+        title: str,
+        sources: tuple[str, ...],
+        why: str,
+        lookalike_of: tuple[str, ...] = (),
+    ) -> Callable[[Build], Build]:
+        def register(build: Build) -> Build:
+            if id in registry:
+                raise ValueError(f"duplicate situation {id}")
+            registry[id] = Situation(id, label, title, sources, why, build, lookalike_of)
+            return build
+
+        return register
+
+    return situation
+
+
 SITUATIONS: dict[str, Situation] = {}
-
-
-def situation(
-    id: str, label: str, title: str, sources: tuple[str, ...], why: str, lookalike_of: tuple[str, ...] = ()
-) -> Callable[[Callable[[Kit], Run]], Callable[[Kit], Run]]:
-    def register(build: Callable[[Kit], Run]) -> Callable[[Kit], Run]:
-        if id in SITUATIONS:
-            raise ValueError(f"duplicate situation {id}")
-        SITUATIONS[id] = Situation(id, label, title, sources, why, build, lookalike_of)
-        return build
-
-    return register
+situation = registrar(SITUATIONS)
 
 
 def gh(repo: str, number: int) -> str:
     return f"https://github.com/{repo}/issues/{number}"
+
+
+def pr(repo: str, number: int) -> str:
+    return f"https://github.com/{repo}/pull/{number}"
 
 
 def _j(value: object) -> str:
@@ -2209,6 +2228,626 @@ def shell_exploration(k: Kit) -> Run:
         )
     return Run(
         "Map how events flow through the service.", k.agent(), k.model(), turns, "Event flow documented."
+    )
+
+
+# ======================================================================================
+# Issue 27's five classes: the changing part of the arguments is the work, a patient wait,
+# the same conclusion restated, a tool rate-limited every time, a tool that does not exist
+# ======================================================================================
+
+
+def _wait_step(k: Kit, seconds: int, shape: tuple[str, str] | None = None) -> ToolUse:
+    """A sleep between polls or retries, in one of the shapes agents give it."""
+    name, form = shape or ("sleep", "seconds")
+    if form == "command":
+        return ToolUse(name, {"command": f"sleep {seconds}"}, "", duration_ms=seconds * 1000)
+    if form == "ms":
+        return ToolUse(
+            name, {"ms": seconds * 1000}, f"waited {seconds * 1000} ms", duration_ms=seconds * 1000
+        )
+    return ToolUse(
+        name, {form: seconds}, k.pick(("", f"Slept for {seconds} seconds.", "ok")), duration_ms=seconds * 1000
+    )
+
+
+def _wait_shape(k: Kit) -> tuple[str, str]:
+    return k.pick(
+        (
+            ("sleep", "seconds"),
+            ("wait", "seconds"),
+            ("bash", "command"),
+            ("time_sleep", "duration"),
+            ("delay", "ms"),
+        )
+    )
+
+
+@situation(
+    "label-many-issues-ok",
+    HEALTHY,
+    "Labelling many different issues, the issue number the only argument that changes, 'ok' each time",
+    (gh("QwenLM/qwen-code", 610), gh("google-gemini/gemini-cli", 8232)),
+    "Batch triage: the same label applied to a different issue on every call; the target id is the "
+    "work, not a cosmetic change, however identical the acknowledgement.",
+    ("save-memory-repeat", "send-retry-volatile-ids"),
+)
+def label_many_issues(k: Kit) -> Run:
+    tool, key = k.pick(
+        (
+            ("add_labels", "issue_number"),
+            ("label_issue", "issue"),
+            ("set_ticket_tag", "ticket_id"),
+            ("update_issue", "id"),
+        )
+    )
+    label = k.pick(("bug", "needs-triage", "area/docs", "good first issue"))
+    as_text = k.maybe(0.3)
+    prefix = k.pick(("", "PROJ-", "#"))
+    start = k.n(100, 9000)
+    numbers = sorted(k.sample(range(start, start + 400), k.n(8, 17)))
+    ack = k.pick(("ok", '{"ok":true}', "Labels updated.", "done"))
+    turns = [
+        Turn(
+            "Listing the open issues.",
+            [
+                ToolUse(
+                    "list_issues",
+                    {"state": "open", "label": "none"},
+                    _j([{"number": n, "title": k.word(7)} for n in numbers]),
+                )
+            ],
+        )
+    ]
+    for n in numbers:
+        target = f"{prefix}{n}" if (as_text or prefix) else n
+        turns.append(
+            Turn(
+                k.say((f"Labelling {prefix}{n}.",), 0.6),
+                [ToolUse(tool, {key: target, "labels": [label]}, ack)],
+            )
+        )
+    return Run(
+        f"Add the '{label}' label to every open issue that has none.",
+        k.agent(),
+        k.model(),
+        turns,
+        f"Labelled {len(numbers)} issues.",
+    )
+
+
+@situation(
+    "draft-saved-new-content",
+    HEALTHY,
+    "Saving the same draft again and again, each time with new content, answered 'saved'",
+    (gh("QwenLM/qwen-code", 610),),
+    "Writing in passes: the draft id stays, the body written changes on every save; a different body "
+    "is different work even when the store answers the same short 'saved'.",
+    ("save-memory-repeat",),
+)
+def draft_saved(k: Kit) -> Run:
+    tool, idkey, bodykey = k.pick(
+        (
+            ("save_draft", "draft_id", "body"),
+            ("update_document", "doc_id", "content"),
+            ("write_note", "note", "text"),
+        )
+    )
+    doc = k.pick((f"d-{k.hex(6)}", "release-notes", k.n(10, 999)))
+    ack = k.pick(("saved", "Draft saved.", '{"status":"saved"}', "ok"))
+    paragraphs: list[str] = []
+    turns = k.prelude(0, 1)
+    for i in range(k.n(4, 8)):
+        paragraphs.append(f"{k.word(5).capitalize()} {k.word(7)} {k.word(4)} {k.word(8)} section {i + 1}.")
+        turns.append(
+            Turn(
+                k.say(("Adding the next section.", "Saving progress."), 0.4),
+                [ToolUse(tool, {idkey: doc, bodykey: "\n\n".join(paragraphs)}, ack)],
+            )
+        )
+    return Run(
+        "Write the release notes draft section by section.",
+        k.agent(),
+        k.model(),
+        turns,
+        "The draft is complete.",
+    )
+
+
+@situation(
+    "backoff-sleep-grows-then-succeeds",
+    HEALTHY,
+    "A tool rate-limited a few times, a backoff sleep growing 15 -> 30 -> 60 s between, then it answers",
+    (gh("nesquena/hermes-webui", 4980), gh("sinas-platform/sinas", 131)),
+    "Exponential backoff: each wait is longer (a different duration, not a cosmetic change), the retries "
+    "end in success and the work goes on.",
+    ("tool-rate-limited-every-time", "rate-limit-storm-never-recovers"),
+)
+def backoff_sleep_grows(k: Kit) -> Run:
+    tool = k.pick(("fetch_orders", "http_get", "query_metrics"))
+    args = (
+        {"url": f"https://api.{k.word(6)}.com/v2/{k.word(5)}"}
+        if tool == "http_get"
+        else {"since": "2026-05-01"}
+    )
+    shape = _wait_shape(k)
+    turns = k.prelude(0, 2)
+    delay = k.pick((10, 15, 5))
+    for _ in range(k.n(2, 4)):
+        turns.append(
+            Turn(
+                None,
+                [
+                    ToolUse(
+                        tool,
+                        args,
+                        error=f"429 Too Many Requests: retry after {delay}s",
+                        error_type="HTTPError",
+                    )
+                ],
+            )
+        )
+        turns.append(
+            Turn(k.say((f"Rate limited; waiting {delay} seconds.",), 0.5), [_wait_step(k, delay, shape)])
+        )
+        delay *= 2
+    turns.append(
+        Turn(
+            None,
+            [
+                ToolUse(
+                    tool, args, _j({"rows": [{"id": k.n(1, 999), "total": k.n(10, 900)} for _ in range(4)]})
+                )
+            ],
+        )
+    )
+    turns.append(
+        Turn(
+            "Writing the summary.",
+            [ToolUse("write_file", {"path": "report.md", "content": f"# Report\n{k.word(9)}"}, "ok")],
+        )
+    )
+    return Run("Fetch the latest orders and write a report.", k.agent(), k.model(), turns, "Report written.")
+
+
+@situation(
+    "update-same-record-respelled",
+    LOOP,
+    "The same update sent again and again, respelled (whitespace, case, key order, a fresh request id)",
+    (gh("openclaw/openclaw", 68923), gh("langchain-ai/langgraph", 4231)),
+    "The record and the values written are the same every time; only spelling and a client request id "
+    "change, the store answers 'updated' each time and the agent never moves on: nothing new is written.",
+    (),
+)
+def update_same_record(k: Kit) -> Run:
+    tool = k.pick(("update_record", "upsert_contact", "patch_customer"))
+    rid = k.pick((k.n(1000, 99999), f"cus_{k.hex(10)}"))
+    email = f"{k.word(6)}@{k.word(5)}.com"
+    city = k.pick(("Berlin", "Lisbon", "Austin", "Osaka"))
+    ack = k.pick(("updated", '{"updated":true}', "Record updated."))
+    spellings = [email, email.upper(), f" {email} ", email.capitalize()]
+    turns = k.prelude(0, 1)
+    for _i in range(k.n(5, 9)):
+        fields = {"email": k.pick(spellings), "city": k.pick((city, city.lower(), f"{city} "))}
+        args = {"id": rid, "fields": fields, "request_id": k.volatile_id()}
+        if k.maybe(0.5):
+            args = {
+                "request_id": args["request_id"],
+                "fields": dict(reversed(list(fields.items()))),
+                "id": rid,
+            }
+        turns.append(
+            Turn(
+                k.say(("Updating the record.", "Let me make sure the update went through.")),
+                [ToolUse(tool, args, ack)],
+            )
+        )
+    final, failure = k.give_up()
+    return Run("Update the customer's email and city.", k.agent(), k.model(), turns, final, failure)
+
+
+def _job_polls(
+    k: Kit, statuses: list[str], sleep_shape: tuple[str, str], growing: bool
+) -> tuple[str, str, list[Turn]]:
+    tool = k.pick(("get_job_status", "check_pipeline", "describe_export", "training_status"))
+    job = k.pick((f"job-{k.hex(8)}", k.uuid(), str(k.n(10000, 99999))))
+    json_form = k.maybe(0.5)
+    turns = [
+        Turn(
+            "Starting the job.",
+            [
+                ToolUse(
+                    k.pick(("start_job", "submit_export", "trigger_pipeline")),
+                    {"name": k.word(6)},
+                    f"started {job}",
+                )
+            ],
+        )
+    ]
+    delay = k.pick((10, 20, 30))
+    for status in statuses:
+        turns.append(
+            Turn(
+                k.say(("Waiting before the next check.", "Still running; waiting."), 0.5),
+                [_wait_step(k, delay, sleep_shape)],
+            )
+        )
+        if growing:
+            delay = min(delay * 2, 300)
+        result = _j({"job_id": job, "status": status}) if json_form else f"Job {job}: {status}"
+        turns.append(Turn(None, [ToolUse(tool, {"job_id": job}, result)]))
+    return tool, job, turns
+
+
+@situation(
+    "poll-sleep-queued-running-succeeded",
+    HEALTHY,
+    "A job polled 6-8 times with a sleep between polls, 'queued' then 'running', then 'succeeded' and more work",
+    (gh("macanderson/stella", 2022), gh("Lumvale/amir-loop", 134), gh("OpenHands/software-agent-sdk", 762)),
+    "A patient wait: poll, sleep, poll... identical statuses until the job ends; the answer 'succeeded' "
+    "was never given before and the agent goes on to use the result. The cycle on the way was the wait.",
+    ("poll-never-ends", "alternating-period-2"),
+)
+def poll_sleep_then_succeeded(k: Kit) -> Run:
+    queued = k.n(2, 4)
+    statuses = ["queued"] * queued + ["running"] * k.n(6 - queued, 8 - queued) + ["succeeded"]
+    _tool, job, turns = _job_polls(k, statuses, _wait_shape(k), k.maybe(0.3))
+    turns.append(
+        Turn(
+            "The job is done; fetching the results.",
+            [
+                ToolUse(
+                    k.pick(("get_job_result", "download_output")),
+                    {"job_id": job},
+                    _j({"rows": k.n(1000, 90000), "path": f"s3://out/{k.word(6)}.parquet"}),
+                )
+            ],
+        )
+    )
+    turns.append(
+        Turn(
+            None, [ToolUse("write_file", {"path": "summary.md", "content": f"Export {job} finished."}, "ok")]
+        )
+    )
+    return Run(
+        "Run the export job and summarise its output.",
+        k.agent(),
+        k.model(),
+        turns,
+        "The export finished; summary written.",
+    )
+
+
+@situation(
+    "poll-never-ends",
+    LOOP,
+    "A job polled 8-12 times with sleeps between, the same 'running' every time, until the run is cut off",
+    (gh("macanderson/stella", 2022), gh("IntertechInc/claude-agent-team-feedback", 99)),
+    "The status never changes and the agent does nothing but wait and ask again until the turn limit; "
+    "the same answer every time, nothing new arrives and the run ends without the job ending.",
+    (),
+)
+def poll_never_ends(k: Kit) -> Run:
+    status = k.pick(("running", "pending", "in_progress"))
+    _, _, turns = _job_polls(k, [status] * k.n(8, 12), _wait_shape(k), False)
+    final, failure = k.give_up()
+    return Run("Run the export job and summarise its output.", k.agent(), k.model(), turns, final, failure)
+
+
+@situation(
+    "poll-done-keeps-polling",
+    LOOP,
+    "The job answered 'succeeded', then the agent keeps polling it and gets 'succeeded' again and again",
+    (gh("amd/gaia", 3751), gh("Lumvale/amir-loop", 134)),
+    "The wait ended, but the agent does not act on it: the same finished status 5-7 more times with "
+    "nothing new between, until it is stopped.",
+    (),
+)
+def poll_done_keeps_polling(k: Kit) -> Run:
+    statuses = ["running"] * k.n(2, 4) + ["succeeded"] * k.n(6, 8)
+    _, _, turns = _job_polls(k, statuses, _wait_shape(k), False)
+    final, failure = k.give_up()
+    return Run("Run the export job and summarise its output.", k.agent(), k.model(), turns, final, failure)
+
+
+_REGIONS = ("North", "South", "East", "West", "Central", "Pacific", "Atlantic", "Midwest")
+
+
+def _paraphrases(k: Kit, total: int, count: int, top: str, share: int) -> list[str]:
+    t_comma, t_plain = f"{total:,}", str(total)
+    forms = [
+        f"Let me double-check. Adding the {count} regional figures again gives ${t_comma}, and {top} is still the largest at {share}% of the total.",
+        f"Re-verifying: the sum across all {count} regions comes to {t_plain} dollars. The biggest contributor remains {top} ({share}%).",
+        f"Wait, I should confirm once more. Total revenue = ${t_comma}; top region: {top}, {share} percent.",
+        f"Going through the table a second time, I get {t_plain} in total over {count} regions, with {top} leading at {share}%.",
+        f"To be sure, recomputing from scratch: {count} regions, grand total ${t_comma}. {top} accounts for {share}% and is the top one.",
+        f"Hmm, one more pass. {top} contributes {share}%, the most of any region, and the overall figure is {t_plain}.",
+        f"I want to be certain before answering. Summing again: ${t_comma} total; {top} leads with a {share}% share of {count} regions.",
+        f"Checking my arithmetic again: the {count} values add up to {t_comma}. Largest share: {top} at {share}%.",
+        f"Let me reconsider the totals. It is ${t_comma} across {count} regions; {top} ({share}%) is first.",
+    ]
+    return k.shuffle(forms)
+
+
+@situation(
+    "reconsider-same-conclusion",
+    LOOP,
+    "Asked to confirm, the model reconsiders 6-9 times, worded differently, always the same figures, never answers",
+    (gh("CommandCodeAI/command-code", 582), gh("google-gemini/gemini-cli", 16342), gh("antirez/ds4", 646)),
+    "Each turn restates the same total, the same top region and the same share in new words: what is "
+    "asserted repeats while the wording changes, nothing new is computed and the run never finishes.",
+    ("monologue-same-message",),
+)
+def reconsider_same_conclusion(k: Kit) -> Run:
+    count = k.n(4, 8)
+    total = k.n(12_000, 990_000)
+    top = k.pick(_REGIONS)
+    share = k.n(22, 48)
+    texts = _paraphrases(k, total, count, top, share)[: k.n(6, 9)]
+    turns = [Turn(t) for t in texts]
+    _final, failure = k.give_up()
+    return Run(
+        "Sum the regional revenue table and name the top region. Confirm before answering.",
+        k.agent(),
+        k.model(),
+        turns,
+        None,
+        failure or "MaxTurnsExceeded: Max turns (10) exceeded",
+    )
+
+
+@situation(
+    "reasoning-refines-figures",
+    HEALTHY,
+    "Model-only turns working a problem: each turn computes new figures, then a final answer",
+    (gh("antirez/ds4", 646), gh("google-gemini/gemini-cli", 16342)),
+    "Several reasoning turns with no tools, each asserting figures not asserted before (a subtotal, a "
+    "correction, the next region), ending in an answer: new conclusions, not the same one restated.",
+    ("reconsider-same-conclusion", "monologue-same-message"),
+)
+def reasoning_refines(k: Kit) -> Run:
+    regions = k.sample(_REGIONS, k.n(4, 6))
+    values = [k.n(1000, 90000) for _ in regions]
+    turns = []
+    running = 0
+    for region, value in zip(regions, values, strict=True):
+        running += value
+        turns.append(
+            Turn(
+                k.pick(
+                    (
+                        f"{region} contributes ${value:,}; running total {running:,}.",
+                        f"Adding {region}: {value} brings the subtotal to {running}.",
+                        f"Next, {region} at {value:,}, so far ${running:,}.",
+                    )
+                )
+            )
+        )
+    top = regions[values.index(max(values))]
+    if k.maybe(0.5):
+        turns.append(Turn(f"Let me double-check: the total is ${running:,} and {top} is the largest."))
+    return Run(
+        "Sum the regional revenue table and name the top region.",
+        k.agent(),
+        k.model(),
+        turns,
+        f"Total ${running:,}; top region {top}.",
+    )
+
+
+def _rate_limit_error(k: Kit, wait: int) -> str:
+    return k.pick(
+        (
+            f"429 Too Many Requests: rate limit exceeded (request id req_{k.hex(12)}); retry after {wait}s",
+            f"Error: HTTP 429 - quota exceeded, {k.n(0, 3)}/{k.pick((60, 100))} requests left, resets in {k.n(5, 59)}s [trace {k.hex(8)}]",
+            _j(
+                {
+                    "error": {
+                        "code": 429,
+                        "message": "Rate limit reached",
+                        "request_id": k.uuid(),
+                        "retry_after": wait,
+                    }
+                }
+            ),
+        )
+    )
+
+
+@situation(
+    "tool-rate-limited-every-time",
+    LOOP,
+    "The same tool call answered 429 6-10 times, sleeps between, volatile ids in the error; the run ends in the storm",
+    (
+        gh("librefang/librefang", 5168),
+        gh("definableai/definable.ai", 27),
+        gh("NousResearch/hermes-agent", 12401),
+    ),
+    "Every attempt is rate-limited and the run ends without one success: the same failure again and "
+    "again (request ids and reset counters in the text are not new information), whether the error is "
+    "on the span or in the result text.",
+    ("backoff-sleep-grows-then-succeeds", "tool-rate-limited-then-succeeds"),
+)
+def tool_rate_limited_every_time(k: Kit) -> Run:
+    tool = k.pick(("search_flights", "get_quotes", "geocode", "translate_text"))
+    args = {"query": f"{k.word(6)} {k.word(5)}"}
+    shape = _wait_shape(k)
+    in_result = k.maybe(0.35)
+    turns = k.prelude(0, 2)
+    wait = k.pick((5, 10, 30))
+    for _ in range(k.n(6, 10)):
+        err = _rate_limit_error(k, wait)
+        call = (
+            ToolUse(tool, args, f"Error: {err}")
+            if in_result
+            else ToolUse(tool, args, error=err, error_type=k.pick(("RateLimitError", "HTTPError")))
+        )
+        turns.append(Turn(k.say(("Trying again.", "Retrying the request."), 0.5), [call]))
+        if k.maybe(0.8):
+            turns.append(Turn(None, [_wait_step(k, wait + k.n(0, 3), shape)]))
+    final = k.pick((None, "The service keeps rate-limiting me; I could not finish."))
+    return Run(
+        "Find the cheapest option for the trip.",
+        k.agent(),
+        k.model(),
+        turns,
+        final,
+        k.pick((None, "MaxTurnsExceeded: Max turns (25) exceeded")),
+    )
+
+
+@situation(
+    "tool-rate-limited-then-succeeds",
+    HEALTHY,
+    "A tool answered 429 six to eight times with sleeps between, then it answers and the work goes on",
+    (gh("sinas-platform/sinas", 131), gh("nesquena/hermes-webui", 4980)),
+    "A long rate-limit window that ends: the call finally succeeds and its result is used; a storm "
+    "that recovers is patience, not a loop.",
+    ("tool-rate-limited-every-time",),
+)
+def tool_rate_limited_then_succeeds(k: Kit) -> Run:
+    tool = k.pick(("search_flights", "get_quotes", "geocode"))
+    args = {"query": f"{k.word(6)} {k.word(5)}"}
+    shape = _wait_shape(k)
+    turns = k.prelude(0, 1)
+    wait = k.pick((5, 10, 30))
+    for _ in range(k.n(6, 8)):
+        turns.append(
+            Turn(None, [ToolUse(tool, args, error=_rate_limit_error(k, wait), error_type="RateLimitError")])
+        )
+        turns.append(Turn(None, [_wait_step(k, wait, shape)]))
+    turns.append(
+        Turn(
+            None, [ToolUse(tool, args, _j([{"option": k.word(5), "price": k.n(90, 900)} for _ in range(3)]))]
+        )
+    )
+    turns.append(
+        Turn(
+            "Comparing the options.",
+            [ToolUse("write_file", {"path": "options.md", "content": k.word(12)}, "ok")],
+        )
+    )
+    return Run(
+        "Find the cheapest option for the trip.", k.agent(), k.model(), turns, "Found the cheapest option."
+    )
+
+
+def _tool_names(k: Kit) -> list[str]:
+    base = k.pick((("search", "docs"), ("lookup", "user"), ("query", "database"), ("fetch", "webpage")))
+    a, b = base
+    forms = [
+        f"{a}_{b}",
+        f"{a}{b.capitalize()}",
+        f"{b}_{a}",
+        f"{a}-{b}",
+        f"{a}_{b}s",
+        f"{b}{a.capitalize()}",
+        f"{a.capitalize()}{b.capitalize()}",
+        f"{a}_the_{b}",
+        f"{a}_{b}_tool",
+        f"{b}.{a}",
+    ]
+    return forms
+
+
+def _unknown_tool_error(k: Kit, name: str, available: list[str], style: int) -> str:
+    listed = ", ".join(available)
+    return (
+        f"{name} is not a valid tool, try one of [{listed}].",
+        f"Unknown tool '{name}'. Available tools: {listed}",
+        f"Tool with name '{name}' is not available. Please try again with one of these available tools: [{listed}]",
+    )[style]
+
+
+@situation(
+    "unknown-tool-name-variants",
+    LOOP,
+    "The model calls a tool that does not exist under 6-10 spellings, rejected each time with the same tool list",
+    (
+        gh("tinyhumansai/openhuman", 4118),
+        gh("langchain-ai/langchain", 10240),
+        gh("langchain-ai/langchain", 1559),
+    ),
+    "search_docs, searchDocs, docs_search...: every call is refused with the same list of available tools; "
+    "the name wobbles, the failure does not, and the agent never calls a tool that exists. Recorded as a "
+    "failed tool span, as a result text, or (LangGraph) with no tool span at all.",
+    ("unknown-tool-then-right-tool",),
+)
+def unknown_tool_variants(k: Kit) -> Run:
+    available = k.sample(("read_file", "list_dir", "http_get", "grep", "write_file", "run_tests"), k.n(3, 5))
+    style = k.n(0, 2)
+    form = k.pick(("span_error", "result_text", "no_span"))
+    names = _tool_names(k)
+    turns = k.prelude(0, 1)
+    query = {"query": k.pick(("retry policy", "auth settings", "rate limits"))}
+    for i in range(k.n(6, 10)):
+        name = names[i % len(names)]
+        err = _unknown_tool_error(k, name, available, style)
+        if form == "span_error":
+            call = ToolUse(name, query, error=err, error_type="ToolNotFoundError")
+        else:
+            call = ToolUse(name, query, f"Error: {err}", span=form != "no_span")
+        turns.append(
+            Turn(k.say(("Let me search the documentation.", "I'll try the search tool again."), 0.5), [call])
+        )
+    final, failure = k.give_up()
+    return Run("Find what the docs say about the retry policy.", k.agent(), k.model(), turns, final, failure)
+
+
+@situation(
+    "unknown-tool-then-right-tool",
+    HEALTHY,
+    "A call to a tool that does not exist, once or twice, then a tool that exists and the work goes on",
+    (gh("run-llama/llama_index", 7170), gh("OpenHands/software-agent-sdk", 544)),
+    "The model guesses a tool name, reads the list of available tools in the rejection and calls the "
+    "right one: a mistake corrected, not a loop.",
+    ("unknown-tool-name-variants",),
+)
+def unknown_tool_then_right(k: Kit) -> Run:
+    available = ["read_file", "grep", "list_dir"]
+    style = k.n(0, 2)
+    form = k.pick(("span_error", "result_text", "no_span"))
+    names = _tool_names(k)
+    turns = k.prelude(0, 1)
+    query = {"query": "retry policy"}
+    for i in range(k.n(1, 2)):
+        err = _unknown_tool_error(k, names[i], available, style)
+        call = (
+            ToolUse(names[i], query, error=err, error_type="ToolNotFoundError")
+            if form == "span_error"
+            else ToolUse(names[i], query, f"Error: {err}", span=form != "no_span")
+        )
+        turns.append(Turn(None, [call]))
+    turns.append(
+        Turn(
+            "Using grep instead.",
+            [
+                ToolUse(
+                    "grep",
+                    {"pattern": "retry", "path": "docs/"},
+                    "docs/retry.md:12: Retries use exponential backoff (max 5).",
+                )
+            ],
+        )
+    )
+    turns.append(
+        Turn(
+            None,
+            [
+                ToolUse(
+                    "read_file",
+                    {"path": "docs/retry.md"},
+                    "# Retry policy\nUp to 5 retries, backoff 2^n seconds.",
+                )
+            ],
+        )
+    )
+    return Run(
+        "Find what the docs say about the retry policy.",
+        k.agent(),
+        k.model(),
+        turns,
+        "Up to 5 retries with exponential backoff.",
     )
 
 

@@ -30,9 +30,18 @@ that cannot mean different things)
         only the programs and their operands: two commands that differ only in flags are
         near-duplicates.
 
+What a call does, read from its name and command line
+    :func:`empty_means_none_found` (a question, whose empty answer is "nothing found"),
+    :func:`writes_tool` (a write, whose short answer acknowledges it) and
+    :func:`is_wait_call` (a sleep: neither work nor a repeat) read the same tool names and
+    shell pipelines as the rules above.
+
 Cost
     O(length of the value) per string; a string is only parsed when a cheap substring
     test says it could be a URL, a date or a command.
+
+Size: one concern, the spellings of one call's arguments and what its name and command
+line say it does; the shell splitting those share is what makes it one module.
 """
 
 from __future__ import annotations
@@ -52,7 +61,9 @@ __all__ = [
     "canonical_url",
     "empty_means_none_found",
     "is_shell_tool",
+    "is_wait_call",
     "shell_near_form",
+    "writes_tool",
 ]
 
 #: Query parameters that identify a campaign or a click, never the resource.
@@ -351,3 +362,57 @@ def _asks(words: list[str]) -> bool:
     if program == "git":
         return len(words) > 1 and words[1] in GIT_QUERIES
     return program in QUERY_PROGRAMS
+
+
+#: Tool names that only wait (a sleep between polls or retries): ``sleep``, ``wait``,
+#: ``time_sleep``, ``delay``, ``pause``, ``backoff`` as a whole word of the name (not
+#: ``wait_for_job``'s ``wait`` followed by what it waits on: that call answers something).
+_WAIT_TOOL = re.compile(
+    r"^(?:[a-z]+[_.-])?(?:sleep|wait|delay|pause|backoff)(?:[_.-]?(?:seconds|ms|s))?$", re.IGNORECASE
+)
+#: Programs a shell command may run and still only wait.
+_WAIT_PROGRAMS = frozenset({"sleep", "timeout", "true"})
+
+
+def is_wait_call(name: str, arguments: Any, *, shell: bool) -> bool:
+    """True when the call only lets time pass: a tool named like a sleep (``sleep``,
+    ``wait``, ``time_sleep``, ``delay``...) or a shell command that runs nothing but
+    ``sleep``. A wait reports nothing about the world: it is neither new work nor a repeat,
+    and it neither starts nor ends a failure storm."""
+    if _WAIT_TOOL.match(name):
+        return True
+    if not shell:
+        return False
+    command = None
+    if isinstance(arguments, str):
+        command = arguments
+    elif isinstance(arguments, Mapping):
+        for key, value in arguments.items():
+            if isinstance(value, str) and str(key).lower() in SHELL_ARGUMENT_NAMES:
+                command = value
+                break
+    if not command:
+        return False
+    segments = _shell_segments(command)
+    if not segments:
+        return False
+    programs = [
+        words[0].rsplit("/", 1)[-1] for words in segments if words and words[0] not in _SHELL_OPERATORS
+    ]
+    return bool(programs) and all(program in _WAIT_PROGRAMS for program in programs)
+
+
+#: Tool names that write or change something (their short answer acknowledges the write).
+_WRITE_TOOL = re.compile(
+    r"save|write|update|upsert|insert|set|add|create|delete|remove|send|post|put|patch|label|tag|"
+    r"move|rename|upload|assign|close|comment|edit|append|store|submit|publish|mark|apply|commit|"
+    r"push|merge|archive|enable|disable|schedule|notify|reply|invite|register",
+    re.I,
+)
+
+
+def writes_tool(name: str) -> bool:
+    """True when a tool's name says it writes or changes something (``save_draft``,
+    ``add_labels``, ``send_message``) and does not say it asks (``get_*``, ``search_*``):
+    a short answer from such a call acknowledges what was written, whatever its words."""
+    return bool(_WRITE_TOOL.search(name)) and not _QUERY_TOOL.search(name)

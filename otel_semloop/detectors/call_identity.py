@@ -209,7 +209,7 @@ def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: b
 
 
 class _ArgClass(str, enum.Enum):
-    TWEAK = "tweak"  # a number, bool or null: changing it is cosmetic (a limit, a flag)
+    TWEAK = "tweak"  # a number, bool or null: may be added (a default spelled out), never changed
     OPTION = "option"  # a short single-word string: an added sort/format option
     POSITION = "position"  # a page, offset, cursor: always compared exactly
     VALUE = "value"  # anything else (paths, patterns, queries, objects): compared exactly
@@ -273,7 +273,9 @@ def arg_signature(
         if lowered in positions:
             items.append((name, _ArgClass.POSITION.value, hash(canonical_args(value, volatile))))
         elif value is None or isinstance(value, (bool, int, float)):
-            items.append((name, _ArgClass.TWEAK.value, 0))
+            # A different number is a different target, amount or duration (issue 17 and
+            # issue 18, a sleep of 15 s and of 30 s): compared exactly, like any value.
+            items.append((name, _ArgClass.TWEAK.value, hash(repr(value))))
         elif isinstance(value, str) and (shell or lowered in SHELL_ARGUMENT_NAMES):
             items.append((name, _ArgClass.VALUE.value, hash(_near_string(value, True))))
         elif isinstance(value, str):
@@ -281,9 +283,29 @@ def arg_signature(
             kind = _ArgClass.OPTION if _OPTION_TOKEN.match(text) else _ArgClass.VALUE
             items.append((name, kind.value, hash(text)))
         else:
-            items.append((name, _ArgClass.VALUE.value, hash(canonical_args(value, volatile))))
+            items.append((name, _ArgClass.VALUE.value, hash(_cosmetic_value(value, volatile, 0))))
     items.sort()
     return tuple(items)
+
+
+def _cosmetic_value(value: Any, volatile: Collection[str], depth: int) -> str:
+    """A nested argument's near-duplicate form as text: keys sorted, volatile names
+    dropped, every string in its cosmetic form (case, blanks, a trailing slash), numbers
+    and everything else exact."""
+    if depth >= _MAX_ARG_DEPTH:
+        return canonical_args(value, volatile, rewrite=False)
+    if isinstance(value, str):
+        return orjson.dumps(_near_string(value, False)).decode()
+    if isinstance(value, Mapping):
+        parts = sorted(
+            (str(k), _cosmetic_value(v, volatile, depth + 1))
+            for k, v in value.items()
+            if not (isinstance(k, str) and k.lower() in volatile)
+        )
+        return "{" + ",".join(f"{orjson.dumps(k).decode()}:{v}" for k, v in parts) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_cosmetic_value(v, volatile, depth + 1) for v in value) + "]"
+    return canonical_args(value, volatile, rewrite=False)
 
 
 _MAY_BE_ADDED = frozenset({_ArgClass.TWEAK.value, _ArgClass.OPTION.value})
@@ -292,11 +314,13 @@ _MAY_BE_ADDED = frozenset({_ArgClass.TWEAK.value, _ArgClass.OPTION.value})
 def near_duplicate(a: ArgSignature, b: ArgSignature) -> bool:
     """True when two calls of one tool differ only cosmetically.
 
-    An argument present in both must have the same normalised value, unless both values
-    are numbers, booleans or null (a tweaked limit, a toggled flag). An argument present in
-    only one call must be such a tweak or a short option word (an added ``sort: "asc"``).
-    Positions (page, offset, cursor) and substantive values (paths, patterns, queries)
-    must match. Cost: O(number of arguments).
+    A difference is cosmetic only when it is known not to matter: an argument present in
+    both must have the same normalised value (case, blanks, a trailing slash, a URL's
+    tracking parameters, a date's spelling, a command's flags; numbers exactly: a
+    different id, amount or duration is different work). An argument present in only one
+    call must be a number, boolean, null or short option word (a default spelled out, an
+    added ``sort: "asc"``). Volatile names (request ids, idempotency keys) are not in the
+    signatures at all. Cost: O(number of arguments).
     """
     if a == b:
         return True
@@ -307,7 +331,7 @@ def near_duplicate(a: ArgSignature, b: ArgSignature) -> bool:
         if other is None:
             if kind not in _MAY_BE_ADDED:
                 return False
-        elif not (kind == other[0] == _ArgClass.TWEAK.value) and (kind, value) != other:
+        elif (kind, value) != other:
             return False
     return all(name in left or kind in _MAY_BE_ADDED for name, (kind, _) in right.items())
 

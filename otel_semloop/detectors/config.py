@@ -106,6 +106,11 @@ class DetectorConfig:
     #: Occurrences of one normalised line or sentence inside one LLM output: Gemini CLI's
     #: 10 repeats of a chunk. Lines in code blocks, lists and tables never count.
     chant_repeats: int = setting(10, kind="int", minimum=1)
+    #: Consecutive assistant messages asserting the same figures and names in new words,
+    #: with no action between (``restated_conclusion``): one more than identical messages
+    #: need (``monologue_repeats``), since the wording changed. A double-check that
+    #: confirms an answer once or twice stays below it.
+    restatement_repeats: int = setting(4, kind="int", minimum=1)
     #: Shorter normalised units ("ok", "done") are chanting only when repeated short units
     #: make up most of the output (see ``text.SHORT_CHANT_SHARE``): among real sentences
     #: they are too common to mean anything.

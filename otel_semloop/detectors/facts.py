@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool
+from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool, is_wait_call, writes_tool
 from otel_semloop.detectors.call_identity import ArgSignature, arg_signature, argument_words, canonical_args
 from otel_semloop.detectors.call_progress import (
     CallProgress,
@@ -56,6 +56,7 @@ from otel_semloop.detectors.call_progress import (
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.failure_class import Failure, FailureKind, classify_failure, failure_identity
 from otel_semloop.detectors.lru import LRU
+from otel_semloop.detectors.normalize import ACK_MAX_WORDS
 from otel_semloop.detectors.text_novelty import MEMO_ENTRIES, UNREAD, TextNovelty, text_digest
 from otel_semloop.model import Step, StepKind
 
@@ -116,6 +117,7 @@ class StepFacts:
         "span_id",
         "start_ns",
         "trivial",
+        "wait",
     )
 
     def __init__(self, step: Step, index: int) -> None:
@@ -136,6 +138,8 @@ class StepFacts:
         self.content: int | None = None
         self.content_novel = False
         self.trivial = False
+        #: A tool call that only lets time pass (:func:`~otel_semloop.detectors.arguments.is_wait_call`).
+        self.wait = False
         self.poll_ended = False
         self.previous_action = 0
         self._arg_words: frozenset[int] | None = None  # None: not computed yet
@@ -275,8 +279,9 @@ class Fingerprinter:
 
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
-        # Per tool name: (volatile argument names, position argument names, runs commands).
-        self._tools: dict[str, tuple[frozenset[str], Collection[str], bool]] = {}
+        # Per tool name: (volatile argument names, position argument names, runs commands,
+        # writes).
+        self._tools: dict[str, tuple[frozenset[str], Collection[str], bool, bool]] = {}
         #: Replaying a finished trace: figures only a repeat of the same call or a
         #: comparison with a neighbour needs (progress figures, counts and numbers of a
         #: result, the argument signature and words, an LLM request's identity) are
@@ -364,8 +369,13 @@ class Fingerprinter:
         tool = self._tools.get(name)
         if tool is None:
             config = self._config
-            tool = self._tools[name] = (config.volatile_for(name), config.position_args, is_shell_tool(name))
-        volatile, positions, shell = tool
+            tool = self._tools[name] = (
+                config.volatile_for(name),
+                config.position_args,
+                is_shell_tool(name),
+                writes_tool(name),
+            )
+        volatile, positions, shell, writes = tool
         arguments = step.tool_arguments
         if arguments is None and step.handoff_to:
             arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
@@ -382,13 +392,20 @@ class Fingerprinter:
         facts.failure = failure
         if failure is not None and failure.kind is _TRANSIENT:
             return  # neither novel nor remembered (nor an action): the call did not happen
+        if failure is None and is_wait_call(name, arguments, shell=shell):
+            # A sleep between polls or retries says nothing about the world: neither new
+            # work (a longer sleep is not progress) nor a repeat (the same sleep is no loop).
+            facts.wait = True
+            return
         facts.is_action = True
         read = None
         if raw is not None:
             read = self._read(raw)
             result = facts.result = read.result
             facts.content = read.content
-            facts.trivial = read.acknowledges and not (
+            # A write's short answer acknowledges what was written ("Draft saved.",
+            # "Labels updated") whatever its words; an empty answer to a question is an answer.
+            facts.trivial = (read.acknowledges or (writes and read.size <= ACK_MAX_WORDS)) and not (
                 read.empty and empty_means_none_found(name, arguments, shell=shell)
             )
             if not self._contents.add(read.content):
@@ -406,7 +423,10 @@ class Fingerprinter:
             # A failure is identified by what failed and how, not by how it was asked: a
             # re-worded edit, an added hint argument, a wobbling search string that fail
             # with the same message learned nothing the first failure did not.
-            facts.action = hash(f"{name}\0<failed>\0{failure_identity(step, raw, failure)}")
+            identity, names_the_tool = failure_identity(step, raw, failure)
+            # A rejection of the tool's name itself ("search_docs is not a valid tool, try
+            # one of [...]") is the same failure under every name the model tries.
+            facts.action = hash(f"{'' if names_the_tool else name}\0<failed>\0{identity}")
         else:
             facts.action = hash((call, result))
         seen = self._seen.add(facts.action)

@@ -76,6 +76,22 @@ _ERROR_RESULT = re.compile(r"^\s*(?:error|exception|traceback|fatal)\b", re.IGNO
 _ERROR_FIRST = frozenset("eEtTfF")
 #: Characters of an error message inspected: the class is in the first line.
 _ERROR_CHARS = 300
+#: A tool result that reports a failure in another shape than a leading ``error`` word: an
+#: HTTP error status with its reason phrase (``429 Too Many Requests``, ``HTTP/1.1 503
+#: Service Unavailable``), or a JSON object whose first key is ``error``/``errors``
+#: holding something (``{"error": {"code": 429, ...}}``). A leading number alone is not
+#: enough (``404 files found``, ``500 rows exported`` are answers).
+_ERROR_DOCUMENT = re.compile(
+    r"""^\s*(?:
+        (?:http/[\d.]+\s+)?[45]\d\d\s*[:-]?\s*(?:too\s+many\s+requests|rate.?limit|service\s+unavailable|
+            bad\s+gateway|gateway\s+time-?out|internal\s+server\s+error|not\s+found|unauthori[sz]ed|
+            forbidden|bad\s+request|request\s+time-?out|quota)
+        |\{\s*"errors?"\s*:\s*(?:\{|\[\s*[{"]|"[^"]|true)
+    )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+#: The characters :data:`_ERROR_DOCUMENT` can match first after the blanks.
+_DOCUMENT_FIRST = frozenset("{45hH")
 
 
 _TOOL_STEP = StepKind.TOOL  # a module constant: cheaper than the enum class's attribute
@@ -85,20 +101,25 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     """How ``step`` failed, or None when it did not.
 
     A step failed when its span says so (``is_error``) or, for a tool, when its result
-    text starts with ``error``, ``exception``, ``traceback`` or ``fatal``. The kind comes
+    text starts with ``error``, ``exception``, ``traceback`` or ``fatal``, with an HTTP
+    error status and its reason phrase, or is a JSON object led by an ``error`` key
+    (:data:`_ERROR_DOCUMENT`; a decoded object: one holding a non-empty ``error``). The
+    kind comes
     from an HTTP status in the type or message, then from words ("rate limit", "timed
     out" are transient; "unauthorized", "invalid argument" are permanent); the first
     match wins in that order, and anything else is ``other``.
     """
     failed = step.is_error
-    if (
-        not failed
-        and step.kind is _TOOL_STEP
-        and result_text
-        and result_text.lstrip()[:1] in _ERROR_FIRST
-        and _ERROR_RESULT.match(result_text)
-    ):
-        failed = True
+    if not failed and step.kind is _TOOL_STEP and result_text:
+        first = result_text.lstrip()[:1]
+        if first in _ERROR_FIRST:
+            failed = _ERROR_RESULT.match(result_text) is not None
+        elif first in _DOCUMENT_FIRST:
+            result = step.tool_result
+            if isinstance(result, dict):  # (its text has sorted keys: ask the object)
+                failed = bool(result.get("error") or result.get("errors"))
+            else:
+                failed = _ERROR_DOCUMENT.match(result_text) is not None
     if not failed:
         return None
     error_type = step.error_type.rsplit(".", 1)[-1].strip()
@@ -124,12 +145,22 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     return Failure(kind, label)
 
 
-def failure_identity(step: Step, result_text: str | None, failure: Failure) -> str:
-    """What a failed tool step's failure *says*, as compared across calls: the masked,
-    case-folded start of its message (the error text on the span, or the result text that
-    reported it), or its class label when there is no message. Two calls that differ in
-    their arguments but fail with this same text failed the same way."""
+def failure_identity(step: Step, result_text: str | None, failure: Failure) -> tuple[str, bool]:
+    """What a failed tool step's failure *says*, as compared across calls, and whether the
+    message names the tool that was called.
+
+    The text is the masked, case-folded start of its message (the error text on the span,
+    or the result text that reported it), or its class label when there is no message. Two
+    calls that differ in their arguments but fail with this same text failed the same way.
+    The called tool's own name is masked in it (``search_docs is not a valid tool, try one
+    of [...]``): a message about the name itself, the same for ``search_docs`` and
+    ``searchDocs``, says the calls under different names failed the same way too."""
     message = step.error_message or result_text or ""
     if not message:
-        return failure.label
-    return normalize_result(message[:_ERROR_CHARS])
+        return failure.label, False
+    message = message[:_ERROR_CHARS]
+    name = step.name
+    named = len(name) >= 3 and name.casefold() in message.casefold()
+    if named:
+        message = re.sub(re.escape(name), "<tool>", message, flags=re.IGNORECASE)
+    return normalize_result(message), named

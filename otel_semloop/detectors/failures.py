@@ -29,9 +29,10 @@ Signals
         already been given by then, which is right: nobody knew it would recover.
     ``retry_storm``
         Consecutive failed LLM or tool calls, of any call and any class: conclusive at
-        ``retry_storm_failures`` (6). A completed tool call, or an LLM answer that asks
-        for no tool call, ends the storm; an LLM call that only asks for the next attempt
-        (it requests tool calls) does not, since that is the agent retrying. A storm that
+        ``retry_storm_failures`` (6). A completed tool call ends the storm, and so does an
+        LLM answer that asks for no tool call when only LLM calls were failing; an LLM call
+        that only asks for the next attempt (it requests tool calls), the agent speaking
+        while a tool keeps failing, and a sleep between attempts do not. A storm that
         ends in successful work is *resolved* and stays out of the verdict (the failures
         stopped). A storm the run ends inside never recovered: at the end of the trace its
         finding is ``no_progress`` (a stuck run, ``loop``). Live, the storm is repetition
@@ -179,6 +180,8 @@ class RetryStormDetector(IncrementalDetector):
         super().reset()
         self._run = 0
         self._episode: Episode | None = None
+        #: The current storm holds a failed tool call: only a completed tool call ends it.
+        self._tools_failing = False
 
     def findings(self) -> list[Finding]:
         """As for every detector; a storm still open (the run ended inside it) never
@@ -200,14 +203,21 @@ class RetryStormDetector(IncrementalDetector):
         if kind is not _TOOL and kind is not _LLM:
             return []
         if facts.failure is None:
-            if kind is _LLM and facts.has_tool_calls:
-                return []  # the agent asking for its next attempt: not a recovery
+            if facts.wait:
+                return []  # a sleep between attempts: the storm goes on
+            if kind is _LLM and (facts.has_tool_calls or self._tools_failing):
+                # The agent asking for its next attempt, or speaking while a tool keeps
+                # failing: neither is the failing call working again.
+                return []
             if self._episode is not None and self._episode.registered:
                 self._episode.resolved = True  # the failures stopped: not a stuck run
             self._run = 0
             self._episode = None
+            self._tools_failing = False
             return []
         self._run += 1
+        if kind is _TOOL:
+            self._tools_failing = True
         if self._episode is None:
             self._episode = Episode(
                 RETRY_STORM,

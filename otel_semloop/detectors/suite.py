@@ -10,7 +10,7 @@ Dispatch by step kind
     A detector class may declare ``kinds``, the :class:`~otel_semloop.model.StepKind` values
     whose steps its ``observe_facts`` reads; it then promises that a step of any other kind
     changes nothing and reports nothing. The suite keeps one list of detectors per kind
-    and calls only those (an LLM step reaches 4 of the 11 default detectors, not all).
+    and calls only those (an LLM step reaches 5 of the 12 default detectors, not all).
     A detector without ``kinds`` gets every step; a subclass inherits its parent's (declare
     it again if it reads more). The lists are made when the suite is built: detectors added
     to ``detectors`` afterwards are not called. ``tests/detectors/test_dispatch.py``
@@ -20,7 +20,7 @@ Dispatch by step kind
     it reads hand-offs (``step.handoff_to``) and final-answer tools
     (:func:`~otel_semloop.detectors.text.is_answer_tool`) alone, and a plain tool call
     (:func:`plain_tool_step`: most steps of most traces) changes nothing for it and reports
-    nothing; the suite keeps a list of the readers of plain tool calls too (9 of 11).
+    nothing; the suite keeps a list of the readers of plain tool calls too (10 of 12).
     The suite, and the detectors that read LLM and tool steps alike, read the kind from
     the step, not from its facts: in a replay an LLM step's facts are another class
     (``facts._LazyCall``) and CPython 3.11 specialises an attribute read for one class, so
@@ -45,7 +45,12 @@ from otel_semloop.detectors.progress import (
     SameAnswerDetector,
 )
 from otel_semloop.detectors.stale import StaleDetector
-from otel_semloop.detectors.text import ChantingDetector, MonologueDetector, is_answer_tool
+from otel_semloop.detectors.text import (
+    ChantingDetector,
+    MonologueDetector,
+    RestatementDetector,
+    is_answer_tool,
+)
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding
 
@@ -99,6 +104,7 @@ def default_detectors(config: DetectorConfig | None = None) -> list[IncrementalD
         FailureDetector(config),
         RetryStormDetector(config),
         MonologueDetector(config),
+        RestatementDetector(config),
         ChantingDetector(config),
         HandoffCycleDetector(config),
     ]

@@ -26,14 +26,29 @@ Signals
         output at least ``chant_repeats`` units of ``chant_min_chars`` long
         (:func:`degenerate_run`).
         ``no_progress``: the repeats say nothing new.
+    ``restated_conclusion``
+        Consecutive assistant messages, with no tool call between, that assert the same
+        thing in new words: each shares at least :data:`RESTATED_MIN_SHARED` of the figures
+        and names asserted so far in the run of messages
+        (:func:`~otel_semloop.detectors.claims.claims`: ``$12,480`` and ``12480 dollars``
+        are one figure) and adds at most :data:`RESTATED_MAX_NEW` new ones. A model asked
+        to confirm that reconsiders again and again, reaching the same total and the same
+        names every time, worded differently each time. Conclusive at
+        ``restatement_repeats`` (4) messages. A tool call, a message that asserts
+        something new (a correction, the next subtotal) or fewer than two figures and
+        names ends the run. ``no_progress``: the same conclusion, nothing new arrived.
 
 Kept
-    Monologue: the digest of the previous message and the run length. Chanting: nothing
+    Monologue: the digest of the previous message and the run length. Restatement: the
+    hashes of the figures and names asserted in the current run of messages. Chanting: nothing
     between steps (one output's unit counts live only while that output is examined).
 
 Cost
     O(length of the output) per LLM step; an output with fewer lines and sentences than a
     warning needs (5) is split but not normalised. O(1) memory between steps.
+
+Size: one concern, what assistant text repeats (the same message, the same conclusion,
+the same unit inside one output); the chanting units' splitting is most of it.
 """
 
 from __future__ import annotations
@@ -46,15 +61,32 @@ from collections import Counter
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector
+from otel_semloop.detectors.claims import claims
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import normalize_words
 from otel_semloop.model import Step, StepKind
 from otel_semloop.verdict import Finding
 
-__all__ = ["CHANTING", "MONOLOGUE", "ChantingDetector", "MonologueDetector", "chant_units", "is_answer_tool"]
+__all__ = [
+    "CHANTING",
+    "MONOLOGUE",
+    "RESTATED_CONCLUSION",
+    "ChantingDetector",
+    "MonologueDetector",
+    "RestatementDetector",
+    "chant_units",
+    "is_answer_tool",
+]
 
 MONOLOGUE = "monologue"
 CHANTING = "chanting"
+RESTATED_CONCLUSION = "restated_conclusion"
+#: Figures and names a message must share with the run so far to restate it: one shared
+#: number is a coincidence (a year, a count), two are the same conclusion.
+RESTATED_MIN_SHARED = 2
+#: New figures or names a restating message may add (a unit spelled out, a name that
+#: started a sentence before): more is new content.
+RESTATED_MAX_NEW = 1
 
 #: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
 #: through the enum metaclass's attribute hook (about ten times a global's cost).
@@ -107,6 +139,77 @@ class MonologueDetector(IncrementalDetector):
                 self.config.monologue_repeats,
                 self._first,
                 description="the assistant said the same thing {count} times in a row with no action between",
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=(self._first.span_id,),
+            )
+        self._episode.add(facts.span_id)
+        out: list[Finding] = []
+        self._track(self._episode, self._run, facts, out)
+        return out
+
+
+class RestatementDetector(IncrementalDetector):
+    """``restated_conclusion``: the same figures and names asserted again and again in new
+    words, with no action between (see the module doc)."""
+
+    signals = (RESTATED_CONCLUSION,)
+    #: Step kinds read (see :mod:`~otel_semloop.detectors.suite`): LLM messages, and the
+    #: tool and agent steps that end a run of them.
+    kinds: ClassVar[frozenset[StepKind]] = frozenset({StepKind.LLM, StepKind.TOOL, StepKind.AGENT})
+
+    def reset(self) -> None:
+        super().reset()
+        self._asserted: frozenset[int] = frozenset()
+        self._run = 0
+        self._episode: Episode | None = None
+        self._first: StepFacts | None = None
+
+    def _break(self) -> None:
+        self._asserted = frozenset()
+        self._run = 0
+        self._episode = None
+
+    def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
+        if kind is not _LLM:
+            if self._run and (kind is _AGENT or (kind is _TOOL and not facts.wait)):
+                self._break()
+            return []
+        if facts.has_tool_calls:
+            if self._run:
+                self._break()
+            return []
+        text = step.output_text
+        if not text:
+            return []  # content not captured: neither extends nor ends the run
+        asserted = claims(text)
+        shared = len(asserted & self._asserted)
+        if (
+            len(asserted) < RESTATED_MIN_SHARED
+            or shared < RESTATED_MIN_SHARED
+            or len(asserted) - shared > RESTATED_MAX_NEW
+        ):
+            # Something new (or too little to compare): a run starts here, if anything.
+            self._break()
+            if len(asserted) >= RESTATED_MIN_SHARED:
+                self._asserted = asserted
+                self._run = 1
+                self._first = facts
+            return []
+        self._asserted = self._asserted | asserted
+        self._run += 1
+        if self._episode is None:
+            assert self._first is not None
+            self._episode = Episode(
+                RESTATED_CONCLUSION,
+                self.config.restatement_repeats,
+                self._first,
+                description=(
+                    "the assistant restated the same figures and names {count} times in new words "
+                    "with no action between"
+                ),
                 config=self.config,
                 period=1,
                 no_progress=True,

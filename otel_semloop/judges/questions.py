@@ -8,7 +8,8 @@ anywhere. So the judge is asked yes/no questions, all about one trace, all in on
 * ``revisit_{i}_{j}`` for steps 2..``lookahead`` apart: does step j go back to the attempt
   of step i without new information? (an A-B-A-B cycle differs at every consecutive pair)
 * ``tool_repeat_{name}`` for a tool called at least ``repetition_threshold`` times: are
-  those calls one action with cosmetic argument changes?
+  those calls one action with cosmetic argument changes? The tool's name, its count and
+  its argument sets are in ``state.tool_calls[question id]``; the instructions name none.
 * ``stagnation``: an overall score, 0 (every step advances) to 3 (completely stuck);
   reported, not used to decide.
 
@@ -69,8 +70,9 @@ REVISIT_INSTRUCTIONS = (
     "states rather than advancing)? Ignore differences in wording. "
 )
 TOOL_REPEAT_INSTRUCTIONS = (
-    "Look at `state.tool_calls[{key}]`: {count} calls to the tool {name}, with their "
-    "distinct argument sets in the order they occurred. Are these calls all the same "
+    "Look at the entry of `state.tool_calls` under this question's id: the calls to one "
+    "tool (its name in `tool`, how many in `calls`), with their distinct argument sets in "
+    "`arguments` in the order they occurred. Are these calls all the same "
     "underlying action (the agent retrying or repeating itself) even though the arguments "
     "differ cosmetically (an added flag, a reordered key, a trivially different value)? "
     "Answer no if the arguments make each call a genuinely different action. "
@@ -259,7 +261,7 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
 
     tool_questions: dict[str, dict[str, Any]] = {}
     tool_keys: dict[str, str] = {}
-    tool_state: dict[str, list[str]] = {}
+    tool_state: dict[str, dict[str, Any]] = {}
     for name, count in counts.items():
         if count < config.repetition_threshold:
             continue
@@ -271,13 +273,11 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
             qid = f"tool_repeat_{key}_{suffix}"
             suffix += 1
         tool_keys[qid] = name
-        tool_state[qid[len("tool_repeat_") :]] = variants[name]
+        # The tool's name is trace text: it goes in the state (data), never in the instructions.
+        tool_state[qid] = {"tool": safe_name, "calls": count, "arguments": variants[name]}
         tool_questions[qid] = {
             "type": "noul",
-            "instructions": TOOL_REPEAT_INSTRUCTIONS.format(
-                key=json.dumps(qid[len("tool_repeat_") :]), count=count, name=json.dumps(safe_name)
-            )
-            + DATA_NOTICE,
+            "instructions": TOOL_REPEAT_INSTRUCTIONS + DATA_NOTICE,
             "criteria": {
                 "true": "Same underlying action, cosmetic argument differences only.",
                 "false": "Genuinely different actions despite sharing a tool name.",

@@ -312,7 +312,6 @@ class ServiceConfig(BufferingSettings):
         path: str | Path | None = None,
         *,
         environ: Mapping[str, str] | None = None,
-        default_health: str | None = None,
         **overrides: Any,
     ) -> ServiceConfig:
         """Defaults, then the environment (``environ``, default ``os.environ``; see the
@@ -330,9 +329,6 @@ class ServiceConfig(BufferingSettings):
         for layer in (outside, *(values for _, values in layers)):
             headers_file = layer.pop("export_headers_file", None) or headers_file
             token_file = layer.pop("auth_token_file", None) or token_file
-        health_set = any("health" in values for _, values in layers) or "SEMLOOP_HEALTH" in env
-        if default_health and not health_set:
-            outside.setdefault("health", default_health)
         config = load(
             cls, prefix="SEMLOOP_", environ=env, under_env=[("", outside)], layers=layers, label="serve: "
         )
@@ -511,11 +507,22 @@ def read_file(path: str | None) -> bytes | None:
 def parse_address(address: str, name: str = "address") -> tuple[str, int]:
     """``HOST:PORT`` (or ``[v6]:PORT``) as ``(host, port)``; raises :class:`ConfigError`."""
     host, sep, port_text = address.rpartition(":")
-    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+    if not sep or not host or not port_text.isdigit():
         raise ConfigError(f"serve: {name}={address!r}: expected HOST:PORT")
+    if int(port_text) > 65535:
+        raise ConfigError(f"serve: {name}={address!r}: port {int(port_text)} is out of range (0-65535)")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return host, int(port_text)
+
+
+def listen_error(listener: str, address: str, error: BaseException | None = None) -> OSError:
+    """The one-line error for an address a listener cannot bind (the service exits 2 with
+    it): which listener, which address, and why when the system said."""
+    reason = "address in use or not available"
+    if isinstance(error, OSError) and error.strerror:
+        reason = error.strerror
+    return OSError(f"cannot listen: {listener} on {address}: {reason}")
 
 
 def redact_url(url: str) -> str:

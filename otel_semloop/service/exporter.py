@@ -57,7 +57,6 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
 from otel_semloop.service.held import Held
-from otel_semloop.service.wirepatch import varint
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
@@ -146,6 +145,16 @@ def encode_request(batch: list[Held]) -> bytes:
             rs_parts.append(_field(3, rs.schema_url.encode()))
         out.append(_field(1, b"".join(rs_parts)))
     return b"".join(out)
+
+
+def varint(value: int) -> bytes:
+    """A protobuf base-128 varint (a tag or a length)."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
 
 
 def _field(number: int, payload: bytes) -> bytes:

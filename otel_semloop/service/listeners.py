@@ -24,7 +24,7 @@ import grpc
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from otel_semloop.service.config import ServiceConfig, parse_address, read_file
+from otel_semloop.service.config import ServiceConfig, listen_error, parse_address, read_file
 from otel_semloop.service.receiver import grpc_handler, http_app
 
 __all__ = ["HttpListener", "start_grpc", "start_http"]
@@ -119,19 +119,46 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
         ],
     )
     address = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    _probe_bind("the gRPC receiver (grpc)", config.grpc, host, port)
     if config.tls_certificate:
         credentials = grpc.ssl_server_credentials(
             [(read_file(config.tls_key), read_file(config.tls_certificate))],
             root_certificates=read_file(config.tls_client_ca),
             require_client_auth=bool(config.tls_client_ca),
         )
-        bound = server.add_secure_port(address, credentials)
-    else:
-        bound = server.add_insecure_port(address)
+    try:  # gRPC raises RuntimeError (recent releases) or returns 0 (older ones)
+        if config.tls_certificate:
+            bound = server.add_secure_port(address, credentials)
+        else:
+            bound = server.add_insecure_port(address)
+    except RuntimeError:
+        bound = 0
     if not bound:
-        raise OSError(f"cannot bind the gRPC receiver to {config.grpc}")
+        raise listen_error("the gRPC receiver (grpc)", config.grpc)
     await server.start()
     return server, bound
+
+
+def _probe_bind(listener: str, address: str, host: str, port: int) -> None:
+    """Raise :func:`~.config.listen_error` (with the system's reason) when no address
+    ``host`` resolves to can be bound at ``port``, as gRPC would find, before gRPC tries
+    (it logs its own multi-line report and says only that binding failed)."""
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as error:
+        raise listen_error(listener, address, error) from None
+    first: OSError | None = None
+    for family, kind, proto, _, sockaddr in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(sockaddr)
+                return
+            except OSError as error:
+                first = first or error
+    raise listen_error(listener, address, first)
 
 
 class HttpListener:
@@ -160,9 +187,9 @@ async def start_http(service: Any, config: ServiceConfig, on_refuse: Callable[[s
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
-    except OSError:
+    except OSError as error:
         sock.close()
-        raise
+        raise listen_error("the HTTP receiver (http)", config.http, error) from None
     tls: dict[str, Any] = {}
     if config.tls_certificate:
         tls = {"ssl_certfile": config.tls_certificate, "ssl_keyfile": config.tls_key}

@@ -38,7 +38,7 @@ from typing import Any
 import orjson
 from opentelemetry import metrics
 
-from otel_semloop.service.config import ServiceConfig, parse_address
+from otel_semloop.service.config import ServiceConfig, listen_error, parse_address
 from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = [
@@ -161,7 +161,10 @@ class AdminServer:
 
         self._health = health
         self._registry = registry
-        self._server = ThreadingHTTPServer((host, port), Handler)
+        try:
+            self._server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as error:
+            raise listen_error(f"the {name} endpoint ({name})", address, error) from None
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(

@@ -112,7 +112,7 @@ class Pipeline:
         if processes is not None:
             # Whole verdicts and roots only for evaluation records (the loop log line
             # comes made from the workers).
-            processes.full_verdicts = self._publish
+            processes.full_roots = self._publish
         scorers = config.scoring_processes if processes is not None else config.scoring_threads
         self.load = ScoringLoad(config.grace_seconds, scorers)
         #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.

@@ -10,11 +10,11 @@ spans over a pipe as serialized protobuf and waits (the GIL is free meanwhile). 
 worker does with them, and what it sends back, is :mod:`otel_semloop.service.scoring_worker`.
 The pool's rules (budget, stuck threads, exactly once) hold per release.
 
-What comes back is small (per release a verdict, the root's index and head, the patched
-spans' bytes): each patched span becomes a new :class:`~otel_semloop.service.held.Held`
-(the original is untouched, so a thread abandoned past its budget changed nothing that
-left). Unless :attr:`ScoringProcesses.full_verdicts`, verdicts come slim with the loop
-log line made, and no root is decoded here.
+What comes back is small (a :class:`~otel_semloop.service.scoring_worker.Scored` per
+release: the verdict, the root, the patched spans' bytes, the loop log line): each patched
+span becomes a new :class:`~otel_semloop.service.held.Held` (the original is untouched, so
+a thread abandoned past its budget changed nothing that left). The root is decoded here
+only for :attr:`ScoringProcesses.full_roots` (an evaluation record reads all of it).
 
 Workers
     Started as :func:`~otel_semloop.pool.process_context` says (from a fork server: they
@@ -45,15 +45,14 @@ import contextlib
 import pickle
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from otel_semloop.grouping import Release
-from otel_semloop.model import Trace
 from otel_semloop.pool import process_context
 from otel_semloop.release import Evaluation, SpanAdapter
 from otel_semloop.scoring import DetectorScorer, Scorer
-from otel_semloop.service.scoring_worker import READY, root_trace, worker_main
+from otel_semloop.service.scoring_worker import READY, Batch, Scored, root_trace, worker_main
 from otel_semloop.telemetry import get_logger
 from otel_semloop.writeback import SpanPatch
 
@@ -155,10 +154,9 @@ class ScoringProcesses:
         self.started = 0
         #: Workers terminated for holding one trace past ``kill_after``.
         self.killed = 0
-        #: Whether this process reads whole verdicts and roots (an evaluation record
-        #: needs them). False: workers send slim verdicts and the loop log line
-        #: (:attr:`~otel_semloop.release.Evaluation.summary`), and no root is decoded.
-        self.full_verdicts = True
+        #: Whether an evaluation's root is the whole span, decoded here (an evaluation
+        #: record reads it); else it holds only ids, name and ``gen_ai.agent.name``.
+        self.full_roots = True
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -332,10 +330,8 @@ class ScoringProcesses:
         ``batch_evaluator``): per release its evaluation, None (no agent steps) or the
         exception its scoring raised. Raises :class:`WorkerDied` when the worker exits
         (every release of the batch then goes out unscored)."""
-        serialize = self._serialize
-        full = self.full_verdicts
-        batch = [([serialize(span) for span in one.spans], one.partial, one.logs) for one in releases]
-        payload = pickle.dumps((full, batch), pickle.HIGHEST_PROTOCOL)
+        batch: Batch = [([self._serialize(span) for span in r.spans], r.partial, r.logs) for r in releases]
+        payload = pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)
         worker = self._checkout()
         healthy = False
         try:
@@ -344,51 +340,32 @@ class ScoringProcesses:
         finally:
             self._checkin(worker, healthy)
         del payload
-        replies = pickle.loads(reply)
         out: list[Evaluation | Exception | None] = []
-        for release, reply in zip(releases, replies, strict=True):
-            if reply[0] == "error":
-                out.append(reply[1])
-            elif reply[1] is None:
-                out.append(None)
+        for release, result in zip(releases, pickle.loads(reply), strict=True):
+            if isinstance(result, Scored):
+                out.append(self._evaluation(release, adapter, result))
             else:
-                verdict, root, head, patched, summary = reply[1]
-                root_of = (root, head, full)
-                evaluation = _evaluation(release.spans, adapter, verdict, root_of, patched, release.partial)
-                evaluation.summary = summary
-                out.append(evaluation)
+                out.append(result)
         return out
 
-
-def _evaluation(
-    spans: Sequence[Any],
-    adapter: SpanAdapter[Any],
-    verdict: Any,
-    root: tuple[int, tuple[str, str, str, str] | None, bool],
-    patched: list[tuple[int, bytes]],
-    partial: bool,
-) -> Evaluation:
-    """What the pool writes back: each patched span as a new :class:`Held` of the bytes
-    the worker patched (an empty patch each: nothing is left to apply, and a thread
-    abandoned past its budget has changed no span that left), references holding only
-    the sources of the others, and a trace of the root alone. ``root`` is its index, what
-    the worker read of it (trace id, span id, name, agent) and whether to decode it (an
-    evaluation record needs the whole span); else the trace's root record holds only
-    what the loop log line reads (ids, name, ``gen_ai.agent.name``)."""
-    records: list[Any] = [_Ref("", held) for held in spans]
-    patches: dict[str, SpanPatch] = {}
-    for index, wire in patched:
-        key = f"#{index}"  # patches are keyed by these references' ids, not span ids
-        records[index] = _Ref(key, spans[index].replaced(wire))
-        patches[key] = SpanPatch()
-    root_index, head, decode = root
-    if root_index < 0 or head is None:
-        return Evaluation(root_trace(None, partial), records, verdict, patches)
-    root_id = head[1]
-    records[root_index].span_id = root_id
-    patches[root_id] = patches.pop(f"#{root_index}")
-    if not decode:
-        return Evaluation(root_trace(head, partial), records, verdict, patches)
-    record = adapter.record(records[root_index].source)
-    trace = Trace(trace_id=head[0], steps=[], spans={root_id: record}, root_span_id=root_id, partial=partial)
-    return Evaluation(trace, records, verdict, patches)
+    def _evaluation(self, release: Release[Any], adapter: SpanAdapter[Any], scored: Scored) -> Evaluation:
+        """What the pool writes back: each patched span as a new :class:`Held` of the bytes
+        the worker patched (an empty patch each: nothing is left to apply, and a thread
+        abandoned past its budget has changed no span that left), references holding only
+        the sources of the others, and a trace of the root alone (decoded from its patched
+        bytes when :attr:`full_roots`: an evaluation record reads the whole span)."""
+        spans = release.spans
+        records: list[Any] = [_Ref("", held) for held in spans]
+        patches: dict[str, SpanPatch] = {}
+        for index, wire in scored.patched:
+            key = f"#{index}"  # patches are keyed by these references' ids, not span ids
+            records[index] = _Ref(key, spans[index].replaced(wire))
+            patches[key] = SpanPatch()
+        root = scored.root
+        if root is not None:
+            records[scored.root_index].span_id = root.span_id
+            patches[root.span_id] = patches.pop(f"#{scored.root_index}", SpanPatch())
+            if self.full_roots:
+                root = adapter.record(records[scored.root_index].source)
+        trace = root_trace(root, release.partial)
+        return Evaluation(trace, records, scored.verdict, patches, scored.summary)

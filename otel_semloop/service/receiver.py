@@ -166,11 +166,18 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
     rejected = 0
     first = ""
 
-    def note(error: Exception, path: str, count: int = 1) -> None:
+    def note(error: Exception, path: str, decoded_as: str, count: int = 1) -> None:
+        """Count ``count`` rejected spans; the first error names its JSON path once: the
+        decoder's path was within the one-entry request ``decoded_as`` built, so its
+        prefix is replaced by ``path`` in the body."""
         nonlocal rejected, first
         rejected += count
         if not first:
-            first = f"{path}: {error}"
+            where = getattr(error, "where", "")
+            message = str(error).removeprefix(f"{where}: ") if where else str(error)
+            if where.startswith(decoded_as):
+                path += where[len(decoded_as) :]
+            first = f"{path}: {message}"
 
     for i, rs in enumerate(obj.get("resourceSpans") or []):
         scope_list = rs.get("scopeSpans") if type(rs) is dict else None
@@ -183,7 +190,7 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
             )
         except (OTLPDecodeError, TypeError) as exc:
             count = sum(len(ss.get("spans") or []) for ss in scope_list if type(ss) is dict)
-            note(exc, f"resourceSpans[{i}]", count)
+            note(exc, f"resourceSpans[{i}]", "resourceSpans[0]", count)
             continue
         out_rs = request.resource_spans.add()
         out_rs.CopyFrom(envelope.resource_spans[0])
@@ -198,10 +205,14 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
                         {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}, message_type=_Request
                     )
                 except OTLPDecodeError as exc:
-                    note(exc, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]")
+                    note(exc, f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]", _ONE_SPAN)
                     continue
                 out_ss.spans.add().CopyFrom(one.resource_spans[0].scope_spans[0].spans[0])
     return request, rejected, first
+
+
+#: Where a span decoded alone sits in the request built around it.
+_ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
 def decode_http_body(

@@ -271,8 +271,20 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
     attrs = record.attributes
     name = record.name
     keys = {
-        StepKind.TOOL: ("confident.tool.name", "gen_ai.tool.name", "tool.name", "traceloop.entity.name"),
-        StepKind.AGENT: ("confident.agent.name", "gen_ai.agent.name", "agent.name", "traceloop.entity.name"),
+        StepKind.TOOL: (
+            "confident.tool.name",
+            "gen_ai.tool.name",
+            "tool.name",
+            "traceloop.entity.name",
+            "ai.toolCall.name",
+        ),
+        StepKind.AGENT: (
+            "confident.agent.name",
+            "gen_ai.agent.name",
+            "agent.name",
+            "traceloop.entity.name",
+            "ai.telemetry.functionId",
+        ),
     }.get(kind, ("confident.span.name",))
     for key in keys:
         value = attrs.get(key)
@@ -291,8 +303,15 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
         step_in = _first_present(attrs, *cv._INPUT_KEYS)
     if step_out is None:
         step_out = _first_present(attrs, *cv._OUTPUT_KEYS)
-    if record.events and kind is not StepKind.AGENT and (step_in is None or step_out is None):
-        events_in, events_out = msg.event_messages(record.events)
+    events = list(record.events)
+    if kind is StepKind.LLM and "events" in attrs and (step_in is None or step_out is None):
+        listed = env.decode_json(attrs["events"])
+        for entry in listed if isinstance(listed, list) else []:
+            name_of = entry.get("event.name") if isinstance(entry, dict) else None
+            if isinstance(name_of, str) and name_of.startswith("gen_ai."):
+                events.append(EventRecord(name_of, 0, {"body": entry}))
+    if events and kind is not StepKind.AGENT and (step_in is None or step_out is None):
+        events_in, events_out = msg.event_messages(events)
         if kind is StepKind.TOOL:
             events_in, events_out = msg.message_content(events_in), msg.message_content(events_out)
         step_in = events_in if step_in is None else step_in
@@ -300,22 +319,30 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
     step_in, step_out = env.decode_json(step_in), env.decode_json(step_out)
     if "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs:
         step_in, step_out = env.unwrap_envelope(step_in), env.decode_json_string(step_out)
+    elif kind is StepKind.TOOL and "ai.toolCall.result" in attrs:
+        step_out = env.decode_json_string(step_out)
+    tool_calls = tuple(tc.requested_tool_calls(step_out)) if kind is StepKind.LLM else ()
+    if kind is StepKind.LLM and attrs.get("ai.response.toolCalls") is not None:
+        tool_calls += tuple(tc.requested_tool_calls(env.decode_json(attrs["ai.response.toolCalls"])))
     out: dict[str, Any] = {
         "name": name,
         "input": step_in,
         "output": step_out,
         "input_text": msg.flatten_text(step_in),
         "output_text": msg.flatten_text(step_out),
-        "tool_calls": tuple(tc.requested_tool_calls(step_out)) if kind is StepKind.LLM else (),
+        "tool_calls": tool_calls,
         "tool_arguments": None,
         "tool_result": None,
         "handoff_to": None,
     }
     if kind is StepKind.TOOL:
-        arguments = attrs.get("gen_ai.tool.call.arguments")
+        arguments = _first_present(attrs, "gen_ai.tool.call.arguments", "tool_arguments", "ai.toolCall.args")
         tool_arguments = env.decode_json(arguments) if arguments is not None else step_in
-        result = attrs.get("gen_ai.tool.call.result")
+        result = _first_present(attrs, "gen_ai.tool.call.result", "tool_response", "ai.toolCall.result")
         tool_result = env.decode_json(result) if result is not None else step_out
+        envelope = "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs
+        if result is not None and result is _first_present(attrs, *cv._OUTPUT_KEYS) and not envelope:
+            tool_result = step_out  # (the output itself: an AI SDK result unquoted)
         if isinstance(tool_arguments, dict) and "input_str" in tool_arguments:
             tool_arguments = env.unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
@@ -339,6 +366,8 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
             "gen_ai.usage.prompt_tokens",
             "llm.token_count.prompt",
             "confident.llm.input_token_count",
+            "ai.usage.inputTokens",
+            "ai.usage.promptTokens",
         )
     )
     out["output_tokens"] = cv._as_int(
@@ -348,6 +377,8 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
             "gen_ai.usage.completion_tokens",
             "llm.token_count.completion",
             "confident.llm.output_token_count",
+            "ai.usage.outputTokens",
+            "ai.usage.completionTokens",
         )
     )
     cost = _first_present(attrs, "gen_ai.usage.cost", "llm.cost.total")
@@ -397,6 +428,9 @@ EXTRA_KEYS = [
     "gen_ai.prompt.x.content",
     "llm.input_messages.0.message.content",
     "gen_ai.completion.0.content",
+    "ai.toolCall.name",
+    "ai.telemetry.functionId",
+    "ai.usage.outputTokens",
 ]
 
 
@@ -408,6 +442,9 @@ def records(draw: st.DrawFn) -> SpanRecord:
         "input.value",
         "traceloop.entity.input",
         "gen_ai.tool.call.arguments",
+        "tool_arguments",
+        "ai.prompt.messages",
+        "ai.toolCall.args",
     ):
         if draw(st.booleans()):
             attributes[key] = draw(ENVELOPES)
@@ -416,6 +453,9 @@ def records(draw: st.DrawFn) -> SpanRecord:
         "output.value",
         "traceloop.entity.output",
         "gen_ai.tool.call.result",
+        "tool_response",
+        "final_result",
+        "ai.toolCall.result",
     ):
         if draw(st.booleans()):
             attributes[key] = draw(ENVELOPES | st.text(max_size=8).map(json.dumps))

@@ -88,6 +88,11 @@ def test_warnings_alone_are_no_loop():
     assert verdict.label is Label.NO_LOOP and verdict.action is Action.WARN and 0.75 <= verdict.score < 1.0
 
 
+@pytest.mark.parametrize(("severity", "score"), [(0.5, 0.875), (0.75, 0.8125), (0.99, 0.7525)])
+def test_a_warning_lowers_the_score_by_a_quarter_of_its_severity(severity, score):
+    assert POLICY.verdict([finding(severity)]).score == score
+
+
 def test_a_clean_trace_scores_one():
     verdict = POLICY.verdict([])
     assert (verdict.label, verdict.score, verdict.action) == (Label.NO_LOOP, 1.0, Action.CONTINUE)

@@ -60,6 +60,9 @@ READ_KEYS = sorted(
         "error.type",
         "gen_ai.transfer.target.name",
         "gen_ai.transfer.target",
+        "ai.operationId",
+        cv._AI_SDK_TOOL_CALLS,
+        cv._LISTED_EVENTS,
     }
 )
 OTHER_KEYS = [
@@ -80,6 +83,7 @@ KIND_VALUES = {
     "openinference.span.kind": ["AGENT", "llm", "TOOL", "RETRIEVER", "CHAIN", "chain", "x"],
     "traceloop.span.kind": ["agent", "workflow", "tool", "task"],
     "gen_ai.operation.name": ["chat", "execute_tool", "invoke_agent", "create_agent", "embeddings"],
+    "ai.operationId": ["ai.generateText", "ai.streamText.doStream", "ai.toolCall", "ai.embed"],
 }
 VALUES = st.one_of(
     attribute_values,
@@ -104,7 +108,7 @@ def value_for(draw: st.DrawFn, key: str) -> Any:
         return draw(st.sampled_from(KIND_VALUES[key]))
     if key in ("gen_ai.tool.name", "tool.name", "traceloop.entity.name") and draw(st.booleans()):
         return draw(st.sampled_from(HANDOFF_NAMES))
-    if key in (cv._ARGUMENTS, "input.value", "traceloop.entity.input") and draw(st.booleans()):
+    if key in (*cv._ARGUMENT_KEYS, "input.value", "traceloop.entity.input") and draw(st.booleans()):
         return draw(st.sampled_from(HANDOFF_ARGUMENTS))
     return draw(VALUES)
 

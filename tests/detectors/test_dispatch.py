@@ -172,7 +172,13 @@ def test_the_suite_reports_what_every_detector_fed_every_step_reports(traces: li
 def test_an_llm_step_reaches_only_the_detectors_that_read_llm_steps() -> None:
     suite = DetectorSuite(DetectorConfig())
     llm_readers = {type(d).__name__ for d in suite.detectors if StepKind.LLM in kinds_read(d)}
-    assert llm_readers == {"FailureDetector", "RetryStormDetector", "MonologueDetector", "ChantingDetector"}
+    assert llm_readers == {
+        "FailureDetector",
+        "RetryStormDetector",
+        "MonologueDetector",
+        "RestatementDetector",
+        "ChantingDetector",
+    }
     assert len(suite._observers[StepKind.LLM]) == len(llm_readers)
     assert len(suite._observers[StepKind.TOOL]) == len(suite.detectors)
 

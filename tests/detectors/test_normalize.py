@@ -88,8 +88,30 @@ def test_an_added_flag_is_cosmetic():
     assert _near({"pattern": "x"}, {"pattern": "x", "case_sensitive": False})
 
 
-def test_a_tweaked_limit_is_cosmetic():
-    assert _near({"pattern": "x", "max_results": 50}, {"pattern": "x", "max_results": 51})
+def test_an_added_limit_is_cosmetic():
+    assert _near({"pattern": "x"}, {"pattern": "x", "max_results": 50})
+
+
+def test_a_changed_number_is_not_cosmetic():
+    """A different issue number, amount or sleep duration is different work."""
+    assert not _near({"issue_number": 17, "labels": ["bug"]}, {"issue_number": 18, "labels": ["bug"]})
+    assert not _near({"seconds": 15}, {"seconds": 30})
+
+
+def test_a_toggled_flag_is_not_cosmetic():
+    assert not _near({"path": "a", "dry_run": True}, {"path": "a", "dry_run": False})
+
+
+def test_a_respelled_nested_value_is_cosmetic():
+    """Case and blanks inside a nested object, and its key order, are spelling."""
+    assert _near(
+        {"id": 7, "fields": {"email": "Ann@x.com", "city": "Berlin "}},
+        {"fields": {"city": "berlin", "email": "ann@x.com"}, "id": 7},
+    )
+
+
+def test_a_changed_nested_value_is_not_cosmetic():
+    assert not _near({"id": 7, "fields": {"city": "Berlin"}}, {"id": 7, "fields": {"city": "Lisbon"}})
 
 
 def test_an_added_short_option_is_cosmetic():

@@ -282,9 +282,13 @@ class HttpOtlpReceiver(OtlpReceiver):
         super().__init__()
         self._host = host
         self._server = ServerThread(host, _http_handler_for(self))
-        #: Answer this many next requests with 503 + ``Retry-After: 0`` (an overloaded backend).
+        #: Answer this many next requests with 503 + ``Retry-After`` (an overloaded backend).
         self.refuse_next = 0
         self.refused = 0
+        #: The ``Retry-After`` seconds a refusal asks for.
+        self.retry_after = 0
+        #: When each request arrived (``time.monotonic()``), refused or not.
+        self.arrivals: list[float] = []
 
     @property
     def port(self) -> int:
@@ -335,11 +339,13 @@ def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
             except Exception:
                 reply(self, 400, b"invalid ExportTraceServiceRequest", "text/plain")
                 return
+            if isinstance(receiver, HttpOtlpReceiver):
+                receiver.arrivals.append(time.monotonic())
             if isinstance(receiver, HttpOtlpReceiver) and receiver.refuse_next > 0:
                 receiver.refuse_next -= 1
                 receiver.refused += 1
                 self.send_response(503)
-                self.send_header("Retry-After", "0")
+                self.send_header("Retry-After", str(receiver.retry_after))
                 self.send_header("Content-Length", "0")
                 self.end_headers()
                 return

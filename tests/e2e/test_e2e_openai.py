@@ -100,4 +100,5 @@ def test_healthy_llm_only_run_is_not_flagged(run_agent, pipeline: Pipeline) -> N
 
     pipeline.wait_delivered()
     root = pipeline.receiver.root_of(run.trace_id)
+    assert root.attributes["semloop.label"] == "no_loop", root.attributes  # scored, not unscored
     assert root.attributes["semloop.loop.detected"] is False, root.attributes

@@ -171,9 +171,11 @@ def test_the_collector_pipeline_scores_an_unaware_app(receiver, tmp_path):
         root = assert_one_loop_flagged(receiver)
         assert f"looping trace {root.trace_id}" in done.stdout
         healthy = done.stdout.split("healthy trace ")[1].split()[0]
-        assert all(
-            not s.attributes.get("semloop.loop.detected") for s in receiver.spans if s.trace_id == healthy
-        )
+        healthy_spans = [s for s in receiver.spans if s.trace_id == healthy]
+        assert healthy_spans, f"no span of the healthy trace {healthy} arrived"
+        healthy_roots = [s for s in healthy_spans if s.attributes.get("semloop.label")]
+        assert [s.attributes["semloop.label"] for s in healthy_roots] == ["no_loop"]
+        assert not any(s.attributes.get("semloop.loop.detected") for s in healthy_spans)
     finally:
         service.send_signal(signal.SIGTERM)
         output, _ = service.communicate(timeout=60)

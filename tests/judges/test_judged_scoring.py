@@ -75,7 +75,8 @@ def test_one_judged_signal_alone_is_a_warning_not_a_loop():
 
 
 @pytest.mark.parametrize(
-    ("p_progress", "undecided"), [(0.45, True), (0.55, True), (0.65, False), (0.35, False)]
+    ("p_progress", "undecided"),
+    [(0.45, True), (0.55, True), (0.6, True), (0.65, False), (0.35, False), (0.4, False)],
 )
 def test_answers_in_the_undecided_band_fall_back_to_deterministic_evidence(p_progress, undecided):
     trace = reworded_loop()
@@ -132,6 +133,18 @@ def test_a_sample_rate_picks_the_same_traces_every_time():
     assert 150 < sum(picks) < 250
     with pytest.raises(ValueError):
         Escalation.parse("sometimes")
+
+
+def test_a_cached_answer_is_not_reused_for_another_model():
+    cache = AnswerCache()
+    first = JudgedScorer(Judge(ScriptedBackend(STUCK, model="model-a"), cache=cache), escalate="always")
+    first.score(reworded_loop())
+    other = JudgedScorer(Judge(ScriptedBackend(FINE, model="model-b"), cache=cache), escalate="always")
+    verdict = other.score(reworded_loop())
+    assert len(other.judge.backend.requests) == 1 and other.judge.stats.cache_hits == 0
+    assert verdict_attributes(verdict)["semloop.judge.status"] != "cached"
+    first.judge.close()
+    other.judge.close()
 
 
 def test_rescoring_the_same_trace_is_answered_from_the_cache(tmp_path):

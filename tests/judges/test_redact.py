@@ -27,6 +27,12 @@ from otel_semloop.redact import Redactor, clean_control, redact, redact_value, s
         ("export API_KEY=abcd1234efgh5678", "abcd1234efgh5678", "credential"),
         ("aws AKIAIOSFODNN7EXAMPLE used", "AKIAIOSFODNN7EXAMPLE", "api_key"),
         ("token ghp_" + "a1" * 18 + " leaked", "a1" * 18, "api_key"),
+        ("role AKIAIOSFODNN7EXAMPLE_prod assumed", "AKIAIOSFODNN7EXAMPLE", "api_key"),
+        ("env_ASIAIOSFODNN7EXAMPLE_x", "ASIAIOSFODNN7EXAMPLE", "api_key"),
+        ("GET /login?user=bob&password%3Dhunter22%21x%26next%3D1", "hunter22", "credential"),
+        ("%7B%22api_key%22%3A%22abcd1234efgh%22%7D", "abcd1234efgh", "credential"),
+        ("creds wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY done", "wJalrXUtnFEMI", "aws_secret"),
+        ("aws_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "K7MDENG", "aws_secret"),
     ],
 )
 def test_each_kind_of_secret_is_replaced_by_its_marker(text, secret, kind):
@@ -42,6 +48,12 @@ def test_each_kind_of_secret_is_replaced_by_its_marker(text, secret, kind):
         "token usage exceeded the budget",
         "read_file orders_controller.py -> 120 lines",
         "ran the billing suite: 1 failed",
+        "commit 3f786850e387550fdab836ed7e6dc881de23001b merged",  # SHA-1: one case
+        "SHA1 3F786850E387550FDAB836ED7E6DC881DE23001B",
+        "request 0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d failed",  # UUID
+        "9" * 40,
+        "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhf",
+        "AKIAIOSFODNN7EXAMPLEX is 21 characters, not an access key id",
     ],
 )
 def test_ordinary_trace_text_is_left_alone(text):
@@ -50,6 +62,7 @@ def test_ordinary_trace_text_is_left_alone(text):
 
 def test_labels_stay_readable_around_a_hidden_secret():
     assert redact("password=hunter22 next") == "password=[REDACTED:credential] next"
+    assert redact("a=1&password%3Dhunter22%26b%3D2") == "a=1&password%3D[REDACTED:credential]%26b%3D2"
     assert redact("postgres://app:pw12@db/x") == "postgres://app:[REDACTED:url_password]@db/x"
 
 
@@ -101,3 +114,51 @@ def test_the_fast_marker_check_agrees_with_the_marker_regex(text):
     from otel_semloop.redact import _MARKERS, _may_hold_secret
 
     assert _may_hold_secret(text) == (_MARKERS.search(text) is not None)
+
+
+_BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+#: Text around a secret: anything but the characters that would extend it.
+_AROUND = st.text(st.characters(blacklist_characters=_BASE64 + "=_-", blacklist_categories=("Cs",)))
+
+
+@given(
+    _AROUND,
+    st.sampled_from(["AKIA", "ASIA"]),
+    st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", min_size=16, max_size=16),
+    st.sampled_from(["", "_", "-", " ", ".", '"', "/"]),
+    _AROUND,
+)
+def test_an_aws_access_key_id_never_survives_whatever_is_around_it(before, prefix, rest, joint, after):
+    key = prefix + rest
+    out = redact(f"{before}{joint}{key}{joint}{after}")
+    assert key not in out
+
+
+@given(
+    st.text(_BASE64, min_size=40, max_size=40).filter(
+        lambda s: any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s)
+    ),
+    _AROUND,
+    _AROUND,
+)
+def test_an_unlabelled_aws_secret_key_shape_never_survives(key, before, after):
+    out = redact(f"{before} {key} {after}")
+    assert key not in out
+
+
+@given(st.text("0123456789abcdef", min_size=40, max_size=40), st.booleans())
+def test_a_hex_digest_is_never_taken_for_a_secret(digest, upper):
+    text = f"sha1 {digest.upper() if upper else digest} ok"
+    assert redact(text) == text
+
+
+@given(
+    st.sampled_from(["password", "api_key", "token", "client_secret"]),
+    st.sampled_from(["%3D", "%3d", "%3A", "%22%3A%22"]),
+    st.text(_BASE64[:62] + "!*._~", min_size=8, max_size=40).map(
+        lambda s: "x" + s  # a short number alone (a port, a count) is not taken for a secret
+    ),
+)
+def test_a_url_encoded_labelled_secret_never_survives(label, separator, value):
+    out = redact(f"q?{label}{separator}{value}%26next%3D1")
+    assert value not in out and out.endswith("%26next%3D1")

@@ -4,6 +4,7 @@ acknowledged is lost and only the batch in flight may arrive twice (same ids).""
 
 from __future__ import annotations
 
+import asyncio
 import signal
 import socket
 import threading
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import grpc
 
+from otel_semloop.service.durable import DurableQueue
+from otel_semloop.service.held import Held, prepare
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver
 from tests.service.support import ServeProcess, grpc_export, wait_for
 from tests.service.traffic import mixed_traces, request_of
@@ -33,6 +36,55 @@ def _serve(queue: Path, endpoint: str) -> ServeProcess:
     )  # fmt: skip
     process.wait_listening()
     return process
+
+
+class _Intake:
+    """What a replay feeds: the pipeline's own ``prepare`` (which applies ``skip``),
+    keeping the spans it would hold."""
+
+    def __init__(self) -> None:
+        self.held: list[Held] = []
+
+    def accept(self, request: object, size: int = 0, ticket: int = 0, skip: object = None) -> object:
+        prepared = prepare(request, size, ticket, skip)
+        self.held.extend(held for _, _, held in prepared.spans)
+        return prepared.result
+
+
+def _keys(held: list[Held]) -> list[bytes]:
+    return [h.key for h in held]
+
+
+def test_a_replay_sends_only_the_spans_of_a_request_not_yet_delivered(tmp_path: Path) -> None:
+    path = tmp_path / "queue.db"
+    _, _, spans = next(mixed_traces(seed=33, count=1))
+    body = request_of(spans).SerializeToString()
+
+    async def first_run() -> list[Held]:
+        queue = DurableQueue(path, 1 << 20)
+        queue.replay(_Intake())
+        ticket = await queue.append(body)
+        intake = _Intake()
+        intake.accept(request_of(spans), len(body), ticket)
+        queue.track(ticket, len(intake.held))
+        delivered = intake.held[:3]
+        settled = queue.settle(delivered)
+        assert settled is not None
+        await settled
+        await queue.close()
+        return intake.held
+
+    held = asyncio.run(first_run())
+    assert len(held) == len(spans) > 3
+
+    async def second_run() -> list[Held]:
+        queue = DurableQueue(path, 1 << 20)
+        intake = _Intake()
+        queue.replay(intake)
+        await queue.close()
+        return intake.held
+
+    assert _keys(asyncio.run(second_run())) == _keys(held[3:])
 
 
 def test_spans_acknowledged_before_kill_9_are_delivered_once_after_restart(tmp_path: Path) -> None:

@@ -115,6 +115,7 @@ def test_a_burst_of_small_traces_does_not_delay_a_concurrent_request(downstream:
     process = _serve(downstream)
     port = process.ports[0] if process.ports else 0
     latencies: list[float] = []
+    refused = 0
     try:
         with Burst(port, senders=4, seed=2) as burst:
             time.sleep(0.5)
@@ -123,10 +124,14 @@ def test_a_burst_of_small_traces_does_not_delay_a_concurrent_request(downstream:
                 for n in range(15):
                     body = request_of(plain_spans(trace_id_of(3, n))).SerializeToString()
                     started = time.monotonic()
-                    try:
-                        call(body, timeout=30)
-                    except grpc.RpcError as error:  # backpressure is an answer too
-                        assert error.code() is grpc.StatusCode.UNAVAILABLE, error
+                    while True:  # until accepted: a refusal (backpressure) is a delay, not an answer
+                        try:
+                            call(body, timeout=30)
+                            break
+                        except grpc.RpcError as error:
+                            assert error.code() is grpc.StatusCode.UNAVAILABLE, error
+                            refused += 1
+                            time.sleep(0.05)
                     latencies.append(time.monotonic() - started)
                     time.sleep(0.05)
         wait_for(lambda: len(set(burst.acked)) <= len(downstream.spans), 30, "the burst downstream")
@@ -134,6 +139,6 @@ def test_a_burst_of_small_traces_does_not_delay_a_concurrent_request(downstream:
         process.stop()
     # Issue 14 measured 7 s; a request waiting behind decoding or scoring on the loop
     # would take as long as the backlog. Bounds with room for a loaded CI machine.
-    assert max(latencies) < 2.0, latencies
+    assert max(latencies) < 2.0, (latencies, refused)
     assert statistics.median(latencies) < 0.5, latencies
     assert len(burst.acked) > 500

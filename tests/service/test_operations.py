@@ -6,7 +6,6 @@ one structured log line per looping trace with no per-request library logs."""
 from __future__ import annotations
 
 import gzip
-import logging
 import threading
 import time
 from http.server import BaseHTTPRequestHandler
@@ -21,8 +20,8 @@ from otel_semloop.cli import main as cli_main
 from otel_semloop.errors import ConfigError
 from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.http_thread import ServerThread, reply
-from tests.e2e.otlp_receiver import GrpcOtlpReceiver
-from tests.service.support import MetricsReceiver, ServeProcess, config_for, grpc_export, running, wait_for
+from tests.e2e.otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver
+from tests.service.support import MetricsReceiver, ServeProcess, config_for, grpc_export, wait_for
 from tests.service.traffic import agent_spans, mixed_traces, request_of, trace_id_of
 
 
@@ -212,13 +211,33 @@ def test_a_config_file_expands_env_references_and_flags_win(tmp_path: Path) -> N
         ServiceConfig.load(path, environ={"BACKEND": "http://x:1"})
 
 
-def test_log_lines_are_quiet_by_default(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO)
-    with GrpcOtlpReceiver() as downstream, running(downstream) as service:
-        for i in range(3):
-            grpc_export(service.grpc_port, request_of(agent_spans(trace_id_of(5, i), 4, loop=i == 0)))
-        wait_for(lambda: len(downstream.spans) >= 27, 10, "27 spans downstream")
-        time.sleep(0.2)
-    loops = [r for r in caplog.records if r.getMessage().startswith("otel-semloop: loop ")]
-    assert len(loops) == 1
-    assert trace_id_of(5, 0).hex() in loops[0].getMessage()
+def test_log_lines_are_quiet_by_default() -> None:
+    """The serve command as run, at its default level: the loggers of gRPC, uvicorn and
+    httpx (one line per request or probe) are not heard, only one line per looping trace."""
+    with HttpOtlpReceiver() as downstream:  # the exporter's HTTP client logs each request at INFO
+        process = ServeProcess(
+            "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--export-endpoint", downstream.endpoint,
+            "--export-protocol", "http/protobuf", "--grace-seconds", "0.1",
+        )  # fmt: skip
+        try:
+            grpc_port, http_port = process.wait_listening()
+            wait_for(lambda: "options:" in process.log, 10, "the start-up lines")
+            started = len(process.lines)
+            for i in range(3):
+                grpc_export(grpc_port, request_of(agent_spans(trace_id_of(5, i), 4, loop=i == 0)))
+                body = request_of(agent_spans(trace_id_of(6, i), 4, loop=False)).SerializeToString()
+                response = httpx.post(
+                    f"http://127.0.0.1:{http_port}/v1/traces",
+                    content=body,
+                    headers={"Content-Type": "application/x-protobuf"},
+                )
+                assert response.status_code == 200
+            wait_for(lambda: len(downstream.spans) >= 54, 10, "54 spans downstream")
+            time.sleep(0.3)
+            during = process.lines[started:]
+        finally:
+            assert process.stop() == 0, process.log
+    assert [line for line in during if "otel-semloop: loop " in line] == [
+        line for line in during if trace_id_of(5, 0).hex() in line
+    ]
+    assert len(during) == 1, during  # no access log, no client log, no per-request line

@@ -216,6 +216,25 @@ def test_over_http_a_healthy_agent_trace_is_no_loop_and_a_plain_trace_passes_unt
 # -- bad requests --------------------------------------------------------------------------------
 
 
+def test_a_bad_json_span_is_named_by_its_path_once(grpc_downstream: GrpcOtlpReceiver) -> None:
+    good = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "ok"}
+    bad = {"traceId": "zz", "spanId": "cd" * 8, "name": "bad"}
+    body = {
+        "resourceSpans": [
+            {"scopeSpans": [{"spans": [good]}]},
+            {"scopeSpans": [{"spans": []}, {"spans": [{**good, "spanId": "ef" * 8}, bad]}]},
+        ]
+    }
+    with running(grpc_downstream, "grpc") as (service, _):
+        response = httpx.post(f"http://127.0.0.1:{service.http_port}/v1/traces", json=body)
+    assert response.status_code == 200
+    assert response.json()["partialSuccess"] == {
+        "rejectedSpans": "1",
+        "errorMessage": "resourceSpans[1].scopeSpans[1].spans[1].traceId: id must be 32 hex characters, "
+        "got string 'zz'",
+    }
+
+
 def test_a_malformed_http_body_gets_400_with_a_message(grpc_downstream: GrpcOtlpReceiver) -> None:
     with running(grpc_downstream, "grpc") as (service, _):
         url = f"http://127.0.0.1:{service.http_port}/v1/traces"
@@ -455,6 +474,17 @@ def test_an_http_downstream_answering_503_gets_the_batch_again_until_it_accepts(
             received = wait_trace(downstream, trace, 2)
             assert downstream.refused == 2
             assert_each_span_once_and_intact(app.spans_of(trace), received)
+
+
+def test_a_downstream_retry_after_sets_the_wait_before_the_next_attempt() -> None:
+    with HttpOtlpReceiver() as downstream:
+        downstream.refuse_next, downstream.retry_after = 1, 1
+        with running(downstream, "grpc", retry_initial_backoff=0.05, retry_max_backoff=5.0) as (_, app):
+            trace = app.plain_request()
+            app.flush()
+            wait_trace(downstream, trace, 2)
+        refused_at, accepted_at = downstream.arrivals[:2]
+        assert 1.0 <= accepted_at - refused_at < 2.0  # the 1 s asked for, not the 0.05 s backoff
 
 
 def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retryably() -> None:

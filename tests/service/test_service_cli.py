@@ -6,16 +6,19 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver
+from tests.service.support import ServeProcess
 from tests.support.agent_spans import search_agent
 
 _PORTS = re.compile(r"grpc 127\.0\.0\.1:0 \(port (\d+)\), http 127\.0\.0\.1:0 \(port (\d+)\)")
@@ -83,3 +86,50 @@ def test_serve_without_a_downstream_is_a_usage_error() -> None:
     _, err = process.communicate(timeout=20)
     assert process.returncode == 2
     assert "export_endpoint is required" in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "listener"),
+    [
+        ("--grpc", "the gRPC receiver (grpc)"),
+        ("--http", "the HTTP receiver (http)"),
+        ("--health", "the health endpoint (health)"),
+    ],
+)
+def test_an_address_in_use_is_one_line_naming_the_listener_and_exit_2(flag: str, listener: str) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        addresses = {"--grpc": "127.0.0.1:0", "--http": "127.0.0.1:0", "--health": "off", flag: address}
+        args = [part for pair in addresses.items() for part in pair]
+        process = _serve(*args, "--export-endpoint", "http://127.0.0.1:9")
+        _, err = process.communicate(timeout=30)
+    assert process.returncode == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].endswith(f"otel-semloop: cannot listen: {listener} on {address}: Address already in use")
+
+
+def test_a_port_out_of_range_says_so() -> None:
+    process = _serve("--grpc", "127.0.0.1:70000", "--export-endpoint", "http://127.0.0.1:9")
+    _, err = process.communicate(timeout=20)
+    assert process.returncode == 2
+    assert "grpc='127.0.0.1:70000': port 70000 is out of range (0-65535)" in err
+
+
+def test_two_replicas_share_a_host_with_the_default_settings() -> None:
+    """The health endpoint is off unless asked for, so nothing else needs a fixed port."""
+    replicas = [
+        ServeProcess(
+            "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--export-endpoint", "http://127.0.0.1:9"
+        )
+        for _ in range(2)
+    ]
+    try:
+        for replica in replicas:
+            replica.wait_listening()
+    finally:
+        codes = [replica.stop() for replica in replicas]
+    assert codes == [0, 0], [replica.log for replica in replicas]
+    assert not any("health" in replica.log for replica in replicas)

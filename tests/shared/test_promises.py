@@ -13,17 +13,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import orjson
 from opentelemetry import trace as trace_api
 
 from otel_semloop.builder import build_trace
+from otel_semloop.cli import main as cli_main
 from otel_semloop.model import Trace
 from otel_semloop.processor.sdk import span_to_record
 from otel_semloop.scoring import DetectorScorer
 from otel_semloop.verdict import Label, Verdict
 from tests.e2e.otlp_receiver import ReceivedSpan
-from tests.shared.conftest import WAIT, Door, DoorFactory
+from tests.shared.conftest import WAIT, Door, DoorFactory, received_from_json
 from tests.support.agent_spans import search_agent
 
 HANG = 60.0  # a hanging scorer waits this long unless released
@@ -107,6 +110,37 @@ def assert_contract_on_root(spans: list[ReceivedSpan], verdict: Verdict, trace: 
     assert in_loop == set(verdict.in_loop_span_ids)
 
 
+def fixed_verdict(root: ReceivedSpan) -> tuple[str, list[str]]:
+    """The label and signals a door wrote, to compare with values fixed in the test (the
+    contract above restates the scorer's own verdict: it proves transport, not the verdict)."""
+    return root.attributes["semloop.label"], list(root.attributes.get("semloop.signals", []))
+
+
+#: The recorded sample export (examples/make_samples.py) and the verdict of each trace.
+RECORDED = Path(__file__).resolve().parents[2] / "examples" / "agent_traces.otlp.jsonl"
+RECORDED_VERDICTS = {
+    "45e8a22ab994ca3a85c49a61c07ae5be": ("loop", ["action_cycle", "repeated_result"]),
+    "d858ea6c75ed0333ae60f53cbbb6b48c": (
+        "loop",
+        ["action_cycle", "repeated_result", "stale_steps", "stale_window"],
+    ),
+    "5b01139f69bfe3cf5e8aadc2662f3bc3": ("no_loop", []),
+    "61bea19bba6e4531c9cd7f8140947d0d": ("no_loop", []),
+}
+
+
+def test_recorded_traces_get_their_fixed_verdicts(tmp_path: Path) -> None:
+    scored = tmp_path / "scored.otlp.jsonl"
+    assert cli_main(["rescore", str(RECORDED), "-o", str(scored), "-q"]) == 0
+    roots = [
+        span
+        for line in scored.read_bytes().splitlines()
+        for span in received_from_json(orjson.loads(line))
+        if "semloop.label" in span.attributes and span.trace_id in RECORDED_VERDICTS
+    ]
+    assert {root.trace_id: fixed_verdict(root) for root in roots} == RECORDED_VERDICTS
+
+
 # -- the verdict -------------------------------------------------------------------------------
 
 
@@ -117,6 +151,10 @@ def test_a_looping_trace_gets_the_whole_contract_on_its_root(open_any_door: Door
         trace, verdict = expected_verdict(door, trace_id)
         assert verdict.label is Label.LOOP and verdict.findings and verdict.in_loop_span_ids
         assert_contract_on_root(spans, verdict, trace)
+        assert fixed_verdict(root_of(spans)) == (
+            "loop",
+            ["action_cycle", "repeated_result", "stale_steps", "stale_window"],
+        )
         tool_spans = [s for s in spans if s.name == "execute_tool search"]
         assert len(tool_spans) == 8 and any(s.attributes.get("semloop.in_loop") is True for s in tool_spans)
         door.assert_each_span_forwarded_once()
@@ -129,6 +167,7 @@ def test_a_healthy_trace_gets_no_loop_with_the_whole_contract(open_any_door: Doo
         trace, verdict = expected_verdict(door, trace_id)
         assert verdict.label is Label.NO_LOOP
         assert_contract_on_root(spans, verdict, trace)
+        assert fixed_verdict(root_of(spans)) == ("no_loop", [])
         assert root_of(spans).attributes["semloop.loop.detected"] is False
         assert not any("semloop.in_loop" in s.attributes for s in spans)
         door.assert_each_span_forwarded_once()

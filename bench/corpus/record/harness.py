@@ -213,6 +213,22 @@ def request_to_json(req: Any) -> dict[str, Any]:
     return {"resourceSpans": out}
 
 
+def request_body(handler: BaseHTTPRequestHandler) -> bytes:
+    """The request's body, sized by ``Content-Length`` or sent in chunks (Node.js's HTTP
+    client streams an OTLP export with ``Transfer-Encoding: chunked``)."""
+    if "chunked" not in handler.headers.get("Transfer-Encoding", "").lower():
+        return handler.rfile.read(int(handler.headers.get("Content-Length") or 0))
+    chunks = []
+    while True:
+        size = int(handler.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
+        if size == 0:
+            while handler.rfile.readline().strip():  # (trailer lines, up to the blank one)
+                pass
+            return b"".join(chunks)
+        chunks.append(handler.rfile.read(size))
+        handler.rfile.readline()  # (the CRLF after each chunk)
+
+
 class OtlpJsonLinesReceiver:
     """OTLP/HTTP protobuf ``POST /v1/traces`` on loopback; each request is one JSON line."""
 
@@ -237,7 +253,7 @@ class OtlpJsonLinesReceiver:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                raw = request_body(self)
                 if self.headers.get("Content-Encoding") == "gzip":
                     raw = gzip.decompress(raw)
                 req = ExportTraceServiceRequest()

@@ -5,7 +5,11 @@
 A real ``pydantic_ai.Agent`` on ``OpenAIChatModel`` (pointed at the fake model on
 loopback) with the scenario tools, instrumented with ``InstrumentationSettings`` on an SDK
 provider whose real OTLP/HTTP exporter posts to the JSON lines receiver. ``--version``
-picks pydantic-ai's instrumentation version (its default by default).
+picks pydantic-ai's instrumentation version (``InstrumentationSettings(version=N)``: 1 to 5
+in the 1.x releases; 1 and 2 write ``agent run`` / ``running tool`` spans with
+``tool_arguments`` / ``tool_response``, 3 and later ``invoke_agent`` / ``execute_tool``
+spans with ``gen_ai.tool.call.*``) and records into ``pydantic-ai-native-vN``; without it,
+the installed release's default version is recorded into ``pydantic-ai-native``.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ def main() -> int:
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
-    framework = "pydantic-ai-native"
+    framework = "pydantic-ai-native" if args.version is None else f"pydantic-ai-native-v{args.version}"
     tools = Tools()
     with OtlpJsonLinesReceiver() as receiver, FakeModel(next(iter(SCENARIOS.values())).script()) as model:
         provider = otlp_provider(receiver.endpoint, framework)
@@ -46,7 +50,9 @@ def main() -> int:
         if args.version is not None:
             settings = InstrumentationSettings(tracer_provider=provider, version=args.version)
         Agent.instrument_all(settings)
-        recorder = Recorder(framework, "genai-native", out_dir(framework), receiver)
+        # Versions 1 and 2 name tools' arguments and results in attributes of their own.
+        convention = "pydantic-ai" if args.version in (1, 2) else "genai-native"
+        recorder = Recorder(framework, convention, out_dir(framework), receiver)
 
         def retrying(function):  # a failing tool tells the model, as pydantic-ai tools do
             def wrapper(*a, **kw):

@@ -41,9 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import os
-import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -275,11 +273,8 @@ class LocalBackend:
 
 
 def _tool_name(question: Mapping[str, Any], key: str, tool_calls: Mapping[str, Any]) -> str:
-    """The tool a ``tool_repeat`` question is about: its name as quoted in the question."""
-    match = re.search(r"calls to the tool (\"(?:[^\"\\]|\\.)*\")", str(question.get("instructions", "")))
-    if match:
-        try:
-            return str(json.loads(match.group(1)))
-        except ValueError:
-            pass
+    """The tool a ``tool_repeat`` question is about: the name its state entry records."""
+    entry = tool_calls.get(f"tool_repeat_{key}")
+    if isinstance(entry, Mapping) and isinstance(entry.get("tool"), str):
+        return str(entry["tool"])
     return key

@@ -1,0 +1,46 @@
+"""What an assistant text asserts: its figures and the names it uses, wording aside.
+
+Two texts that say the same thing in different words share what they assert: the same
+numbers (``$12,480``, ``12480 dollars`` and ``12,480.00`` are one figure) and the same
+names (``North``, ``Acme Corp``), while their other words change. :func:`claims` reads
+them; the restatement signal (:mod:`otel_semloop.detectors.text`) compares them between
+consecutive assistant messages. Pure functions of the text, like
+:mod:`otel_semloop.detectors.normalize`; only hashes are returned.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_CLAIM_CHARS", "claims"]
+
+#: Characters of a text read for claims: a conclusion is stated early, and the bound keeps
+#: the cost O(1) for a huge output.
+MAX_CLAIM_CHARS = 4000
+
+#: A figure: digits with thousands separators and decimals, not part of a word or an id
+#: (``gpt-4o``, ``v2``, ``req_8f3a``).
+_NUMBER = re.compile(r"(?<![\w.\-/])\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w\-/]|\.\d)")
+#: A name: a capitalised word (``North``, ``Acme``, ``USD``) of two letters or more.
+_NAME = re.compile(r"\b[A-Z][A-Za-z]+\b")
+#: What may precede a sentence's first word (its capital says nothing then).
+_SENTENCE_START = re.compile(r"(?:^|[.!?\n]|\n\s*[-*\d.)]+)[\s\"'(\[*_]*$")
+
+
+def claims(text: str) -> frozenset[int]:
+    """Hashes of the figures and names ``text`` asserts (see the module doc). A figure is
+    its value (separators and trailing zeros dropped); a name is a capitalised word that
+    does not start a sentence, case-folded."""
+    text = text[:MAX_CLAIM_CHARS]
+    found: set[int] = set()
+    for match in _NUMBER.finditer(text):
+        figure = match.group().replace(",", "")
+        if "." in figure:
+            figure = figure.rstrip("0").rstrip(".")
+        found.add(hash(("figure", figure.lstrip("0") or "0")))
+    for match in _NAME.finditer(text):
+        start = match.start()
+        if _SENTENCE_START.search(text, max(0, start - 8), start) is not None:
+            continue
+        found.add(hash(("name", match.group().casefold())))
+    return frozenset(found)

@@ -1,0 +1,287 @@
+"""The general rules behind issue 27's five classes, each from both sides.
+
+* The changing part of the arguments is the work: a different number (issue id, sleep
+  duration) or a different body written is never a cosmetic change; spelling, key order
+  and request ids are.
+* A patient wait that ends in a new answer followed by work is not a loop; one that never
+  ends, or goes on after its end, is.
+* The same figures and names restated in new words, with nothing between, are a loop;
+  reasoning that asserts something new each turn is not.
+* A tool rate-limited on every attempt (sleeps between, volatile ids in the error) until
+  the run ends is a loop; one that answers at last is not.
+* Calls to a tool that does not exist, under changing names, rejected the same way, are a
+  loop, in every form they are recorded in; a mistake corrected is not.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from pathlib import Path
+
+from bench.corpus.runs import Run, ToolUse, Turn, render, traces_data
+from otel_semloop.builder import build_trace
+from otel_semloop.detectors.arguments import is_wait_call, writes_tool
+from otel_semloop.detectors.claims import claims
+from otel_semloop.detectors.failure_class import FailureKind, classify_failure
+from otel_semloop.model import Step, StepKind
+from otel_semloop.otlp import iter_json_lines
+from otel_semloop.scoring import Scorer
+from otel_semloop.verdict import Label, Verdict
+from tests.support.scenarios import Scenario, conclusive
+
+# --- the changing part of the arguments is the work ------------------------------------------
+
+
+def test_the_same_label_on_different_issue_numbers_is_not_a_loop() -> None:
+    run = Scenario("label the open issues")
+    for number in range(1201, 1218):
+        run.tool("add_labels", {"issue_number": number, "labels": ["bug"]}, "ok")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_update_respelled_with_fresh_request_ids_is_a_loop() -> None:
+    run = Scenario("update the customer")
+    spellings = ["ann@x.com", "ANN@x.com", " ann@x.com ", "Ann@x.com", "ann@x.com"]
+    for i, email in enumerate(spellings):
+        run.tool("update_record", {"id": 42, "fields": {"email": email}, "request_id": f"r-{i}"}, "updated")
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "near_duplicate_args" in conclusive(verdict)
+
+
+def test_a_draft_saved_again_with_new_content_is_not_a_loop() -> None:
+    run = Scenario("write the notes")
+    body = ""
+    for section in ("Intro.", "Setup steps.", "Usage notes.", "Limits.", "Changelog."):
+        body += section + "\n"
+        run.tool("save_draft", {"draft_id": "d-1", "body": body}, "Draft saved.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_draft_saved_with_the_same_content_is_a_loop() -> None:
+    run = Scenario("write the notes")
+    for _ in range(5):
+        run.tool("save_draft", {"draft_id": "d-1", "body": "Intro.\nSetup steps."}, "Draft saved.")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_write_tools_short_answer_acknowledges_and_a_questions_does_not() -> None:
+    assert writes_tool("save_draft") and writes_tool("add_labels")
+    assert not writes_tool("get_labels") and not writes_tool("search_docs")
+
+
+def test_a_backoff_whose_sleep_grows_before_success_is_not_a_loop() -> None:
+    run = Scenario("fetch the orders")
+    for seconds in (15, 30, 60, 120):
+        run.fail("fetch_orders", {"since": "2026-05-01"}, "429 Too Many Requests")
+        run.tool("sleep", {"seconds": seconds}, f"slept {seconds}s")
+    run.tool("fetch_orders", {"since": "2026-05-01"}, '[{"id": 1, "total": 12}]')
+    run.tool("write_file", {"path": "report.md", "content": "1 order"}, "ok")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+# --- a patient wait --------------------------------------------------------------------------
+
+
+def _poll(run: Scenario, status: str, sleep: dict) -> None:
+    run.tool("bash", sleep, "")
+    run.tool("get_job_status", {"job_id": "job-7"}, json.dumps({"job_id": "job-7", "status": status}))
+
+
+def test_a_wait_with_sleeps_that_ends_in_success_and_more_work_is_not_a_loop() -> None:
+    run = Scenario("run the export")
+    run.tool("start_job", {"name": "export"}, "started job-7")
+    for status in ["queued"] * 3 + ["running"] * 4 + ["succeeded"]:
+        _poll(run, status, {"command": "sleep 30"})
+    run.tool("download_output", {"job_id": "job-7"}, '{"rows": 1200}')
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_wait_that_never_ends_is_a_loop() -> None:
+    run = Scenario("run the export")
+    run.tool("start_job", {"name": "export"}, "started job-7")
+    for _ in range(9):
+        _poll(run, "running", {"command": "sleep 30"})
+    assert run.verdict().label is Label.LOOP
+
+
+def test_polling_a_finished_job_again_and_again_is_a_loop() -> None:
+    run = Scenario("run the export")
+    for status in ["running"] * 3 + ["succeeded"] * 6:
+        _poll(run, status, {"command": "sleep 10"})
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_sleep_is_a_wait_and_a_wait_for_a_job_is_not() -> None:
+    assert is_wait_call("sleep", {"seconds": 5}, shell=False)
+    assert is_wait_call("time_sleep", {"duration": 5}, shell=False)
+    assert is_wait_call("bash", {"command": "sleep 30"}, shell=True)
+    assert not is_wait_call("bash", {"command": "sleep 30 && gh run view 7"}, shell=True)
+    assert not is_wait_call("wait_for_job", {"job_id": "7"}, shell=False)
+
+
+# --- the same conclusion restated in new words -----------------------------------------------
+
+RESTATEMENTS = [
+    "Let me double-check. The 5 regions add up to $412,345 and West is still the largest at 31%.",
+    "Re-verifying: the sum across all 5 regions comes to 412345 dollars; West leads with 31%.",
+    "Going through the table again, I get 412,345 in total, with West at 31 percent.",
+    "To be sure, recomputing: 5 regions, grand total $412,345. West accounts for 31%.",
+    "Checking my arithmetic once more: the values add up to 412,345. Largest share: West at 31%.",
+    "I want to be certain: $412,345 total; West has a 31% share of the 5 regions.",
+]
+
+
+def test_paraphrases_share_their_figures_and_names() -> None:
+    first, second = claims(RESTATEMENTS[0]), claims(RESTATEMENTS[1])
+    assert first == second
+    assert claims("The total is 12 and the top region is North.") != first
+
+
+def test_the_same_figures_restated_in_new_words_are_a_loop() -> None:
+    run = Scenario("sum the table")
+    for text in RESTATEMENTS:
+        run.think(text)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_three_restatements_are_below_the_threshold_and_four_reach_it() -> None:
+    below, at = Scenario("sum the table"), Scenario("sum the table")
+    for text in RESTATEMENTS[:3]:
+        below.think(text)
+    for text in RESTATEMENTS[:4]:
+        at.think(text)
+    assert below.verdict().label is Label.NO_LOOP
+    assert at.verdict().label is Label.LOOP
+
+
+def test_reasoning_that_asserts_new_figures_each_turn_is_not_a_loop() -> None:
+    run = Scenario("sum the table")
+    total = 0
+    for region, value in [("North", 1200), ("South", 3400), ("East", 560), ("West", 7800), ("Central", 90)]:
+        total += value
+        run.think(f"Adding {region}: {value:,} brings the subtotal to {total:,}.")
+    run.think(f"Let me double-check: the total is {total:,} and West is the largest.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_tool_result_between_restatements_ends_the_run() -> None:
+    run = Scenario("sum the table")
+    for i, text in enumerate(RESTATEMENTS):
+        run.think(text)
+        if i % 2 == 1:
+            run.tool("read_file", {"path": f"table-{i}.csv"}, f"region,value\nWest,{i}")
+    assert "restated_conclusion" not in conclusive(run.verdict())
+
+
+# --- a tool rate-limited every time ----------------------------------------------------------
+
+
+def _rate_limited(run: Scenario, i: int) -> None:
+    run.fail(
+        "search_flights",
+        {"query": "LIS BER"},
+        f"429 Too Many Requests: rate limit exceeded (request id req_{i:04x}), "
+        f"{i}/60 left, resets in {9 + i}s",
+        error_type="RateLimitError",
+    )
+    run.think("Rate limited; retrying after a pause.", calls=[("sleep", {"seconds": 10 + i})])
+    run.tool("sleep", {"seconds": 10 + i}, "")
+
+
+def test_a_tool_rate_limited_every_time_until_the_run_ends_is_a_loop() -> None:
+    run = Scenario("find a flight")
+    run.tool("list_airports", {"country": "PT"}, "LIS, OPO, FAO")
+    for i in range(7):
+        _rate_limited(run, i)
+    run.think("The service keeps rate-limiting me; I could not finish.")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_tool_rate_limited_six_times_then_answering_is_not_a_loop() -> None:
+    run = Scenario("find a flight")
+    for i in range(6):
+        _rate_limited(run, i)
+    run.tool("search_flights", {"query": "LIS BER"}, '[{"flight": "TP540", "price": 120}]')
+    run.tool("write_file", {"path": "flight.md", "content": "TP540"}, "ok")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_five_rate_limited_attempts_are_not_conclusive() -> None:
+    run = Scenario("find a flight")
+    for i in range(5):
+        _rate_limited(run, i)
+    assert run.verdict().label is not Label.LOOP
+
+
+def test_an_error_document_is_a_failure_and_a_count_is_not() -> None:
+    def failure(result: object) -> object:
+        step = Step(StepKind.TOOL, "t", tool_result=result)
+        return classify_failure(step, result if isinstance(result, str) else json.dumps(result))
+
+    rate_limited = failure('{"error": {"code": 429, "message": "Rate limit reached"}}')
+    assert rate_limited is not None and rate_limited.kind is FailureKind.TRANSIENT
+    assert failure({"retry_after": 5, "error": {"code": 429}}) is not None
+    assert failure("HTTP/1.1 503 Service Unavailable") is not None
+    assert failure("500 rows exported") is None
+    assert failure('{"error": null, "rows": 3}') is None
+
+
+# --- calls to a tool that does not exist -----------------------------------------------------
+
+NAMES = [
+    "search_docs",
+    "searchDocs",
+    "docs_search",
+    "search-docs",
+    "SearchDocs",
+    "search_documents",
+    "docsSearch",
+]
+
+
+def _rejection(name: str) -> str:
+    return f"{name} is not a valid tool, try one of [read_file, grep, list_dir]."
+
+
+def test_calls_to_a_missing_tool_under_changing_names_are_a_loop() -> None:
+    run = Scenario("find the retry policy")
+    for name in NAMES:
+        run.fail(name, {"query": "retry policy"}, _rejection(name), error_type="ToolNotFoundError")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_missing_tool_corrected_after_two_tries_is_not_a_loop() -> None:
+    run = Scenario("find the retry policy")
+    for name in NAMES[:2]:
+        run.fail(name, {"query": "retry policy"}, _rejection(name), error_type="ToolNotFoundError")
+    run.tool("grep", {"pattern": "retry", "path": "docs/"}, "docs/retry.md:12: up to 5 retries")
+    run.tool("read_file", {"path": "docs/retry.md"}, "# Retry policy\nUp to 5 retries.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def _rendered(run: Run, convention: str) -> Verdict:
+    rng = random.Random(7)
+    spans = render(run, convention, "ab" * 16, rng, 1_790_000_000_000_000_000)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "trace.jsonl"
+        path.write_text(json.dumps(traces_data(spans, "test", "scope")) + "\n")
+        records = [record for batch in iter_json_lines(path) for record in batch.records]
+    return Scorer().score(build_trace(records))
+
+
+def test_langgraphs_missing_tool_with_no_tool_span_is_a_loop_in_every_convention() -> None:
+    turns = [
+        Turn(
+            "Searching the docs.",
+            [ToolUse(name, {"query": "retry"}, f"Error: {_rejection(name)}", span=False)],
+        )
+        for name in NAMES
+    ]
+    run = Run("find the retry policy", "agent", "gpt-4o", turns)
+    for convention in ("genai", "openinference", "openllmetry"):
+        assert _rendered(run, convention).label is Label.LOOP, convention
