@@ -72,12 +72,17 @@ class Recorded:
         return self.spans.resource_spans[0].scope_spans[0].spans[0].trace_id.hex()
 
     def record_bytes(self) -> Counter[bytes]:
-        return Counter(
-            record.SerializeToString()
-            for rl in self.logs.resource_logs
-            for sl in rl.scope_logs
-            for record in sl.log_records
-        )
+        return record_bytes(self.logs)
+
+
+def record_bytes(request: Any) -> Counter[bytes]:
+    """Each log record of an ``ExportLogsServiceRequest`` as its wire bytes, counted."""
+    return Counter(
+        record.SerializeToString()
+        for rl in request.resource_logs
+        for sl in rl.scope_logs
+        for record in sl.log_records
+    )
 
 
 def record_agent(rounds: int = ROUNDS) -> Recorded:
