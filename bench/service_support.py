@@ -191,6 +191,25 @@ def _sender_main(
     acked = refused = errors = logs_acked = 0
     ids: list[bytes] = []
     n = 0
+
+    def send(method: Any, data: bytearray) -> bool:
+        """One request, sent until acknowledged or the time is up."""
+        nonlocal refused, errors
+        while time.time() < stop_at:
+            try:
+                method(bytes(data), timeout=30)
+            except grpc.RpcError as exc:
+                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
+                    refused += 1
+                    # Backpressure: the data waits here for the delay the service asks for
+                    # (RetryInfo, as the OTel Python exporter reads it), else 50 ms.
+                    time.sleep(_retry_delay(exc))
+                    continue
+                errors += 1
+                return False
+            return True
+        return False
+
     while time.time() < stop_at:
         body, offsets, count, logs_body, logs_offsets, records = templates[n % len(templates)]
         n += 1
@@ -201,34 +220,12 @@ def _sender_main(
             for at in logs_positions:
                 logs_body[at : at + 16] = tid
         # The log records first (an SDK's logs batch usually leaves before the trace ends).
-        while logs and time.time() < stop_at:
-            try:
-                call_logs(bytes(logs_body), timeout=30)
-            except grpc.RpcError as exc:
-                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
-                    refused += 1
-                    time.sleep(_retry_delay(exc))
-                    continue
-                errors += 1
-                break
+        if logs and send(call_logs, logs_body):
             logs_acked += records
-            break
-        while time.time() < stop_at:
-            try:
-                call(bytes(body), timeout=30)
-            except grpc.RpcError as exc:
-                if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
-                    refused += 1
-                    # Backpressure: the data waits here for the delay the service asks for
-                    # (RetryInfo, as the OTel Python exporter reads it), else 50 ms.
-                    time.sleep(_retry_delay(exc))
-                    continue
-                errors += 1
-                break
+        if send(call, body):
             acked += count
             if keep_ids:
                 ids.extend(new_ids)
-            break
     channel.close()
     out.put(
         {

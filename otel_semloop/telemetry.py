@@ -38,7 +38,7 @@ name                            kind      front door  attribute (values)
 ``semloop.export.failures``     counter   S           ``semloop.failure.kind``
 ``semloop.export.dropped``      counter   S           ``semloop.drop.reason`` (should stay 0)
 ``semloop.log_records``         counter   S           ``semloop.log_record.state`` (received;
-                                                      held: a GenAI event kept for scoring;
+                                                      kept: a GenAI event held for scoring;
                                                       late: its trace had left, forwarded
                                                       only; attached: taken by a release;
                                                       dropped: pushed out of the hold by the cap)

@@ -31,7 +31,7 @@ Holding for scoring
     remembered by the buffer) is forwarded only and counted ``late``; one whose spans
     never come stays until the cap pushes it out.
 
-Counted in ``semloop.log_records`` by state (received, held, late, attached, dropped),
+Counted in ``semloop.log_records`` by state (received, kept for scoring, late, attached, dropped),
 ``semloop.export.log_records`` and ``semloop.export.log_records.dropped``; gauges
 ``semloop.log_records.held`` and ``semloop.export.log_records.pending``.
 """
@@ -172,7 +172,7 @@ class LogRecords:
             if self.held.dropped != dropped:
                 telemetry.add("semloop.log_records", "dropped")
         if held:
-            telemetry.add("semloop.log_records", "held", held)
+            telemetry.add("semloop.log_records", "kept", held)
         if late:
             telemetry.add("semloop.log_records", "late", late)
         return Accepted(accepted=len(records))
