@@ -493,18 +493,20 @@ def batch_figures(rows: list[Row]) -> dict:
 
 
 def _git_head() -> str:
+    """The commit scored, with ``+changes`` when the detectors or the scoring differ from it."""
     import subprocess
 
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(ROOT), *args], capture_output=True, text=True, check=True
+        ).stdout.strip()
+
     try:
-        out = subprocess.run(
-            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
+        head = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--", "otel_semloop")
     except (OSError, subprocess.CalledProcessError):
         return ""
-    return out.stdout.strip()
+    return f"{head}+changes" if changed else head
 
 
 def _batch_line(name: str, f: dict) -> str:
@@ -514,14 +516,22 @@ def _batch_line(name: str, f: dict) -> str:
     )
 
 
-def first_look(record: bool = True) -> list[dict]:
+def first_look(record: bool = True, only: set[str] | None = None) -> list[dict]:
     """Every blind batch: its first-look figures (recorded the first time the batch is
     scored, then only read back) beside the figures now. A batch scored here for the first
     time is recorded in :data:`FIRST_LOOK_DATA` (with the date and the commit scored);
-    nothing already recorded is ever rewritten."""
+    nothing already recorded is ever rewritten. ``only``: the batches not recorded yet
+    that may be scored now (the others are left unread, for a later first look)."""
     recorded = {entry["batch"]: entry for entry in recorded_first_looks()}
     entries = list(recorded.values())
-    batches = blind_batches()
+    waiting = [b.name for b in blind_batches() if b.name not in recorded]
+    if only is None and waiting:
+        # One first look at a time: the earliest batch waiting; the next waits until the
+        # lessons of this one are taken (``--batch`` names another).
+        only = {waiting[0]}
+        if len(waiting) > 1:
+            print(f"first look of {waiting[0]} only; still unread: {', '.join(waiting[1:])}")
+    batches = [b for b in blind_batches() if b.name in recorded or only is None or b.name in only]
     if not batches:
         print("no blind batches under bench/corpus/first_look/")
     for folder in batches:
@@ -572,6 +582,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="score the blind batches: first-look figures (recorded on a batch's first scoring) beside now",
     )
+    parser.add_argument(
+        "--batch",
+        action="append",
+        help="with --first-look: score for the first time only this batch (repeatable; e.g. batch3)",
+    )
     parser.add_argument("--source", choices=("synthetic", "recording", "first_look", "all"), default="all")
     parser.add_argument("--variants", type=int, help="only the first N variants of each situation")
     parser.add_argument("--situation", action="append", help="only this situation (repeatable)")
@@ -580,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-cv", action="store_true", help="skip the leave-situation-out figures")
     args = parser.parse_args(argv)
     if args.first_look:
-        first_look()
+        first_look(only=set(args.batch) if args.batch else None)
         return 0
     _, figures = run(
         args.source,

@@ -18,7 +18,6 @@ from otel_semloop.messages import flatten_text
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace, peek_input
 from otel_semloop.tool_calls import ToolCall, tool_responses
 
-#: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
 _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER

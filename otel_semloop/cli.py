@@ -235,7 +235,12 @@ def _rescore(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     import logging
+    import os
 
+    # gRPC core writes its own lines to stderr, bypassing logging and its limiter: at INFO,
+    # one per failed TLS handshake (a scanner makes thousands). Errors only, unless the
+    # operator asks for more; set before gRPC is first imported, when it reads this.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     try:
         from otel_semloop.judges.settings import scorer_with_judge, settings_from_args
         from otel_semloop.service import ServiceConfig, serve

@@ -68,7 +68,6 @@ from otel_semloop.messages import (
 from otel_semloop.model import (
     STATUS_ERROR,
     EventRecord,
-    FillingStep,
     SpanRecord,
     Step,
     StepKind,
@@ -76,7 +75,6 @@ from otel_semloop.model import (
 )
 from otel_semloop.tool_calls import requested_tool_calls
 
-#: Enum members as module constants (cheaper to read per step: see otel_semloop.model).
 _AGENT = StepKind.AGENT
 _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
@@ -322,54 +320,39 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
                 if cost.__class__ is not float:  # (the usual float first; a bool is an int)
                     cost = float(cost) if isinstance(cost, (int, float)) else None
                 break
-    # The fields are stored here, not through Step's __init__: its generated code would
-    # write input, input_text and output through their deferring descriptors (a Python
-    # call each) only for them to be deleted again when deferred. The fields set are
-    # checked against Step's at import, below; it is a Step once filled (see FillingStep).
-    step = _new_step(FillingStep)
-    step.kind = kind
-    step.name = name
-    step.span_id = record.span_id
-    step.trace_id = record.trace_id
-    step.parent_span_id = record.parent_span_id
-    # (A deferred field's slot is left unset: its first read decodes it from _deferred.)
+    step = Step(
+        kind=kind,
+        name=name,
+        span_id=record.span_id,
+        trace_id=record.trace_id,
+        parent_span_id=record.parent_span_id,
+        input=step_input,
+        output=output,
+        input_text=input_text,
+        output_text=output_text,
+        tool_arguments=tool_arguments,
+        tool_result=tool_result,
+        tool_calls=tool_calls,
+        is_error=is_error,
+        error_type=str(error_type or "") if is_error else "",
+        error_message=(message or "") if is_error else "",
+        start_ns=record.start_ns or None,
+        end_ns=record.end_ns or None,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=cost,
+        handoff_to=handoff_to,
+    )
+    # A deferred field's slot is left unset: its first read decodes it from _deferred.
     if defer_input or defer_output:
         step._deferred = (raw_in, envelope, raw_out)
-    if not defer_input:
-        step.input = step_input
-        step.input_text = input_text
-    if not defer_output:
-        step.output = output
-    step.output_text = output_text
-    step.tool_arguments = tool_arguments
-    step.tool_result = tool_result
-    step.tool_calls = tool_calls
-    step.is_error = is_error
-    step.error_type = str(error_type or "") if is_error else ""
-    step.error_message = (message or "") if is_error else ""
-    step.start_ns = record.start_ns or None
-    step.end_ns = record.end_ns or None
-    step.agent = None  # set by the builder
-    step.input_tokens = input_tokens
-    step.output_tokens = output_tokens
-    step.cost = cost
-    step.depth = 0  # set by the builder
-    step.synthetic = False
-    step.handoff_to = handoff_to
-    step.children = []
-    step.__class__ = Step
+    if defer_input:
+        del step.input, step.input_text
+    if defer_output:
+        del step.output
     return step
 
 
-_STEP_FIELDS = (
-    "kind", "name", "span_id", "trace_id", "parent_span_id", "input", "output", "input_text",
-    "output_text", "tool_arguments", "tool_result", "tool_calls", "is_error", "error_type",
-    "error_message", "start_ns", "end_ns", "agent", "input_tokens", "output_tokens", "cost",
-    "depth", "synthetic", "handoff_to", "children",
-)  # fmt: skip
-if tuple(f.name for f in dataclasses.fields(Step)) != _STEP_FIELDS:
-    raise ImportError("read_step stores each field of a Step by name: update it to Step's fields")
-_new_step = Step.__new__
 _JSON_OPENERS = ("{", "[")
 _UNREAD: Any = object()
 _NAME_KEYS = {
@@ -405,7 +388,8 @@ _OUTPUT_TOKEN_KEYS = (
     "ai.usage.outputTokens",
     "ai.usage.completionTokens",
 )
-_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total")
+#: US dollars: OpenLIT and Langfuse's mapping, OpenInference, pydantic-ai / Logfire.
+_COST_KEYS = ("gen_ai.usage.cost", "llm.cost.total", "operation.cost")
 
 
 #: A tool call's arguments and result: the GenAI attributes, Pydantic AI's (versions 1

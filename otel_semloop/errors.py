@@ -19,6 +19,11 @@ class OTLPDecodeError(SemloopError, ValueError):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+class StartupError(SemloopError):
+    """The service cannot start on what it finds (a durable queue emptied, replaced or
+    corrupt): one line saying what and what to do; ``serve`` exits 2."""
+
+
 class LoopDetected(SemloopError):
     """Raised by the live guard in the agent's own thread to stop a looping run.
 

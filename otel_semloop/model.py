@@ -79,8 +79,9 @@ class StepKind(str, enum.Enum):
     OTHER = "other"
 
 
-#: Enum members as module constants: reading one through its class costs several
-#: times more on Python 3.11 (EnumType's attribute hook), on every step.
+#: Enum members as module constants, here and in the modules that read a step's kind per
+#: step: on Python 3.11 a read through the class (``StepKind.LLM``) goes through the enum
+#: type's attribute hook, a global read does not (same objects, same ``is``).
 _AGENT = StepKind.AGENT
 _LLM = StepKind.LLM
 _OTHER = StepKind.OTHER
@@ -93,9 +94,8 @@ class _Deferrable:
     ``output``) are decoded from on first read (see :class:`_DeferredField`); unset when
     nothing is left.
 
-    (No ``__getattr__`` for that: on CPython 3.11 a class with one has every attribute read
-    of its instances take the generic path, about three times the cost of a slot read,
-    and the detectors read a step's fields many times over.)"""
+    (No ``__getattr__`` for that: a class with one has every attribute read of its
+    instances take the generic path, and the detectors read a step's fields many times.)"""
 
     __slots__ = ("_deferred",)
 
@@ -314,16 +314,6 @@ _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
 _SLOTS = {name: Step.__dict__[name] for name in _DEFERRED_FIELDS}
 for _field_name, _member in _SLOTS.items():
     setattr(Step, _field_name, _DeferredField(_field_name, _member))
-
-
-class FillingStep(Step):
-    """A Step while read_step stores its fields: the deferred ones are plain slots here (no
-    descriptor call); ``__class__ = Step`` then makes it a Step (it adds no slot)."""
-
-    __slots__ = ()
-    input = _SLOTS["input"]
-    input_text = _SLOTS["input_text"]
-    output = _SLOTS["output"]
 
 
 _INPUT_SLOT = _SLOTS["input"]

@@ -58,9 +58,6 @@ SUSPECTED_SCORE_SPAN = 0.2
 WARNING_SCORE_SPAN = 0.25
 NO_LOOP_REASON = "No loop patterns detected."
 
-#: Enum members as module constants: on Python 3.11 reading one through its class
-#: (``Action.CONTINUE``) goes through the enum type's attribute hook, several times the
-#: cost of a global, and a verdict reads several per trace (same objects, same ``is``).
 _CONTINUE = Action.CONTINUE
 _LOOP, _SUSPECTED, _NO_LOOP = Label.LOOP, Label.SUSPECTED, Label.NO_LOOP
 _PREFIXES = {_LOOP: "Loop", _SUSPECTED: "Suspected loop", _NO_LOOP: "Warning"}

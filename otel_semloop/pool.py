@@ -62,7 +62,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
 from otel_semloop.grouping import Release
@@ -324,6 +324,8 @@ class ScoringPool(Generic[S]):
         self._telemetry.add("semloop.traces", outcome.label)
         if outcome.evaluation is not None:
             self._count_judge(outcome.evaluation.verdict.attributes)
+        if "semloop.loop.steps" in outcome.root_attributes:
+            self._count_loop(outcome.label, outcome.root_attributes)
         try:
             self._deliver(outcome)
         finally:
@@ -343,6 +345,26 @@ class ScoringPool(Generic[S]):
         cost = round(float(attrs.get("semloop.judge.cost_usd", 0.0) or 0.0) * 1e6)
         if cost:
             telemetry.add("semloop.judge.cost", backend, cost)
+
+    def _count_loop(self, label: str, attrs: Mapping[str, Any]) -> None:
+        """A loop's metrics (:mod:`otel_semloop.telemetry`), from what its root gained
+        (the ``semloop.loop.*`` attributes of :mod:`otel_semloop.loop_cost`)."""
+        telemetry = self._telemetry
+        agent = telemetry.agent_name(str(attrs.get("semloop.loop.agent", "")))
+        where = (agent, str(attrs.get("semloop.loop.signal", "")))
+        telemetry.add("semloop.loops", (*where, label))
+        telemetry.record("semloop.loop.steps", int(attrs["semloop.loop.steps"]), where)
+        tokens = 0
+        for kind in ("input", "output"):
+            count = attrs.get(f"semloop.loop.{kind}_tokens")
+            if count is not None:
+                tokens += int(count)
+                telemetry.add("semloop.loop.tokens.burned", (*where, kind), int(count))
+        if "semloop.loop.input_tokens" in attrs or "semloop.loop.output_tokens" in attrs:
+            telemetry.record("semloop.loop.tokens", tokens, where)
+        cost = attrs.get("semloop.loop.cost")
+        if cost is not None:
+            telemetry.add("semloop.loop.cost.burned", where, float(cost))
 
     def _unscored(self, job: _Job[S], reason: str, key: str) -> Outcome[S]:
         """A job's outcome without a fresh verdict: its best staged verdict when the
@@ -449,7 +471,7 @@ class ScoringPool(Generic[S]):
                         retire = self._alive - self._stuck > self._threads
                 yield_gil()
                 for job, won, (evaluation, failure) in zip(jobs, mine, results, strict=True):
-                    telemetry.scoring_duration.record(duration)
+                    telemetry.record("semloop.scoring.duration", duration)
                     if won:
                         self._settle(job, self._outcome(job, evaluation, failure))
                     else:

@@ -25,6 +25,7 @@ Adapters: ``otel_semloop.processor.sdk.SDK_SPANS`` and ``otel_semloop.service.he
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
@@ -98,6 +99,8 @@ class Outcome(Generic[S]):
     patched: int = 0
     #: The trace and verdict written back, when there was one (for a front door's log).
     evaluation: Evaluation | None = None
+    #: The attributes the root gained (for the loop metrics: ``semloop.loop.*``).
+    root_attributes: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(slots=True)
@@ -115,6 +118,9 @@ class Evaluation:
     #: ``verdict`` is then slim: label, score, action, reason and the scorer's attributes,
     #: without findings (their patches were made where the findings were).
     summary: str | None = None
+    #: What the root gained that the front door counts (what the loop cost), when the
+    #: patches were made elsewhere and arrive applied (their ``SpanPatch`` is empty).
+    root_attributes: Mapping[str, Any] | None = None
 
 
 class Evaluator(Protocol[S]):
@@ -134,11 +140,12 @@ def yield_gil() -> None:
     """Offer the GIL to the application between pieces of background work.
 
     ``time.sleep(0)`` releases the GIL; an application thread back from I/O and waiting
-    for it takes it at once instead of waiting out the interpreter's 5 ms switch interval.
-    Measured on the agent benchmark: the application's wall time outside I/O went from
-    about +28% to +1% over BatchSpanProcessor alone. Costs about 1 us when nobody waits.
+    for it takes it at once instead of waiting out the interpreter's 5 ms switch interval
+    (``bench/processor_overhead.py`` shows the application's wall time this saves). In a
+    process running one thread (a scoring process) nobody can be waiting: nothing to do.
     """
-    time.sleep(0)
+    if threading.active_count() > 1:
+        time.sleep(0)
 
 
 def evaluate(
@@ -183,10 +190,9 @@ def written_back(
     ``adapter.patched``, the others as they are. ``extra`` attributes go on the root."""
     trace, verdict = evaluation.trace, evaluation.verdict
     patches = release_patches(release, trace, verdict, evaluation.patches)
-    if extra:
-        root_patch = patches.get(trace.root_span_id)
-        if root_patch is not None:
-            root_patch.attributes.update(extra)
+    root_patch = patches.get(trace.root_span_id)
+    if extra and root_patch is not None:
+        root_patch.attributes.update(extra)
     out: list[S] = []
     patched = 0
     for record in evaluation.records:
@@ -198,7 +204,11 @@ def written_back(
             patched += 1
             if patched % SLICE == 0:
                 yield_gil()
-    return Outcome(out, verdict.label.value, patched, evaluation)
+    if evaluation.root_attributes is not None:
+        root_attributes: Mapping[str, Any] = evaluation.root_attributes
+    else:
+        root_attributes = root_patch.attributes if root_patch is not None else {}
+    return Outcome(out, verdict.label.value, patched, evaluation, root_attributes)
 
 
 def unscored(release: Release[S], adapter: SpanAdapter[S], reason: str) -> Outcome[S]:

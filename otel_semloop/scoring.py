@@ -254,13 +254,11 @@ def collector_paused() -> Iterator[None]:
     """CPython's cyclic garbage collector paused for one unit of batch work (a rescore
     chunk, a batch of traces in a scoring process), then resumed as it was.
 
-    Why: parsing and scoring allocate millions of container objects (every JSON dict and
-    list, every step and fact) and almost none of them form cycles (about 240 cyclic
-    objects per 16 MiB chunk of bench input), yet the collector walks them again and
-    again as they pile up (the young generation every 700 allocations, the whole heap as
-    it grows): about 10% of a worker's CPU for nothing. Reference counting frees
-    everything as before; the few cycles wait until the collector runs after the unit, so
-    memory stays bounded by the unit's size."""
+    Why: parsing and scoring allocate many container objects (every JSON dict and list,
+    every step and fact) and almost none of them form cycles, yet the collector walks them
+    again and again as they pile up. Reference counting frees everything as before; the
+    few cycles wait until the collector runs after the unit, so memory stays bounded by
+    the unit's size."""
     if not gc.isenabled():
         yield
         return

@@ -311,6 +311,10 @@ class BufferingSettings:
     #: dropped from the hold and counted (never from forwarding: the service forwards
     #: every log record as it arrives).
     max_log_events: int = setting(10_000, kind="int", minimum=1)
+    #: Agent names the loop metrics (``semloop.loops`` and the others counted by
+    #: ``gen_ai.agent.name``) keep apart: the first this many seen; later ones count as
+    #: ``other``, so a misbehaving sender cannot grow a metric's series without bound.
+    metric_agent_names: int = setting(20, kind="int", minimum=0)
 
     def buffer_limits(self) -> Any:
         """The :class:`~otel_semloop.grouping.BufferLimits` these settings describe."""

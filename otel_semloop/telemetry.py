@@ -6,11 +6,24 @@ instruments of its front door with the ``MeterProvider``; counting a name that i
 declared for it raises ``KeyError`` (so a call site with a typo, or an instrument that
 was never registered, fails in the tests instead of counting into nothing).
 
-Counting must cost an application nothing measurable, so counts are plain integers under
-a lock, read through observable instruments when a reader collects. Only the scoring
-latency is a synchronous histogram (recorded on a scoring thread). With no
+Counting must cost an application nothing measurable, so counts are plain numbers under
+a lock, read through observable instruments when a reader collects. Histograms (the scoring
+latency, the steps and tokens a loop took) are synchronous, recorded on a scoring thread, and
+each declares bucket boundaries that fit its unit (the instrument's advisory boundaries: the
+SDK's defaults, 0 to 10,000, would put every latency in seconds in the first bucket). With no
 ``MeterProvider`` configured the API's no-op meter is used and nothing is exported;
 ``stats()`` of each front door still shows every count.
+
+Loop metrics, to alert on without querying spans: every trace the verdict calls a loop
+(``loop`` or ``suspected``) is counted once, under the agent and the signal of the loop
+(``semloop.loop.agent``, ``semloop.loop.signal`` on its root), with what it burned from its
+onset (:mod:`otel_semloop.loop_cost`). ``gen_ai.agent.name`` is bounded: the first
+``metric_agent_names`` names seen (a setting, 20 by default) keep their own series, later ones
+are counted as ``other``.
+
+Size: most of the module is the declared list itself, one entry per instrument with its unit,
+description, attributes and (for a histogram) its boundaries, so each name has one home;
+the counting around it and the log limiter are small.
 
 Instruments (meter ``otel_semloop``); ``P`` = the span processor, ``S`` = the service:
 
@@ -53,7 +66,14 @@ name                            kind      front door  attribute (values)
 ``semloop.export.down``         gauge     S
 ``semloop.memory.accepted``     gauge     S           (bytes)
 ``semloop.durable.pending``     gauge     S           (requests)
-``semloop.scoring.duration``    histogram P S         (seconds)
+``semloop.loops``               counter   P S         ``gen_ai.agent.name``, ``semloop.signal``,
+                                                      ``semloop.label`` (loop, suspected)
+``semloop.loop.tokens.burned``  counter   P S         agent, signal, ``gen_ai.token.type`` (input,
+                                                      output): tokens from each loop's onset
+``semloop.loop.cost.burned``    counter   P S         agent, signal (US dollars, where recorded)
+``semloop.scoring.duration``    histogram P S         (seconds: 0.5 ms to 10 s)
+``semloop.loop.steps``          histogram P S         agent, signal (steps from the onset: 1 to 1000)
+``semloop.loop.tokens``         histogram P S         agent, signal (tokens from the onset: 100 to 5 M)
 ==============================  ========  ==========  ===============================================
 
 Size: one declared list of every instrument (a few lines each) and the one class that
@@ -87,16 +107,28 @@ FrontDoor = Literal["processor", "service"]
 _BOTH: tuple[FrontDoor, ...] = ("processor", "service")
 
 
+#: The attributes of the loop metrics (``semloop.loop.steps``, ``semloop.loop.tokens``...).
+LOOP_ATTRIBUTES = ("gen_ai.agent.name", "semloop.signal")
+#: ``gen_ai.agent.name`` of the loops past the first ``metric_agent_names`` agents.
+OTHER_AGENT = "other"
+
+
 @dataclass(frozen=True, slots=True)
 class Instrument:
     name: str
-    kind: Literal["counter", "gauge"]
+    kind: Literal["counter", "gauge", "histogram"]
     unit: str
     description: str
-    #: The attribute a counter's value is reported under.
-    attribute: str = ""
+    #: The attribute a counter's value is reported under, or several (the value is then a
+    #: tuple of as many strings).
+    attribute: str | tuple[str, ...] = ""
     front_doors: tuple[FrontDoor, ...] = _BOTH
+    #: A histogram's bucket boundaries, in its unit.
+    boundaries: tuple[float, ...] = ()
 
+
+#: 100 tokens to 5 M: a loop of a few short calls up to a long run resending its history.
+_TOKEN_BOUNDARIES = tuple(m * 10**e for e in range(2, 7) for m in (1, 2.5, 5))
 
 INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("semloop.traces", "counter", "{trace}", "Traces released, by verdict label.", "semloop.label"),
@@ -256,6 +288,50 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "semloop.drop.reason",
         ("service",),
     ),
+    Instrument(
+        "semloop.loops",
+        "counter",
+        "{trace}",
+        "Traces the verdict calls a loop (loop, suspected), by agent, deciding signal and label.",
+        (*LOOP_ATTRIBUTES, "semloop.label"),
+    ),
+    Instrument(
+        "semloop.loop.tokens.burned",
+        "counter",
+        "{token}",
+        "Tokens spent from each loop's onset to the end of its trace, by agent, signal and token type.",
+        (*LOOP_ATTRIBUTES, "gen_ai.token.type"),
+    ),
+    Instrument(
+        "semloop.loop.cost.burned",
+        "counter",
+        "{USD}",
+        "US dollars spent from each loop's onset to the end of its trace (where spans record a cost).",
+        LOOP_ATTRIBUTES,
+    ),
+    Instrument(
+        "semloop.scoring.duration",
+        "histogram",
+        "s",
+        "Time to score one trace (conversion included).",
+        boundaries=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    ),
+    Instrument(
+        "semloop.loop.steps",
+        "histogram",
+        "{step}",
+        "Steps from a loop's onset to the end of its trace, by agent and signal.",
+        LOOP_ATTRIBUTES,
+        boundaries=(1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 75, 100, 150, 200, 300, 500, 1000),
+    ),
+    Instrument(
+        "semloop.loop.tokens",
+        "histogram",
+        "{token}",
+        "Tokens (input and output) from a loop's onset to the end of its trace, by agent and signal.",
+        LOOP_ATTRIBUTES,
+        boundaries=_TOKEN_BOUNDARIES,
+    ),
     Instrument("semloop.spans.held", "gauge", "{span}", "Spans held while their trace is grouped."),
     Instrument("semloop.traces.held", "gauge", "{trace}", "Traces being grouped."),
     Instrument("semloop.scorers.stuck", "gauge", "{thread}", "Scoring threads abandoned past their budget."),
@@ -305,26 +381,38 @@ INSTRUMENTS: tuple[Instrument, ...] = (
 
 
 class SelfTelemetry:
-    """Counters keyed by (instrument, attribute value), exported on collection, for the
-    instruments :data:`INSTRUMENTS` declares for ``front_door``. ``gauges`` returns the
-    current value of each declared gauge."""
+    """Counters keyed by (instrument, attribute value), exported on collection, and
+    histograms, for the instruments :data:`INSTRUMENTS` declares for ``front_door``.
+    ``gauges`` returns the current value of each declared gauge; ``max_agent_names`` bounds
+    the agent names the loop metrics keep apart (:meth:`agent_name`)."""
 
     def __init__(
         self,
         meter_provider: metrics.MeterProvider | None,
         gauges: Callable[[], dict[str, int]],
         front_door: FrontDoor,
+        max_agent_names: int = 20,
     ) -> None:
         self._lock = threading.Lock()
-        self._counts: dict[tuple[str, str], int] = {}
+        self._counts: dict[tuple[str, str | tuple[str, ...]], float] = {}
         self._gauges = gauges
+        self.max_agent_names = max_agent_names
+        self._agent_names: set[str] = set()
         provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
         meter = provider.get_meter("otel_semloop", _VERSION)
         declared = [i for i in INSTRUMENTS if front_door in i.front_doors]
         self.counters = frozenset(i.name for i in declared if i.kind == "counter")
         self.gauges = frozenset(i.name for i in declared if i.kind == "gauge")
+        self._histograms: dict[str, metrics.Histogram] = {}
         for instrument in declared:
-            if instrument.kind == "counter":
+            if instrument.kind == "histogram":
+                self._histograms[instrument.name] = meter.create_histogram(
+                    instrument.name,
+                    unit=instrument.unit,
+                    description=instrument.description,
+                    explicit_bucket_boundaries_advisory=[float(b) for b in instrument.boundaries],
+                )
+            elif instrument.kind == "counter":
                 meter.create_observable_counter(
                     instrument.name,
                     callbacks=[self._counter_callback(instrument.name, instrument.attribute)],
@@ -338,35 +426,65 @@ class SelfTelemetry:
                     unit=instrument.unit,
                     description=instrument.description,
                 )
-        self.scoring_duration = meter.create_histogram(
-            "semloop.scoring.duration", unit="s", description="Time to score one trace (conversion included)."
-        )
+        self._histogram_attributes = {i.name: i.attribute for i in declared if i.kind == "histogram"}
 
     def at_fork_reinit(self) -> None:
         """A forked child gets a fresh lock (the parent's may have been held at fork)."""
         self._lock = threading.Lock()
 
-    def add(self, name: str, value: str, amount: int = 1) -> None:
-        """Count ``amount`` under ``name`` and attribute ``value``. Raises ``KeyError``
-        for a counter not declared for this front door."""
+    def add(self, name: str, value: str | tuple[str, ...], amount: float = 1) -> None:
+        """Count ``amount`` under ``name`` and attribute ``value`` (a tuple for a counter
+        with several attributes). Raises ``KeyError`` for a counter not declared for this
+        front door."""
         if name not in self.counters:
             raise KeyError(f"self-metric {name!r} is not declared in otel_semloop.telemetry.INSTRUMENTS")
         key = (name, value)
         with self._lock:
             self._counts[key] = self._counts.get(key, 0) + amount
 
-    def snapshot(self) -> dict[str, int]:
-        """``{"instrument.value": count}`` plus the gauges."""
+    def record(self, name: str, amount: float, value: str | tuple[str, ...] = ()) -> None:
+        """Record ``amount`` in histogram ``name``, under attribute ``value`` (as for
+        :meth:`add`; none for a histogram without attributes). Raises ``KeyError`` for a
+        histogram not declared for this front door."""
+        histogram = self._histograms.get(name)
+        if histogram is None:
+            raise KeyError(f"self-metric {name!r} is not declared in otel_semloop.telemetry.INSTRUMENTS")
+        histogram.record(amount, _attributes(self._histogram_attributes[name], value))
+
+    @property
+    def scoring_duration(self) -> metrics.Histogram:
+        """``semloop.scoring.duration`` (seconds)."""
+        return self._histograms["semloop.scoring.duration"]
+
+    def agent_name(self, name: str) -> str:
+        """``name`` as the loop metrics report it: itself for the first ``max_agent_names``
+        names seen, :data:`OTHER_AGENT` after, so the series stay bounded."""
+        name = name or "unnamed"
         with self._lock:
-            counts = {f"{name}.{value}": count for (name, value), count in self._counts.items()}
+            if name in self._agent_names:
+                return name
+            if len(self._agent_names) < self.max_agent_names:
+                self._agent_names.add(name)
+                return name
+        return OTHER_AGENT
+
+    def snapshot(self) -> dict[str, float]:
+        """``{"instrument.value": count}`` plus the gauges (a tuple value joined by dots)."""
+        with self._lock:
+            counts = {
+                f"{name}.{value if isinstance(value, str) else '.'.join(value)}": count
+                for (name, value), count in self._counts.items()
+            }
         counts.update(self._gauges())
         return counts
 
-    def _counter_callback(self, name: str, key: str) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def _counter_callback(
+        self, name: str, key: str | tuple[str, ...]
+    ) -> Callable[[CallbackOptions], Iterable[Observation]]:
         def callback(options: CallbackOptions) -> Iterable[Observation]:
             with self._lock:
                 items = [(value, count) for (n, value), count in self._counts.items() if n == name]
-            return [Observation(count, {key: value}) for value, count in items]
+            return [Observation(count, _attributes(key, value)) for value, count in items]
 
         return callback
 
@@ -376,6 +494,13 @@ class SelfTelemetry:
             return [Observation(value)]
 
         return callback
+
+
+def _attributes(key: str | tuple[str, ...], value: str | tuple[str, ...]) -> dict[str, str]:
+    """A metric point's attributes: ``{key: value}``, or key by key for several."""
+    if isinstance(key, str):
+        return {key: value} if key and isinstance(value, str) else {}
+    return dict(zip(key, value, strict=True))
 
 
 def count_forwarded(telemetry: SelfTelemetry, total: int, patched: int, state: str = "original") -> None:

@@ -40,7 +40,7 @@ class _ArgumentsText:
 _ARGUMENTS_TEXT = _ArgumentsText.__dict__["_arguments_text"]
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class ToolCall(_ArgumentsText):
     """A tool call an LLM asked for inside its output messages.
 
@@ -52,13 +52,6 @@ class ToolCall(_ArgumentsText):
     name: str
     arguments: Any = None
     call_id: str | None = None
-
-    def __init__(self, name: str, arguments: Any = None, call_id: str | None = None) -> None:
-        # The generated frozen __init__ sets each field through object.__setattr__, about
-        # three times the cost of writing the slots directly (one per LLM step).
-        _set_name(self, name)
-        _set_arguments(self, arguments)
-        _set_call_id(self, call_id)
 
 
 #: The slot of ``arguments`` (its member descriptor): what it holds without decoding
@@ -104,12 +97,9 @@ class _LazyArguments:
         ARGUMENTS_SLOT.__delete__(call)
 
 
-_set_name = ToolCall.__dict__["name"].__set__
 _get_arguments = ARGUMENTS_SLOT.__get__
 _set_arguments = ARGUMENTS_SLOT.__set__
-_set_call_id = ToolCall.__dict__["call_id"].__set__
 _set_arguments_text = _ARGUMENTS_TEXT.__set__
-_new_tool_call = ToolCall.__new__
 ToolCall.arguments = _LazyArguments()  # type: ignore[assignment,method-assign]
 
 
@@ -171,30 +161,15 @@ def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
     """A call as an LLM output names it (name and call id as text); JSON arguments (what
     :func:`~otel_semloop.envelopes.decode_json` decodes) are decoded on first read (see
     :class:`_LazyArguments`)."""
-    # Written as a _Filling (plain slot stores), then made a ToolCall: see _Filling.
-    call = _new_tool_call(_Filling)
-    call.name = name if name.__class__ is str else str(name or "")  # (str() of a str: itself)
+    call = ToolCall(
+        name if isinstance(name, str) else str(name or ""),
+        arguments,
+        (call_id if isinstance(call_id, str) else str(call_id)) if call_id else None,
+    )
     if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
-        call.arguments = UNDECODED
-        call._arguments_text = arguments
-    else:
-        call.arguments = arguments
-    call.call_id = (call_id if call_id.__class__ is str else str(call_id)) if call_id else None
-    call.__class__ = ToolCall
+        _set_arguments_text(call, arguments)
+        _set_arguments(call, UNDECODED)
     return call
-
-
-class _Filling(ToolCall):
-    """A :class:`ToolCall` while :func:`requested_call` fills it (one per LLM step): the same
-    slots, written as plain attributes (no frozen ``__setattr__``/``__delattr__``, so
-    CPython writes the slots inline; ``arguments`` is the slot itself, not the lazy
-    descriptor), then made a ToolCall by assigning ``__class__`` (allowed: no slot of its
-    own). Four writer calls through the slots' descriptors cost about twice as much."""
-
-    __slots__ = ()
-    __setattr__ = object.__setattr__
-    __delattr__ = object.__delattr__
-    arguments = ARGUMENTS_SLOT  # type: ignore[assignment]
 
 
 _JSON_OPENERS = ("{", "[")  # as decode_json reads them

@@ -26,6 +26,7 @@ __all__ = [
 
 from otel_semloop.evaluation import EVALUATION_NAME, evaluation_event
 from otel_semloop.grouping import Release
+from otel_semloop.loop_cost import loop_cost
 from otel_semloop.model import AttributeValue, EventRecord, Trace
 from otel_semloop.redact import safe_text
 from otel_semloop.verdict import Label, Verdict
@@ -47,8 +48,10 @@ UNSCORED_SCORERS_STUCK = "scoring unavailable: scorers stuck past their budget"
 
 def patches_for(trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
     """Per-span patches for ``verdict``: the contract attributes and a
-    ``gen_ai.evaluation.result`` event on the trace's root span, ``semloop.in_loop`` on
-    the step spans that form the loop. Spans not in the result gain nothing."""
+    ``gen_ai.evaluation.result`` event on the trace's root span, what the loop cost
+    (``semloop.loop.*``, ``semloop.trace.*``: :mod:`otel_semloop.loop_cost`) on it too when
+    the verdict names a loop, ``semloop.in_loop`` on the step spans that form the loop.
+    Spans not in the result gain nothing."""
     patches: dict[str, SpanPatch] = {}
     if trace.root_span_id:
         root = trace.spans.get(trace.root_span_id)
@@ -57,6 +60,9 @@ def patches_for(trace: Trace, verdict: Verdict) -> dict[str, SpanPatch]:
         # The reason redacted once: semloop.reason and the event's explanation are one text.
         safe_reason = safe_text(verdict.reason) if verdict.reason else None
         attributes = verdict_attributes(verdict, safe_reason=safe_reason)
+        cost = loop_cost(trace, verdict)
+        if cost is not None:
+            attributes.update(cost.attributes())
         event = evaluation_event(
             verdict,
             event_time,

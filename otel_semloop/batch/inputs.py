@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from otel_semloop.batch.units import (
     READ_CHUNK,
     InputProblem,
@@ -267,6 +269,15 @@ def _iter_source(
         first = head.lstrip()[:1]
         if not head:
             return
+        if first == b"{" and _foreign_json(fp):
+            state.problems.append(
+                InputProblem(
+                    label,
+                    "not OTLP: JSON lines whose first line has no resourceSpans (an application "
+                    "log?); skipped, nothing of it copied to the output",
+                )
+            )
+            return
         if first == b"{":
             gen = json_units(reader, label)
         elif head[:1] == b"\x0a":
@@ -299,6 +310,30 @@ def _iter_source(
                 label, f"{compression} stream is truncated or corrupt {after} ({exc}); the rest is lost"
             )
         )
+
+
+#: OTLP JSON's top-level keys: a traces file (the Collector's file exporter, an
+#: ExportTraceServiceRequest) and the other signals' files, which another reader may take.
+_OTLP_KEYS = ("resourceSpans", "resourceLogs", "resourceMetrics")
+#: How much of a JSON file's first line is looked at to tell OTLP from another JSON file.
+_SNIFF_BYTES = 1 << 16
+
+
+def _foreign_json(fp: IO[bytes]) -> bool:
+    """Whether a JSON file is not OTLP: its first line (up to 64 KiB of it) is a JSON
+    object with none of OTLP's top-level keys. A line cut by the 64 KiB look is judged by
+    whether a key appears in what was seen (the key comes first in what exporters write)."""
+    head = _peek(fp, _SNIFF_BYTES)
+    line, newline, _ = head.partition(b"\n")
+    if not newline and len(head) < _SNIFF_BYTES:
+        line = head  # the whole file is one line
+    elif not newline:
+        return not any(f'"{key}"'.encode() in line for key in _OTLP_KEYS)
+    try:
+        doc = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False  # a malformed line: reported as such, line by line
+    return isinstance(doc, dict) and bool(doc) and not any(key in doc for key in _OTLP_KEYS)
 
 
 def _peek(fp: IO[bytes], n: int) -> bytes:

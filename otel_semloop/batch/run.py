@@ -4,13 +4,20 @@ Exit status (one meaning each, so a script or CI can tell them apart):
 
 * 0 - everything read was valid OTLP and the output was written;
 * 1 - ``--fail-on-loop`` and at least one trace is a loop (a CI gate);
-* 2 - usage error, or a problem in the input: malformed units (reported with file,
-  line and what is wrong, and copied through unchanged; ``--skip-invalid`` counts them
-  instead and does not fail), an unreadable or unrecognised input, a truncated stream;
+* 2 - usage error (an engine whose extra is not installed included), or a problem in the
+  input: malformed units (reported with file, line and what is wrong, and copied through
+  unchanged; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
+  unrecognised input (a JSON-lines file that is not OTLP, say an application log in an
+  input directory, is reported and skipped: nothing of it reaches the output), a
+  truncated stream;
 * 3 - the output could not be written (a directory, no permission, a full disk, a
   closed pipe); nothing partial is left in its place.
 
 Input problems win over loops: a run that could not read everything says so first.
+
+Streams: a ``--table`` is the only thing written to stdout (``--table csv > loops.csv`` is a
+CSV file); the summary, problems and the judge's totals go to stderr then, as they do when
+the output itself is stdout (``-o -``).
 
 Size: the whole command in one place (arguments, the run with its error handling, the
 summary, evaluations-only output and the judge's totals), so each exit status has one home.
@@ -284,8 +291,8 @@ def run(args: argparse.Namespace) -> int:
     if log_sources and args.engine == "dask":
         _err("logs files are read with --engine local only")
         return EXIT_INPUT
-    if args.output == "-" and args.table != "none" and not args.quiet:
-        pass  # the table goes to stderr below
+    if args.engine == "dask" and not _dask_installed():
+        return EXIT_INPUT
     options = EngineOptions(
         window=args.window,
         memory_budget=int(args.memory_budget * (1 << 20)),
@@ -356,8 +363,26 @@ def run(args: argparse.Namespace) -> int:
         state.spool.close()
     _annotate_phoenix(stats.rows)
     code = _finish(args, sources, state, stats, output, time.monotonic() - started)
-    _close_judge(sys.stderr if args.output == "-" else sys.stdout)
+    _close_judge(_text_stream(args))
     return code
+
+
+def _text_stream(args: argparse.Namespace) -> TextIO:
+    """Where the summary and the judge's totals go: stdout, unless stdout holds the output
+    (``-o -``) or a table, which must stay parseable."""
+    return sys.stderr if args.output == "-" or args.table != "none" else sys.stdout
+
+
+def _dask_installed() -> bool:
+    """Whether ``--engine dask`` can run; if not, says which extra to install (as ``serve``
+    does for its extra)."""
+    try:
+        import dask.bag  # noqa: F401
+        import distributed  # noqa: F401
+    except ImportError as error:
+        _err(f"--engine dask needs the dask extra (pip install 'otel-semloop[dask]'): {error}")
+        return False
+    return True
 
 
 def _discard(*_: Any) -> None:
@@ -443,13 +468,11 @@ def _finish(
             _err(f"malformed (copied through unchanged): {clean(str(problem), 500)}")
         if len(malformed) > _MAX_REPORTED:
             _err(f"... and {len(malformed) - _MAX_REPORTED} more malformed units")
-    stream: TextIO = sys.stderr if args.output == "-" else sys.stdout
+    if args.table != "none":  # stdout, unless the output is there (then stderr)
+        table_stream = sys.stderr if args.output == "-" else sys.stdout
+        write_table(stats.rows, table_stream, args.table, args.only_loops)
     if not args.quiet:
-        if args.table != "none":
-            write_table(stats.rows, stream, args.table, args.only_loops)
-        summary.write(stream)
-    elif args.table != "none":
-        write_table(stats.rows, stream, args.table, args.only_loops)
+        summary.write(_text_stream(args))
     if args.summary:
         try:
             with open(args.summary, "w", encoding="utf-8") as fp:

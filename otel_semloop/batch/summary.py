@@ -1,5 +1,7 @@
 """What a person sees after a rescore: counts by label and signal, the agents and tools that
-loop most, and (on request) one row per trace as text or CSV, or the whole summary as JSON.
+loop most, what the loops burned (tokens, cost, model calls from each loop's onset to the end
+of its trace, totalled and by agent and signal, with the share a stop at the onset would have
+saved), and (on request) one row per trace as text or CSV, or the whole summary as JSON.
 
 Why not a row per trace by default: a week of exports holds tens of thousands of traces;
 the summary says where the loops are, ``--table`` and ``--only-loops`` list them. Text
@@ -16,9 +18,109 @@ from typing import Any, TextIO
 
 from otel_semloop.batch.worker import TraceRow
 
-__all__ = ["Summary", "summarize", "write_table"]
+__all__ = ["LoopSpend", "Summary", "figure", "money", "summarize", "write_table"]
 
 _LOOPING = ("loop", "suspected")
+
+
+@dataclass(slots=True)
+class LoopSpend:
+    """What loops burned over a set of traces (``loop_cost`` of each looping row), from each
+    loop's onset to the end of its trace, and what those traces spent in all. Tokens and cost
+    add up only what the traces record; ``traces_with_tokens`` / ``traces_with_cost`` say how
+    many did."""
+
+    traces: int = 0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: float = 0.0
+    seconds: float = 0.0
+    traces_with_tokens: int = 0
+    traces_with_cost: int = 0
+    trace_tokens: int = 0
+    trace_cost: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    @property
+    def tokens_saved_share(self) -> float | None:
+        """The share of the looping traces' tokens spent from the onsets on (what stopping
+        each at its onset would have saved); None when no trace records tokens."""
+        return self.tokens / self.trace_tokens if self.trace_tokens else None
+
+    @property
+    def cost_saved_share(self) -> float | None:
+        return self.cost / self.trace_cost if self.trace_cost else None
+
+    def add(self, row: TraceRow) -> None:
+        cost = row.loop_cost
+        if cost is None:
+            return
+        loop, trace = cost.loop, cost.trace
+        self.traces += 1
+        self.model_calls += loop.model_calls
+        self.seconds += loop.duration_s
+        if loop.input_tokens is not None or loop.output_tokens is not None:
+            self.traces_with_tokens += 1
+            self.input_tokens += loop.input_tokens or 0
+            self.output_tokens += loop.output_tokens or 0
+            self.trace_tokens += trace.tokens
+        if loop.cost is not None and trace.cost is not None:
+            self.traces_with_cost += 1
+            self.cost += loop.cost
+            self.trace_cost += trace.cost
+
+    def as_dict(self) -> dict[str, Any]:
+        share = self.tokens_saved_share
+        cost_share = self.cost_saved_share
+        return {
+            "traces": self.traces,
+            "model_calls": self.model_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "cost": round(self.cost, 6),
+            "seconds": round(self.seconds, 3),
+            "traces_with_tokens": self.traces_with_tokens,
+            "traces_with_cost": self.traces_with_cost,
+            "trace_tokens": self.trace_tokens,
+            "trace_cost": round(self.trace_cost, 6),
+            "tokens_saved_share": None if share is None else round(share, 4),
+            "cost_saved_share": None if cost_share is None else round(cost_share, 4),
+        }
+
+    def sentence(self) -> str:
+        """``loops burned 1.2 M tokens ($3.40) in 412 model calls across 120 traces; stopping
+        at onset would have saved 84% of their tokens``."""
+        across = f"across {self.traces} trace{'s' if self.traces != 1 else ''}"
+        calls = f"{self.model_calls:,} model call{'s' if self.model_calls != 1 else ''}"
+        if not self.traces_with_tokens:
+            burned = f"{calls} (no token usage recorded)"
+        elif self.traces_with_cost:
+            burned = f"{figure(self.tokens)} tokens ({money(self.cost)}) in {calls}"
+        else:
+            burned = f"{figure(self.tokens)} tokens in {calls}"
+        text = f"loops burned {burned} {across}"
+        share = self.tokens_saved_share
+        if share is not None:
+            text += f"; stopping at onset would have saved {share:.0%} of their tokens"
+        return text
+
+
+def figure(n: float) -> str:
+    """A count for a person: 950, 12.3 k, 1.2 M."""
+    if n < 1000:
+        return f"{n:.0f}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f} k"
+    return f"{n / 1_000_000:.1f} M"
+
+
+def money(dollars: float) -> str:
+    """US dollars for a person: cents from a dollar up, three significant digits below."""
+    return f"${dollars:,.2f}" if dollars >= 1 or dollars == 0 else f"${dollars:.3g}"
 
 
 @dataclass(slots=True)
@@ -29,6 +131,9 @@ class Summary:
     by_signal: dict[str, int] = field(default_factory=dict)
     top_agents: list[dict[str, Any]] = field(default_factory=list)
     top_tools: list[dict[str, Any]] = field(default_factory=list)
+    loop_spend: LoopSpend = field(default_factory=LoopSpend)
+    spend_by_agent: dict[str, LoopSpend] = field(default_factory=dict)
+    spend_by_signal: dict[str, LoopSpend] = field(default_factory=dict)
     spans: int = 0
     units: int = 0
     traces: int = 0
@@ -49,6 +154,9 @@ class Summary:
             "by_signal": self.by_signal,
             "top_looping_agents": self.top_agents,
             "top_looping_tools": self.top_tools,
+            "loop_spend": self.loop_spend.as_dict(),
+            "loop_spend_by_agent": {k: v.as_dict() for k, v in self.spend_by_agent.items()},
+            "loop_spend_by_signal": {k: v.as_dict() for k, v in self.spend_by_signal.items()},
             "spans": self.spans,
             "units": self.units,
             "traces": self.traces,
@@ -84,6 +192,8 @@ class Summary:
             stream.write(
                 "  looping tools:  " + ", ".join(f"{t['tool']} {t['loops']}" for t in self.top_tools) + "\n"
             )
+        if self.loop_spend.traces:
+            stream.write(f"  {self.loop_spend.sentence()}\n")
 
 
 def summarize(rows: Sequence[TraceRow], top: int = 5, **counts: Any) -> Summary:
@@ -104,8 +214,24 @@ def summarize(rows: Sequence[TraceRow], top: int = 5, **counts: Any) -> Summary:
     summary.top_tools = [
         {"tool": t, "loops": n} for t, n in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
     ]
+    by_agent: dict[str, LoopSpend] = {}
+    by_signal: dict[str, LoopSpend] = {}
+    for row in rows:
+        if row.loop_cost is None:
+            continue
+        summary.loop_spend.add(row)
+        by_agent.setdefault(row.agent or "(unnamed)", LoopSpend()).add(row)
+        for signal in row.signals:
+            by_signal.setdefault(signal, LoopSpend()).add(row)
+    summary.spend_by_agent = _by_spend(by_agent)
+    summary.spend_by_signal = _by_spend(by_signal)
     summary.non_agent = max(0, summary.traces - summary.scored)
     return summary
+
+
+def _by_spend(spends: dict[str, LoopSpend]) -> dict[str, LoopSpend]:
+    """Most tokens burned first (then cost, traces, name)."""
+    return dict(sorted(spends.items(), key=lambda kv: (-kv[1].tokens, -kv[1].cost, -kv[1].traces, kv[0])))
 
 
 _COLUMNS = (

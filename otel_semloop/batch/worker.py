@@ -31,6 +31,7 @@ from otel_semloop.batch.ring import Ring, taken
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import attach_log_records
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
+from otel_semloop.loop_cost import LoopCost, loop_cost
 from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json
 from otel_semloop.redact import clean_control, redact
@@ -106,6 +107,8 @@ class TraceRow:
     unscored_reason: str = ""
     event_ns: int = 0
     evaluation: dict[str, Any] = field(default_factory=dict)
+    #: What the loop cost (a loop or suspected trace with a step where it began).
+    loop_cost: LoopCost | None = None
 
 
 _SCORER: Scorer | None = None
@@ -387,4 +390,5 @@ def _row(job: TraceJob, trace: Trace, verdict: Verdict, patches: dict[str, SpanP
         unscored_reason=clean(verdict.unscored_reason, 300),
         event_ns=event_ns,
         evaluation=evaluation,
+        loop_cost=loop_cost(trace, verdict),
     )

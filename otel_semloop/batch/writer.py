@@ -21,6 +21,7 @@ import os
 import stat
 import sys
 import tempfile
+from pathlib import Path
 from typing import IO, Any
 
 from otel_semloop.batch.inputs import Source
@@ -51,6 +52,21 @@ def format_for(path: str, requested: str | None) -> str:
     for suffix in (".gz", ".zst", ".zstd"):
         name = name.removesuffix(suffix)
     return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
+
+
+def new_file_mode() -> int:
+    """The mode ``open()`` gives a new file: 0666 less the process's umask. A temporary file
+    (``mkstemp``, 0600) renamed over the output gets this mode first, so an output and a
+    report are readable by whoever the umask lets read new files, as with any other tool."""
+    mask = None
+    with contextlib.suppress(OSError, ValueError):  # Linux: read without changing it
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                mask = int(line.split()[1], 8)
+    if mask is None:  # elsewhere: set and restore (a moment's race with other threads' files)
+        mask = os.umask(0o022)
+        os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _compression(path: str) -> str:
@@ -119,6 +135,7 @@ class Output:
                     fd, self._tmp = tempfile.mkstemp(
                         prefix=f".{os.path.basename(self.path)}.", suffix=".tmp", dir=parent
                     )
+                    os.fchmod(fd, new_file_mode())
                     self._raw = os.fdopen(fd, "wb")
             self._fp = self._wrap(self._raw)
             direct = self._tmp is not None and self._fp is self._raw

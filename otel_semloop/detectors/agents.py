@@ -48,8 +48,6 @@ __all__ = ["HANDOFF_CYCLE", "HandoffCycleDetector"]
 
 HANDOFF_CYCLE = "handoff_cycle"
 
-#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
-#: through the enum metaclass's attribute hook (about ten times a global's cost).
 _TOOL, _AGENT = StepKind.TOOL, StepKind.AGENT
 
 

@@ -55,6 +55,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 __all__ = [
     "SHELL_ARGUMENT_NAMES",
+    "asks_tool",
     "canonical_date_text",
     "canonical_shell",
     "canonical_string",
@@ -416,3 +417,10 @@ def writes_tool(name: str) -> bool:
     ``add_labels``, ``send_message``) and does not say it asks (``get_*``, ``search_*``):
     a short answer from such a call acknowledges what was written, whatever its words."""
     return bool(_WRITE_TOOL.search(name)) and not _QUERY_TOOL.search(name)
+
+
+def asks_tool(name: str) -> bool:
+    """True when a tool's name says it asks a question (``search_*``, ``get_*``,
+    ``list_*``, ``read_*``...): the same short answer to different questions is evidence;
+    from a tool that does not ask (``think``, ``click``, ``fill``), it acknowledges."""
+    return bool(_QUERY_TOOL.search(name))

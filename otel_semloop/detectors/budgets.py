@@ -39,8 +39,6 @@ BUDGET_TOKENS = "budget_tokens"
 BUDGET_COST = "budget_cost"
 BUDGET_WALL_TIME = "budget_wall_time"
 
-#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
-#: through the enum metaclass's attribute hook (about ten times a global's cost).
 _LLM, _TOOL = StepKind.LLM, StepKind.TOOL
 
 _DESCRIPTIONS = {

@@ -36,7 +36,12 @@ from otel_semloop.detectors.figures import (
     remaining_counts,
     result_numbers,
 )
-from otel_semloop.detectors.normalize import is_acknowledgement, normalize_result_and_content
+from otel_semloop.detectors.normalize import (
+    is_acknowledgement,
+    is_time_reading,
+    normalize_result_and_content,
+    says_none_found,
+)
 from otel_semloop.model import Step
 
 __all__ = ["CallProgress", "Figures", "ResultRead", "result_figures", "result_text"]
@@ -67,18 +72,31 @@ def result_figures(raw: str) -> Figures:
 class ResultRead:
     """What one result text reads as: the digests of its normalised form (``result``) and
     of its content (``content``, numbers kept), its size in words (:attr:`size`), whether
-    it only acknowledges, whether it is empty, and its figures once read
+    it only acknowledges, whether it says "nothing", whether it is empty, and its figures once read
     (:func:`result_figures`)."""
 
-    __slots__ = ("_normalised", "_size", "acknowledges", "content", "empty", "figures", "result")
+    __slots__ = (
+        "_normalised",
+        "_size",
+        "acknowledges",
+        "content",
+        "empty",
+        "figures",
+        "none_found",
+        "result",
+    )
 
     def __init__(self, raw: str) -> None:
         normalised, content = normalize_result_and_content(raw)
+        if is_time_reading(normalised):
+            # A clock reading: its time is the answer (see ``is_time_reading``).
+            normalised = content = " ".join(raw.casefold().split())
         self.result = hash(normalised)
         self.content = hash(content) if content != normalised else self.result
         self._normalised = normalised
         self._size = -1  # not counted yet
         self.acknowledges = is_acknowledgement(normalised)
+        self.none_found = says_none_found(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
 

@@ -35,6 +35,11 @@ class DetectorConfig:
     #: (6 actions wasted). Gemini CLI waits for 5 repeats; 3 catches the alternating loop
     #: two rounds earlier and still needs at least 6 identical (action, result) pairs.
     cycle_repeats: int = setting(3, kind="int", minimum=1)
+    #: Repeats of a cycle of three or more different calls that are conclusive: twice.
+    #: A-B-C-A-B-C with the same results already repeats three (action, result) pairs,
+    #: as many as the conclusive period-1 and period-2 cycles waste (3 and 4); a rotation
+    #: through several tools rarely runs a third full round before the run is cut off.
+    long_cycle_repeats: int = setting(2, kind="int", minimum=1)
 
     # --- no progress (progress.py) -----------------------------------------------------
     #: Same action, same normalised result, with nothing novel in between: conclusive at

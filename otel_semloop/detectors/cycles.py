@@ -3,9 +3,10 @@
 Signal ``action_cycle``
     Each tool step is fingerprinted as (tool name, digest of canonical arguments, digest of
     the normalised result). A cycle of period ``p`` (1 <= p <= ``max_period``) repeated
-    ``R`` times at the tail is conclusive when ``R >= identical_repeats`` (4) for period 1
-    and ``R >= cycle_repeats`` (3) for longer periods; severity is ``R`` over that
-    threshold. Only primitive periods are reported (A-A-A-A is period 1, not period 2
+    ``R`` times at the tail is conclusive when ``R >= identical_repeats`` (4) for period 1,
+    ``R >= cycle_repeats`` (3) for period 2 and ``R >= long_cycle_repeats`` (2) for longer
+    periods (each wastes at least three identical (action, result) pairs); severity is
+    ``R`` over that threshold. Only primitive periods are reported (A-A-A-A is period 1, not period 2
     twice). Repeating the result too means nothing was learned: ``no_progress`` is set,
     unless a step in the cycle had no result on its span (then the cycle is repetition
     alone).
@@ -123,6 +124,7 @@ class TailCycles:
         "_describe",
         "_episode",
         "_evidence",
+        "_long_repeats",
         "_names",
         "_period_one",
         "_repeats",
@@ -140,12 +142,15 @@ class TailCycles:
         period_one_repeats: int,
         repeats: int,
         describe: Callable[[list[str], bool], str],
+        long_repeats: int | None = None,
     ) -> None:
         self._signal = signal
         self.config = config
         self.tracker = CycleTracker(max_period)
         self._period_one = max(1, period_one_repeats)
         self._repeats = max(1, repeats)
+        #: Repeats of a period of three or more (None: ``repeats``).
+        self._long_repeats = self._repeats if long_repeats is None else max(1, long_repeats)
         self._describe = describe
         # (facts, result known) of the latest 2P items (facts: span id, index, start, name).
         self._evidence: deque[tuple[StepFacts, bool]] = deque(maxlen=2 * max(1, max_period))
@@ -161,7 +166,9 @@ class TailCycles:
         self.closed = None
 
     def threshold(self, period: int) -> int:
-        return self._period_one if period == 1 else self._repeats
+        if period == 1:
+            return self._period_one
+        return self._repeats if period == 2 else self._long_repeats
 
     def push(
         self,
@@ -228,11 +235,12 @@ def renewed_tail_cycles(
     period_one_repeats: int,
     repeats: int,
     describe: Callable[[list[str], bool], str],
+    long_repeats: int | None = None,
 ) -> TailCycles:
     """A detector's :class:`TailCycles` at its reset: ``cycles`` emptied when there is one
     (a detector's settings never change, so it is reused), else a new one."""
     if cycles is None:
-        return TailCycles(signal, config, max_period, period_one_repeats, repeats, describe)
+        return TailCycles(signal, config, max_period, period_one_repeats, repeats, describe, long_repeats)
     cycles.reset()
     return cycles
 
@@ -255,8 +263,11 @@ class ActionCycleDetector(IncrementalDetector):
             config.identical_repeats,
             config.cycle_repeats,
             _describe_actions,
+            config.long_cycle_repeats,
         )
         self._progress_marks = 0
+        #: The cycle episodes that ended, with the names of the calls they repeated.
+        self._closed: list[tuple[Episode, frozenset[str]]] = []
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         if not facts.is_action:
@@ -268,8 +279,19 @@ class ActionCycleDetector(IncrementalDetector):
             # when the masked result repeats: it breaks any cycle it would have extended.
             self._progress_marks += 1
             fingerprint = ~self._progress_marks
-        self._cycles.push(fingerprint, facts, facts.result is not None, self, out)
-        closed = self._cycles.closed
-        if facts.poll_ended and closed is not None and facts.name in closed[1]:
-            closed[0].resolved = True  # a poll that ended: the same call finally answered anew
+        cycles = self._cycles
+        cycles.push(fingerprint, facts, facts.result is not None, self, out)
+        closed = cycles.closed
+        if (
+            closed is not None
+            and closed[0].registered
+            and (not self._closed or self._closed[-1][0] is not closed[0])
+        ):
+            self._closed.append(closed)
+        if facts.poll_ended:
+            # A poll that ended: the same call finally answered anew, so every cycle it
+            # was repeated in was the wait, however other calls came between.
+            for episode, names in self._closed:
+                if facts.name in names:
+                    episode.resolved = True
         return out

@@ -44,7 +44,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from otel_semloop.detectors.arguments import empty_means_none_found, is_shell_tool, is_wait_call, writes_tool
+from otel_semloop.detectors.arguments import (
+    asks_tool,
+    empty_means_none_found,
+    is_shell_tool,
+    is_wait_call,
+    writes_tool,
+)
 from otel_semloop.detectors.call_identity import ArgSignature, arg_signature, argument_words, canonical_args
 from otel_semloop.detectors.call_progress import (
     CallProgress,
@@ -60,9 +66,6 @@ from otel_semloop.detectors.normalize import ACK_MAX_WORDS
 from otel_semloop.detectors.text_novelty import MEMO_ENTRIES, UNREAD, TextNovelty, text_digest
 from otel_semloop.model import Step, StepKind
 
-#: Enum members as module constants: in Python 3.11 reading one through its class
-#: (``StepKind.TOOL``) goes through the enum type's ``__getattr__`` hook, several times
-#: the cost of a global (same objects, same ``is``).
 _TOOL, _LLM, _AGENT = StepKind.TOOL, StepKind.LLM, StepKind.AGENT
 _TRANSIENT = FailureKind.TRANSIENT
 
@@ -117,6 +120,7 @@ class StepFacts:
         "span_id",
         "start_ns",
         "trivial",
+        "unanswered",
         "wait",
     )
 
@@ -140,6 +144,9 @@ class StepFacts:
         self.trivial = False
         #: A tool call that only lets time pass (:func:`~otel_semloop.detectors.arguments.is_wait_call`).
         self.wait = False
+        #: A call requested by a model whose outcome was never recorded (no tool span, no
+        #: result in a later model input: the run ended first).
+        self.unanswered = False
         self.poll_ended = False
         self.previous_action = 0
         self._arg_words: frozenset[int] | None = None  # None: not computed yet
@@ -280,7 +287,7 @@ class Fingerprinter:
     def __init__(self, config: DetectorConfig) -> None:
         self._config = config
         # Per tool name: (volatile argument names, position argument names, runs commands,
-        # writes).
+        # a short answer acknowledges: the tool writes, or does not ask).
         self._tools: dict[str, tuple[frozenset[str], Collection[str], bool, bool]] = {}
         #: Replaying a finished trace: figures only a repeat of the same call or a
         #: comparison with a neighbour needs (progress figures, counts and numbers of a
@@ -337,10 +344,11 @@ class Fingerprinter:
         elif kind is _LLM:
             # The request's identity (name and whole input), so a retried call can be told
             # from a new one: only the failure detector reads it, and only about failures.
-            facts = StepFacts(step, index)
             if self.lazy:
-                facts._step = step  # made a ``_LazyCall`` below, once every slot is set
+                facts = _LazyCall(step, index)
+                facts._step = step
             else:
+                facts = StepFacts(step, index)
                 facts.call = _llm_call(step)
             facts.failure = classify_failure(step)
             self._text(step, facts, novelty=True)
@@ -360,8 +368,6 @@ class Fingerprinter:
         else:
             facts._text_after = anchor  # ``text_epoch``: that text's, once settled
         facts.content_epoch = self._content_epoch
-        if kind is _LLM and self.lazy:
-            facts.__class__ = _LazyCall
         return facts
 
     def _tool(self, step: Step, facts: StepFacts) -> None:
@@ -373,9 +379,9 @@ class Fingerprinter:
                 config.volatile_for(name),
                 config.position_args,
                 is_shell_tool(name),
-                writes_tool(name),
+                not is_shell_tool(name) and (writes_tool(name) or not asks_tool(name)),
             )
-        volatile, positions, shell, writes = tool
+        volatile, positions, shell, short_acknowledges = tool
         arguments = step.tool_arguments
         if arguments is None and step.handoff_to:
             arguments = {"handoff_to": step.handoff_to}  # a hand-off is identified by its target
@@ -388,6 +394,11 @@ class Fingerprinter:
         else:
             call = facts.call = hash(f"{name}\0<no arguments>")
         raw = result_text(step)
+        if raw is None and step.synthetic and not step.is_error:
+            # Requested, but nothing says what happened: no evidence either way (neither
+            # new work nor a repeat, neither a failure nor a success).
+            facts.unanswered = True
+            return
         failure = classify_failure(step, raw)
         facts.failure = failure
         if failure is not None and failure.kind is _TRANSIENT:
@@ -403,11 +414,13 @@ class Fingerprinter:
             read = self._read(raw)
             result = facts.result = read.result
             facts.content = read.content
-            # A write's short answer acknowledges what was written ("Draft saved.",
-            # "Labels updated") whatever its words; an empty answer to a question is an answer.
-            facts.trivial = (read.acknowledges or (writes and read.size <= ACK_MAX_WORDS)) and not (
-                read.empty and empty_means_none_found(name, arguments, shell=shell)
-            )
+            # A short answer from a tool that writes or does not ask acknowledges ("Draft
+            # saved.", "Your thought has been logged.") whatever its words, unless it says
+            # "nothing"; an empty answer to a question is an answer.
+            facts.trivial = (
+                read.acknowledges
+                or (short_acknowledges and not read.none_found and read.size <= ACK_MAX_WORDS)
+            ) and not (read.empty and empty_means_none_found(name, arguments, shell=shell))
             if not self._contents.add(read.content):
                 self._content_epoch += 1
                 facts.content_novel = True
@@ -505,13 +518,7 @@ class _LazyCall(StepFacts):
     whole input history) is computed on first read, so a step nobody asks about never
     flattens or hashes its input. ``call`` is a property here (over the base class's
     slot, with the step in ``_step`` until then); not a ``__getattr__``, which would make
-    every other attribute read of these facts take the slow generic path.
-
-    Built as a :class:`StepFacts` and made one of these (``__class__``, the same slots)
-    once the fingerprinter has set its slots: every attribute write of
-    :meth:`StepFacts.__init__` and :meth:`Fingerprinter.facts` then sees one class, and
-    CPython 3.11 specialises each write for the class it sees (two classes in turn, tool
-    and LLM steps, miss the specialisation about half the time)."""
+    every other attribute read of these facts take the slow generic path."""
 
     __slots__ = ()
 

@@ -73,8 +73,6 @@ REPEATED_ERROR = "repeated_error"
 TRANSIENT_ERROR = "transient_error"
 RETRY_STORM = "retry_storm"
 
-#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
-#: through the enum metaclass's attribute hook (about ten times a global's cost).
 _LLM, _TOOL = StepKind.LLM, StepKind.TOOL
 
 _SIGNAL = {
@@ -115,7 +113,7 @@ class FailureDetector(IncrementalDetector):
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
-        if kind is not _TOOL and kind is not _LLM:
+        if (kind is not _TOOL and kind is not _LLM) or facts.unanswered:
             return []
         failure = facts.failure
         failing = self._failing
@@ -203,8 +201,8 @@ class RetryStormDetector(IncrementalDetector):
         if kind is not _TOOL and kind is not _LLM:
             return []
         if facts.failure is None:
-            if facts.wait:
-                return []  # a sleep between attempts: the storm goes on
+            if facts.wait or facts.unanswered:
+                return []  # a sleep between attempts, a call with no outcome: the storm goes on
             if kind is _LLM and (facts.has_tool_calls or self._tools_failing):
                 # The agent asking for its next attempt, or speaking while a tool keeps
                 # failing: neither is the failing call working again.

@@ -59,7 +59,9 @@ PROGRESS_TAIL_CHARS = 2048
 #: starts with a character class is only tried where the text holds one (the engine scans
 #: for it in C), one that starts with a lookbehind or ``\b`` at every position.
 _PERCENT = re.compile(r"(\d(?<![\d.]\d)\d{0,2}(?:\.\d+)?)\s?%")
-_FRACTION = re.compile(r"(\d(?<![\w/.:-]\d)\d*)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.:-])", re.IGNORECASE)
+#: ``n/m`` or ``n of m`` as a whole (not a date, a path or a time); a colon after it is
+#: allowed when a blank follows (``Step 58/800: loss=1.83``), not inside ``12/25:30``.
+_FRACTION = re.compile(r"(\d(?<![\w/.:-]\d)\d*)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.-]|:\S)", re.IGNORECASE)
 
 
 #: Structured progress fields: ``"progress": 0.45``, ``percent=45``, ``pct: 45.5``.

@@ -41,12 +41,14 @@ import re
 __all__ = [
     "digest",
     "is_acknowledgement",
+    "is_time_reading",
     "mask",
     "normalize_content",
     "normalize_result",
     "normalize_result_and_content",
     "normalize_text",
     "normalize_words",
+    "says_none_found",
 ]
 
 # ----------------------------------------------------------------------------------------
@@ -331,3 +333,33 @@ def digest(text: str) -> int:
     return int.from_bytes(
         hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big"
     )
+
+
+#: What a clock reading says beside its time: zones, day and month names, a label.
+_TIME_WORDS = frozenset(
+    """utc gmt z am pm mon tue wed thu fri sat sun jan feb mar apr may jun jul aug sep oct nov dec
+    the current time date now is it local server timestamp datetime iso unix epoch tz zone
+    timezone""".split()  # noqa: SIM905
+)
+_TIME_MARKS = re.compile(r"<ts>|#(?::#){1,2}(?:\.#)?")
+_READING_WORD = re.compile(r"[a-z]+")
+
+
+def is_time_reading(normalised: str) -> bool:
+    """True when a normalised result (:func:`normalize_result`) is nothing but a clock
+    reading: a timestamp or a time of day, with at most a zone, day or month names and a
+    label ("the current time is ..."). Its time is then its answer, not a volatile detail:
+    a clock asked again answers a later time, which is new."""
+    if len(normalised) > 120 or _TIME_MARKS.search(normalised) is None:
+        return False
+    rest = _TIME_MARKS.sub(" ", normalised)
+    return all(word in _TIME_WORDS for word in _READING_WORD.findall(rest))
+
+
+_NONE_FOUND = re.compile(r"\b(?:no|not|none|nothing|empty|zero|n/a)\b|^\s*(?:\[\s*\]|\{\s*\}|#|null)\s*$")
+
+
+def says_none_found(normalised: str) -> bool:
+    """True when a short normalised result says "nothing" (``no results``, ``not found``,
+    ``[]``, ``0``, ``none``): an answer to a question, never an acknowledgement."""
+    return len(normalised) <= 16 * ACK_MAX_WORDS and _NONE_FOUND.search(normalised) is not None

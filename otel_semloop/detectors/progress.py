@@ -208,10 +208,13 @@ class RepeatedResultDetector(_ChainDetector):
             return []
         if facts.poll_ended:
             # A poll that ended: every repetition since the last new step was the wait
-            # (the status call and what it was interleaved with, a sleep), not a loop.
-            for episode in self._stretch:
+            # (the status call and what it was interleaved with, a sleep), not a loop; and
+            # so was every earlier repetition of this same call (a wait checked on between
+            # other, new calls: the event log whose step count rises).
+            ended = self._stretch + self._by_call.pop(facts.call, [])
+            for episode in ended:
                 episode.resolved = True
-            self._ended = (facts.call, facts.result, facts.epoch, self._stretch)
+            self._ended = (facts.call, facts.result, facts.epoch, ended)
         elif (
             self._ended is not None
             and facts.call == self._ended[0]
@@ -234,15 +237,22 @@ class RepeatedResultDetector(_ChainDetector):
         key = facts.action if facts.failure is not None else facts.call
         found = self._extend(key, facts.epoch, facts, self.config.repeated_result_repeats)
         if found:
-            episode = self._chains.chain(key)
-            if episode is not None and episode.episode is not None and episode.episode not in self._stretch:
-                self._stretch.append(episode.episode)
+            chain = self._chains.chain(key)
+            if chain is not None and chain.episode is not None:
+                if chain.episode not in self._stretch:
+                    self._stretch.append(chain.episode)
+                if facts.failure is None:
+                    episodes = self._by_call.setdefault(facts.call, [])
+                    if chain.episode not in episodes:
+                        episodes.append(chain.episode)
         return found
 
     def reset(self) -> None:
         super().reset()
         self._stretch: list[Episode] = []  # episodes reported since the last novel step
         self._stretch_epoch = -1
+        # Per call digest, the episodes of its successful repeats (resolved when its poll ends).
+        self._by_call: dict[int, list[Episode]] = {}
         # The latest ended poll: (call, its new result, epoch, the episodes it resolved).
         self._ended: tuple[int, int | None, int, list[Episode]] | None = None
 

@@ -21,10 +21,6 @@ Dispatch by step kind
     (:func:`~otel_semloop.detectors.text.is_answer_tool`) alone, and a plain tool call
     (:func:`plain_tool_step`: most steps of most traces) changes nothing for it and reports
     nothing; the suite keeps a list of the readers of plain tool calls too (10 of 12).
-    The suite, and the detectors that read LLM and tool steps alike, read the kind from
-    the step, not from its facts: in a replay an LLM step's facts are another class
-    (``facts._LazyCall``) and CPython 3.11 specialises an attribute read for one class, so
-    a read of ``facts.kind`` that sees both kinds in turn would miss about half the time.
 """
 
 from __future__ import annotations

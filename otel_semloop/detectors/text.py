@@ -88,8 +88,6 @@ RESTATED_MIN_SHARED = 2
 #: started a sentence before): more is new content.
 RESTATED_MAX_NEW = 1
 
-#: Step kinds read per step, as module constants: on Python 3.11 ``StepKind.LLM`` goes
-#: through the enum metaclass's attribute hook (about ten times a global's cost).
 _LLM, _TOOL, _AGENT = StepKind.LLM, StepKind.TOOL, StepKind.AGENT
 
 

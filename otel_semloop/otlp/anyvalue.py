@@ -14,10 +14,7 @@ JSON form (OTLP JSON)::
 ``doubleValue`` also accepts "NaN", "Infinity", "-Infinity" (written that way too, since
 JSON has no such numbers).
 
-Size: both directions of both forms of one value type live together, and the attribute
-list readers (:func:`attributes_json`, :func:`attributes_json_parsed` for a parser's
-output, and :func:`_attributes_plain`, the reference both are tested against) sit beside
-:func:`any_json`, the general path each of them hands its rare shapes to.
+Both directions of both forms of one value type live together.
 """
 
 from __future__ import annotations
@@ -26,7 +23,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-from orjson import loads as _loads
 
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import Bad
@@ -49,13 +45,6 @@ __all__ = [
 MAX_DEPTH = 24
 
 # --- JSON -> Python -------------------------------------------------------------------
-
-#: The keys :func:`attributes_json` reads, as ``orjson`` makes them: it hands out one
-#: string object per object key it has seen (its key cache), and a dict lookup compares
-#: the key's identity before its text, so with these as our constants a lookup skips the
-#: text comparison (2% of a span's decoding, cachegrind). Only the speed depends on it: a
-#: key that is not the same object is compared by its text, as any string would be.
-_KEY, _VALUE, _STRING_VALUE, _INT_VALUE = _loads(b'{"key":0,"value":0,"stringValue":0,"intValue":0}')
 
 
 def _array_json(x: Any, depth: int) -> list[Any]:
@@ -118,7 +107,7 @@ def value_key(v: dict[str, Any]) -> str | None:
 
 
 def any_json(v: Any, depth: int = 0) -> Any:
-    """Internal fast decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
+    """Internal decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
 
     ``depth`` counts enclosing arrays/kvlists; past :data:`MAX_DEPTH` the value is
     rejected.
@@ -161,128 +150,30 @@ def any_json(v: Any, depth: int = 0) -> Any:
         raise
 
 
-def attributes_json(
-    kvs: Any, depth: int = 0, _type: Any = type, _dict: Any = dict, _str: Any = str, _len: Any = len
-) -> dict[str, Any]:
-    """Internal fast decoder of a JSON ``KeyValue`` list into a dict (raises :class:`Bad`).
-
-    The common shapes are taken here, checked as :func:`_attributes_plain` checks them: a
-    string key and a one-entry value of a string or a decimal ``intValue`` that fits in 18
-    digits; any other key/value goes through the general path. Why this spelling (15% of
-    this loop on the rescore workload, cachegrind): the builtins come in as locals
-    (``_type`` ... are not arguments to pass; positional defaults, as keyword-only ones
-    are looked up on every call), cheaper to load than globals once per key/value, and
-    the key and value are read by subscript, cheaper than ``dict.get``, and with
-    ``orjson``'s own key objects (:data:`_KEY` ...); a key/value without either (a
-    ``KeyError``, rare) sends the whole list to :func:`_attributes_plain`.
-    """
-    if _type(kvs) is not list:
+def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
+    """A JSON ``KeyValue`` list as a dict (raises :class:`Bad`; missing or null: empty;
+    a repeated key keeps its last value). ``depth`` as in :func:`any_json`."""
+    if type(kvs) is not list:
         if kvs is None:
             return {}
         c.bad_type("an array of key/value objects", kvs)
     out: dict[str, Any] = {}
-    try:
-        for kv in kvs:
-            if _type(kv) is _dict:
-                key = kv[_KEY]
-                v = kv[_VALUE]
-                if _type(key) is _str and _type(v) is _dict and _len(v) == 1:
-                    s = v.get(_STRING_VALUE)
-                    if _type(s) is _str:
-                        out[key] = s
-                        continue
-                    s = v.get(_INT_VALUE)
-                    if _type(s) is _str and _len(s) < 19 and s.isdigit() and s.isascii():
-                        out[key] = int(s)
-                        continue
-            _attribute_plain(kvs, kv, depth, out)
-    except KeyError:
-        return _attributes_plain(kvs, depth)
-    return out
-
-
-def attributes_json_parsed(kvs: Any, _type: Any = type, _str: Any = str, _len: Any = len) -> dict[str, Any]:
-    """:func:`attributes_json` for a value straight from a JSON parser (``orjson.loads``,
-    ``json.loads``): made of ``dict``, ``list``, ``str``, ``int``, ``float``, ``bool`` and
-    None only, no subclasses and no other objects. Given anything else it may take what
-    :func:`attributes_json` refuses (a ``dict`` subclass as a key/value, say).
-
-    Why: with only those types, Python's own errors tell a key/value object and a value
-    object from anything else (subscripting a list, string or number by a string raises
-    ``TypeError``, only a dict has ``.get``), so the two exact-type checks of each
-    key/value go (a quarter of this loop, 5% of a span's decoding, cachegrind). What is
-    left is checked as :func:`_attributes_plain` checks it: a string key and a one-entry
-    value of a string or of a decimal ``intValue`` of up to 18 digits; any other
-    key/value goes through the general path, and any of those errors sends the whole list
-    to :func:`_attributes_plain`, which decodes it or reports it exactly. Its digits are
-    converted by ``orjson.loads`` (a fifth cheaper than ``int()``), which refuses a leading
-    zero (``ValueError``: that list goes to :func:`_attributes_plain` too)."""
-    if _type(kvs) is not list:
-        return attributes_json(kvs)
-    out: dict[str, Any] = {}
-    try:
-        for kv in kvs:
-            key = kv[_KEY]
-            v = kv[_VALUE]
-            s = v.get(_STRING_VALUE)
-            if _type(s) is _str and _type(key) is _str and _len(v) == 1:
-                out[key] = s
-                continue
-            s = v.get(_INT_VALUE)
-            if (
-                _type(s) is _str
-                and _type(key) is _str
-                and _len(v) == 1
-                and _len(s) < 19
-                and s.isdigit()
-                and s.isascii()
-            ):
-                out[key] = _loads(s)  # (a JSON integer; a leading zero: ValueError, below)
-                continue
-            _attribute_plain(kvs, kv, 0, out)
-    except (KeyError, TypeError, AttributeError, ValueError):
-        return _attributes_plain(kvs)
-    return out
-
-
-def _attributes_plain(kvs: list[Any], depth: int = 0) -> dict[str, Any]:
-    """:func:`attributes_json` for a list, with ``dict.get`` reads (the reference its
-    shortcuts are tested against)."""
-    out: dict[str, Any] = {}
     for kv in kvs:
-        if type(kv) is dict:
-            key = kv.get("key")
-            v = kv.get("value")
-            if type(key) is str and type(v) is dict and len(v) == 1:
-                s = v.get("stringValue")
-                if type(s) is str:
-                    out[key] = s
-                    continue
-                s = v.get("intValue")
-                if type(s) is str and len(s) < 19 and s.isdigit() and s.isascii():
-                    out[key] = int(s)
-                    continue
-        _attribute_plain(kvs, kv, depth, out)
-    return out
-
-
-def _attribute_plain(kvs: list[Any], kv: Any, depth: int, out: dict[str, Any]) -> None:
-    """The general path for one key/value ``kv`` of ``kvs``: decoded into ``out``."""
-    try:
-        if type(kv) is not dict:
-            c.bad_type("a key/value object", kv)
-        key = kv.get("key")
-        if type(key) is not str:
-            key = c.string(key) if key is None else c.bad_type("a string", key, "key")
-        v = kv.get("value")
         try:
-            out[key] = any_json(v, depth)
+            if type(kv) is not dict:
+                c.bad_type("a key/value object", kv)
+            key = kv.get("key")
+            if type(key) is not str:
+                key = c.string(key) if key is None else c.bad_type("a string", key, "key")
+            try:
+                out[key] = any_json(kv.get("value"), depth)
+            except Bad as e:
+                e.path.append("value")
+                raise
         except Bad as e:
-            e.path.append("value")
+            e.path.append(f"[{c.index_of(kvs, kv)}]")
             raise
-    except Bad as e:
-        e.path.append(f"[{c.index_of(kvs, kv)}]")
-        raise
+    return out
 
 
 def _decode_public(decode: Callable[[Any], Any], value: Any, where: str) -> Any:

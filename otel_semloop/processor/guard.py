@@ -7,7 +7,11 @@ processor also feeds every agent, LLM and tool span, as it ends, to an increment
 reaches a decision (a finding just became conclusive, or doubled):
 
 * ``on_loop(finding, action)`` is called on the thread that ended the span (exceptions
-  from it are swallowed and counted), and a warning is logged;
+  from it are swallowed and counted), and a warning is logged. A callback that takes a
+  ``spend`` keyword (``on_loop(finding, action, *, spend)``, or ``**kwargs``) also gets
+  what the loop has spent so far: a :class:`~otel_semloop.loop_cost.Usage` of the steps,
+  model calls, tokens and cost (where the spans record them) and wall time from the
+  finding's first step (see :class:`~otel_semloop.loop_cost.RunningSpend`);
 * in ``stop`` mode, :meth:`LoopGuard.check` (or the module-level :func:`check`) raises
   :class:`~otel_semloop.errors.LoopDetected` in the agent's own thread once the trace has
   a decision at or above ``stop_at`` (the policy's ``stop`` by default). The agent calls
@@ -23,9 +27,9 @@ reaches a decision (a finding just became conclusive, or doubled):
   that ended the span, at an arbitrary point.
 
 Cost, on the application thread, only when the guard is on: every ended span is
-classified (a few attribute lookups, about 1-2 us); an LLM or tool span is then read into a
-step (its message JSON decoded) and observed by the detectors, typically 30-150 us per
-step depending on the size of its messages. With the guard off none of this runs.
+classified (a few attribute lookups); an LLM or tool span is then read into a step (its
+message JSON decoded) and observed by the detectors, at a cost that grows with the size
+of its messages. With the guard off none of this runs.
 The monitor keeps digests and counts, not content; per-trace state is dropped when the
 processor releases the trace, and at most ``max_traces`` traces are tracked (oldest
 dropped first).
@@ -33,6 +37,7 @@ dropped first).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import threading
 import weakref
@@ -44,6 +49,7 @@ from opentelemetry import trace as trace_api
 
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.errors import LoopDetected
+from otel_semloop.loop_cost import RunningSpend, Usage
 from otel_semloop.model import StepKind
 from otel_semloop.processor.config import GuardMode
 from otel_semloop.processor.sdk import span_to_record
@@ -69,13 +75,14 @@ def _default_monitor() -> Any:
 
 
 class _TraceState:
-    __slots__ = ("decisions", "lock", "monitor", "stop")
+    __slots__ = ("decisions", "lock", "monitor", "spend", "stop")
 
     def __init__(self, monitor: Any) -> None:
         self.lock = threading.Lock()
         self.monitor = monitor
         self.decisions: list[Any] = []
         self.stop: Any = None
+        self.spend = RunningSpend()
 
 
 class LoopGuard:
@@ -93,7 +100,7 @@ class LoopGuard:
         self,
         mode: GuardMode | str = GuardMode.STOP,
         *,
-        on_loop: Callable[[Any, Any], None] | None = None,
+        on_loop: Callable[..., None] | None = None,
         stop_at: Action = Action.STOP,
         max_traces: int = 10_000,
         monitor_factory: Callable[[], Any] = _default_monitor,
@@ -101,6 +108,7 @@ class LoopGuard:
     ) -> None:
         self.mode = GuardMode(mode)
         self.on_loop = on_loop
+        self._wants_spend = _takes_keyword(on_loop, "spend")
         self.stop_at = Action(stop_at)
         self._max_traces = max(1, max_traces)
         self._factory = monitor_factory
@@ -127,18 +135,22 @@ class LoopGuard:
         step = read_step(span_to_record(span), kind)
         state = self._state(context.trace_id, create=True)
         assert state is not None
+        spend = None
         with state.lock:
             decision = state.monitor.observe(step)
+            state.spend.add(step)
             if decision is not None:
                 state.decisions.append(decision)
                 if state.stop is None and decision.action.rank >= self.stop_at.rank:
                     state.stop = decision
+                if self._wants_spend:
+                    spend = state.spend.since(decision.finding.started_step or 0)
         with self._lock:
             self._counts["steps"] += 1
             if decision is not None:
                 self._counts["decisions"] += 1
         if decision is not None:
-            self._notify(decision)
+            self._notify(decision, spend)
         return decision
 
     def forget(self, trace_id: Any) -> None:
@@ -200,14 +212,17 @@ class LoopGuard:
                     self._traces.popitem(last=False)
             return state
 
-    def _notify(self, decision: Any) -> None:
+    def _notify(self, decision: Any, spend: Usage | None) -> None:
         # The description quotes tool names: one log line, secrets redacted, controls escaped.
         _logger.warning("otel-semloop live guard: %s", safe_text(decision.describe()))
         callback = self.on_loop
         if callback is None:
             return
         try:
-            callback(decision.finding, decision.action)
+            if spend is not None:
+                callback(decision.finding, decision.action, spend=spend)
+            else:
+                callback(decision.finding, decision.action)
         except Exception:
             with self._lock:
                 self._counts["callback_errors"] += 1
@@ -221,6 +236,20 @@ def check() -> None:
     the current trace. For agent code that does not hold the processor (zero-code setup)."""
     for guard in list(_GUARDS):
         guard.check()
+
+
+def _takes_keyword(callback: Callable[..., Any] | None, name: str) -> bool:
+    """Whether ``callback`` accepts the keyword argument ``name`` (by name or ``**kwargs``)."""
+    if callback is None:
+        return False
+    try:
+        parameters = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: called as before
+        return False
+    return any(
+        p.kind is p.VAR_KEYWORD or (p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in parameters
+    )
 
 
 def _current_trace_id() -> int:

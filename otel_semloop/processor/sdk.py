@@ -20,9 +20,9 @@ fields of the SDK (``ReadableSpan._attributes`` and ``_events``, stable since 1.
 they are absent the limits come from ``SpanLimits()`` (the ``OTEL_*_LIMIT`` variables),
 which is what a default ``TracerProvider`` uses.
 
-Cost: about 3 us per :func:`span_to_record` (attributes are read through the SDK
-container's own dict, see :func:`_plain_attributes`) and 15 to 40 us per :func:`apply_patch`
-(the SDK re-validates every attribute value); only patched spans are copied.
+Only patched spans are copied (:func:`apply_patch`: the SDK validates every attribute
+value again); attributes are read through the SDK container's own dict
+(:func:`_plain_attributes`).
 """
 
 from __future__ import annotations
@@ -163,7 +163,7 @@ class SdkSpans:
         )
 
     def may_have_steps(self, spans: Sequence[ReadableSpan]) -> bool:
-        """Whether any span reads as an agent, LLM or tool step (about 1 us a span).
+        """Whether any span reads as an agent, LLM or tool step (a few attribute lookups).
         Errs toward yes: a top-level OpenInference CHAIN counts as an agent wherever it is."""
         for span in spans:
             attributes = span.attributes

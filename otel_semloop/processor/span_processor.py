@@ -19,7 +19,7 @@ downstream processor to the provider.
 Threads and costs
     ``on_start``/``on_end`` run on the application's thread. They forward ``on_start`` to
     the downstream processor and do O(1) bookkeeping under one lock (a few dict
-    operations, about 1 us per span: see :mod:`otel_semloop.grouping`); they never
+    operations: see :mod:`otel_semloop.grouping`); they never
     convert, score, export or wake anything, and never raise. One daemon *worker* thread
     wakes every ``tick_seconds`` (wake-ups are batched, the application never signals
     it), releases finished traces, hands them to the scoring threads, and forwards spans
@@ -134,8 +134,10 @@ class SemloopSpanProcessor(SpanProcessor):
     (:func:`otel_semloop.judges.settings.scorer_with_judge`: ``"local"``, ``"system-one"``,
     ``"openai"``, a ``JudgeSettings``, a ``Judge`` or a backend; default ``SEMLOOP_JUDGE*``,
     none): the deterministic verdict is the first stage, so a judge still out when the budget
-    ends costs nothing but its answer. ``on_loop(finding, action)`` is called by the live
-    guard, on the application thread, the moment a loop becomes conclusive.
+    ends costs nothing but its answer. ``on_loop(finding, action)`` (with ``spend=``, what
+    the loop spent so far, when it takes that keyword: :mod:`otel_semloop.processor.guard`)
+    is called by the live guard, on the application thread, the moment a loop becomes
+    conclusive.
     ``meter_provider`` receives the self-telemetry (default: the global one).
     Each verdict's ``gen_ai.evaluation.result`` record also goes out as a log record
     through ``logger_provider`` (default: the global one, when one is configured; see
@@ -153,7 +155,7 @@ class SemloopSpanProcessor(SpanProcessor):
         config: Config | None = None,
         scorer: Scorer | None = None,
         judge: Any = None,
-        on_loop: Callable[[Any, Any], None] | None = None,
+        on_loop: Callable[..., None] | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         logger_provider: LoggerProvider | None = None,
         **options: Any,
@@ -186,7 +188,9 @@ class SemloopSpanProcessor(SpanProcessor):
         self._downstream_on_start = downstream.on_start
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
-        self._telemetry = SelfTelemetry(meter_provider, _gauges_of(weakref.ref(self)), "processor")
+        self._telemetry = SelfTelemetry(
+            meter_provider, _gauges_of(weakref.ref(self)), "processor", config.metric_agent_names
+        )
         # The evaluation record beyond the span event: a log record, a Phoenix annotation.
         self._evaluations = EvaluationPublisher.from_env(logger_provider=logger_provider)
         self._guard: Any = None

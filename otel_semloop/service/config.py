@@ -71,10 +71,8 @@ def default_processes() -> int:
     """Scoring processes by default: every core this process may run on but one (which the
     receive and export path keeps), at least 2 and up to 4; on one core processes would
     only add copying, so 0: score on threads. Why at least 2 on two cores: the receive
-    path takes about a third of a core there (about 60 us a span against 130 in a
-    worker), so one worker left the rest of the second core idle; measured side by side
-    on 2 cores (4 senders, 10 s rounds): 2,822 and 3,960 spans/s with one worker, 4,370
-    and 5,242 with two, every trace scored."""
+    path takes only part of a core, and one worker would leave the rest of the second
+    core idle (``bench/service_throughput.py`` shows the difference)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(4, max(2, cores - 1)) if cores >= 2 else 0
 

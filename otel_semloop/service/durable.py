@@ -16,6 +16,20 @@ What is promised
     * Bounded: past ``durable_queue_bytes`` of unfinished requests, receivers answer 503 /
       UNAVAILABLE with retry information.
 
+Its files, checked at start (a problem is one line and ``serve`` exits 2, never a silent
+loss): the database; its write-ahead log ``-wal`` and index ``-shm`` (SQLite's); and
+``<queue>.id``, the queue's generation, a random id also kept inside the database. A
+queue file that is empty (truncated), missing while its ``.id`` is there (deleted),
+holding another generation (replaced, or restored from a copy), or lacking its ``-wal``
+while its ``-shm`` is there (the log deleted after a crash: the requests it held are
+gone) is refused, as is a file SQLite cannot read. Moving the files away starts a new
+queue.
+
+A full disk: a request that cannot be stored is refused (503 / UNAVAILABLE, the sender
+retries), one log line a minute says so, and intake resumes when space returns. Delivery
+marks that cannot be written are kept and written again once they can, so a restart does
+not send delivered spans again (unless it comes before the disk has room).
+
 What is not (stated honestly)
     A batch the downstream received but whose acknowledgement the service had not yet
     recorded when it died (in flight at the kill, or acknowledged within the last few
@@ -28,10 +42,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import queue
+import secrets
 import sqlite3
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -39,10 +54,16 @@ from typing import Any
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from otel_semloop.errors import StartupError
+from otel_semloop.telemetry import get_logger
+
 __all__ = ["DurableQueue"]
 
-_logger = logging.getLogger("otel_semloop.service")
+_logger = get_logger("otel_semloop.service")
+#: How long the writer waits before it writes again what a failed commit left (disk full).
+_RETRY_SECONDS = 0.5
 _SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS requests (id INTEGER PRIMARY KEY AUTOINCREMENT, body BLOB NOT NULL,"
     " size INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sent (request INTEGER NOT NULL, key BLOB NOT NULL,"
@@ -60,15 +81,24 @@ class DurableQueue:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._max_bytes = max_bytes
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(requests)")}
-        if "signal" not in columns:  # a queue written before logs were received
-            self._db.execute("ALTER TABLE requests ADD COLUMN signal TEXT NOT NULL DEFAULT 'traces'")
-        self._sizes: dict[int, int] = dict(self._db.execute("SELECT id, size FROM requests").fetchall())
+        id_file = self.path.with_name(self.path.name + ".id")
+        _check_files(self.path, id_file)
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            for statement in _SCHEMA:
+                self._db.execute(statement)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(requests)")}
+            if "signal" not in columns:  # a queue written before logs were received
+                self._db.execute("ALTER TABLE requests ADD COLUMN signal TEXT NOT NULL DEFAULT 'traces'")
+            _check_generation(self.path, self._db, id_file)
+            sizes = self._db.execute("SELECT id, size FROM requests").fetchall()
+        except sqlite3.DatabaseError as error:
+            raise StartupError(
+                f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
+            ) from None
+        self._sizes: dict[int, int] = dict(sizes)
         self._bytes = sum(self._sizes.values())
         self._remaining: dict[int, int] = {}
         self._jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -89,9 +119,18 @@ class DurableQueue:
         ``logs.receive``), skipping spans and records already delivered, and start the
         writer. Returns ``{request id: bytes}`` replayed."""
         replayed: dict[int, int] = {}
-        rows = self._db.execute("SELECT id, body, size, signal FROM requests ORDER BY id").fetchall()
+        try:
+            rows = self._db.execute("SELECT id, body, size, signal FROM requests ORDER BY id").fetchall()
+            sent = self._db.execute("SELECT request, key FROM sent").fetchall()
+        except sqlite3.DatabaseError as error:
+            raise StartupError(
+                f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
+            ) from None
+        delivered: dict[int, set[bytes]] = defaultdict(set)
+        for ticket, key in sent:
+            delivered[ticket].add(key)
         for ticket, body, size, signal in rows:
-            keys = {row[0] for row in self._db.execute("SELECT key FROM sent WHERE request = ?", (ticket,))}
+            keys = delivered.get(ticket, set())
             is_logs = signal == "logs"
             if is_logs and logs is None:  # pragma: no cover - the service always passes it
                 continue
@@ -123,7 +162,11 @@ class DurableQueue:
         future: asyncio.Future[int] = loop.create_future()
         self._bytes += len(body)
         self._jobs.put(("append", body, signal, loop, future))
-        ticket = await future
+        try:
+            ticket = await future
+        except BaseException:
+            self._bytes -= len(body)  # not stored: it must not count against the bound
+            raise
         self._sizes[ticket] = len(body)
         return ticket
 
@@ -221,18 +264,72 @@ class DurableQueue:
             except Exception as exc:
                 with contextlib.suppress(sqlite3.Error):
                     db.execute("ROLLBACK")
-                _logger.error("otel-semloop: durable queue write failed: %r", exc)
-                for loop, future, _ in done:
-                    loop.call_soon_threadsafe(_fail, future, exc)
-                # Appends not yet answered in this batch fail too (the sender retries).
+                _logger.error(
+                    "otel-semloop: durable queue %s: write failed (%s); requests are refused until it "
+                    "succeeds (further reports of this kind limited to one a minute)",
+                    self.path,
+                    exc,
+                    extra={"semloop_limit": "durable.write"},
+                )
                 for job in jobs:
-                    if job is not _STOP and job[0] in ("append", "settle"):
-                        job[-2].call_soon_threadsafe(_fail, job[-1], exc)
+                    if job is _STOP:
+                        continue
+                    if job[0] == "append":  # refused: the sender keeps the request and retries
+                        job[2].call_soon_threadsafe(_fail, job[3], exc)
+                        continue
+                    if job[0] == "settle" and job[3] is not None:  # delivery goes on
+                        job[3].call_soon_threadsafe(_resolve, job[4], 0)
+                        job = (*job[:3], None, None)
+                    self._jobs.put(job)  # delivery marks and deletions: written again later
+                if not stop:
+                    time.sleep(_RETRY_SECONDS)
             else:
                 for loop, future, ticket in done:
-                    loop.call_soon_threadsafe(_resolve, future, ticket)
+                    if loop is not None:
+                        loop.call_soon_threadsafe(_resolve, future, ticket)
             if stop:
                 return
+
+
+def _check_files(path: Path, id_file: Path) -> None:
+    """Refuse queue files that lost what they held (see the module docstring)."""
+    move = "; move the queue's files away to start a new queue"
+    if not path.exists():
+        if id_file.exists():
+            raise StartupError(f"durable queue {path} is missing but {id_file} is there: deleted?{move}")
+        return
+    if path.stat().st_size == 0:
+        raise StartupError(f"durable queue {path} is empty (0 bytes): truncated? What it held is gone{move}")
+    wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
+    if shm.exists() and not wal.exists():
+        raise StartupError(
+            f"durable queue {path}: its write-ahead log {wal.name} is missing (deleted after a "
+            f"crash?): the requests it held are gone{move}"
+        )
+
+
+def _check_generation(path: Path, db: sqlite3.Connection, id_file: Path) -> None:
+    """The queue's generation, in the database and in ``id_file``: set on a new queue
+    (or one written before generations), refused when the two disagree."""
+    row = db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    on_disk = id_file.read_text().strip() if id_file.exists() else None
+    if row is None:
+        if on_disk is not None:
+            raise StartupError(
+                f"durable queue {path} is not the queue {id_file} belongs to (replaced or "
+                f"emptied?); move the queue's files away to start a new queue"
+            )
+        generation = secrets.token_hex(16)
+        db.execute("INSERT INTO meta (key, value) VALUES ('generation', ?)", (generation,))
+        id_file.write_text(generation + "\n")
+        return
+    if on_disk is None:
+        id_file.write_text(row[0] + "\n")
+    elif on_disk != row[0]:
+        raise StartupError(
+            f"durable queue {path} is another queue than {id_file} names (replaced, or restored "
+            f"from a copy?); move the queue's files away to start a new queue"
+        )
 
 
 def _delete(db: sqlite3.Connection, tickets: list[int]) -> None:

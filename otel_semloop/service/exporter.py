@@ -67,10 +67,8 @@ _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
 _TIMEOUT_GROWTH = 8
 #: A part-filled batch waits up to this long for a full one before it goes (not while
 #: draining; as the Collector's batch processor, whose default timeout this is): an export
-#: call costs the loop 0.3-1 ms whatever its size, so sending each trace as it was scored
-#: spent a quarter of the loop's time in gRPC calls at 2,000 spans/s, and 50 ms batches
-#: (~300 spans under the throughput bench) cost 2-3.7 us a span against 1.2-1.4 for full
-#: ones of 1,024 (bench: /tmp/svc6/export_cost.py, same process).
+#: call costs the loop about the same whatever its size, so fuller batches cost less a
+#: span than sending each trace as it was scored.
 _LINGER_SECONDS = 0.2
 
 

@@ -191,8 +191,8 @@ class Accepted:
 
 
 #: Memory a held span costs beyond its wire bytes (the holder, the buffer's and the export
-#: queue's entries, and the decoded request while it is copied), measured at about 650
-#: bytes with one-span traces (600,000 of them in one request: 390 MB above the idle RSS).
+#: queue's entries, and the decoded request while it is copied), as measured with
+#: one-span traces.
 SPAN_OVERHEAD_BYTES = 640
 
 

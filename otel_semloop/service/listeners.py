@@ -94,7 +94,10 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
     host, port = parse_address(config.grpc, "grpc")
     handlers = [
         grpc_handler(
-            service, auth_token=config.auth_token, max_decompressed_bytes=config.max_decompressed_bytes
+            service,
+            auth_token=config.auth_token,
+            max_decompressed_bytes=config.max_decompressed_bytes,
+            body_timeout=config.body_timeout,
         )
     ]
     if getattr(service, "logs", None) is not None:
@@ -103,6 +106,7 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
                 service.logs,
                 auth_token=config.auth_token,
                 max_decompressed_bytes=config.max_decompressed_bytes,
+                body_timeout=config.body_timeout,
                 signal="logs",
             )
         )
@@ -114,7 +118,10 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
             # gRPC core closes connections past this at once (its ConnectionQuota).
             ("grpc.max_allowed_incoming_connections", config.max_connections),
             ("grpc.server_handshake_timeout_ms", int(config.header_timeout * 1000)),
-            ("grpc.max_connection_idle_ms", int(max(config.keepalive_timeout, 1) * 1000 * 10)),
+            # A connection with no call open (a preface and SETTINGS, then nothing: it holds
+            # a slot before any token is checked) is closed after keepalive_timeout, as an
+            # idle HTTP connection is; a call's message is bounded by body_timeout (receiver).
+            ("grpc.max_connection_idle_ms", int(config.keepalive_timeout * 1000)),
             ("grpc.so_reuseport", 0),
         ],
     )

@@ -56,9 +56,12 @@ class ServiceTelemetry(SelfTelemetry):
     declares for the service (the shared ones and the service's own)."""
 
     def __init__(
-        self, meter_provider: metrics.MeterProvider | None, gauges: Callable[[], dict[str, Any]]
+        self,
+        meter_provider: metrics.MeterProvider | None,
+        gauges: Callable[[], dict[str, Any]],
+        max_agent_names: int = 20,
     ) -> None:
-        super().__init__(meter_provider, gauges, "service")
+        super().__init__(meter_provider, gauges, "service", max_agent_names)
 
 
 def build_meter_provider(config: ServiceConfig) -> tuple[Any, Any]:

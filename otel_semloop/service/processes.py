@@ -61,8 +61,7 @@ __all__ = ["WORKER_DEPTH", "ScoringProcesses", "WorkerDied", "runs_in_workers"]
 _logger = get_logger("otel_semloop.service")
 
 #: Batches the service keeps in each worker (``depth``): the one being scored and the next,
-#: waiting in its pipe. With one, each worker waited 10-14% of the time for its next batch
-#: while hundreds of traces were queued (the busy service process was slow to send it).
+#: waiting in its pipe, so a worker does not wait for the busy service process to send it.
 WORKER_DEPTH = 2
 
 
@@ -368,4 +367,4 @@ class ScoringProcesses:
             if self.full_roots:
                 root = adapter.record(records[scored.root_index].source)
         trace = root_trace(root, release.partial)
-        return Evaluation(trace, records, scored.verdict, patches, scored.summary)
+        return Evaluation(trace, records, scored.verdict, patches, scored.summary, scored.loop_cost)

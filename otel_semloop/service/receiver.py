@@ -22,9 +22,11 @@ What a sender gets back
       inflated (inflation stops at the limit: a gzip bomb costs at most that much).
     * HTTP 401 / gRPC UNAUTHENTICATED: ``auth_token`` is set and the request does not
       carry ``Authorization: Bearer <token>``.
-    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly), 415 (content
-      type other than ``application/x-protobuf`` / ``application/json``, or an encoding
-      other than gzip/identity).
+    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly: no data for
+      ``body_timeout``, or on average slower than ``MIN_BODY_RATE`` past the first
+      ``body_timeout``), 415 (content type other than ``application/x-protobuf`` /
+      ``application/json``, or an encoding other than gzip/identity).
+    * gRPC DEADLINE_EXCEEDED: the call's message did not arrive within ``body_timeout``.
 
     HTTP error bodies are readable: ``{"code": ..., "message": ...}`` (a
     ``google.rpc.Status`` in JSON) for JSON requests, the message as ``text/plain``
@@ -45,8 +47,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import time
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import grpc
@@ -274,15 +277,27 @@ def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[s
 
 
 def grpc_handler(
-    ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int, signal: Signal = "traces"
+    ingest: Ingest,
+    *,
+    auth_token: str,
+    max_decompressed_bytes: int,
+    body_timeout: float = 30.0,
+    signal: Signal = "traces",
 ) -> grpc.GenericRpcHandler:
     """``TraceService/Export`` (``LogsService/Export`` for ``signal="logs"``) taking the raw
     request bytes, so that a body that is not a protobuf export request gets
     INVALID_ARGUMENT with the reason (grpcio's own deserialiser would answer UNKNOWN and
-    log a traceback per request)."""
+    log a traceback per request).
+
+    Registered as a client-streaming handler (the wire is the same as a unary call's), so
+    that it runs when the call's headers arrive rather than once its message has: the
+    bearer token is checked before any body is read, and a message that does not arrive
+    within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
+    gets 408. Without this a stream whose message never comes holds its connection for as
+    long as the sender likes."""
     service, _, message, reply = _WIRE[signal]
 
-    async def export(body: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
             header = dict(context.invocation_metadata() or ()).get("authorization")
             if not check_bearer(auth_token, header if isinstance(header, str) else None):
@@ -290,6 +305,17 @@ def grpc_handler(
                 await context.abort(
                     grpc.StatusCode.UNAUTHENTICATED, "otel-semloop: missing or wrong bearer token"
                 )
+        try:
+            body = await asyncio.wait_for(anext(requests), body_timeout)
+        except asyncio.TimeoutError:
+            ingest.refused("slow_body")
+            await context.abort(
+                grpc.StatusCode.DEADLINE_EXCEEDED,
+                f"otel-semloop: no request message within body_timeout={body_timeout:g} s",
+            )
+        except StopAsyncIteration:
+            ingest.refused("malformed")
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "otel-semloop: the call carried no message")
         if len(body) > max_decompressed_bytes:  # grpcio checks the limit too; be explicit
             ingest.refused("too_large")
             await context.abort(
@@ -327,11 +353,16 @@ def grpc_handler(
             response.partial_success.error_message = result.message
         return response.SerializeToString()
 
-    method = grpc.unary_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
+    method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
     return grpc.method_handlers_generic_handler(service, {"Export": method})
 
 
 # -- HTTP (ASGI) -----------------------------------------------------------------------------
+
+#: The slowest a request body may arrive on average, past its first ``body_timeout``
+#: seconds (bytes a second; the rule of Apache's mod_reqtimeout ``MinRate``): the body's
+#: deadline is ``body_timeout`` plus one second per this many bytes received.
+MIN_BODY_RATE = 16 * 1024
 
 _Receive = Callable[[], Awaitable[dict[str, Any]]]
 _Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -426,17 +457,21 @@ def http_app(
             return
         chunks: list[bytes] = []
         size = 0
+        started = time.monotonic()
         while True:
+            # Each chunk within body_timeout, and the whole body by a deadline that grows
+            # with what arrived (MIN_BODY_RATE): a byte every few seconds cannot hold a slot.
+            left = started + body_timeout + size / MIN_BODY_RATE - time.monotonic()
             try:
-                message = await asyncio.wait_for(receive(), body_timeout)
+                message = await asyncio.wait_for(receive(), max(0.0, min(body_timeout, left)))
             except asyncio.TimeoutError:
                 ingest.refused("slow_body")
-                await error(
-                    408,
-                    _DEADLINE_EXCEEDED,
-                    f"no body data for {body_timeout:g} s",
-                    [(b"connection", b"close")],
+                why = (
+                    f"no body data for {body_timeout:g} s"
+                    if left > body_timeout
+                    else f"body slower than {MIN_BODY_RATE // 1024} KiB/s after {body_timeout:g} s"
                 )
+                await error(408, _DEADLINE_EXCEEDED, why, [(b"connection", b"close")])
                 return
             if message["type"] == "http.disconnect":
                 return

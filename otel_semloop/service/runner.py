@@ -21,6 +21,7 @@ import signal
 import threading
 from typing import Any
 
+from otel_semloop.errors import StartupError
 from otel_semloop.service.config import ServiceConfig
 from otel_semloop.service.server import SemloopService
 
@@ -89,13 +90,12 @@ _GC_YOUNG_THRESHOLD = 10_000
 
 def _settle_collector() -> None:
     """Move everything alive after start-up to the collector's permanent generation and
-    collect the young generation less often. Without it the loop spent about 5% of its CPU
-    in the cyclic collector under load (a full collection rescans every module, class and
-    gRPC object; ``py-spy --native`` and ``gc.callbacks``): with it, under 1%. What a
-    request allocates is mostly freed by reference counting before any collection; the
-    spans held (thousands of objects that live ``grace`` seconds) are what made the young
-    collections promote and rescan. Safe for a process that owns its heap: start-up objects
-    live as long as it does."""
+    collect the young generation less often: a full collection rescans every module, class
+    and gRPC object, which under load is CPU spent for nothing. What a request allocates
+    is mostly freed by reference counting before any collection; the spans held
+    (thousands of objects that live ``grace`` seconds) are what made the young
+    collections promote and rescan. Safe for a process that owns its heap: start-up
+    objects live as long as it does."""
     gc.collect()
     gc.freeze()
     _, middle, old = gc.get_threshold()
@@ -112,7 +112,7 @@ def serve(config: ServiceConfig, scorer: Any = None) -> int:
         service = SemloopService(config, scorer=scorer)
         try:
             clean = await run_until_signal(service, own_process=True)
-        except OSError as error:
+        except (OSError, StartupError) as error:
             _logger.error("otel-semloop: %s", error)
             return 2
         return 0 if clean else 1

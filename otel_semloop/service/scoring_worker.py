@@ -55,6 +55,9 @@ class Scored:
     patched: list[tuple[int, bytes]]
     #: The service's loop log line (:func:`loop_summary`) for a loop, else None.
     summary: str | None
+    #: What the loop cost: the ``semloop.loop.*`` and ``semloop.trace.*`` attributes the
+    #: root gained (empty without a loop), for the service's loop metrics.
+    loop_cost: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
 def worker_main(conn: Any, mode: str) -> None:
@@ -103,7 +106,7 @@ def score_release(
     evaluation = evaluate(release, PROTO_SPANS, scorer)
     if evaluation is None:
         return None
-    written_back(release, PROTO_SPANS, evaluation)
+    outcome = written_back(release, PROTO_SPANS, evaluation)
     # PROTO_SPANS patches a span in place, decoding it: a span without its bytes changed.
     patched = [(index, span.serialized()) for index, span in enumerate(held) if span.wire is None]
     trace, verdict = evaluation.trace, evaluation.verdict
@@ -122,7 +125,9 @@ def score_release(
             {"gen_ai.agent.name": agent} if isinstance(agent, str) and agent else {},
         )
     summary = loop_summary(trace, verdict) if verdict.label is Label.LOOP else None
-    return Scored(verdict, root_index, root, patched, summary)
+    gained = outcome.root_attributes.items()
+    cost = {key: value for key, value in gained if key.startswith(("semloop.loop.", "semloop.trace."))}
+    return Scored(verdict, root_index, root, patched, summary, cost)
 
 
 def loop_summary(trace: Trace, verdict: Verdict) -> str:

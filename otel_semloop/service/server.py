@@ -21,9 +21,11 @@ traces go out unscored); the durable queue at ``durable_queue_bytes``.
 
 Connections: at most ``max_connections`` connections on each receiver (more are closed
 at once); an HTTP client that has not sent its request headers within ``header_timeout`` is
-disconnected, one whose body stalls for ``body_timeout`` gets 408; idle keep-alive
-connections close after ``keepalive_timeout``. gRPC: ``header_timeout`` bounds the
-TLS/HTTP2 handshake and ``max_concurrent_streams`` the requests per connection.
+disconnected, one whose body stalls for ``body_timeout`` or trickles in (see
+:data:`~.receiver.MIN_BODY_RATE`) gets 408; idle keep-alive connections close after
+``keepalive_timeout``. gRPC: ``header_timeout`` bounds the TLS/HTTP2 handshake,
+``keepalive_timeout`` a connection with no call open, ``body_timeout`` a call's message,
+and ``max_concurrent_streams`` the requests per connection.
 
 Shutdown (``stop``/signal): health turns not-ready, stop accepting (the gRPC server and
 uvicorn finish the requests in flight), release every held trace, score what fits in 80%
@@ -96,7 +98,7 @@ class SemloopService:
         if meter_provider is None:
             self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
             meter_provider = self._own_meter_provider
-        self._telemetry = ServiceTelemetry(meter_provider, self._gauges)
+        self._telemetry = ServiceTelemetry(meter_provider, self._gauges, config.metric_agent_names)
         self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None

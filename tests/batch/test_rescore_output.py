@@ -246,9 +246,9 @@ def test_the_summary_is_printed_and_the_terminal_never_sees_control_characters(t
         span["name"] = "evil\x1b[2Jname"
     source = write_jsonl(tmp_path / "a.jsonl", [line, *LINES[1:]])
     assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "--table", "text"]) == 0
-    out = capsys.readouterr().out
-    assert "6 agent traces scored, 3 loops" in out
-    assert "\x1b" not in out
+    out, err = capsys.readouterr()  # the table on stdout, the summary beside it on stderr
+    assert "6 agent traces scored, 3 loops" in err
+    assert "\x1b" not in out and "\x1b" not in err
 
 
 def test_no_progress_bar_when_piped(tmp_path):

@@ -1,19 +1,29 @@
 """``--report out.html``: a self-contained page, checked as a person sees it - rendered by
-headless Chromium, its screenshot read back pixel by pixel."""
+headless Chromium, its screenshot read back pixel by pixel, and its layout measured in the
+rendered page at 1400 px (nothing wider than the window, every chart's axes and legend inside
+it, a one-minute sample's time labels distinct and apart)."""
 
 from __future__ import annotations
 
+import itertools
+import json
 import shutil
 import struct
 import subprocess
+import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bench.deepeval_tree import tree_to_spans
 from otel_semloop.batch.report import COLORS
 from otel_semloop.cli import main
-from tests.batch.rescore_data import agent_lines, write_jsonl
+from otel_semloop.otlp import records_to_traces_json
+from tests.batch.rescore_data import agent_lines, healthy_tree, looping_tree, write_jsonl
+from tests.e2e.browser import Chromium, chromium_path
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # As root, on a closed network: no sandbox, and no background connections to refuse.
@@ -29,13 +39,17 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory) -> Path:
-    tmp = tmp_path_factory.mktemp("report")
-    source = write_jsonl(tmp / "in.jsonl", agent_lines(n_traces=10))
+def report_of(source: Path, tmp: Path) -> Path:
+    """The report ``rescore`` writes for ``source`` (in ``tmp``)."""
     page = tmp / "report.html"
     assert main(["rescore", str(source), "-o", str(tmp / "out.jsonl"), "-q", "--report", str(page)]) == 0
     return page
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> Path:
+    tmp = tmp_path_factory.mktemp("report")
+    return report_of(write_jsonl(tmp / "in.jsonl", agent_lines(n_traces=10)), tmp)
 
 
 def test_the_report_is_self_contained_and_lists_every_looping_trace_with_its_reason(report):
@@ -118,3 +132,96 @@ def test_the_report_renders_in_headless_chromium_with_its_plots(report, tmp_path
     # the plots are drawn: loop-red and healthy-green bars cover a visible area
     assert _count(pixels, bpp, COLORS["loop"]) > 2000
     assert _count(pixels, bpp, COLORS["no_loop"]) > 2000
+
+
+# --- layout at a common laptop width, measured in the rendered page --------------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "data" / "synthetic.genai.otlp.jsonl.gz"
+#: Every element's right edge, the page's scroll width and the viewport's width.
+LAYOUT = """JSON.stringify({
+  viewport: document.documentElement.clientWidth,
+  scroll: document.documentElement.scrollWidth,
+  right: Math.max(...[...document.querySelectorAll('body *')].map(e => e.getBoundingClientRect().right)),
+  heatmap: document.getElementById('signals-by-agent').getBoundingClientRect().right,
+})"""
+CHART_PARTS = """JSON.stringify(Object.fromEntries(IDS.map(id => {
+  const svg = document.getElementById(id), box = svg.getBoundingClientRect();
+  const inside = el => { const r = el.getBoundingClientRect();
+    return r.left >= box.left - 1 && r.right <= box.right + 1
+      && r.top >= box.top - 1 && r.bottom <= box.bottom + 1; };
+  const part = sel => [...svg.querySelectorAll(sel)];
+  return [id, {x: part('.x-axis').length, y: part('.y-axis').length,
+    legend: part('.legend text').map(t => t.textContent),
+    inside: part('.x-axis, .y-axis, .legend').every(inside)}];
+})))"""
+TIME_LABELS = """JSON.stringify([...document.querySelectorAll('#loops-over-time text.time')].map(t => {
+  const r = t.getBoundingClientRect(); return {text: t.textContent, left: r.left, right: r.right}; }))"""
+
+
+def _evaluate(browser: Any, script: str) -> Any:
+    return json.loads(browser.call("Runtime.evaluate", expression=script)["result"]["value"])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if chromium_path() is None:
+        pytest.skip("headless Chromium is not installed (.ci/run installs it)")
+    with Chromium(width=1400, height=900) as chromium:
+        yield chromium
+
+
+def _show(browser: Any, page: Path) -> None:
+    browser.open(page.as_uri())
+    deadline = time.monotonic() + 30
+    while browser.call("Runtime.evaluate", expression="document.readyState")["result"]["value"] != "complete":
+        assert time.monotonic() < deadline, "the report did not load"
+        time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def many_signals_report(tmp_path_factory) -> Path:
+    """A report of the synthetic corpus: 14 signals and 15 agents in the signals-by-agent table."""
+    return report_of(CORPUS, tmp_path_factory.mktemp("wide"))
+
+
+def test_the_report_fits_a_1400_pixel_window(browser, many_signals_report) -> None:
+    _show(browser, many_signals_report)
+    layout = _evaluate(browser, LAYOUT)
+    assert layout["viewport"] == 1400
+    assert layout["heatmap"] <= layout["viewport"], layout
+    assert layout["scroll"] <= layout["viewport"], layout
+    assert layout["right"] <= layout["viewport"], layout
+
+
+def test_every_chart_has_axes_and_a_legend_inside_it(browser, many_signals_report) -> None:
+    _show(browser, many_signals_report)
+    ids = ["score-histogram", "loops-over-time", "looping-agents", "looping-tools"]
+    charts = _evaluate(browser, CHART_PARTS.replace("IDS", json.dumps(ids)))
+    for chart in ("score-histogram", "loops-over-time"):
+        assert charts[chart]["x"] == 1 and charts[chart]["y"] == 1, (chart, charts[chart])
+    for chart in ("looping-agents", "looping-tools"):
+        assert charts[chart]["x"] == 1, (chart, charts[chart])
+    assert charts["score-histogram"]["legend"] == ["loop", "suspected", "no_loop"]
+    assert charts["loops-over-time"]["legend"] == ["traces", "loops"]
+    assert all(chart["legend"] and chart["inside"] for chart in charts.values()), charts
+
+
+@pytest.fixture(scope="module")
+def one_minute_report(tmp_path_factory) -> Path:
+    """Ten traces started 6 s apart: the whole sample within one minute."""
+    tmp = tmp_path_factory.mktemp("minute")
+    spans = []
+    for i in range(10):
+        tree = looping_tree() if i % 2 == 0 else healthy_tree()
+        spans.extend(tree_to_spans(tree, f"m{i}", start_ns=1_767_225_600_000_000_000 + i * 6 * 10**9))
+    return report_of(write_jsonl(tmp / "in.jsonl", [records_to_traces_json(spans)]), tmp)
+
+
+def test_the_time_labels_of_a_one_minute_sample_are_distinct_and_apart(browser, one_minute_report) -> None:
+    _show(browser, one_minute_report)
+    labels = _evaluate(browser, TIME_LABELS)
+    texts = [label["text"] for label in labels]
+    assert len(texts) == 3 and len(set(texts)) == 3, texts
+    assert texts[0].endswith("00:00:00") and texts[-1].endswith("00:00:54"), texts
+    for left, right in itertools.pairwise(labels):
+        assert left["right"] <= right["left"], labels  # no label drawn over the next

@@ -127,5 +127,7 @@ def test_steps_are_read_in_layers_with_no_import_cycle() -> None:
         envelopes,
         "otel_semloop.handoffs",
         messages,
+        tool_calls,
         "otel_semloop.model",
+        tool_calls,
     }

@@ -76,6 +76,16 @@ def test_situation_ids_are_unique_across_batches() -> None:
 
 
 @pytest.mark.parametrize("batch", BATCHES, ids=lambda p: p.name)
+def test_a_batch_cites_no_thread_the_corpus_or_another_batch_cites(batch: Path) -> None:
+    own = {url for s in load_batch(batch).SITUATIONS.values() for url in s.sources}
+    others = {url for s in SITUATIONS.values() for url in s.sources}
+    for other in BATCHES:
+        if other != batch:
+            others |= {url for s in load_batch(other).SITUATIONS.values() for url in s.sources}
+    assert not own & others
+
+
+@pytest.mark.parametrize("batch", BATCHES, ids=lambda p: p.name)
 def test_a_batch_renders_the_corpus_conventions_and_a_shape_the_corpus_does_not_use(batch: Path) -> None:
     conventions = load_batch(batch).CONVENTIONS
     assert set(CONVENTIONS) <= set(conventions) <= set(ALL_CONVENTIONS)

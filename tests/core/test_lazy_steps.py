@@ -498,7 +498,7 @@ def test_lazy_and_eager_reads_give_the_same_step(
         kind = step_kind(record.attributes)
     expected = _eager(record, kind)
     step = read_step(record, kind)
-    assert type(step) is Step  # (filled as a FillingStep, then made a Step)
+    assert type(step) is Step
     decoded = step.is_decoded("input")
     assert _same(peek_input(step), expected["input"]) and step.is_decoded("input") is decoded
     for field in dataclasses.fields(Step):  # every other field is stored by read_step itself

@@ -17,6 +17,15 @@ from otel_semloop.telemetry import INSTRUMENTS, LogLimiter, SelfTelemetry
 PACKAGE = Path(__file__).resolve().parents[2] / "otel_semloop"
 #: ``telemetry.add("semloop.x", ...)`` and the like, wherever the call is split.
 COUNTER_CALL = re.compile(r"\.add\(\s*\"(semloop\.[a-z_.]+)\"")
+#: ``telemetry.record("semloop.x", ...)``.
+HISTOGRAM_CALL = re.compile(r"\.record\(\s*\"(semloop\.[a-z_.]+)\"")
+DECLARED = {instrument.name: instrument for instrument in INSTRUMENTS}
+
+
+def probe(name: str) -> str | tuple[str, ...]:
+    """An attribute value for counter ``name``: one string per attribute it declares."""
+    attribute = DECLARED[name].attribute
+    return "probe" if isinstance(attribute, str) else ("probe",) * len(attribute)
 
 
 def front_doors_of(path: Path) -> tuple[str, ...]:
@@ -47,6 +56,7 @@ def used_names() -> dict[str, set[tuple[str, str]]]:
             continue
         text = path.read_text()
         names = {("counter", n) for n in COUNTER_CALL.findall(text)}
+        names |= {("histogram", n) for n in HISTOGRAM_CALL.findall(text)}
         if "count_forwarded(" in text:
             names.add(("counter", "semloop.spans.forwarded"))
         names |= {("gauge", n) for n in gauge_keys(text)}
@@ -74,8 +84,9 @@ def test_every_self_metric_used_at_a_call_site_reaches_a_metric_reader(front_doo
     )
     for kind, name in used:
         if kind == "counter":
-            telemetry.add(name, "probe", 3)
-    telemetry.scoring_duration.record(0.01)
+            telemetry.add(name, probe(name), 3)
+        elif kind == "histogram":
+            telemetry.record(name, 3, () if isinstance(DECLARED[name].attribute, str) else probe(name))
     data = reader.get_metrics_data()
     exported: dict[str, list[object]] = {}
     for resource_metrics in data.resource_metrics:
@@ -85,6 +96,9 @@ def test_every_self_metric_used_at_a_call_site_reaches_a_metric_reader(front_doo
     missing = sorted(name for _, name in used if name not in exported)
     assert missing == []
     for kind, name in used:
+        if kind == "histogram":
+            assert [point.sum for point in exported[name]] == [3], name
+            continue
         values = [getattr(point, "value", None) for point in exported[name]]
         assert values == [3 if kind == "counter" else 7], (name, values)
     assert "semloop.scoring.duration" in exported

@@ -82,6 +82,39 @@ def test_on_loop_gets_the_finding_and_action_the_moment_the_step_ends() -> None:
         assert ended == step + 1
 
 
+def test_an_on_loop_taking_spend_gets_what_the_loop_spent_so_far() -> None:
+    # Round k of the run is a chat recording 100 * k input and 20 output tokens, then a search
+    # (tests/support/agent_spans.py); the loop's first step is the first search (live step 1).
+    seen: list[tuple[Any, Any, Any]] = []
+
+    def on_loop(finding: Any, action: Any, *, spend: Any) -> None:
+        seen.append((finding, action, spend))
+
+    with pipeline(live_guard="stop", on_loop=on_loop) as line:
+        with pytest.raises(LoopDetected):
+            looping(line, iterations=20, before_step=line.processor.guard.check)
+        searches = len([s for s in line.produced_spans() if s.name == "execute_tool search"])
+    finding, action, spend = seen[-1]
+    assert action is Action.STOP and finding.started_step == 1
+    chats_after_onset = range(2, searches + 1)  # rounds 2..n: their chats came after the first search
+    assert spend.steps == 2 * searches - 1
+    assert spend.model_calls == len(chats_after_onset)
+    assert spend.input_tokens == sum(100 * k for k in chats_after_onset)
+    assert spend.output_tokens == 20 * len(chats_after_onset)
+    assert spend.cost is None  # no span records a cost
+    assert spend.duration_s > 0
+
+
+def test_spend_goes_to_a_callback_taking_keywords_and_never_to_a_two_parameter_one() -> None:
+    seen: list[tuple[Any, ...]] = []
+    with pipeline(live_guard="warn", on_loop=lambda *args, **kwargs: seen.append((args, kwargs))) as line:
+        looping(line, iterations=8)
+    assert seen and all(len(args) == 2 and set(kwargs) == {"spend"} for args, kwargs in seen)
+    with pipeline(live_guard="warn", on_loop=lambda finding, action: seen.append((finding, action))) as line:
+        looping(line, iterations=8)
+        assert line.processor.stats()["guard.callback_errors"] == 0
+
+
 def test_warn_mode_calls_on_loop_and_never_stops_the_agent() -> None:
     seen: list[Any] = []
     with pipeline(live_guard="warn", on_loop=lambda finding, action: seen.append(action)) as line:

@@ -106,11 +106,14 @@ def wait_for(condition: Callable[[], bool], timeout: float = 10.0, what: str = "
 
 class MetricsReceiver(metrics_service_pb2_grpc.MetricsServiceServicer):
     """OTLP/gRPC ``MetricsService/Export`` on loopback; keeps the last value of each
-    (metric, attributes) data point."""
+    (metric, attributes) data point, and every counter data point as an event the way
+    Honeycomb stores metrics (the value in a column named after the metric, beside the
+    point's attributes: :meth:`events`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.points: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}
+        self._events: list[dict[str, Any]] = []
         self.resources: list[dict[str, str]] = []
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
         metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(self, self._server)
@@ -131,7 +134,13 @@ class MetricsReceiver(metrics_service_pb2_grpc.MetricsServiceServicer):
                             else:
                                 value = point.as_int if point.HasField("as_int") else point.as_double
                             self.points[(metric.name, attrs)] = value
+                            if kind == "sum":
+                                self._events.append({**dict(attrs), metric.name: value})
         return metrics_service_pb2.ExportMetricsServiceResponse()
+
+    def events(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._events)
 
     def value(self, name: str, **attrs: str) -> float | None:
         key = (name, tuple(sorted(attrs.items())))

@@ -5,9 +5,12 @@ certificate cannot connect at all."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import ipaddress
+import socket
 import ssl
+import time
 from pathlib import Path
 
 import grpc
@@ -15,7 +18,7 @@ import httpx
 import pytest
 
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver
-from tests.service.support import grpc_export, running, wait_for
+from tests.service.support import ServeProcess, grpc_export, running, wait_for
 from tests.service.traffic import agent_spans, request_of, trace_id_of
 
 cryptography = pytest.importorskip("cryptography")
@@ -149,3 +152,25 @@ def test_tls_with_client_certificates_and_a_bearer_token_on_both_receivers(pki: 
         assert len(downstream.spans) == 10
         stats = service.stats()
         assert stats["requests.refused.unauthenticated"] == 4
+
+
+def test_failed_tls_handshakes_do_not_write_a_line_each(pki: dict[str, Path]) -> None:
+    process = ServeProcess(
+        "--grpc", "127.0.0.1:0", "--http", "127.0.0.1:0", "--export-endpoint", "http://127.0.0.1:9",
+        "--tls-certificate", str(pki["server"]), "--tls-key", str(pki["server_key"]),
+    )  # fmt: skip
+    try:
+        grpc_port, _ = process.wait_listening()
+        wait_for(lambda: "options:" in process.log, 10, "the start-up lines")
+        before = len(process.lines)
+        for _ in range(50):  # plaintext where TLS is expected: each handshake fails
+            with socket.create_connection(("127.0.0.1", grpc_port)) as sock:
+                sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                sock.settimeout(2)
+                with contextlib.suppress(OSError):
+                    sock.recv(1024)
+        time.sleep(0.5)
+        during = process.lines[before:]
+    finally:
+        process.stop()
+    assert len(during) <= 1, "".join(during)

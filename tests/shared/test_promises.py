@@ -21,6 +21,7 @@ from opentelemetry import trace as trace_api
 
 from otel_semloop.builder import build_trace
 from otel_semloop.cli import main as cli_main
+from otel_semloop.loop_cost import loop_cost
 from otel_semloop.model import Trace
 from otel_semloop.processor.sdk import span_to_record
 from otel_semloop.scoring import DetectorScorer
@@ -67,9 +68,11 @@ def expected_verdict(door: Door, trace_id: str) -> tuple[Trace, Verdict]:
     return trace, DetectorScorer().score(trace)
 
 
-def contract(verdict: Verdict) -> dict[str, Any]:
+def contract(verdict: Verdict, trace: Trace) -> dict[str, Any]:
     """The root's attributes, restated from the contract (docs/architecture.md) rather than
-    taken from the write-back code, so a write-back that drops or renames one fails."""
+    taken from the write-back code, so a write-back that drops or renames one fails. What
+    the loop cost comes from its one computation (:mod:`otel_semloop.loop_cost`, checked to
+    the token in tests/core/test_loop_cost.py); its names and types are restated here."""
     expected: dict[str, Any] = {
         "semloop.loop.detected": verdict.label is Label.LOOP,
         "semloop.score": float(verdict.score),
@@ -89,12 +92,23 @@ def contract(verdict: Verdict) -> dict[str, Any]:
     expected["semloop.deepeval.loop"] = verdict.lexical.score < verdict.lexical.threshold
     for name, value in verdict.lexical.breakdown.items():
         expected[f"semloop.deepeval.{name}"] = float(value)
+    cost = loop_cost(trace, verdict)
+    if verdict.label in (Label.LOOP, Label.SUSPECTED):
+        assert cost is not None
+        expected.update(cost.attributes())
+        assert type(expected["semloop.loop.onset_step"]) is int
+        for name in ("steps", "model_calls", "input_tokens", "output_tokens"):
+            assert type(expected[f"semloop.loop.{name}"]) is int
+            assert type(expected[f"semloop.trace.{name}"]) is int
+        assert type(expected["semloop.loop.duration_s"]) is float
+    else:
+        assert cost is None
     return expected
 
 
 def assert_contract_on_root(spans: list[ReceivedSpan], verdict: Verdict, trace: Trace) -> None:
     root = root_of(spans)
-    expected = contract(verdict)
+    expected = contract(verdict, trace)
     got = {k: v for k, v in root.attributes.items() if k.startswith("semloop.")}
     assert got == expected
     for key, value in expected.items():

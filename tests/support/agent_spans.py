@@ -2,7 +2,8 @@
 
 ``search_agent`` records, under an ``invoke_agent`` root in the OTel GenAI conventions, one
 round per result: a ``chat`` span whose output asks for ``search({"q": "x"})`` (unless
-``ask_model`` is false) and the ``execute_tool search`` span returning that result. The
+``ask_model`` is false; it records 100 input tokens more each round, from 100, and 20 output
+tokens) and the ``execute_tool search`` span returning that result. The
 same arguments every round: results that never change make a loop, changing ones do not.
 """
 
@@ -43,7 +44,7 @@ def search_agent(
             ),
         },
     ) as root:
-        for result in results:
+        for round_number, result in enumerate(results, 1):
             if before_step is not None:
                 before_step()
             if ask_model:
@@ -52,6 +53,8 @@ def search_agent(
                     attributes={
                         "gen_ai.operation.name": "chat",
                         "gen_ai.output.messages": tool_call_message("search", SEARCH_ARGUMENTS),
+                        "gen_ai.usage.input_tokens": 100 * round_number,
+                        "gen_ai.usage.output_tokens": 20,
                     },
                 ):
                     pass
