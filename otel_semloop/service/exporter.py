@@ -176,6 +176,8 @@ class ExportQueue:
     ) -> None:
         self._config = config
         self._signal = signal
+        #: What the log lines call the items: spans or log records.
+        self._items = "log records" if signal == "logs" else "spans"
         self._sender = sender
         self._telemetry = telemetry
         self._settle = settle
@@ -276,10 +278,11 @@ class ExportQueue:
                     self._count_dropped("rejected_by_downstream", result.rejected)
                     self._log(
                         "partial",
-                        "downstream %s rejected %d of %d spans: %s",
+                        "downstream %s rejected %d of %d %s: %s",
                         self._sender.describe(),
                         result.rejected,
                         len(batch),
+                        self._items,
                         result.message,
                     )
                 return
@@ -298,8 +301,9 @@ class ExportQueue:
                 self._count_dropped(why, len(batch))
                 self._log(
                     why,
-                    "dropped %d spans: downstream %s failed (%s)%s",
+                    "dropped %d %s: downstream %s failed (%s)%s",
                     len(batch),
+                    self._items,
                     self._sender.describe(),
                     result.message,
                     "" if not result.retryable else f" and still failed after {now - first_failure:.1f} s",
@@ -315,10 +319,11 @@ class ExportQueue:
             self._telemetry.add("semloop.export.retries", "retryable")
             self._log(
                 "retry",
-                "downstream %s unavailable (%s); %d spans waiting; retrying in %.1f s",
+                "downstream %s unavailable (%s); %d %s waiting; retrying in %.1f s",
                 self._sender.describe(),
                 result.message,
                 self.pending,
+                self._items,
                 delay,
             )
             await asyncio.sleep(delay)
