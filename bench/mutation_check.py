@@ -55,15 +55,15 @@ MUTATIONS = (
     Mutation(
         "verdict-loop-becomes-suspected",
         "otel_semloop/policy.py",
-        "            label = Label.LOOP\n",
-        "            label = Label.SUSPECTED\n",
+        "            label = _LOOP\n",
+        "            label = _SUSPECTED\n",
         ("tests/core/test_policy.py", *SHARED),
         "the policy never says loop",
     ),
     Mutation(
         "reason-not-written",
         "otel_semloop/writeback.py",
-        'attrs["semloop.reason"] = safe_text(verdict.reason)',
+        'attrs["semloop.reason"] = safe_reason',
         "pass",
         SHARED,
         "semloop.reason missing from the root",
@@ -285,7 +285,7 @@ MUTATIONS = (
     ),
     Mutation(
         "bad-ids-accepted",
-        "otel_semloop/service/pipeline.py",
+        "otel_semloop/service/held.py",
         '        return f"spanId must be 8 bytes, got {len(span.span_id)}"',
         "        return None",
         ("tests/service/test_service.py",),

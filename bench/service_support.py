@@ -255,17 +255,20 @@ def run_senders(
     traces_per_request: int = 8,
     rounds: int = 4,
     keep_ids: bool = False,
+    first_seed: int = 1000,
     logs: bool = False,
 ) -> dict[str, Any]:
     """``senders`` processes sending for ``duration`` seconds; totals of what was acked.
-    ``logs``: each traces request follows a logs request with its traces' GenAI records."""
+    Sender ``i`` draws its trace ids from seed ``first_seed + i``: calls that must not
+    send the same ids give different seeds. ``logs``: each traces request follows a logs
+    request with its traces' GenAI records."""
     context = mp.get_context("spawn")
     out = context.Queue()
     go = context.Barrier(senders)
     processes = [
         context.Process(
             target=_sender_main,
-            args=(port, 1000 + i, traces_per_request, rounds, duration, out, keep_ids, go, logs),
+            args=(port, first_seed + i, traces_per_request, rounds, duration, out, keep_ids, go, logs),
         )
         for i in range(senders)
     ]

@@ -216,7 +216,11 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         help="header / gRPC metadata for the downstream (repeatable). Visible in the process list: "
         "put secrets in OTEL_EXPORTER_OTLP_HEADERS or --export-headers-file instead",
     )
-    serve.add_argument("--export-compression", choices=("gzip", "none"), help="default none")
+    serve.add_argument(
+        "--export-compression",
+        choices=("gzip", "none"),
+        help="default none (SEMLOOP_EXPORT_COMPRESSION=false; true is gzip)",
+    )
     serve.add_argument(
         "--export-logs-protocol", choices=("grpc", "http/protobuf"), help="default: --export-protocol's"
     )

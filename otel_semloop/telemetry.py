@@ -41,7 +41,7 @@ name                            kind      front door  attribute (values)
 ``semloop.scoring.discarded``   counter   P S         ``semloop.discard.reason`` (late: a stuck
                                                       thread's verdict after its trace left)
 ``semloop.errors``              counter   P S         ``semloop.error.where``
-``semloop.forward.catch_up``    counter   P           ``semloop.catch_up`` (flush)
+``semloop.forward.catch_up``    counter   P           ``semloop.catch_up`` (flush, timed_out)
 ``semloop.spans.received``      counter   S           ``semloop.outcome``
 ``semloop.spans.refused``       counter   S           ``semloop.refusal.reason`` (before acknowledgement)
 ``semloop.spans.rejected``      counter   S           ``semloop.rejection.reason`` (invalid)
@@ -196,7 +196,7 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "semloop.forward.catch_up",
         "counter",
         "{flush}",
-        "Downstream flushes forced so a burst does not overflow its queue.",
+        "Downstream flushes forced so a burst does not overflow its queue (timed_out: not waited for).",
         "semloop.catch_up",
         ("processor",),
     ),

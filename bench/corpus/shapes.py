@@ -23,6 +23,14 @@
   route, a step per agent) with no GenAI attributes: the tool calls exist only in the
   completions, their results only in the next prompt.
 
+* ``vercel-ai-sdk``: the Vercel AI SDK's own telemetry (``experimental_telemetry``): the run
+  is an ``ai.generateText`` span (``ai.prompt``, ``ai.response.text``), each model call an
+  ``ai.generateText.doGenerate`` child whose ``ai.prompt.messages`` are the SDK's model
+  messages (``tool-call`` / ``tool-result`` content parts, a failed tool's result as
+  ``error-text``) and whose ``ai.response.toolCalls`` list the calls it asked for, and each
+  tool an ``ai.toolCall`` span with ``ai.toolCall.name`` / ``.args`` / ``.result``. A
+  sub-agent is a nested ``ai.generateText`` with its own ``ai.telemetry.functionId``.
+
 Each is made from the ``genai`` / ``openinference`` rendering of the same run, so a
 situation means the same in every shape; only where the content lives differs.
 """
@@ -35,13 +43,14 @@ from typing import Any
 
 from bench.corpus.runs import CONVENTIONS, SCOPES, Run, render
 
-SHAPES = ("genai-events", "openinference-langgraph", "openai-content-events")
+SHAPES = ("genai-events", "openinference-langgraph", "openai-content-events", "vercel-ai-sdk")
 ALL_CONVENTIONS = CONVENTIONS + SHAPES
 SHAPE_SCOPES = {
     **SCOPES,
     "genai-events": "azure.ai.inference",
     "openinference-langgraph": "openinference.instrumentation.langchain",
     "openai-content-events": "opentelemetry.instrumentation.openai_v2",
+    "vercel-ai-sdk": "ai",
 }
 
 
@@ -53,6 +62,8 @@ def render_any(run: Run, convention: str, trace_id: str, rng: random.Random, sta
         return as_langgraph_chains(render(run, "openinference", trace_id, rng, start_ns), rng)
     if convention == "openai-content-events":
         return as_content_events(render(run, "genai", trace_id, rng, start_ns))
+    if convention == "vercel-ai-sdk":
+        return as_ai_sdk_telemetry(render(run, "genai", trace_id, rng, start_ns))
     return render(run, convention, trace_id, rng, start_ns)
 
 
@@ -320,3 +331,144 @@ def as_content_events(spans: list[dict]) -> list[dict]:
             span["events"] = events + span.get("events", [])
         out.append(span)
     return out
+
+
+# --- vercel-ai-sdk ------------------------------------------------------------------------
+
+
+def _sdk_messages(messages: list[dict], tools: dict[str, tuple[str, bool]]) -> list[dict]:
+    """GenAI JSON-parts messages as the AI SDK's model messages: one ``tool`` message holds
+    the results of one step, each naming its tool (``tools``: call id -> (name, failed))."""
+    out: list[dict] = []
+    for message in messages:
+        role = message["role"]
+        texts = [p["content"] for p in message["parts"] if p["type"] == "text"]
+        if role == "system":
+            out.append({"role": "system", "content": "\n".join(texts)})
+        elif role == "user":
+            out.append({"role": "user", "content": [{"type": "text", "text": t} for t in texts]})
+        elif role == "assistant":
+            content: list[dict] = [{"type": "text", "text": t} for t in texts]
+            content += [
+                {"type": "tool-call", "toolCallId": p["id"], "toolName": p["name"], "input": p["arguments"]}
+                for p in message["parts"]
+                if p["type"] == "tool_call"
+            ]
+            out.append({"role": "assistant", "content": content})
+        else:
+            results = []
+            for part in message["parts"]:
+                name, failed = tools.get(part["id"], ("", False))
+                value = part["response"] or ""
+                output = (
+                    {"type": "error-text", "value": value} if failed else {"type": "text", "value": value}
+                )
+                results.append(
+                    {"type": "tool-result", "toolCallId": part["id"], "toolName": name, "output": output}
+                )
+            if out and out[-1]["role"] == "tool":
+                out[-1]["content"].extend(results)
+            else:
+                out.append({"role": "tool", "content": results})
+    return out
+
+
+def _sdk_common(operation: str, function_id: str) -> list[dict]:
+    return [
+        _str("operation.name", f"{operation} {function_id}"),
+        _str("resource.name", function_id),
+        _str("ai.operationId", operation),
+        _str("ai.telemetry.functionId", function_id),
+    ]
+
+
+def _int(key: str, value: Any) -> dict:
+    return {"key": key, "value": {"intValue": str(value)}}
+
+
+def as_ai_sdk_telemetry(spans: list[dict]) -> list[dict]:
+    """``genai`` spans as the Vercel AI SDK's telemetry records a ``generateText`` run."""
+    agents = {
+        s["spanId"]: _get(s, "gen_ai.agent.name")
+        for s in spans
+        if _get(s, "gen_ai.operation.name") == "invoke_agent"
+    }
+    tools = {
+        _get(s, "gen_ai.tool.call.id"): (_get(s, "gen_ai.tool.name"), s.get("status", {}).get("code") == 2)
+        for s in spans
+        if _get(s, "gen_ai.operation.name") == "execute_tool"
+    }
+    for span in spans:
+        operation = _get(span, "gen_ai.operation.name")
+        function_id = agents.get(span["spanId"]) or agents.get(span.get("parentSpanId", ""), "agent")
+        model = _get(span, "gen_ai.request.model")
+        if operation == "invoke_agent":
+            attributes = _sdk_common("ai.generateText", function_id)
+            attributes += [_str("ai.model.provider", "openai.chat"), _str("ai.model.id", model)]
+            goal = _get(span, "gen_ai.input.messages")
+            if goal is not None:
+                text = json.loads(goal)[0]["parts"][0]["content"]
+                attributes.append(_str("ai.prompt", _dumps({"prompt": text})))
+            answer = _get(span, "gen_ai.output.messages")
+            if answer is not None:
+                attributes.append(_str("ai.response.text", json.loads(answer)[0]["parts"][0]["content"]))
+                attributes.append(_str("ai.response.finishReason", "stop"))
+            span["name"] = "ai.generateText"
+        elif operation == "chat":
+            attributes = _sdk_common("ai.generateText.doGenerate", function_id)
+            attributes += [
+                _str("ai.model.provider", "openai.chat"),
+                _str("ai.model.id", model),
+                _str(
+                    "ai.prompt.messages",
+                    _dumps(_sdk_messages(json.loads(_get(span, "gen_ai.input.messages")), tools)),
+                ),
+                _str("gen_ai.system", "openai.chat"),
+                _str("gen_ai.request.model", model),
+            ]
+            outputs = _get(span, "gen_ai.output.messages")
+            if outputs is not None:
+                reply = json.loads(outputs)[0]
+                texts = [p["content"] for p in reply["parts"] if p["type"] == "text"]
+                calls = [
+                    {"toolCallId": p["id"], "toolName": p["name"], "input": _dumps(p["arguments"])}
+                    for p in reply["parts"]
+                    if p["type"] == "tool_call"
+                ]
+                finish = "tool-calls" if calls else "stop"
+                attributes.append(_str("ai.response.finishReason", finish))
+                if texts:
+                    attributes.append(_str("ai.response.text", "\n".join(texts)))
+                if calls:
+                    attributes.append(_str("ai.response.toolCalls", _dumps(calls)))
+                response_id = _get(span, "gen_ai.response.id")
+                attributes += [
+                    _str("ai.response.id", response_id),
+                    _str("ai.response.model", model),
+                    _int("ai.usage.inputTokens", _get(span, "gen_ai.usage.input_tokens")),
+                    _int("ai.usage.outputTokens", _get(span, "gen_ai.usage.output_tokens")),
+                    {
+                        "key": "gen_ai.response.finish_reasons",
+                        "value": {"arrayValue": {"values": [{"stringValue": finish}]}},
+                    },
+                    _str("gen_ai.response.id", response_id),
+                    _str("gen_ai.response.model", model),
+                    _int("gen_ai.usage.input_tokens", _get(span, "gen_ai.usage.input_tokens")),
+                    _int("gen_ai.usage.output_tokens", _get(span, "gen_ai.usage.output_tokens")),
+                ]
+            span["name"] = "ai.generateText.doGenerate"
+        elif operation == "execute_tool":
+            attributes = _sdk_common("ai.toolCall", function_id)
+            attributes += [
+                _str("ai.toolCall.name", _get(span, "gen_ai.tool.name")),
+                _str("ai.toolCall.id", _get(span, "gen_ai.tool.call.id")),
+                _str("ai.toolCall.args", _get(span, "gen_ai.tool.call.arguments")),
+            ]
+            result = _get(span, "gen_ai.tool.call.result")
+            if result is not None:
+                attributes.append(_str("ai.toolCall.result", _dumps(result)))
+            span["name"] = "ai.toolCall"
+        else:
+            continue
+        span["attributes"] = attributes
+    return spans

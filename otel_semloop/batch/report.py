@@ -41,9 +41,7 @@ table{border-collapse:collapse;font-size:13px;width:100%} th,td{border-bottom:1p
 text-align:left;vertical-align:top} th{background:#f6f6f6} td.mono{font-family:ui-monospace,monospace}
 .label{display:inline-block;padding:1px 6px;border-radius:3px;color:#fff;font-size:12px}
 svg text{font-size:11px;fill:#333} svg .title{font-size:12px}
-.scroll{overflow-x:auto;max-width:100%} #signals-by-agent{table-layout:fixed}
-#signals-by-agent th,#signals-by-agent td{overflow-wrap:break-word}
-#signals-by-agent th{font-size:11px} #signals-by-agent th:first-child{width:11em}
+.scroll{overflow-x:auto;max-width:100%} #signals-by-agent th{font-size:11px}
 td.num,th.num{text-align:right}
 """
 

@@ -11,7 +11,7 @@ Signals
         A stretch of tool steps none of which is novel: conclusive at ``stale_steps`` (12)
         such steps in a row, or, when spans carry times, ``stale_seconds`` (600) since the
         last novel tool step ended. ``stale_window`` measures novelty over a sliding
-        window of the last ``stale_window`` (24) tool steps: conclusive when all but
+        window of the last ``stale_window`` (16) tool steps: conclusive when all but
         ``stale_window_novel`` (4) of them repeated earlier actions and results, which
         catches a run rotating through trivial commands with a little novelty now and
         then. Explicit progress clears the window. ``no_progress``. A poll that ends

@@ -53,9 +53,10 @@ class LiveMonitor:
 
     def observe(self, step: Step) -> Decision | None:
         """Feed the step that just ended; a decision when a finding just became conclusive
-        (or doubled), else None."""
-        findings = self._suite.observe(step, self._index)
+        (or doubled), else None. Steps are numbered from 1, as in a verdict, where step 0
+        is the run's own root span (which ends last, so the guard never sees it first)."""
         self._index += 1
+        findings = self._suite.observe(step, self._index)
         if not findings:
             return None
         return self.policy.decide(f for f in findings if f.conclusive)

@@ -325,7 +325,10 @@ class SemloopSpanProcessor(SpanProcessor):
             if worker is not None and not self._shutdown and threading.current_thread() is not worker.thread:
                 ok = worker.drain(ReleaseReason.FLUSH, deadline)
             remaining = max(0, int((deadline - time.monotonic()) * 1000))
-            ok = self._downstream.force_flush(remaining) is not False and ok
+            if worker is not None:  # returns by the deadline even if the downstream does not
+                ok = worker.flush_downstream(remaining) and ok
+            else:
+                ok = self._downstream.force_flush(remaining) is not False and ok
             return self._evaluations.flush(max(0.0, deadline - time.monotonic())) and ok
         except Exception:
             self._app_error("force_flush")

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
@@ -37,6 +37,69 @@ _FLUSH_SCORING_SHARE = 0.8
 _CATCH_UP_TIMEOUT_MILLIS = 5000
 
 
+class BoundedFlush:
+    """``downstream.force_flush`` that returns by its deadline whatever the downstream does.
+
+    A ``BatchSpanProcessor`` whose exporter hangs (an OTLP exporter against a black-holed
+    collector) does not return from ``force_flush`` within its timeout; a thread waiting
+    in it stops forwarding, and every span released meanwhile stays alive behind it, past
+    every bound of the processor. So the call runs on a thread of its own, the caller
+    waits at most the timeout, and while a call is still running the next one is not made
+    (the caller goes on: the downstream's own queue then drops what it cannot take, and
+    counts it, as it does without this processor). Said once in the log; each time
+    counted in ``semloop.forward.catch_up{kind=timed_out}``."""
+
+    def __init__(self, force_flush: Any, telemetry: SelfTelemetry) -> None:
+        self._force_flush = force_flush
+        self._telemetry = telemetry
+        self._lock = threading.Lock()
+        self._running: threading.Thread | None = None
+        self._warned = False
+
+    def __call__(self, timeout_millis: int) -> bool:
+        """True if the downstream flushed within ``timeout_millis``."""
+        done = threading.Event()
+        outcome: list[Any] = [False]
+
+        def call() -> None:
+            try:
+                outcome[0] = self._force_flush(timeout_millis) is not False
+            except Exception as exc:
+                outcome[0] = exc
+            finally:
+                done.set()
+
+        with self._lock:
+            if self._running is not None and self._running.is_alive():
+                self._timed_out(timeout_millis)
+                return False
+            self._running = threading.Thread(target=call, name="semloop-downstream-flush", daemon=True)
+            self._running.start()
+        if not done.wait(max(0, timeout_millis) / 1000):
+            self._timed_out(timeout_millis)
+            return False
+        if isinstance(outcome[0], Exception):
+            self._telemetry.add("semloop.errors", "downstream")
+            _logger.warning(
+                "otel-semloop: downstream force_flush failed: %r (counted in semloop.errors)",
+                outcome[0],
+                extra={"semloop_limit": "downstream"},
+            )
+            return False
+        return bool(outcome[0])
+
+    def _timed_out(self, timeout_millis: int) -> None:
+        self._telemetry.add("semloop.forward.catch_up", "timed_out")
+        if not self._warned:
+            self._warned = True
+            _logger.warning(
+                "otel-semloop: the downstream processor's force_flush did not return within %d ms; "
+                "not waiting for it (what its queue cannot take it drops; counted in "
+                "semloop.forward.catch_up, not logged again)",
+                timeout_millis,
+            )
+
+
 class _Forwarder:
     """Hands spans to the downstream ``on_end``; one failure never stops the rest.
 
@@ -47,12 +110,13 @@ class _Forwarder:
     ``downstream.force_flush`` (blocking this background thread, never the application)
     to let the exporter catch up. At an ordinary pace it never triggers. The queue size is
     read from a ``BatchSpanProcessor`` downstream when it exposes it, else from the
-    environment variable.
+    environment variable. The flush is a :class:`BoundedFlush`: a downstream that hangs
+    delays forwarding by at most its timeout, once.
     """
 
-    def __init__(self, downstream: SpanProcessor, telemetry: SelfTelemetry) -> None:
+    def __init__(self, downstream: SpanProcessor, telemetry: SelfTelemetry, flush: BoundedFlush) -> None:
         self._on_end = downstream.on_end
-        self._force_flush = downstream.force_flush
+        self._force_flush = flush
         self._telemetry = telemetry
         self._burst = max(1, _queue_size_of(downstream) // 2)
         self._count = 0
@@ -91,15 +155,7 @@ class _Forwarder:
         self._count = 0
         self._window = now
         if fast:
-            try:
-                self._force_flush(_CATCH_UP_TIMEOUT_MILLIS)
-            except Exception as exc:
-                self._telemetry.add("semloop.errors", "downstream")
-                _logger.warning(
-                    "otel-semloop: downstream force_flush failed: %r (counted in semloop.errors)",
-                    exc,
-                    extra={"semloop_limit": "downstream"},
-                )
+            self._force_flush(_CATCH_UP_TIMEOUT_MILLIS)
             self._telemetry.add("semloop.forward.catch_up", "flush")
 
 
@@ -154,7 +210,9 @@ class Worker:
         self._guard = processor._guard
         self._tick = config.tick_seconds
         self._wake = threading.Event()
-        self._forward = _Forwarder(processor._downstream, processor._telemetry)
+        #: The one way this processor flushes the downstream (see :class:`BoundedFlush`).
+        self.flush_downstream = BoundedFlush(processor._downstream.force_flush, processor._telemetry)
+        self._forward = _Forwarder(processor._downstream, processor._telemetry, self.flush_downstream)
         self._evaluations = processor._evaluations
         self._pool: ScoringPool[ReadableSpan] = ScoringPool(
             processor._scorer,

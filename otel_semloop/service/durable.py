@@ -275,7 +275,7 @@ class DurableQueue:
                     if job is _STOP:
                         continue
                     if job[0] == "append":  # refused: the sender keeps the request and retries
-                        job[2].call_soon_threadsafe(_fail, job[3], exc)
+                        job[-2].call_soon_threadsafe(_fail, job[-1], exc)  # its loop and future
                         continue
                     if job[0] == "settle" and job[3] is not None:  # delivery goes on
                         job[3].call_soon_threadsafe(_resolve, job[4], 0)

@@ -49,7 +49,7 @@ import hmac
 import logging
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 import grpc
@@ -218,6 +218,109 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
 _ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
+def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
+    """A protobuf ``ExportTraceServiceRequest`` as ``(request, rejected spans, first
+    error)``. When the request does not parse as a whole, its spans are parsed one by one
+    (the message is a nesting of length-delimited fields: resource spans, scope spans,
+    spans), so that a span nested deeper than the parser allows, or otherwise unreadable,
+    costs only itself, as a bad span does in JSON. Raises ``DecodeError`` when even that
+    framing is broken (the body is not a request at all)."""
+    request = _Request()
+    try:
+        request.ParseFromString(body)
+        return request, 0, ""
+    except Exception as whole:
+        error = whole
+    request = _Request()
+    rejected = 0
+    first = ""
+    try:
+        for i, rs_bytes in enumerate(_fields_numbered(body, 1, whole=True)):
+            out_rs = request.resource_spans.add()
+            out_rs.ParseFromString(_without_field(rs_bytes, 2))  # the resource and schema URL
+            for j, ss_bytes in enumerate(_fields_numbered(rs_bytes, 2)):
+                out_ss = out_rs.scope_spans.add()
+                out_ss.ParseFromString(_without_field(ss_bytes, 2))
+                for k, span_bytes in enumerate(_fields_numbered(ss_bytes, 2)):
+                    try:
+                        out_ss.spans.add().ParseFromString(span_bytes)
+                    except Exception as exc:
+                        del out_ss.spans[-1]
+                        rejected += 1
+                        if not first:
+                            reason = str(exc).rsplit(": ", 1)[-1]
+                            where = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]"
+                            first = f"{where}: not a readable span ({reason})"
+    except Exception:
+        raise error from None
+    return request, rejected, first
+
+
+def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
+    """``(field number, wire type, key start, value start, end)`` of each field of a
+    protobuf message (a length-delimited value's bytes are ``data[value start:end]``).
+    Raises ``ValueError`` on broken framing."""
+    pos, end = 0, len(data)
+    while pos < end:
+        key_start = pos
+        key, pos = _varint(data, pos)
+        number, wire = key >> 3, key & 7
+        if wire == 0:
+            _, after = _varint(data, pos)
+        elif wire == 1:
+            after = pos + 8
+        elif wire == 2:
+            size, pos = _varint(data, pos)
+            after = pos + size
+        elif wire == 5:
+            after = pos + 4
+        else:
+            raise ValueError(f"wire type {wire}")
+        if after > end or number == 0:
+            raise ValueError("truncated field")
+        yield number, wire, key_start, pos, after
+        pos = after
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(data) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = data[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields_numbered(data: bytes, number: int, whole: bool = False) -> Iterator[bytes]:
+    """The values of length-delimited field ``number``; with ``whole``, every field of
+    ``data`` must be one of them (a request holds only resource spans)."""
+    for found, wire, _, start, end in _fields(data):
+        if found == number and wire == 2:
+            yield data[start:end]
+        elif whole:
+            raise ValueError(f"unexpected field {found}")
+
+
+def _without_field(data: bytes, number: int) -> bytes:
+    """``data`` with every occurrence of field ``number`` left out."""
+    return b"".join(data[key:end] for found, _, key, _, end in _fields(data) if found != number)
+
+
+def parse_request(body: bytes, signal: Signal = "traces") -> tuple[Any, int, str]:
+    """A protobuf export request of ``signal`` as ``(request, rejected items, first
+    error)``: traces through :func:`parse_protobuf`; a logs request whole (its records are
+    forwarded as they are, none is rejected). Raises ``DecodeError``."""
+    if signal == "traces":
+        return parse_protobuf(body)
+    request = _LogsRequest()
+    request.ParseFromString(body)
+    return request, 0, ""
+
+
 def decode_http_body(
     body: bytes, content_type: str, encoding: str, limit: int, signal: Signal = "traces"
 ) -> tuple[Any, int, str]:
@@ -227,14 +330,12 @@ def decode_http_body(
         body = _gunzip(body, limit)
     elif encoding not in ("", "identity"):
         raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none")
-    message = _WIRE[signal][2]
+    request_type = _WIRE[signal][2]
     if content_type == _PROTOBUF:
-        request = message()
         try:
-            request.ParseFromString(body)
+            return parse_request(body, signal)
         except Exception as exc:
-            raise BadRequest(400, f"body is not a protobuf {message.__name__}: {exc}") from None
-        return request, 0, ""
+            raise BadRequest(400, f"body is not a protobuf {request_type.__name__}: {exc}") from None
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
@@ -295,7 +396,7 @@ def grpc_handler(
     within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
     gets 408. Without this a stream whose message never comes holds its connection for as
     long as the sender likes."""
-    service, _, message, reply = _WIRE[signal]
+    service, _, request_type, reply = _WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
@@ -331,26 +432,28 @@ def grpc_handler(
             context.set_code(grpc.StatusCode.UNAVAILABLE)
             context.set_details(refusal.message)
             return b""
-        request = message()
         try:
-            request.ParseFromString(body)
+            request, unreadable, first = parse_request(body, signal)
         except Exception as exc:
             ingest.refused("malformed")
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"otel-semloop: body is not a protobuf {message.__name__}: {exc}",
+                f"otel-semloop: body is not a protobuf {request_type.__name__}: {exc}",
             )
         try:
-            result = await ingest.accept(request, len(body), body)
+            # The raw body is stored as it is (durable queue) only when all of it was read.
+            result = await ingest.accept(request, len(body), None if unreadable else body)
         except Refusal as refusal:
             context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
+        rejected = unreadable + result.rejected
+        message = first or result.message
         response = reply()
-        if result.rejected:
+        if rejected:
             if not result.accepted:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, result.message)
-            response.partial_success.rejected_spans = result.rejected
-            response.partial_success.error_message = result.message
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+            response.partial_success.rejected_spans = rejected
+            response.partial_success.error_message = message
         return response.SerializeToString()
 
     method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)

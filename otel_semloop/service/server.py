@@ -339,7 +339,9 @@ class SemloopService:
                 if self._durable is None:
                     self._telemetry.add("semloop.export.dropped", "shutdown", left)
                     _logger.error(
-                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; dropped",
+                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; dropped "
+                        "(acknowledged spans survive a slow or down downstream with --durable-queue "
+                        "FILE; or give the drain more time: --shutdown-timeout-seconds)",
                         left,
                         self._sender.describe(),
                         timeout,

@@ -8,7 +8,8 @@ recorded loops found and the healthy runs passed.
   ``running tool`` spans with ``tool_arguments`` / ``tool_response`` (version 1 lists an LLM
   call's GenAI events in its ``events`` attribute; version 2 gives tool results back under
   a ``result`` key), 3 to 5 the GenAI ``invoke_agent`` / ``execute_tool`` spans;
-* the Vercel AI SDK: ``ai.generateText`` (``ai.streamText``) runs, their ``.doGenerate``
+* the Vercel AI SDK (6, and 4: ``args`` for a call's arguments, ``promptTokens`` /
+  ``completionTokens``): ``ai.generateText`` (``ai.streamText``) runs, their ``.doGenerate``
   (``.doStream``) model calls with ``ai.prompt.messages`` / ``ai.response.text`` /
   ``ai.response.toolCalls``, ``ai.toolCall`` spans with ``ai.toolCall.args`` / ``.result``.
 
@@ -38,7 +39,9 @@ from tests.support.repo_data import ROOT
 RECORDINGS = ROOT / "bench" / "corpus" / "recordings"
 PYDANTIC_AI = [f"pydantic-ai-native-v{version}" for version in range(1, 6)]
 AI_SDK = ["vercel-ai-sdk", "vercel-ai-sdk-stream"]
-FRAMEWORKS = PYDANTIC_AI + AI_SDK
+#: The AI SDK 4 ends a run on a tool's exception: its recordings answer failures as results.
+AI_SDK_4 = ["vercel-ai-sdk-v4", "vercel-ai-sdk-v4-stream"]
+FRAMEWORKS = PYDANTIC_AI + AI_SDK + AI_SDK_4
 AGENT, LLM, TOOL = StepKind.AGENT, StepKind.LLM, StepKind.TOOL
 
 
@@ -107,13 +110,23 @@ def test_model_steps_hold_what_the_model_said_the_calls_it_asked_for_and_its_tok
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_agent_step_holds_the_final_answer_and_the_run_s_tokens(framework: str) -> None:
-    trace = trace_of(framework, "healthy-investigation")
-    agent = of_kind(trace, AGENT)[0]
-    assert agent.output_text == SCENARIOS["healthy-investigation"].turns[-1].content
-    assert agent.input_tokens == sum(step.input_tokens or 0 for step in of_kind(trace, LLM))
+    """(The SDK 4's run records its own figures: the last step's usage after generateText,
+    every step's text after streamText; its token counts are ``promptTokens`` and
+    ``completionTokens``.)"""
+    _, records = recording(framework)["healthy-investigation"]
+    trace = build_trace(records)
+    agent, models = of_kind(trace, AGENT)[0], of_kind(trace, LLM)
+    assert agent.output_text.endswith(SCENARIOS["healthy-investigation"].turns[-1].content)
+    if framework in AI_SDK_4:
+        (root,) = [r for r in records if r.span_id == agent.span_id]
+        recorded = (root.attributes["ai.usage.promptTokens"], root.attributes["ai.usage.completionTokens"])
+        assert (agent.input_tokens, agent.output_tokens) == recorded
+    else:
+        assert agent.output_text == SCENARIOS["healthy-investigation"].turns[-1].content
+        assert agent.input_tokens == sum(step.input_tokens or 0 for step in models)
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", PYDANTIC_AI + AI_SDK)
 def test_a_failing_tool_call_is_an_error_step_with_the_tool_s_message(framework: str) -> None:
     tools = of_kind(trace_of(framework, "loop-missing-file"), TOOL)
     assert len(tools) == 6
@@ -133,10 +146,11 @@ def test_pydantic_ai_version_1_messages_are_read_from_the_listed_events() -> Non
     assert first.tool_calls[0].call_id
 
 
-@pytest.mark.parametrize("framework", ["pydantic-ai-native-v2", "vercel-ai-sdk"])
+@pytest.mark.parametrize("framework", ["pydantic-ai-native-v2", "vercel-ai-sdk", "vercel-ai-sdk-v4"])
 def test_the_results_given_back_to_the_model_are_read_by_call_id(framework: str) -> None:
     """Pydantic AI (version 2 on) gives a result back as a ``tool_call_response`` part under
-    ``result``; the AI SDK as a ``tool-result`` part of a ``tool`` message (``output.value``)."""
+    ``result``; the AI SDK as a ``tool-result`` part of a ``tool`` message (``output.value``,
+    ``result`` in the SDK 4)."""
     trace = trace_of(framework, "healthy-investigation")
     models, tools = of_kind(trace, LLM), of_kind(trace, TOOL)
     given_back = tool_responses(peek_input(models[-1]))

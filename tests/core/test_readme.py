@@ -6,6 +6,7 @@
   an unscored trace, and the attribute patches the front doors add on their own
   (``{"semloop.<x>": True}`` literals in the package, such as ``semloop.late``).
 * Every ``SEMLOOP_*`` variable the package reads is named in the README.
+* Every signal a detector reports has a row in "Signals, and what triggers each".
 """
 
 from __future__ import annotations
@@ -86,3 +87,15 @@ def test_every_semloop_variable_the_package_reads_is_documented():
         read.update(re.findall(r'"(SEMLOOP_[A-Z_]+[A-Z])"', source.read_text()))
     undocumented = sorted(v for v in read if v not in README)
     assert not undocumented, f"README.md does not mention {undocumented}"
+
+
+def test_every_signal_a_detector_reports_is_in_the_signals_table():
+    section = README.split("## Signals, and what triggers each", 1)[1].split("\n## ", 1)[0]
+    rows = " ".join(re.findall(r"^\| ([^|]+) \|", section, flags=re.MULTILINE))
+    declared = set()
+    for source in (PACKAGE / "detectors").glob("*.py"):
+        if source.name != "lexical.py":  # deepeval's sub-scores: the attribute table has them
+            declared.update(re.findall(r'^[A-Z_]+ = "([a-z_]+)"$', source.read_text(), flags=re.MULTILINE))
+    assert len(declared) > 15, "the signal constants were not found"
+    missing = sorted(name for name in declared if f"`{name}`" not in rows)
+    assert not missing, f"README.md's signals table misses {missing}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -128,4 +130,34 @@ def test_any_sequence_of_steps_is_observed_without_error_and_live_agrees_with_of
         decision = monitor.observe(step)
         assert decision is None or decision.finding.conclusive
     offline = DetectorSuite().detect(Trace.from_steps(steps))
-    assert sorted(monitor.findings(), key=repr) == sorted(offline, key=repr)
+    # The same findings; live numbers steps from 1 (a verdict's step 0 is the run's root,
+    # which this rootless trace lacks).
+    shifted = [
+        dataclasses.replace(
+            f,
+            started_step=None if f.started_step is None else f.started_step + 1,
+            detected_step=None if f.detected_step is None else f.detected_step + 1,
+        )
+        for f in offline
+    ]
+    assert sorted(monitor.findings(), key=repr) == sorted(shifted, key=repr)
+
+
+def test_the_live_guard_numbers_steps_as_the_verdict_does():
+    """From 1: in a verdict step 0 is the run's root span, which the guard never sees first."""
+    steps = []
+    for i in range(6):
+        steps.append(
+            Step(StepKind.LLM, "chat", output="search again", output_text="search again", span_id=f"l{i}")
+        )
+        steps.append(
+            Step(
+                StepKind.TOOL, "search", tool_arguments={"q": "x"}, tool_result="no results", span_id=f"t{i}"
+            )
+        )
+    monitor = LiveMonitor()
+    decisions = [d for d in map(monitor.observe, steps) if d is not None]
+    root = Step(StepKind.AGENT, "invoke_agent researcher", span_id="root")
+    verdict = Scorer().score(Trace.from_steps([root, *steps], trace_id="c" * 32))
+    (offline,) = [f for f in verdict.findings if f.signal == decisions[0].finding.signal]
+    assert decisions[0].finding.started_step == offline.started_step == 2  # the first search call

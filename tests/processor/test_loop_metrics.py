@@ -9,6 +9,7 @@ buckets from half a millisecond up."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -129,3 +130,11 @@ def test_every_histogram_declares_boundaries_in_its_unit() -> None:
         bounds = instrument.boundaries
         assert len(bounds) >= 8 and list(bounds) == sorted(set(bounds)), instrument.name
     assert DECLARED["semloop.scoring.duration"].boundaries[-1] >= 5.0  # the default scoring budget
+
+
+def test_the_readme_lists_every_loop_metric_and_histogram() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("## Get alerted", 1)[1].split("\n## ", 1)[0]
+    listed = {name for name in DECLARED if f"`{name}`" in section}
+    wanted = {i.name for i in INSTRUMENTS if i.kind == "histogram" or i.name.startswith("semloop.loop")}
+    assert wanted - listed == set()

@@ -10,12 +10,16 @@ import time
 from collections import Counter
 from typing import Any
 
+import pytest
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 
 from otel_semloop.model import Trace
+from otel_semloop.processor import SemloopSpanProcessor
 from otel_semloop.scoring import Scorer
+from otel_semloop.telemetry import LOG_LIMITER
 from otel_semloop.verdict import Verdict
 from tests.support.processor_support import Pipeline, healthy, looping, pipeline, root_of, wait_for
 
@@ -355,3 +359,72 @@ def test_shutdown_with_a_hanging_detector_returns_within_its_timeout_with_every_
             line.assert_each_span_forwarded_once()
     finally:
         scorer.release.set()
+
+
+class HangingExporter(SpanExporter):
+    """An exporter whose every export hangs for 10 s (an OTLP exporter against a
+    black-holed collector), until released."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def export(self, spans: Any) -> SpanExportResult:
+        self.release.wait(10)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.release.set()
+
+
+class CountingDownstream(SpanProcessor):
+    """A real ``BatchSpanProcessor`` behind a counter of the spans handed to it."""
+
+    def __init__(self, inner: BatchSpanProcessor) -> None:
+        self.inner = inner
+        self.received = 0
+
+    def on_start(self, span: Any, parent_context: Context | None = None) -> None:
+        self.inner.on_start(span, parent_context)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.received += 1
+        self.inner.on_end(span)
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def test_a_hanging_exporter_never_makes_the_processor_hold_spans_or_miss_a_flush_deadline(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    exporter = HangingExporter()
+    downstream = CountingDownstream(BatchSpanProcessor(exporter, schedule_delay_millis=10))
+    processor = SemloopSpanProcessor(
+        downstream, grace_seconds=0.05, tick_seconds=0.02, scoring_budget_seconds=0.5
+    )
+    provider = TracerProvider()
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("hanging")
+    LOG_LIMITER.reset()
+    try:
+        with caplog.at_level("WARNING", logger="otel_semloop"):
+            ended = 0
+            for round_ in range(3):  # bursts past half the downstream's queue: each asks for a catch-up
+                for i in range(3000):
+                    with tracer.start_as_current_span(f"GET /item/{round_}/{i}"):
+                        pass
+                    ended += 1
+                started = time.monotonic()
+                assert processor.force_flush(1000) is False  # the downstream cannot flush...
+                assert time.monotonic() - started < 1.5  # ...and the call still returns by its deadline
+            # Nothing stays held behind the hanging downstream: past its queue, it drops.
+            wait_for(lambda: downstream.received == ended, 3.0, "every span handed downstream")
+        warnings = [r for r in caplog.records if "force_flush did not return" in r.getMessage()]
+        assert len(warnings) == 1
+        assert processor.stats()["forward.catch_up.timed_out"] >= 1
+    finally:
+        exporter.release.set()
+        provider.shutdown()

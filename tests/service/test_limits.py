@@ -68,6 +68,17 @@ def test_oversized_bodies_and_gzip_bombs_are_refused_without_inflating(
 
     big = httpx.post(url, content=bytes(MAX_REQUEST + 1), headers=protobuf)
     assert big.status_code == 413 and "max_request_bytes" in big.text
+    # A declared length past the limit is refused on the headers, before any body is read.
+    with socket.create_connection(("127.0.0.1", http_port)) as declared:
+        declared.sendall(
+            b"POST /v1/traces HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-protobuf\r\n"
+            + f"Content-Length: {MAX_REQUEST + 1}\r\n\r\n".encode()
+        )
+        declared.settimeout(5)
+        answer = b""
+        while b"max_request_bytes" not in answer and (chunk := declared.recv(4096)):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 ") and f"body of {MAX_REQUEST + 1} bytes".encode() in answer
     # Without a Content-Length (chunked), the limit is enforced while reading.
     chunked = httpx.post(url, content=iter([bytes(MIB)] * 3), headers=protobuf)
     assert chunked.status_code == 413

@@ -21,6 +21,8 @@ from typing import Any
 import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.trace.v1 import trace_pb2
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -29,6 +31,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otel_semloop.errors import ConfigError
 from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver, HttpOtlpReceiver, OtlpReceiver, ReceivedSpan
+from tests.service.support import grpc_export, wait_for
 from tests.support.agent_spans import search_agent
 
 RESOURCE = {"service.name": "research-agent", "deployment.environment": "test", "host.name": "box-7"}
@@ -214,6 +217,47 @@ def test_over_http_a_healthy_agent_trace_is_no_loop_and_a_plain_trace_passes_unt
 
 
 # -- bad requests --------------------------------------------------------------------------------
+
+
+def _field(number: int, value: bytes) -> bytes:
+    """A length-delimited protobuf field, written by hand: the protobuf library refuses
+    to build a message nested deeper than it parses."""
+    size, length = len(value), b""
+    while size >= 0x80:
+        length += bytes(((size & 0x7F) | 0x80,))
+        size >>= 7
+    return bytes(((number << 3) | 2,)) + length + bytes((size,)) + value
+
+
+def _nested_attribute(depth: int) -> bytes:
+    """A span's ``attributes`` entry (field 9) whose value nests ``depth`` key-value lists."""
+    value = common_pb2.AnyValue(string_value="bottom").SerializeToString()
+    for _ in range(depth):  # AnyValue.kvlist_value (6) > KeyValueList.values (1) > KeyValue
+        value = _field(6, _field(1, _field(1, b"k") + _field(2, value)))
+    return _field(9, _field(1, b"nested") + _field(2, value))
+
+
+def test_a_protobuf_span_nested_too_deep_costs_only_itself(grpc_downstream: GrpcOtlpReceiver) -> None:
+    """As a bad span of a JSON request does: the request's other spans are kept."""
+    fine = trace_pb2.Span(trace_id=b"\xab" * 16, span_id=b"\x01" * 8, name="fine").SerializeToString()
+    deep = trace_pb2.Span(trace_id=b"\x02" * 16, span_id=b"\x03" * 8, name="deep").SerializeToString()
+    scope_spans = _field(2, fine) + _field(2, deep + _nested_attribute(40))
+    body = _field(1, _field(2, scope_spans))  # request > resourceSpans > scopeSpans
+    with running(grpc_downstream, "grpc") as (service, _):
+        answer = grpc_export(service.grpc_port, body)
+        over_http = httpx.post(
+            f"http://127.0.0.1:{service.http_port}/v1/traces",
+            content=body,
+            headers={"Content-Type": "application/x-protobuf"},
+        )
+        wait_for(lambda: len(grpc_downstream.spans) >= 2, 10, "the good span, twice")
+    http_answer = trace_service_pb2.ExportTraceServiceResponse.FromString(over_http.content)
+    for partial in (answer.partial_success, http_answer.partial_success):
+        assert partial.rejected_spans == 1
+        assert partial.error_message.startswith(
+            "resourceSpans[0].scopeSpans[0].spans[1]: not a readable span"
+        )
+    assert [s.name for s in grpc_downstream.spans] == ["fine", "fine"]
 
 
 def test_a_bad_json_span_is_named_by_its_path_once(grpc_downstream: GrpcOtlpReceiver) -> None:
@@ -509,6 +553,25 @@ def test_while_the_downstream_is_down_a_full_queue_makes_receivers_refuse_retrya
         assert service.stats()["export.dropped.shutdown"] == 2  # counted, never silent
     finally:
         downstream.stop()
+
+
+def test_spans_dropped_at_the_drain_deadline_are_logged_with_the_way_to_keep_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    downstream = GrpcOtlpReceiver()  # never started
+    try:
+        with (
+            caplog.at_level("ERROR", logger="otel_semloop.service"),
+            running(downstream, "grpc", 0.5, every_span_once=False, retry_max_elapsed=0) as (service, app),
+        ):
+            app.plain_request()
+            app.flush()
+            wait_for(lambda: service.stats().get("export.pending", 0) >= 2, 5, "2 spans pending")
+    finally:
+        downstream.stop()
+    (line,) = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert "2 spans not delivered" in line and "dropped" in line
+    assert "--durable-queue FILE" in line
 
 
 def test_a_service_config_without_a_downstream_is_refused_before_listening() -> None:

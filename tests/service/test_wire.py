@@ -4,6 +4,9 @@ message would hold (envelopes, schema URLs, patched and untouched spans)."""
 
 from __future__ import annotations
 
+from google.protobuf.message import DecodeError
+from hypothesis import given
+from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
@@ -11,6 +14,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from otel_semloop.otlp import apply_patch_proto
 from otel_semloop.service.exporter import encode_request
 from otel_semloop.service.held import PROTO_SPANS, Held, prepare
+from otel_semloop.service.receiver import parse_protobuf
 from otel_semloop.writeback import SpanPatch
 from tests.service.traffic import agent_spans, plain_spans, request_of, trace_id_of
 
@@ -72,3 +76,13 @@ def test_reading_a_held_span_does_not_keep_a_decoded_copy() -> None:
     span = trace_pb2.Span.FromString(agent.serialized())
     assert span.name == "invoke_agent researcher"
     assert Held(span, None, None).serialized() == agent.serialized()
+
+
+@given(st.binary(max_size=2048))
+def test_any_bytes_parse_as_a_request_or_raise_a_decode_error(body: bytes) -> None:
+    try:
+        request, rejected, first = parse_protobuf(body)
+    except DecodeError:
+        return
+    assert rejected >= 0 and (rejected == 0) == (first == "")
+    assert len(request.SerializeToString()) <= len(body)

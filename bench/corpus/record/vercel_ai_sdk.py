@@ -2,15 +2,18 @@
 ``ai.toolCall``) from the real npm packages.
 
     (cd bench/corpus/record/vercel_ai_sdk && npm ci)
-    python bench/corpus/record/vercel_ai_sdk.py [--stream]
+    python bench/corpus/record/vercel_ai_sdk.py [--stream] [--sdk 6|4]
 
 For each scenario, ``node vercel_ai_sdk/record.mjs`` runs one ``generateText`` (``--stream``:
 ``streamText``) with ``experimental_telemetry`` on, ``@ai-sdk/openai``'s chat model pointed
 at the fake model on loopback, and ``@opentelemetry/sdk-node`` exporting with the real
 OTLP/HTTP protobuf exporter to the JSON lines receiver. The tools are the harness's: their
 ``execute`` posts the arguments to a tool server here, which answers from the scenario's
-world (a failure comes back as an error the tool throws). Writes ``vercel-ai-sdk``
-(``--stream``: ``vercel-ai-sdk-stream``).
+world (a failure comes back as an error the tool throws; with the SDK 4, whose run ends
+on a thrown error, as the tool's answer). ``--sdk 4`` runs the SDK's major version 4 (the
+package's ``ai-v4`` alias), whose telemetry names a call's arguments ``args`` and its
+token counts ``promptTokens`` / ``completionTokens``. Writes ``vercel-ai-sdk`` (``-v4``
+with ``--sdk 4``, then ``-stream`` with ``--stream``).
 """
 
 from __future__ import annotations
@@ -92,13 +95,14 @@ def tool_server(tools: Tools) -> ServerThread:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stream", action="store_true", help="streamText instead of generateText")
+    parser.add_argument("--sdk", type=int, choices=(6, 4), default=6, help="the AI SDK's major version")
     args = parser.parse_args()
     node = shutil.which("node")
     if node is None or not (PACKAGE / "node_modules").is_dir():
         print(f"needs node and the packages: (cd {PACKAGE} && npm ci)", file=sys.stderr)
         return 2
 
-    framework = "vercel-ai-sdk-stream" if args.stream else "vercel-ai-sdk"
+    framework = "vercel-ai-sdk" + ("-v4" if args.sdk == 4 else "") + ("-stream" if args.stream else "")
     tools = Tools()
     specs = tool_specs(tools.functions())
     server = tool_server(tools)
@@ -120,6 +124,7 @@ def main() -> int:
                     "goal": scenario.goal,
                     "tools": specs,
                     "mode": "stream" if args.stream else "generate",
+                    "sdk": args.sdk,
                     "maxSteps": MAX_STEPS,
                 }
 
