@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--judge", choices=("local", "oracle"), default="local")
     parser.add_argument("--escalate", default="undecided")
-    parser.add_argument("--source", choices=("synthetic", "recording", "all"), default="all")
+    parser.add_argument("--source", choices=("synthetic", "recording", "first_look", "all"), default="all")
     parser.add_argument("--variants", type=int, default=1, help="first N variants per situation (default 1)")
     args = parser.parse_args(argv)
     rows, spans = load_rows(args.source, args.variants, None, None)
@@ -89,6 +89,27 @@ def main(argv: list[str] | None = None) -> int:
             for row, d, j in zip(rows, default, judged, strict=True)
             if d != j
         ]
+        found = sum(1 for row, d, j in zip(rows, default, judged, strict=True) if row.loop and j and not d)
+        lost = sum(1 for row, d, j in zip(rows, default, judged, strict=True) if row.loop and d and not j)
+        added_fp = sum(
+            1 for row, d, j in zip(rows, default, judged, strict=True) if not row.loop and j and not d
+        )
+        for part, subset in (
+            ("corpus", [r for r in rows if not r.batch]),
+            ("blind batches", [r for r in rows if r.batch]),
+        ):
+            if not subset:
+                continue
+            ids = {r.trace_id for r in subset}
+            pick = [i for i, r in enumerate(rows) if r.trace_id in ids]
+            print(
+                f"    {part:13}: detectors {_figures([default[i] for i in pick], [truth[i] for i in pick])}; "
+                f"judged {_figures([judged[i] for i in pick], [truth[i] for i in pick])}"
+            )
+        print(
+            f"    judge vs detectors alone: {found} more loops found, {lost} lost, "
+            f"{added_fp} more false positives"
+        )
         for situation, convention, label, d, j in sorted(changed, key=lambda c: c[2] == "loop")[:12]:
             print(f"    changed: {situation} [{convention}] label={label}: default {d} -> judged {j}")
     return 0

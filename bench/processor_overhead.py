@@ -1,6 +1,8 @@
 """CPU cost of ``SemloopSpanProcessor`` over ``BatchSpanProcessor`` alone: app thread and whole process.
 
     python bench/processor_overhead.py [--rounds 9] [--traces 120] [--io-ms 0.5] [--json]
+    python bench/processor_overhead.py --against main     # this tree and main, 3 runs each
+    python bench/processor_overhead.py --contention [--threads 32] [--rounds 3] [--traces 40]
 
 One process, two pipelines, alternated round by round (the order flips every round so
 neither always runs on a warmer heap):
@@ -38,6 +40,14 @@ none missing, none twice) and that semloop wrote a verdict on every trace's root
 Printed: the figures for both pipelines per round, the per-round ratios, and the median
 ratio of each. Targets: app-thread CPU ratio at most 1.25, whole-process CPU ratio at
 most 2.0.
+
+``--contention``: many application threads (``--threads``, 32) run the same agent workload
+at once, and every span call (the ``start_span`` and the ``end`` of each span, where the
+processors' ``on_start``/``on_end`` run) is timed on its own thread. Printed per round:
+the share of span calls that took over 10 ms with ``BatchSpanProcessor`` alone and with
+semloop in front of it, side by side, and their ratio; then the median of the rounds.
+Those stalls come from lock waits, the GIL and garbage collection of what the pipeline
+keeps alive, so this is where the objects semloop holds per span show.
 """
 
 from __future__ import annotations
@@ -46,12 +56,16 @@ import argparse
 import gc
 import json
 import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+if "--code" in sys.argv:  # another revision's package first (see --against)
+    sys.path.insert(0, sys.argv[sys.argv.index("--code") + 1])
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans  # noqa: E402
 from opentelemetry.sdk.resources import Resource  # noqa: E402
@@ -212,12 +226,112 @@ def one_run(variant: str, traces: int, io_seconds: float, live_guard: str = "off
     }
 
 
+STALL_NS = 10_000_000
+
+
+def _timed_agent(tracer, workload: list[list[dict]], io_seconds: float, durations: list[int]) -> None:  # type: ignore[no-untyped-def]
+    """:func:`run_agent`'s spans, each span call's duration (start, end) appended in ns."""
+    clock = time.perf_counter_ns
+    sleep = time.sleep
+
+    def span(name: str, attributes: dict, parent, kind: SpanKind, io: float):  # type: ignore[no-untyped-def]
+        t0 = clock()
+        current = tracer.start_span(name, context=parent, kind=kind, attributes=attributes)
+        durations.append(clock() - t0)
+        if io:
+            sleep(io)
+        return current
+
+    def end(current) -> None:  # type: ignore[no-untyped-def]
+        t0 = clock()
+        current.end()
+        durations.append(clock() - t0)
+
+    from opentelemetry.trace import set_span_in_context
+
+    for attrs in workload:
+        root = span("invoke_agent researcher", attrs[0], None, SpanKind.INTERNAL, 0)
+        inside = set_span_in_context(root)
+        for step in range(TOOL_ROUNDS):
+            end(span("chat gpt-4o-mini", attrs[1 + 2 * step], inside, SpanKind.CLIENT, io_seconds))
+            end(
+                span("execute_tool search_papers", attrs[2 + 2 * step], inside, SpanKind.INTERNAL, io_seconds)
+            )
+        end(span("POST /v1/report", attrs[-1], inside, SpanKind.CLIENT, 0))
+        end(root)
+
+
+def contention_run(variant: str, threads: int, traces: int, io_seconds: float) -> float:
+    """The share of span calls over 10 ms with ``threads`` application threads, each
+    running ``traces`` agent runs at once."""
+    exporter = EncodingExporter()
+    # a queue every span fits in: spans dropped by a full queue would flatter either side
+    batch = BatchSpanProcessor(exporter, max_queue_size=threads * traces * SPANS_PER_TRACE)
+    processor = batch if variant == "baseline" else SemloopSpanProcessor(batch)
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "bench-agent"}), shutdown_on_exit=False
+    )
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("bench")
+    workloads = [_attribute_sets(traces) for _ in range(threads)]
+    per_thread: list[list[int]] = [[] for _ in range(threads)]
+    start = threading.Barrier(threads)
+
+    def app(index: int) -> None:
+        start.wait()
+        _timed_agent(tracer, workloads[index], io_seconds, per_thread[index])
+
+    gc.collect()
+    workers = [threading.Thread(target=app, args=(i,)) for i in range(threads)]
+    for thread in workers:
+        thread.start()
+    for thread in workers:
+        thread.join()
+    provider.shutdown()
+    calls = [d for durations in per_thread for d in durations]
+    expected = threads * traces * SPANS_PER_TRACE
+    if exporter.spans != expected or exporter.duplicates:
+        raise SystemExit(f"{variant}: exported {exporter.spans} spans, expected {expected} once each")
+    return sum(d > STALL_NS for d in calls) / len(calls)
+
+
+def contention(args: argparse.Namespace) -> None:
+    io_seconds = args.io_ms / 1000
+    print(
+        f"{args.threads} application threads x {args.traces} traces x {SPANS_PER_TRACE} spans at once, "
+        f"{args.rounds} rounds alternating; each LLM/tool span waits {args.io_ms} ms. "
+        f"Share of span calls (start_span, end) over {STALL_NS // 1_000_000} ms:"
+    )
+    print(f"{'round':>5}  {'baseline':>9}  {'semloop':>9}  {'ratio':>7}")
+    bases, sems, ratios = [], [], []
+    for r in range(args.rounds):
+        order = ("baseline", "semloop") if r % 2 == 0 else ("semloop", "baseline")
+        result = {
+            variant: contention_run(variant, args.threads, args.traces, io_seconds) for variant in order
+        }
+        base, sem = result["baseline"], result["semloop"]
+        ratio = sem / base if base else float("inf")
+        bases.append(base)
+        sems.append(sem)
+        ratios.append(ratio)
+        print(f"{r + 1:>5}  {base:>9.2%}  {sem:>9.2%}  {ratio:>7.2f}")
+    print(
+        f"median  {statistics.median(bases):>8.2%}  {statistics.median(sems):>9.2%}  "
+        f"{statistics.median(ratios):>7.2f}"
+    )
+    if args.json:
+        print(json.dumps({"baseline": bases, "semloop": sems, "ratios": ratios}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=9)
     parser.add_argument("--traces", type=int, default=120, help="agent runs per measured run")
     parser.add_argument(
-        "--io-ms", type=float, default=0.5, help="modelled I/O wait inside each LLM/tool span"
+        "--io-ms",
+        type=float,
+        default=None,
+        help="modelled I/O wait inside each LLM/tool span (default 0.5; 0 with --contention: busy threads)",
     )
     parser.add_argument(
         "--live-guard",
@@ -226,7 +340,27 @@ def main() -> None:
         help="semloop's live guard (off by default; on, it runs detectors on the app thread)",
     )
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    parser.add_argument(
+        "--contention",
+        action="store_true",
+        help="instead: many application threads at once; the share of span calls over 10 ms",
+    )
+    parser.add_argument("--threads", type=int, default=32, help="with --contention: application threads")
+    parser.add_argument(
+        "--against",
+        metavar="REV",
+        help="run this bench for this tree and for git revision REV in turn, 3 times each, and compare",
+    )
+    parser.add_argument("--code", help=argparse.SUPPRESS)  # read before the imports
     args = parser.parse_args()
+    if args.contention:
+        args.io_ms = 0.0 if args.io_ms is None else args.io_ms
+        contention(args)
+        return
+    args.io_ms = 0.5 if args.io_ms is None else args.io_ms
+    if args.against:
+        compare(args)
+        return
     io_seconds = args.io_ms / 1000
     print(
         f"{args.traces} traces x {SPANS_PER_TRACE} spans per run, {args.rounds} rounds alternating; "
@@ -290,6 +424,43 @@ def main() -> None:
                 }
             )
         )
+
+
+def _medians(code: str | None, args: argparse.Namespace) -> dict[str, float]:
+    """One run of this bench in a subprocess (the package from ``code``, else this tree)."""
+    command = [sys.executable, __file__, "--json", "--rounds", str(args.rounds), "--traces", str(args.traces)]
+    command += ["--io-ms", str(args.io_ms), "--live-guard", args.live_guard]
+    if code:
+        command += ["--code", code]
+    out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def compare(args: argparse.Namespace) -> None:
+    """This tree and ``args.against`` side by side: each ratio to BatchSpanProcessor alone
+    (measured in the same process as its baseline), 3 runs each in turn, medians."""
+    from checkout import extracted
+
+    runs: dict[str, list[dict[str, float]]] = {"this": [], args.against: []}
+    with extracted(args.against) as code:
+        for n in range(3):
+            for name, where in (("this", None), (args.against, str(code))):
+                result = _medians(where, args)
+                runs[name].append(result)
+                print(
+                    f"run {n + 1} {name:>10}: app-thread CPU ratio {result['median_cpu_ratio']:.3f}, "
+                    f"whole-process CPU ratio {result['median_process_ratio']:.3f}",
+                    flush=True,
+                )
+    this_app = statistics.median(r["median_cpu_ratio"] for r in runs["this"])
+    this_proc = statistics.median(r["median_process_ratio"] for r in runs["this"])
+    ref_app = statistics.median(r["median_cpu_ratio"] for r in runs[args.against])
+    ref_proc = statistics.median(r["median_process_ratio"] for r in runs[args.against])
+    print(f"median app-thread CPU ratio:     this {this_app:.3f}, {args.against} {ref_app:.3f}")
+    print(
+        f"median whole-process CPU ratio: this {this_proc:.3f}, {args.against} {ref_proc:.3f} "
+        f"(this / {args.against}: {this_proc / ref_proc:.3f})"
+    )
 
 
 if __name__ == "__main__":

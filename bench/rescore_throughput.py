@@ -1,29 +1,29 @@
-"""Throughput and memory of ``otel-semloop rescore`` against a plain orjson floor.
+"""Throughput and memory of ``otel-semloop rescore``, side by side with another revision's.
 
-Run from the repository root: ``python bench/rescore_throughput.py [--sizes 300,1200] [--rounds 3]``.
+Run from the repository root: ``python bench/rescore_throughput.py [--against main]
+[--sizes 300,1200] [--rounds 3]``.
 
 For each size it writes an OTLP JSON lines file into a temp dir, shaped like a Collector
 file exporter's output of agent traffic: 50-span agent traces with GenAI attributes
 (``invoke_agent`` root, ``chat`` spans with message JSON and tool calls, ``execute_tool``
 spans with arguments and results), about 64 traces open at once, spans in end order (the
-root last), 512 spans a line, one trace in four a tool loop. Then, alternating, in one run:
+root last), 512 spans a line, one trace in four a tool loop. Then, in one run, each round
+runs ``otel-semloop rescore FILE -o OUT -q`` as a user runs it (default detectors, default
+workers) from this checkout and from ``--against`` (its ``otel_semloop/`` extracted from
+git), each in a subprocess whose peak RSS (process and children, summed, sampled every
+50 ms) is recorded, the order alternating between rounds.
 
-a) the floor: read the file, ``orjson.loads`` + ``orjson.dumps`` every line, write it out;
-b) ``otel-semloop rescore FILE -o OUT -q`` as a user runs it (default detectors, default
-   workers), in a subprocess whose peak RSS (process and children, summed, sampled every
-   50 ms) is recorded.
-
-Prints MB/s of each (input bytes / wall time; medians over rounds), the ratio rescore /
-floor (target >= 40%), and rescore's peak RSS at each size (target < 1 GB, flat from the
-smallest size to the largest). On a shared machine wall time depends on the load, so it
-also prints the CPU seconds of each (rescore: the process and its workers, and the
-reading process alone) and the load average: floor CPU / rescore CPU times the number of
-cores is the ratio idle cores would give.
+Prints MB/s of both (input bytes / wall time), the ratio this / against (target: at least
+two thirds), peak RSS (target: under 1 GiB, flat from the smallest size to the largest),
+the CPU seconds of each (process and workers; the reading process alone) and the load
+average; the medians over the rounds. On a shared machine wall time depends on the load:
+read the CPU seconds beside it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -36,6 +36,10 @@ from pathlib import Path
 
 import orjson
 import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.checkout import extract
 
 ROOT = Path(__file__).resolve().parent.parent
 SPANS_PER_TRACE = 50
@@ -222,23 +226,24 @@ def write_file(path: Path, target_bytes: int, seed: int = 7) -> int:
     return spans_total
 
 
-def floor(path: Path, out: Path) -> tuple[float, float]:
-    """Wall and CPU seconds of the parse-and-dump pass."""
-    start, cpu = time.perf_counter(), time.process_time()
-    with open(path, "rb") as src, open(out, "wb") as dst:
-        for line in src:
-            dst.write(orjson.dumps(orjson.loads(line)) + b"\n")
-    return time.perf_counter() - start, time.process_time() - cpu
+@dataclasses.dataclass
+class Run:
+    """One rescore run: wall and CPU seconds (process and children, user + system; the
+    reading process alone), peak RSS (MiB, process + children) and its summary line."""
+
+    seconds: float
+    cpu: float
+    reader_cpu: float
+    peak_mib: float
+    said: str
 
 
-def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, float, str, float]:
-    """Wall seconds, CPU seconds (process and children, user + system), peak RSS (MiB,
-    process + children), the summary line, and the CPU seconds of the reading process
-    alone (the rest is its workers and the fork server)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+def rescore(code: Path, path: Path, out: Path, extra: list[str]) -> Run:
+    """``otel-semloop rescore`` of the package in ``code``, in a subprocess."""
+    env = dict(os.environ, PYTHONPATH=str(code) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "otel_semloop", "rescore", str(path), "-o", str(out), *extra]
     start = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=code)
     ps = psutil.Process(proc.pid)
     peak = 0
     cpu: dict[int, float] = {}
@@ -266,13 +271,14 @@ def rescore(path: Path, out: Path, extra: list[str]) -> tuple[float, float, floa
         f"{summary.get('agent_traces_scored', 0)} scored, {summary.get('loops', 0)} loops, "
         f"{summary.get('workers', 0)} workers"
     )
-    return seconds, sum(cpu.values()), peak / (1 << 20), said, cpu.get(proc.pid, 0.0)
+    return Run(seconds, sum(cpu.values()), cpu.get(proc.pid, 0.0), peak / (1 << 20), said)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--against", default="main", help="the git revision to compare with (default main)")
     parser.add_argument("--sizes", default="300,1200", help="input sizes in MB (default 300,1200)")
     parser.add_argument("--rounds", type=int, default=3, help="rounds at the first size (larger sizes: 1)")
     parser.add_argument("--dir", default=None, help="where to write the files (default: a temp dir)")
@@ -283,6 +289,10 @@ def main() -> int:
     print(f"cores: {os.cpu_count()}; load average {os.getloadavg()}; rescore {' '.join(extra)}", flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="rescore-bench-", dir=args.dir) as tmp:
+        against = Path(tmp) / "against"
+        against.mkdir()
+        extract(args.against, against)
+        codes = {"this": ROOT, args.against: against}
         for n, size in enumerate(sizes):
             path = Path(tmp) / f"agents-{size}mb.jsonl"
             t = time.perf_counter()
@@ -293,36 +303,40 @@ def main() -> int:
                 f"written in {time.perf_counter() - t:.0f} s",
                 flush=True,
             )
-            floors, rescores, peaks, cpu_ratios = [], [], [], []
+            runs: dict[str, list[Run]] = {name: [] for name in codes}
             for r in range(args.rounds if n == 0 else 1):
-                f, f_cpu = floor(path, Path(tmp) / "floor.jsonl")
-                s, s_cpu, peak, summary, reader_cpu = rescore(path, Path(tmp) / "scored.jsonl", extra)
-                floors.append(mb / f)
-                rescores.append(mb / s)
-                peaks.append(peak)
-                cpu_ratios.append(f_cpu / s_cpu)
-                print(
-                    f"  round {r + 1}: floor {mb / f:6.1f} MB/s   rescore {mb / s:6.1f} MB/s "
-                    f"({mb / s / (mb / f):.0%})   CPU s floor {f_cpu:.1f} rescore {s_cpu:.1f} "
-                    f"(reader {reader_cpu:.1f})   "
-                    f"peak RSS {peak:6.0f} MiB   load {os.getloadavg()[0]:.1f}   ({summary})",
-                    flush=True,
-                )
-                os.unlink(Path(tmp) / "floor.jsonl")
-                os.unlink(Path(tmp) / "scored.jsonl")
-            fl, rs, pk = statistics.median(floors), statistics.median(rescores), statistics.median(peaks)
-            results.append((mb, fl, rs, pk))
+                order = list(codes) if r % 2 == 0 else list(reversed(codes))
+                for name in order:
+                    run = rescore(codes[name], path, Path(tmp) / "scored.jsonl", extra)
+                    runs[name].append(run)
+                    os.unlink(Path(tmp) / "scored.jsonl")
+                    print(
+                        f"  round {r + 1} {name:>8}: {mb / run.seconds:6.1f} MB/s   CPU s {run.cpu:5.1f} "
+                        f"(reader {run.reader_cpu:4.1f})   peak RSS {run.peak_mib:5.0f} MiB   "
+                        f"load {os.getloadavg()[0]:.1f}   ({run.said})",
+                        flush=True,
+                    )
+            this, base = runs["this"], runs[args.against]
+            this_mbs = statistics.median(mb / run.seconds for run in this)
+            base_mbs = statistics.median(mb / run.seconds for run in base)
+            this_peak = statistics.median(run.peak_mib for run in this)
+            base_peak = statistics.median(run.peak_mib for run in base)
+            cpu_base = statistics.median(run.cpu for run in base)
+            cpu_ratio = cpu_base / statistics.median(run.cpu for run in this)
+            results.append((mb, this_mbs, base_mbs, this_peak, base_peak))
             print(
-                f"  median: floor {fl:.1f} MB/s, rescore {rs:.1f} MB/s = {rs / fl:.0%} of the floor "
-                f"(target >= 40%); peak RSS {pk:.0f} MiB; floor CPU / rescore CPU "
-                f"{statistics.median(cpu_ratios):.1%} (x{os.cpu_count()} cores: what wall time on idle "
-                "cores would give)",
+                f"  median: this {this_mbs:.1f} MB/s, {args.against} {base_mbs:.1f} MB/s = "
+                f"{this_mbs / base_mbs:.0%} (target >= 67%); CPU {args.against} / this {cpu_ratio:.0%}; "
+                f"peak RSS {this_peak:.0f} MiB ({args.against} {base_peak:.0f}; target < 1024)",
                 flush=True,
             )
             os.unlink(path)
-    print("\nsize MB   floor MB/s   rescore MB/s   ratio   peak RSS MiB")
-    for mb, fl, rs, pk in results:
-        print(f"{mb:7.0f}   {fl:10.1f}   {rs:12.1f}   {rs / fl:5.0%}   {pk:12.0f}")
+    print(f"\nsize MB   this MB/s   {args.against} MB/s   ratio   peak RSS MiB (this, {args.against})")
+    for mb, this_mbs, base_mbs, this_peak, base_peak in results:
+        print(
+            f"{mb:7.0f}   {this_mbs:9.1f}   {base_mbs:{len(args.against) + 5}.1f}   "
+            f"{this_mbs / base_mbs:5.0%}   {this_peak:6.0f} {base_peak:6.0f}"
+        )
     if len(results) > 1:
         print(
             f"peak RSS from {results[0][0]:.0f} MB to {results[-1][0]:.0f} MB: "

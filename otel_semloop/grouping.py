@@ -264,6 +264,19 @@ class TraceBuffer(Generic[S]):
         self._outbox = _Outbox()
         return outbox.releases, outbox.late
 
+    def evict(self, trace_key: Hashable) -> list[S] | None:
+        """Take a held trace's spans out without releasing it (None when it is not held):
+        the caller keeps them elsewhere (rescore spills them to disk) and routes the
+        trace's later spans there too, so its key is not remembered as released."""
+        group = self._groups.pop(trace_key, None)
+        if group is None:
+            return None
+        del self._activity[trace_key]
+        if group.ready_at is not None:
+            del self._ready[trace_key]
+        self.held_spans -= len(group.spans)
+        return group.spans
+
     def clear(self) -> None:
         """Forget everything without releasing (a forked child must not re-export what
         its parent holds)."""

@@ -39,6 +39,7 @@ it counts every LLM step as a model call and reads tokens and cost from LLM step
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from otel_semloop.model import Step, StepKind, Trace
@@ -86,24 +87,30 @@ class LoopCost:
 
     def attributes(self) -> dict[str, int | float | str]:
         """The ``semloop.loop.*`` and ``semloop.trace.*`` root-span attributes (the contract
-        in docs/architecture.md and the README's reference table)."""
+        in docs/architecture.md and the README's reference table). A figure an attribute
+        cannot carry (an int past signed 64 bits, a float that is not finite: hostile or
+        broken usage values) is left out rather than written wrong."""
         attrs: dict[str, int | float | str] = {"semloop.loop.onset_step": self.onset_step}
         if self.agent:
             attrs["semloop.loop.agent"] = self.agent
         attrs["semloop.loop.signal"] = self.signal
-        if self.onset_ns:
-            attrs["semloop.loop.onset_time_unix_nano"] = self.onset_ns
+        figures: dict[str, int | float | None] = {"semloop.loop.onset_time_unix_nano": self.onset_ns or None}
         for prefix, usage in (("semloop.loop.", self.loop), ("semloop.trace.", self.trace)):
-            attrs[prefix + "steps"] = usage.steps
-            attrs[prefix + "model_calls"] = usage.model_calls
-            if usage.input_tokens is not None:
-                attrs[prefix + "input_tokens"] = usage.input_tokens
-            if usage.output_tokens is not None:
-                attrs[prefix + "output_tokens"] = usage.output_tokens
-            if usage.cost is not None:
-                attrs[prefix + "cost"] = usage.cost
-            attrs[prefix + "duration_s"] = usage.duration_s
+            figures[prefix + "steps"] = usage.steps
+            figures[prefix + "model_calls"] = usage.model_calls
+            figures[prefix + "input_tokens"] = usage.input_tokens
+            figures[prefix + "output_tokens"] = usage.output_tokens
+            figures[prefix + "cost"] = usage.cost
+            figures[prefix + "duration_s"] = usage.duration_s
+        attrs.update((key, value) for key, value in figures.items() if _carried(value))
         return attrs
+
+
+def _carried(value: int | float | None) -> bool:
+    """Whether an OTLP attribute carries ``value`` as it is (int64, or a finite double)."""
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def loop_cost(trace: Trace, verdict: Verdict) -> LoopCost | None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from itertools import compress, repeat
 from typing import Any
 
 import orjson
@@ -184,10 +183,6 @@ def _flat(items: list[Any]) -> Any:
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
 _INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
-#: Key tuples of attribute dicts with no indexed message key, cleared at _KEY_MEMO_ENTRIES
-#: (a bound on memory only: a forgotten tuple is scanned again).
-_KEYS_WITHOUT_INDEXED: set[tuple[str, ...]] = set()
-_KEY_MEMO_ENTRIES = 1024
 
 
 def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
@@ -202,16 +197,8 @@ def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -
 def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """Collect indexed message attributes (``gen_ai.completion.0.content``,
     ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
-    dicts per prefix, in index order. Whether there are any depends on the keys alone, and
-    one instrumentation's spans share theirs: a key tuple without any is remembered
-    (:data:`_KEYS_WITHOUT_INDEXED`), so LLM spans without message lists are not scanned again."""
-    keys = tuple(attrs) if attrs.__class__ is dict else None
-    if keys is not None and keys in _KEYS_WITHOUT_INDEXED:
-        return {}
+    dicts per prefix, in index order."""
     found = _collect(attrs.items())
-    if not found:  # (no key matched the pattern: ``found`` ignores the values)
-        _remember_without_indexed(keys)
-        return {}
     return {prefix: _in_order(by_index) for prefix, by_index in found.items()}
 
 
@@ -223,34 +210,25 @@ def llm_indexed_messages(attrs: Mapping[str, Any]) -> tuple[IndexedMessages | No
 
     The input is the whole history the agent resent, read by the detectors only in rare
     cases: it comes as an :class:`IndexedMessages`, whose messages are made on first read
-    from a copy of the attributes taken here (two tuples: the history's values are not
-    matched, split or made into messages for every LLM span, which cost O(history) per
-    step and O(n^2) per trace in Python code; what is left per key runs in C)."""
+    from a copy of the attributes taken here (the history is not made into messages for
+    every LLM span, which would cost O(history) per step and O(n^2) per trace)."""
     keys = tuple(attrs)
-    memo = attrs.__class__ is dict
-    if memo and keys in _KEYS_WITHOUT_INDEXED:
-        return None, None
-    outputs = list(compress(keys, map(_STARTSWITH, keys, repeat(_OUTPUT_PREFIXES))))
-    found = _collect(zip(outputs, map(attrs.__getitem__, outputs), strict=True)) if outputs else {}
+    found = _collect((key, attrs[key]) for key in keys if key.startswith(_OUTPUT_PREFIXES))
     output = None
     for prefix in _OUTPUT_INDEXED:  # (each prefix found holds at least one message)
         if prefix in found:
             output = _in_order(found[prefix])
             break
-    indexed_input = None
     # The first input key the pattern matches (the first of the prefixes read first wins).
-    inputs = compress(keys, map(_STARTSWITH, keys, repeat(_INPUT_PREFIXES)))
-    first = next(filter(None, map(_INDEXED.match, inputs)), None)
-    if first is not None:
-        prefix = first.group(1)
-        if prefix != _LLM_INPUT:  # (gen_ai.prompt came first: llm.input_messages still wins)
-            llm_inputs = compress(keys, map(_STARTSWITH, keys, repeat(_LLM_INPUT_DOT)))
-            if any(map(_INDEXED.match, llm_inputs)):
-                prefix = _LLM_INPUT
-        indexed_input = IndexedMessages(prefix, keys, tuple(attrs.values()))
-    elif not found and memo:  # (no key matched the pattern)
-        _remember_without_indexed(keys)
-    return indexed_input, output
+    first = next((m for key in keys if key.startswith(_INPUT_PREFIXES) and (m := _INDEXED.match(key))), None)
+    if first is None:
+        return None, output
+    prefix = first.group(1)
+    if prefix != _LLM_INPUT and any(
+        _INDEXED.match(key) for key in keys if key.startswith(_LLM_INPUT_DOT)
+    ):  # (gen_ai.prompt came first: llm.input_messages still wins)
+        prefix = _LLM_INPUT
+    return IndexedMessages(prefix, keys, tuple(attrs.values())), output
 
 
 class IndexedMessages:
@@ -276,7 +254,6 @@ _LLM_INPUT_DOT = _LLM_INPUT + "."
 _INPUT_PREFIXES = (_LLM_INPUT_DOT, "gen_ai.prompt.")
 _OUTPUT_INDEXED = ("llm.output_messages", "gen_ai.completion")
 _OUTPUT_PREFIXES = ("llm.output_messages.", "gen_ai.completion.")
-_STARTSWITH = str.startswith
 
 
 def _collect(items: Any) -> dict[str, dict[int, dict[str, Any]]]:
@@ -319,13 +296,6 @@ def _in_order(by_index: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
             message["tool_calls"] = [call for _, call in sorted(calls.items())]
         messages.append(message)
     return messages
-
-
-def _remember_without_indexed(keys: tuple[str, ...] | None) -> None:
-    if keys is not None:
-        if len(_KEYS_WITHOUT_INDEXED) >= _KEY_MEMO_ENTRIES:
-            _KEYS_WITHOUT_INDEXED.clear()
-        _KEYS_WITHOUT_INDEXED.add(keys)
 
 
 def text_and_tool_calls(output: Any) -> tuple[str, tuple[ToolCall, ...]]:

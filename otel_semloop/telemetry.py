@@ -37,7 +37,7 @@ name                            kind      front door  attribute (values)
 ``semloop.releases.early``      counter   P S         reason, every reason but complete
 ``semloop.unscored``            counter   P S         ``semloop.unscored.reason`` (budget,
                                                       budget_staged, stuck, error)
-``semloop.spans.forwarded``     counter   P S         ``semloop.span.state`` (original, patched, late)
+``semloop.spans.forwarded``     counter   P S         ``semloop.span.state`` (original, patched, late, unheld)
 ``semloop.scoring.discarded``   counter   P S         ``semloop.discard.reason`` (late: a stuck
                                                       thread's verdict after its trace left)
 ``semloop.errors``              counter   P S         ``semloop.error.where``

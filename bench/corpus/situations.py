@@ -2270,7 +2270,7 @@ def _wait_shape(k: Kit) -> tuple[str, str]:
     (gh("QwenLM/qwen-code", 610), gh("google-gemini/gemini-cli", 8232)),
     "Batch triage: the same label applied to a different issue on every call; the target id is the "
     "work, not a cosmetic change, however identical the acknowledgement.",
-    ("save-memory-repeat", "send-retry-volatile-ids"),
+    ("save-memory-repeat", "send-retry-volatile-ids", "update-same-record-respelled"),
 )
 def label_many_issues(k: Kit) -> Run:
     tool, key = k.pick(
@@ -2486,7 +2486,7 @@ def _job_polls(
     (gh("macanderson/stella", 2022), gh("Lumvale/amir-loop", 134), gh("OpenHands/software-agent-sdk", 762)),
     "A patient wait: poll, sleep, poll... identical statuses until the job ends; the answer 'succeeded' "
     "was never given before and the agent goes on to use the result. The cycle on the way was the wait.",
-    ("poll-never-ends", "alternating-period-2"),
+    ("poll-never-ends", "alternating-period-2", "poll-done-keeps-polling"),
 )
 def poll_sleep_then_succeeded(k: Kit) -> Run:
     queued = k.n(2, 4)

@@ -19,23 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
-
 from otel_semloop.batch.engine import EngineOptions, EngineStats
 from otel_semloop.batch.inputs import ReadState, Source, iter_units
-from otel_semloop.batch.spans import (
-    apply_json,
-    apply_proto,
-    load_json,
-    payload_json,
-    payload_proto,
-    scan_json,
-    scan_proto,
-)
+from otel_semloop.batch.pending import PendingUnit, read_unit, rendered
+from otel_semloop.batch.spans import dump_json
 from otel_semloop.batch.units import InputProblem, Spool
-from otel_semloop.batch.worker import ScorerSpec, TraceJob, score_jobs
-from otel_semloop.otlp._common import Bad
-from otel_semloop.otlp.codec import span_to_json
+from otel_semloop.batch.worker import Scored, ScorerSpec, score_jobs, trace_job
 
 __all__ = ["run_dask"]
 
@@ -43,51 +32,30 @@ _PARTITIONS_PER_WORKER = 4
 
 
 def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """Every span of one file as ``(trace_id, (position, kind, bytes, root, span_id))``.
-    Units that do not parse are skipped here (the client reports them)."""
+    """Every span of one file as ``(trace_id, ((file, unit, span), kind, bytes, root,
+    span_id))``. Units that do not parse are left out here (the client reports them)."""
     out: list[tuple[str, tuple[Any, ...]]] = []
     state = ReadState([], Spool())
     try:
         for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
-            if unit.error is not None:
+            read = read_unit(unit) if unit.error is None else None
+            if not isinstance(read, tuple):
                 continue
-            try:
-                if unit.kind == "json":
-                    scanned = scan_json(load_json(unit.raw))
-                else:
-                    scanned = scan_proto(TracesData.FromString(unit.raw))
-            except (Bad, ValueError, RuntimeError, RecursionError):
-                continue
-            for k, s in enumerate(scanned):
-                if type(s.span) is dict:
-                    data = payload_json([s.span])
-                    kind = "json"
-                else:
-                    data = s.span.SerializeToString()
-                    kind = "proto"
-                out.append((s.trace_id, ((index, unit.seq, k), kind, data, s.root, s.span_id)))
+            for k, s in enumerate(read[1]):
+                data = dump_json(s.span) if unit.kind == "json" else s.span.SerializeToString()
+                out.append((s.trace_id, ((index, unit.seq, k), unit.kind, data, s.root, s.span_id)))
     finally:
         state.spool.close()
     return out
 
 
-def _score_group(group: tuple[str, list[tuple[Any, ...]]], spec: ScorerSpec) -> tuple[str, Any, Any, Any]:
+def _score_group(group: tuple[str, list[tuple[Any, ...]]], spec: ScorerSpec) -> tuple[Scored, Any]:
     tid, items = group
-    items = sorted(items, key=lambda item: item[0])  # input order, as the local engine sends
+    items = sorted(items, key=lambda item: item[0])  # input order, as the local engine has them
     roots = tuple(sid for _, _, _, root, sid in items if root)
-    if all(kind == "proto" for _, kind, _, _, _ in items):
-        payload = payload_proto([Span.FromString(data) for _, _, data, _, _ in items])
-        job = TraceJob(tid, "proto", payload, roots, not roots)
-    else:
-        import orjson
-
-        spans = [
-            orjson.loads(data)[0] if kind == "json" else span_to_json(Span.FromString(data))
-            for _, kind, data, _, _ in items
-        ]
-        job = TraceJob(tid, "json", payload_json(spans), roots, not roots)
-    ((_, patches, row),) = score_jobs([job], spec)
-    return tid, patches, row, items[0][0]
+    job = trace_job(tid, [(kind, data) for _, kind, data, _, _ in items], roots)
+    (scored,) = score_jobs([job], spec)
+    return scored, items[0][0]
 
 
 def _client(scheduler: str | None, workers: int) -> tuple[Any, Any]:
@@ -145,16 +113,16 @@ def run_dask(
             cluster.close()
     patches: dict[str, dict[str, Any]] = {}
     rows = []
-    for tid, p, row, first in results:
+    for scored, first in results:
         stats.traces += 1
-        if p:
-            patches[tid] = p
-        if row is not None:
-            rows.append((first, row))
-            stats.loops += row.label == "loop"
+        if scored.patches:
+            patches[scored.trace_id] = scored.patches
+        if scored.row is not None:
+            rows.append((first, scored.row))
+            stats.loops += scored.row.label == "loop"
     rows.sort(key=lambda item: item[0])
     stats.rows = [row for _, row in rows]
-    _rewrite(sources, state, patches, write, stats, max_unit_bytes)
+    _rewrite(sources, state, patches, write, stats, max_unit_bytes, options.output_format)
     return stats
 
 
@@ -165,36 +133,23 @@ def _rewrite(
     write: Callable[..., None],
     stats: EngineStats,
     max_unit_bytes: int,
+    output_format: str,
 ) -> None:
+    """Every unit in input order to ``write``, as the local engine writes it."""
     for unit in iter_units(sources, state, max_unit_bytes=max_unit_bytes):
         stats.units += 1
-        doc: Any = None
-        dirty = False
-        if unit.error is None:
-            try:
-                if unit.kind == "json":
-                    doc = load_json(unit.raw)
-                    scanned = scan_json(doc)
-                else:
-                    doc = TracesData.FromString(unit.raw)
-                    scanned = scan_proto(doc)
-            except Bad as exc:
-                error = exc.to_error(unit.where)
-                unit.error = str(exc)
-                stats.malformed.append(InputProblem(error.where, str(exc)))
-                doc = None
-            except (ValueError, RuntimeError, RecursionError) as exc:
-                unit.error = f"invalid {unit.kind}: {exc}"
-                stats.malformed.append(InputProblem(unit.where, unit.error))
-                doc = None
-            else:
-                stats.spans += len(scanned)
-                for s in scanned:
-                    p = patches.get(s.trace_id)
-                    patch = p.get(s.span_id) if p else None
-                    if patch is not None:
-                        (apply_json if type(s.span) is dict else apply_proto)(s.span, patch)
-                        dirty = True
+        pending = PendingUnit(unit, stats.units)
+        read = read_unit(unit) if unit.error is None else InputProblem(unit.where, unit.error)
+        if isinstance(read, InputProblem):
+            unit.error = read.message
+            stats.malformed.append(read)
         else:
-            stats.malformed.append(InputProblem(unit.where, unit.error))
-        write(unit, doc, dirty)
+            pending.doc, scanned = read
+            pending.spans = [span.span for span in scanned]
+            stats.spans += len(scanned)
+            pending.patches = {
+                index: patches[span.trace_id][span.span_id]
+                for index, span in enumerate(scanned)
+                if span.span_id in patches.get(span.trace_id, {})
+            }
+        write(unit, rendered(pending, output_format), bool(pending.patches))

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import IO, Any
 
 import orjson
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.units import (
     READ_CHUNK,
@@ -282,9 +284,7 @@ def _iter_source(
             gen = json_units(reader, label)
         elif head[:1] == b"\x0a":
             gen = single_proto(reader, label)
-        elif (head[:1] == b"\x00" and len(head) >= 5 and head[4:5] in (b"\x0a", b"")) or head[
-            :4
-        ] == b"\x00\x00\x00\x00":
+        elif _length_prefixed(reader, head):
             gen = proto_units(reader, label, state.problems)
         else:
             what = _describe_head(head)
@@ -310,6 +310,36 @@ def _iter_source(
                 label, f"{compression} stream is truncated or corrupt {after} ({exc}); the rest is lost"
             )
         )
+
+
+def _length_prefixed(reader: Reader, head: bytes) -> bool:
+    """Whether the stream is length-prefixed protobuf: a 4-byte big-endian length, then a
+    ``TracesData`` (empty, or starting with its field 1, ``resource_spans``). A first
+    message within the reader's limit is read whatever its size and must parse, or be
+    followed by the end of the input or another plausible prefix (it is then reported as
+    malformed, not the whole file as not OTLP); the bytes read are put back. Past the limit
+    only the prefix can be judged: it must not be text (a line of text starts with four
+    printable bytes, a length beyond any message), and the message is then spooled and
+    reported with its size and position by :func:`~otel_semloop.batch.units.proto_units`."""
+    if len(head) < 4:
+        return False
+    size = int.from_bytes(head[:4], "big")
+    if size == 0:
+        return True
+    if head[4:5] != b"\x0a":
+        return False
+    if size > reader.limit:
+        return not all(32 <= b < 127 or b in (9, 10, 13) for b in head[:4])
+    framed = reader.read_exactly(4 + size)
+    following = _peek(reader.fp, 5)
+    reader.put_back(framed)
+    if len(framed) < 4 + size:
+        return True  # truncated: proto_units reports it
+    try:
+        TracesData.FromString(framed[4:])
+    except (DecodeError, RuntimeError, RecursionError):
+        return not following or (len(following) == 5 and following[4:5] == b"\x0a")
+    return True
 
 
 #: OTLP JSON's top-level keys: a traces file (the Collector's file exporter, an

@@ -10,18 +10,17 @@ or length-prefixed ``LogsData`` messages, plain, gzip or zstd: whatever
 
 Which input is a logs file is read from its first unit (:func:`split_logs`): a JSON line
 whose object has ``resourceLogs``; a protobuf message with no span carrying a 16-byte
-trace id that decodes as ``LogsData`` with records. stdin is always read as traces. Given
-only logs files, ``rescore`` stops with an input error (exit 2): there is nothing to score.
+trace id that decodes as ``LogsData`` with records. A stream (stdin, a FIFO) is always
+read as traces: it can be read only once. Given only logs files, ``rescore`` stops with an
+input error (exit 2): there is nothing to score.
 
 Logs files are read first, whole (:func:`read_log_events`): every record whose event
 name (or ``event.name`` attribute) starts with ``gen_ai.`` and that carries a trace and
-span id becomes a :class:`~otel_semloop.conventions.LogEvent` under its trace id, held in
-this module (:func:`use_log_events`) for the scoring processes, which are forked from the
-reading process after it (or given them when they start otherwise:
-:func:`~otel_semloop.batch.worker.start_workers`). The one place they are used is where a
-trace's records are built for scoring (:func:`log_events_of`, called by
-:mod:`otel_semloop.batch.worker`): ``attach_log_records`` puts them on their spans, as the
-span processor and the service do. Log records are not written to the traces output.
+span id becomes a :class:`~otel_semloop.conventions.LogEvent` under its trace id. The
+engine gives each trace's events to its scoring job (:class:`~otel_semloop.batch.worker.TraceJob`
+``logs``), and :func:`~otel_semloop.release.evaluate` puts them on their spans by span id
+(``attach_log_records``), as the span processor and the service do. Log records are not
+written to the traces output. ``--engine dask`` does not read logs files.
 
 Memory: the GenAI events are held for the whole run (their decoded body and attributes,
 a few hundred bytes to a few kilobytes each); the logs of a very large run need that much
@@ -30,7 +29,8 @@ room. A unit that is not OTLP logs is reported as an input problem (exit 2).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import os
+from collections.abc import Iterable
 
 import orjson
 from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
@@ -43,27 +43,7 @@ from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp.codec import json_to_logs
 from otel_semloop.otlp.records import log_event_from_proto
 
-__all__ = ["log_events_of", "read_log_events", "split_logs", "use_log_events"]
-
-#: The GenAI events of this run's logs files, by lowercase hex trace id.
-_EVENTS: dict[str, tuple[LogEvent, ...]] = {}
-
-
-def use_log_events(events: Mapping[str, tuple[LogEvent, ...]] | None) -> None:
-    """Make ``events`` the ones :func:`log_events_of` returns in this process."""
-    _EVENTS.clear()
-    if events:
-        _EVENTS.update(events)
-
-
-def log_events() -> dict[str, tuple[LogEvent, ...]]:
-    """The events this process holds (for scoring processes that are not forked)."""
-    return _EVENTS
-
-
-def log_events_of(trace_id: str) -> tuple[LogEvent, ...]:
-    """The GenAI log events of ``trace_id`` (hex), if a logs file had any."""
-    return _EVENTS.get(trace_id.lower(), ()) if _EVENTS else ()
+__all__ = ["read_log_events", "split_logs"]
 
 
 def _is_logs(unit: Unit) -> bool:
@@ -109,7 +89,8 @@ def split_logs(
     traces: list[Source] = []
     logs: list[Source] = []
     for source in sources:
-        is_logs = source.path != "-" and _first_unit_is_logs(source, max_unit_bytes)
+        # a stream (stdin, a FIFO, a character device) can be read only once: traces
+        is_logs = os.path.isfile(source.path) and _first_unit_is_logs(source, max_unit_bytes)
         (logs if is_logs else traces).append(source)
     if logs and not traces:
         names = ", ".join(source.label for source in logs)

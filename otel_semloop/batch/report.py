@@ -14,15 +14,13 @@ when the rows were made).
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
 from otel_semloop.batch.summary import LoopSpend, Summary, money
 from otel_semloop.batch.worker import TraceRow
-from otel_semloop.batch.writer import new_file_mode
+from otel_semloop.batch.writer import write_atomically
 
 __all__ = ["render_report", "write_report"]
 
@@ -339,15 +337,4 @@ def render_report(
 
 def write_report(path: str, summary: Summary, rows: Sequence[TraceRow]) -> None:
     """Write the page atomically (a temporary file renamed over ``path``)."""
-    page = render_report(summary, rows).encode()
-    parent = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".report.", suffix=".tmp", dir=parent)
-    try:
-        os.fchmod(fd, new_file_mode())
-        with os.fdopen(fd, "wb") as fp:
-            fp.write(page)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomically(path, render_report(summary, rows).encode())

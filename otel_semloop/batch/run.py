@@ -6,7 +6,7 @@ Exit status (one meaning each, so a script or CI can tell them apart):
 * 1 - ``--fail-on-loop`` and at least one trace is a loop (a CI gate);
 * 2 - usage error (an engine whose extra is not installed included), or a problem in the
   input: malformed units (reported with file, line and what is wrong, and copied through
-  unchanged; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
+  unscored; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
   unrecognised input (a JSON-lines file that is not OTLP, say an application log in an
   input directory, is reported and skipped: nothing of it reaches the output), a
   truncated stream;
@@ -47,12 +47,13 @@ from otel_semloop.batch.inputs import (
     expand_inputs,
     iter_units,
 )
-from otel_semloop.batch.logs import read_log_events, split_logs, use_log_events
+from otel_semloop.batch.logs import read_log_events, split_logs
 from otel_semloop.batch.summary import Summary, summarize, write_table
-from otel_semloop.batch.units import Spool
+from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
-from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for
+from otel_semloop.batch.writer import Output, OutputError, UsageError, format_for, write_atomically
 from otel_semloop.errors import ConfigError
+from otel_semloop.scoring import collector_paused
 
 __all__ = ["EXIT_INPUT", "EXIT_LOOPS", "EXIT_OK", "EXIT_OUTPUT", "add_arguments", "run"]
 
@@ -149,8 +150,7 @@ def add_arguments(rescore: argparse.ArgumentParser) -> None:
         type=float,
         default=DEFAULT_CHUNK_BYTES / (1 << 20),
         metavar="MIB",
-        help="input a worker parses and scores at a time; an input larger than this uses the "
-        "worker processes (default %(default)s)",
+        help="an input larger than this is scored in the worker processes (default %(default)s)",
     )
     rescore.add_argument("--spill-dir", metavar="DIR", help="where to spill (default: the temp directory)")
     rescore.add_argument("--engine", choices=("local", "dask"), default="local", help="where to run")
@@ -301,10 +301,10 @@ def run(args: argparse.Namespace) -> int:
         spill_dir=args.spill_dir,
         output_format=fmt,
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
-        pieces=True,  # Output.write_unit takes them
     )
     state = ReadState([], Spool())
-    use_log_events(read_log_events(log_sources, state, args.max_line_bytes) if log_sources else None)
+    if log_sources:
+        options.log_events = read_log_events(log_sources, state, args.max_line_bytes)
     sizes = [s.size() for s in sources]
     total = sum(sizes) if all(sizes) else 0  # a stream or a special file: size unknown
     progress = _Progress(sum(sizes), not args.quiet and sys.stderr.isatty())
@@ -326,11 +326,14 @@ def run(args: argparse.Namespace) -> int:
         else:
             engine = Engine(options, output.write_unit if write_spans and output is not None else _discard)
             try:
-                engine.expect(total)
-                for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
-                    engine.feed(unit, max(0.0, 1.0 - state.compressed_read / total) if total else None)
-                    progress.update(state.compressed_read, engine.stats)
-                stats = engine.finish()
+                # The reading process's objects (parsed lines, the buffer's entries, the
+                # results) hold no cycles: the collector would walk the held lines for nothing.
+                with collector_paused():
+                    engine.expect(total)
+                    for unit in iter_units(sources, state, max_unit_bytes=args.max_line_bytes):
+                        engine.feed(unit)
+                        progress.update(state.compressed_read, engine.stats)
+                    stats = engine.finish()
             finally:
                 engine.close()
         if args.emit == "evaluations":
@@ -365,6 +368,16 @@ def run(args: argparse.Namespace) -> int:
     code = _finish(args, sources, state, stats, output, time.monotonic() - started)
     _close_judge(_text_stream(args))
     return code
+
+
+def _fate(problem: InputProblem, left_out: set[str], fmt: str) -> str:
+    """What the output holds of a malformed unit: the writer copies it (converted, unscored,
+    when the output format differs and it parses) or names it among those it left out."""
+    unit_where = problem.where
+    for where in left_out:
+        if unit_where == where or unit_where.startswith(where + " "):
+            return f"left out: it cannot be written as {fmt}"
+    return "copied through unscored"
 
 
 def _text_stream(args: argparse.Namespace) -> TextIO:
@@ -447,7 +460,7 @@ def _finish(
     seconds: float,
 ) -> int:
     problems = list(state.problems)
-    malformed = list(stats.malformed) + (output.problems if output is not None else [])
+    malformed = list(stats.malformed)
     summary: Summary = summarize(
         stats.rows,
         spans=stats.spans,
@@ -464,8 +477,10 @@ def _finish(
     for problem in problems:
         _err(clean(str(problem), 500))
     if malformed and not args.skip_invalid:
+        left_out = output.left_out if output is not None else set()
+        fmt = output.fmt if output is not None else ""
         for problem in malformed[:_MAX_REPORTED]:
-            _err(f"malformed (copied through unchanged): {clean(str(problem), 500)}")
+            _err(f"malformed ({_fate(problem, left_out, fmt)}): {clean(str(problem), 500)}")
         if len(malformed) > _MAX_REPORTED:
             _err(f"... and {len(malformed) - _MAX_REPORTED} more malformed units")
     if args.table != "none":  # stdout, unless the output is there (then stderr)
@@ -475,9 +490,7 @@ def _finish(
         summary.write(_text_stream(args))
     if args.summary:
         try:
-            with open(args.summary, "w", encoding="utf-8") as fp:
-                json.dump(summary.as_dict(), fp, indent=2)
-                fp.write("\n")
+            write_atomically(args.summary, (json.dumps(summary.as_dict(), indent=2) + "\n").encode())
         except OSError as exc:
             _err(f"cannot write {args.summary}: {exc.strerror or exc}")
             return EXIT_OUTPUT

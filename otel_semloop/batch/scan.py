@@ -11,9 +11,7 @@ its trace, which is then scored without the bad values or goes out unscored with
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
@@ -21,13 +19,11 @@ from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad
 
-__all__ = ["ScannedSpan", "scan_json", "scan_json_columns", "scan_proto"]
+__all__ = ["ScannedSpan", "scan_json", "scan_proto"]
 
 _ZERO_TRACE_HEX = "0" * 32
 _ZERO_TRACE = bytes(16)
 _REMOTE_BITS = FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE
-_lower_hex = re.compile(r"[0-9a-f]*").fullmatch
-_SIXTEEN = frozenset({16})
 
 
 @dataclass(slots=True)
@@ -55,8 +51,7 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
     the path) for a structure or id that is not OTLP, and for an all-zero trace id, which
     OTLP forbids and the service refuses too."""
     out: list[ScannedSpan] = []
-    append = out.append
-    hex32, hex16 = c.is_lower_hex32, c.is_lower_hex16
+    #: trace id -> whether it is lowercase hex and not all zeros (a trace's spans share it)
     seen: dict[str, bool] = {}
 
     def scan(spans: list[Any]) -> None:
@@ -68,102 +63,30 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
                 parent = span.get("parentSpanId")
                 ok_tid = seen.get(tid) if type(tid) is str else None
                 if ok_tid is None and type(tid) is str:
-                    ok_tid = seen[tid] = bool(hex32(tid)) and tid != _ZERO_TRACE_HEX
+                    ok_tid = seen[tid] = bool(c.is_lower_hex32(tid)) and tid != _ZERO_TRACE_HEX
                 if (
                     ok_tid
                     and type(sid) is str
                     and len(sid) == 16
-                    and hex16(sid)
-                    and (not parent or (type(parent) is str and len(parent) == 16 and hex16(parent)))
+                    and c.is_lower_hex16(sid)
+                    and (not parent or (type(parent) is str and len(parent) == 16))
+                    and (not parent or c.is_lower_hex16(parent))
                 ):
                     if parent:
                         flags = span.get("flags")
                         root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
                     else:
                         root = True
-                    append(ScannedSpan(tid, sid, root, span))
+                    out.append(ScannedSpan(tid, sid, root, span))
                     continue
             try:
-                append(_scan_span(span))
+                out.append(_scan_span(span))
             except Bad as e:
                 e.path.append(f"spans[{k}]")
                 raise
 
     c.each_span_array(doc, scan)
     return out
-
-
-def scan_json_columns(doc: Any) -> tuple[list[Any], list[str], str, bytes]:
-    """What :func:`scan_json` finds, as columns: the spans, their trace ids, their span ids
-    joined (16 characters each) and one root flag byte a span. Raises what it raises.
-
-    Why: a worker scans every span of every line, and a line's spans almost always have
-    lowercase hex ids (every SDK and Collector writes them so). Their ids are read with
-    ``dict.get`` mapped over the spans and checked a line at a time (each distinct trace
-    id once; all span and parent ids as one joined string against one pattern), a C-level
-    loop instead of Python code and an object a span: about a quarter of the cost. A line
-    with anything else (an odd structure, uppercase or bad ids) goes through
-    :func:`scan_json`, which normalises or raises with the path."""
-    spans = _plain_spans(doc)
-    if spans is not None:
-        try:
-            n = len(spans)
-            get = dict.get
-            tids: list[Any] = list(map(get, spans, repeat("traceId", n)))
-            sids: list[Any] = list(map(get, spans, repeat("spanId", n)))
-            parents = list(map(get, spans, repeat("parentSpanId", n)))
-            joined = "".join(sids)
-            linked = [p for p in parents if p]
-            if (
-                all(type(t) is str and c.is_lower_hex32(t) and t != _ZERO_TRACE_HEX for t in set(tids))
-                and len(joined) == 16 * n
-                and _lower_hex(joined)
-                and set(map(len, sids)) <= _SIXTEEN
-                and _lower_hex("".join(linked))
-                and set(map(len, linked)) <= _SIXTEEN
-            ):
-                flags = map(get, spans, repeat("flags", n))
-                bits = _REMOTE_BITS
-                pairs = zip(parents, flags, strict=True)
-                roots = bytes([not p or (type(f) is int and f & bits == bits) for p, f in pairs])
-                return spans, tids, joined, roots
-        except TypeError:  # a span that is not an object, an id that is not a string
-            pass
-    scanned = scan_json(doc)
-    return (
-        [s.span for s in scanned],
-        [s.trace_id for s in scanned],
-        "".join([s.span_id for s in scanned]),
-        bytes([s.root for s in scanned]),
-    )
-
-
-def _plain_spans(doc: Any) -> list[Any] | None:
-    """The spans of a ``TracesData`` whose levels are all objects in arrays, in order, or
-    None for anything else (left to :func:`scan_json`, which says what is wrong)."""
-    if type(doc) is not dict:
-        return None
-    spans: list[Any] = []
-    resource_spans = doc.get("resourceSpans")
-    if type(resource_spans) is not list:
-        return None if resource_spans is not None else spans
-    for rs in resource_spans:
-        if type(rs) is not dict:
-            return None
-        scope_spans = rs.get("scopeSpans")
-        if type(scope_spans) is not list:
-            if scope_spans is not None:
-                return None
-            continue
-        for ss in scope_spans:
-            if type(ss) is not dict:
-                return None
-            found = ss.get("spans")
-            if type(found) is list:
-                spans += found
-            elif found is not None:
-                return None
-    return spans
 
 
 def _scan_span(span: Any) -> ScannedSpan:

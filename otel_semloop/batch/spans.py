@@ -1,71 +1,105 @@
-"""Units as documents: the payload a scoring worker decodes, write-back onto the document
-before it is written out, and (de)serialisation. The light scan that finds each span's ids
-is :mod:`otel_semloop.batch.scan` (re-exported here).
+"""OTLP JSON spans as the core sees them: :class:`JsonSpans`, the
+:class:`~otel_semloop.release.SpanAdapter` for span dicts as decoded from a file line, and
+JSON (de)serialisation past orjson's nesting limits. Protobuf spans go through the
+service's adapter, :data:`~otel_semloop.service.held.PROTO_SPANS`.
 
-Write-back replaces what a previous run wrote: the root's ``semloop.*`` attributes and
-its ``gen_ai.evaluation.result`` event named ``semloop.loop`` are removed before the new
-ones are added, so rescoring a scored file gives the same bytes again.
+A value that does not decode concerns only itself, not its trace: :meth:`JsonSpans.record`
+drops the attributes and events of a span that do not decode and notes what it dropped
+(:attr:`JsonSpans.dropped`, written on the trace's root as ``semloop.input.dropped``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
-from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
-from otel_semloop.batch.scan import ScannedSpan, scan_json, scan_json_columns, scan_proto
-from otel_semloop.batch.worker import TraceJob
+from otel_semloop.conventions import step_kind
+from otel_semloop.model import SpanRecord, StepKind
+from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE
 from otel_semloop.otlp.anyvalue import decode_attributes_json
-from otel_semloop.otlp.codec import json_to_traces, span_to_json, traces_to_json
-from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto
-from otel_semloop.writeback import EVALUATION_NAME, SpanPatch
+from otel_semloop.otlp.patch import apply_patch_json
+from otel_semloop.otlp.records import records_from_json
+from otel_semloop.release import SpanLinks
+from otel_semloop.service.held import KIND_KEYS
+from otel_semloop.writeback import SpanPatch
 
-__all__ = ["ScannedSpan", "dump_json", "scan_json", "scan_json_columns", "scan_proto", "trace_job"]
-
-_EVENT = "gen_ai.evaluation.result"
-
-
-# --- payloads for scoring workers ---------------------------------------------------------
+__all__ = ["JsonSpans", "dump_json", "load_json"]
 
 
-def payload_json(spans: list[Any]) -> bytes:
-    return dump_json(spans)
+class JsonSpans:
+    """The span adapter for one trace's OTLP JSON span dicts (it collects what
+    :meth:`record` dropped). Patches replace what an earlier run wrote.
+
+    The trace's spans are decoded together on the first :meth:`record`: one decoder pass
+    over the trace checks its ids and converts its times in bulk, which a pass per span
+    repeats for each. When the trace does not decode as a whole, each span is decoded on
+    its own, without its values that do not decode."""
+
+    def __init__(self, spans: Sequence[dict[str, Any]]) -> None:
+        self.spans = spans
+        self.dropped: list[str] = []
+        self._records: dict[int, SpanRecord] | None = None
+
+    def record(self, span: dict[str, Any]) -> SpanRecord:
+        if self._records is None:
+            self._records = {id(s): r for s, r in zip(self.spans, self._decoded(), strict=True)}
+        return self._records[id(span)]
+
+    def _decoded(self) -> list[SpanRecord]:
+        try:
+            return records_from_json(_envelope(list(self.spans)), json_types=True)
+        except Exception:
+            pass
+        records = []
+        for span in self.spans:
+            try:
+                (record,) = records_from_json(_envelope([span]))
+            except Exception:
+                fixed, lost = _decodable(span)
+                (record,) = records_from_json(_envelope([fixed]))
+                record.source = span
+                self.dropped.extend(lost)
+            records.append(record)
+        return records
+
+    def patched(self, span: dict[str, Any], patch: SpanPatch) -> dict[str, Any]:
+        apply_patch_json(span, patch, replace_previous=True)
+        return span
+
+    def links(self, span: dict[str, Any]) -> SpanLinks:
+        parent = span.get("parentSpanId") or None
+        flags = span.get("flags")
+        remote_bits = FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE
+        return SpanLinks(
+            span_id=span.get("spanId"),
+            parent_id=parent,
+            parent_is_remote=type(flags) is int and flags & remote_bits == remote_bits,
+            start_ns=int(span.get("startTimeUnixNano") or 0),
+        )
+
+    def may_have_steps(self, spans: Sequence[dict[str, Any]]) -> bool:
+        for span in spans:
+            kinds = {
+                kv["key"]: (kv.get("value") or {}).get("stringValue", "")
+                for kv in span.get("attributes") or ()
+                if type(kv) is dict and kv.get("key") in KIND_KEYS
+            }
+            if kinds and step_kind(kinds, top_level=True) is not StepKind.OTHER:
+                return True
+        return False
 
 
-def payload_proto(spans: list[Any]) -> bytes:
-    holder = TracesData()
-    scope = holder.resource_spans.add().scope_spans.add()
-    scope.spans.extend(spans)
-    return holder.SerializeToString()
+def _envelope(spans: list[Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
 
 
-def trace_job(
-    trace_id: str, spans: list[tuple[str, Any]], roots: tuple[str, ...], span_ids: str = ""
-) -> TraceJob:
-    """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order:
-    protobuf spans in one ``TracesData``; compact JSON spans (as a worker or the spill
-    holds them) joined into one array as they are; a mix of both as JSON. ``span_ids``
-    (JSON spans only): the job sends back patched spans as compact JSON (see
-    :func:`~otel_semloop.batch.worker.score_job`)."""
-    kinds = {kind for kind, _ in spans}
-    if kinds == {"proto"}:
-        payload = payload_proto([Span.FromString(data) for _, data in spans])
-        return TraceJob(trace_id, "proto", payload, roots, not roots)
-    if kinds == {"json"}:
-        payload = b"".join([b"[", b",".join([data for _, data in spans]), b"]"])
-        return TraceJob(trace_id, "json", payload, roots, not roots, span_ids)
-    decoded = [
-        orjson.loads(data) if kind == "json" else span_to_json(Span.FromString(data)) for kind, data in spans
-    ]
-    return TraceJob(trace_id, "json", payload_json(decoded), roots, not roots)
-
-
-def lenient_span_json(span: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _decodable(span: Any) -> tuple[dict[str, Any], list[str]]:
     """A copy of ``span`` without the attributes and events that do not decode, and what
-    was dropped: a bad value concerns only itself, not its trace."""
+    was dropped."""
     dropped: list[str] = []
     span = dict(span)
     attrs = span.get("attributes")
@@ -87,92 +121,20 @@ def lenient_span_json(span: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if events is not None:
         kept_events = []
         if type(events) is list:
-            from otel_semloop.otlp.records import records_from_json
-
-            for ev in events:
-                probe = {"traceId": "1" * 32, "spanId": "1" * 16, "events": [ev]}
+            for event in events:
+                probe = {"traceId": "1" * 32, "spanId": "1" * 16, "events": [event]}
                 try:
-                    records_from_json({"resourceSpans": [{"scopeSpans": [{"spans": [probe]}]}]})
+                    records_from_json(_envelope([probe]))
                 except Exception as exc:
                     dropped.append(f"event: {exc}"[:200])
                 else:
-                    kept_events.append(ev)
+                    kept_events.append(event)
         span["events"] = kept_events
     status = span.get("status")
     if status is not None and type(status) is not dict:
         span.pop("status")
         dropped.append("status (not an object)")
     return span, dropped
-
-
-# --- write-back -------------------------------------------------------------------------------
-
-
-def _is_own_event_json(ev: Any) -> bool:
-    if type(ev) is not dict or ev.get("name") != _EVENT:
-        return False
-    for kv in ev.get("attributes") or ():
-        if type(kv) is dict and kv.get("key") == "gen_ai.evaluation.name":
-            value = kv.get("value")
-            return type(value) is dict and value.get("stringValue") == EVALUATION_NAME
-    return False
-
-
-def apply_json(span: dict[str, Any], patch: SpanPatch) -> None:
-    """Write ``patch`` onto a JSON span, replacing what a previous run wrote."""
-    if patch.events:
-        events = span.get("events")
-        if type(events) is list and any(_is_own_event_json(ev) for ev in events):
-            span["events"] = [ev for ev in events if not _is_own_event_json(ev)]
-        attrs = span.get("attributes")
-        if type(attrs) is list:
-            stale = [
-                kv
-                for kv in attrs
-                if type(kv) is dict
-                and type(kv.get("key")) is str
-                and kv["key"].startswith("semloop.")
-                and kv["key"] not in patch.attributes
-            ]
-            if stale:
-                span["attributes"] = [kv for kv in attrs if not any(kv is s for s in stale)]
-    apply_patch_json(span, patch)
-
-
-def apply_proto(span: Span, patch: SpanPatch) -> None:
-    """Write ``patch`` onto a protobuf span, replacing what a previous run wrote."""
-    if patch.events:
-        keep = [
-            ev
-            for ev in span.events
-            if not (
-                ev.name == _EVENT
-                and any(
-                    kv.key == "gen_ai.evaluation.name" and kv.value.string_value == EVALUATION_NAME
-                    for kv in ev.attributes
-                )
-            )
-        ]
-        if len(keep) != len(span.events):
-            copies = [Span.Event() for _ in keep]
-            for dst, src in zip(copies, keep, strict=True):
-                dst.CopyFrom(src)
-            del span.events[:]
-            span.events.extend(copies)
-        stale = [
-            kv for kv in span.attributes if kv.key.startswith("semloop.") and kv.key not in patch.attributes
-        ]
-        if stale:
-            keep_attrs = [kv for kv in span.attributes if kv not in stale]
-            copies_kv = [type(kv)() for kv in keep_attrs]
-            for dst, src in zip(copies_kv, keep_attrs, strict=True):
-                dst.CopyFrom(src)
-            del span.attributes[:]
-            span.attributes.extend(copies_kv)
-    apply_patch_proto(span, patch)
-
-
-# --- serialisation ----------------------------------------------------------------------------
 
 
 def dump_json(obj: Any) -> bytes:
@@ -202,11 +164,3 @@ def load_json(raw: bytes) -> Any:
             return json.loads(raw)
         finally:
             sys.setrecursionlimit(limit)
-
-
-def to_proto(doc: Any) -> TracesData:
-    return json_to_traces(doc)
-
-
-def to_json(msg: TracesData) -> dict[str, Any]:
-    return traces_to_json(msg)

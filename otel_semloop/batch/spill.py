@@ -12,32 +12,42 @@ whatever its traces look like.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-from otel_semloop.batch.held import Held
-from otel_semloop.batch.spans import (
-    apply_json,
-    apply_proto,
-    dump_json,
-    load_json,
-    scan_json,
-    scan_proto,
-    trace_job,
-)
-from otel_semloop.batch.units import Pieces, Unit
-from otel_semloop.batch.worker import TraceJob
+from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans
+from otel_semloop.batch.spans import dump_json
+from otel_semloop.batch.units import Unit
+from otel_semloop.batch.worker import TraceJob, trace_job
+from otel_semloop.batch.writer import OutputError
+from otel_semloop.conventions import LogEvent
+from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Spill"]
 
 _PARTITIONS = 16
+
+
+@contextlib.contextmanager
+def _spill_io(directory: str | None) -> Iterator[None]:
+    """A spill file that cannot be written or read (a full disk, a file size limit) ends the
+    run as an output that could not be written (exit status 3), in one line."""
+    try:
+        yield
+    except OSError as exc:
+        where = directory or tempfile.gettempdir()
+        raise OutputError(
+            f"cannot spill to {where}: {exc.strerror or exc} (held lines passed --memory-budget; "
+            "free space there or give --spill-dir another place)"
+        ) from None
 
 
 class Spill:
@@ -45,12 +55,19 @@ class Spill:
     after the first spill, in order, in one file."""
 
     def __init__(self, directory: str | None) -> None:
-        self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
-        self.parts: list[IO[bytes]] = [
-            open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b")  # noqa: SIM115
-            for i in range(_PARTITIONS)
-        ]
-        self.units: IO[bytes] = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
+        self.where = directory
+        with _spill_io(directory):
+            self.dir = tempfile.TemporaryDirectory(prefix="otel-semloop-spill-", dir=directory)
+        self.parts: list[IO[bytes]] = []
+        self.units: IO[bytes] | None = None
+        try:
+            with _spill_io(directory):
+                for i in range(_PARTITIONS):
+                    self.parts.append(open(os.path.join(self.dir.name, f"part-{i:02d}"), "w+b"))  # noqa: SIM115
+                self.units = open(os.path.join(self.dir.name, "units"), "w+b")  # noqa: SIM115
+        except OutputError:
+            self.close()
+            raise
         self.traces: dict[str, list[str]] = {}  # trace id -> root span ids
         self.held_units = 0
         self._spooled: dict[tuple[str, int], IO[bytes]] = {}
@@ -58,39 +75,32 @@ class Spill:
     def _part(self, tid: str) -> IO[bytes]:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
-    def add(self, tid: str, sid: str, root: bool, kind: str, data: bytes) -> None:
+    def add(self, tid: str, span: UnitSpan) -> None:
+        """A span of spilled trace ``tid`` to its partition."""
+        data = span.data()
         fp = self._part(tid)
-        fp.write(struct.pack(">32sc?I", tid.encode(), b"j" if kind == "json" else b"p", root, len(data)))
-        fp.write(data)
-        if root:
-            self.traces[tid].append(sid)
+        kind = b"j" if span.kind == "json" else b"p"
+        with _spill_io(self.where):
+            fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
+            fp.write(data)
+        if span.root:
+            self.traces[tid].append(span.span_id)
 
-    def spill(self, tid: str, spans: list[tuple[Held, list[int]]]) -> None:
-        """Move trace ``tid``'s held spans to its partition; the units holding them no
-        longer wait for it, but will need its patches when replayed."""
+    def spill(self, tid: str, spans: list[UnitSpan]) -> None:
+        """Move trace ``tid``'s held spans to its partition; their units no longer wait
+        for them, but will need the trace's patches when replayed."""
         self.traces[tid] = []
-        seen: set[int] = set()
-        for held, indexes in spans:
-            for i in indexes:
-                self.add(tid, held.sid(i), held.rootmask[i] == 1, held.unit.kind, held.span(i))
-            if id(held) not in seen:
-                seen.add(id(held))
-                held.waiting -= 1
-                if held.late is None:
-                    held.late = set()
-                held.late.add(tid)
+        for span in spans:
+            self.add(tid, span)
+            span.unit.waiting -= 1
+            span.unit.spilled.add(tid)
 
-    def hold(self, held: Held, doc: Any) -> None:
-        """Write a decided unit to the spill file (in order), as :func:`otel_semloop.batch.held.render`
-        made it (``doc`` None: as read)."""
-        unit = held.unit
-        if doc is None:
-            data = unit.raw
-        elif type(doc) is bytes:
-            data = doc
-        elif type(doc) is Pieces:
-            data = b"".join(doc)
-        else:
+    def hold(self, pending: PendingUnit, doc: Any) -> None:
+        """Write a decided unit to the spill file (in order), as
+        :func:`~otel_semloop.batch.pending.rendered` made it (``doc`` None: as read)."""
+        unit = pending.unit
+        data = unit.raw
+        if doc is not None:
             data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
         meta = orjson.dumps(
             {
@@ -99,52 +109,66 @@ class Spill:
                 "k": unit.kind,
                 "d": unit.document,
                 "e": unit.error,
-                "l": bool(held.late),
-                "x": bool(held.patches),
+                "l": bool(pending.spilled),
+                "x": bool(pending.patches),
                 "r": doc is not None,
                 "sp": list(unit.spooled[1:]) if unit.spooled else None,
             }
         )
-        self.units.write(struct.pack(">II", len(meta), len(data)))
-        self.units.write(meta)
-        self.units.write(data)
+        assert self.units is not None
+        with _spill_io(self.where):
+            self.units.write(struct.pack(">II", len(meta), len(data)))
+            self.units.write(meta)
+            self.units.write(data)
         self.held_units += 1
         if unit.spooled:
             self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
 
-    def jobs(self) -> Iterable[list[TraceJob]]:
+    def jobs(self, log_events: Mapping[str, tuple[LogEvent, ...]]) -> Iterable[list[TraceJob]]:
+        """The spilled traces' scoring jobs, a partition at a time, each with its GenAI log
+        events from ``log_events``."""
         for fp in self.parts:
-            fp.flush()
-            fp.seek(0)
-            by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
-            header = struct.calcsize(">32sc?I")
-            while True:
-                head = fp.read(header)
-                if not head:
-                    break
-                tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
-                by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
+            with _spill_io(self.where):
+                by_trace = self._read_partition(fp)
             jobs = []
             for tid, items in by_trace.items():
                 roots = tuple(self.traces.get(tid, ()))
                 spans = [("json" if kind == b"j" else "proto", data) for kind, data in items]
-                jobs.append(trace_job(tid, spans, roots))
-            fp.truncate(0)
+                jobs.append(trace_job(tid, spans, roots, log_events.get(tid, ())))
+            with _spill_io(self.where):
+                fp.truncate(0)
             yield jobs
+
+    @staticmethod
+    def _read_partition(fp: IO[bytes]) -> dict[str, list[tuple[bytes, bytes]]]:
+        fp.flush()
+        fp.seek(0)
+        by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
+        header = struct.calcsize(">32sc?I")
+        while True:
+            head = fp.read(header)
+            if not head:
+                break
+            tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
+            by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
+        return by_trace
 
     def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
         """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
         fp = self.units
-        fp.flush()
-        fp.seek(0)
+        assert fp is not None
+        with _spill_io(self.where):
+            fp.flush()
+            fp.seek(0)
         spooled = self._spooled
         while True:
-            head = fp.read(8)
-            if not head:
-                return
-            n_meta, n_data = struct.unpack(">II", head)
-            meta = orjson.loads(fp.read(n_meta))
-            data = fp.read(n_data)
+            with _spill_io(self.where):
+                head = fp.read(8)
+                if not head:
+                    return
+                n_meta, n_data = struct.unpack(">II", head)
+                meta = orjson.loads(fp.read(n_meta))
+                data = fp.read(n_data)
             sp = meta["sp"]
             unit = Unit(
                 meta["s"],
@@ -158,7 +182,7 @@ class Spill:
             yield unit, meta["l"], meta["x"], meta["r"]
 
     def write_back(
-        self, patches: dict[str, dict[str, Any]], write: Callable[[Unit, Any, bool], None]
+        self, patches: dict[str, dict[str, SpanPatch]], write: Callable[[Unit, Any, bool], None]
     ) -> None:
         """Every unit held since the first spill, in order, to ``write`` (as the engine
         writes units), with the spilled traces' ``patches`` (trace id -> span id -> patch)
@@ -168,23 +192,24 @@ class Spill:
             if unit.error is not None:
                 pass
             elif late:
-                parsed = load_json(unit.raw) if unit.kind == "json" else TracesData.FromString(unit.raw)
-                changed = False
-                for s in scan_json(parsed) if unit.kind == "json" else scan_proto(parsed):
-                    p = patches.get(s.trace_id)
-                    patch = p.get(s.span_id) if p else None
-                    if patch is not None:
-                        (apply_json if unit.kind == "json" else apply_proto)(s.span, patch)
-                        changed = True
-                if changed or rendered:
-                    dirty = dirty or changed
-                    doc = dump_json(parsed) if unit.kind == "json" else parsed
+                parsed, scanned = parse_unit(unit)
+                found = {
+                    index: patches[span.trace_id][span.span_id]
+                    for index, span in enumerate(scanned)
+                    if span.span_id in patches.get(span.trace_id, {})
+                }
+                patch_spans([span.span for span in scanned], found)
+                if found or rendered:
+                    dirty = dirty or bool(found)
+                    doc = parsed
             elif rendered:
                 doc = unit.raw if unit.kind == "json" else TracesData.FromString(unit.raw)
             write(unit, doc, dirty)
 
     def close(self) -> None:
-        for fp in self.parts:
-            fp.close()
-        self.units.close()
+        """Remove the spill files; what they hold is no longer needed, so a write still
+        buffered that fails on close (a full disk) is no error."""
+        for fp in [*self.parts, *([self.units] if self.units is not None else [])]:
+            with contextlib.suppress(OSError):
+                fp.close()
         self.dir.cleanup()

@@ -24,7 +24,6 @@ import orjson
 __all__ = [
     "READ_CHUNK",
     "InputProblem",
-    "Pieces",
     "Reader",
     "Spool",
     "Unit",
@@ -36,8 +35,6 @@ __all__ = [
 #: Bytes read (and spooled) at a time.
 READ_CHUNK = 1 << 20
 _CHUNK = READ_CHUNK
-#: Bytes of a JSON lines stream read at a time and cut into lines (see Reader.lines).
-_BLOCK = 4 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,15 +73,6 @@ class Unit:
         return f"{self.source}:{self.seq}" if self.kind == "json" else f"{self.source} message {self.seq}"
 
 
-class Pieces(list):  # type: ignore[type-arg]
-    """A unit's compact JSON as the pieces that, joined, are its bytes: views of the line as
-    read and its patched spans' new bytes. Joining them copies the whole line once more;
-    the writer hands them to the kernel as they are, in one ``writev``, where it can (see
-    :meth:`~otel_semloop.batch.writer.Output.write_unit`), and joins them where it cannot."""
-
-    __slots__ = ()
-
-
 class Reader:
     """Line and message reads over a decompressed stream, bounded by ``limit``."""
 
@@ -112,82 +100,9 @@ class Reader:
         # the spooled copy keeps its newline (if any); the writer strips it
         return b"", (spool_fp, offset, length)
 
-    def lines(self) -> Iterator[tuple[bytes, tuple[IO[bytes], int, int] | None]]:
-        """The rest of the stream as :meth:`read_line` and ``json_units`` together cut it
-        (a line without its newline, then without one carriage return before it; the same
-        bound and spooling), read a block at a time into one buffer used again for every
-        block: a line is one copy out of it, where ``readline`` copies it out of the
-        stream's buffer and taking its newline off copies it again, and a block read into
-        new memory each time faulted in every page of the input (25k page faults per 100
-        MB). A line across blocks is joined from copies of its pieces.
-
-        One read a block, so that the lines before a truncated compressed stream's end are
-        all yielded before its error is raised: what the buffered stream holds first (one
-        ``read1``), then the raw stream under it, one ``readinto`` at a time (the buffered
-        stream's own ``readinto1`` copies what it holds and then reads the raw stream in
-        the same call, so an error there would lose the lines it held)."""
-        fp, limit = self.fp, self.limit
-        raw = getattr(fp, "raw", None)
-        buf = bytearray(_BLOCK)
-        view = memoryview(buf)
-        filled = pos = 0
-        held = True  # the buffered stream may hold bytes: read it (at the start, after a spool)
-        pending: list[bytes] = []  # copies of a line's start in earlier blocks
-        pending_len = 0
-        while True:
-            end = buf.find(b"\n", pos, filled)
-            if end < 0:
-                if pos < filled:
-                    pending.append(bytes(view[pos:filled]))
-                    pending_len += filled - pos
-                if pending_len > limit:
-                    yield b"", self._spool_rest(pending, pending_len)
-                    pending, pending_len = [], 0
-                    held = True
-                if held or raw is None:
-                    data = fp.read1(_BLOCK)  # type: ignore[attr-defined]
-                    filled = len(data)
-                    view[:filled] = data
-                    del data
-                    held = False
-                else:
-                    filled = raw.readinto(view) or 0
-                pos = 0
-                if not filled:
-                    if pending:  # the last line, without a newline: kept as it is
-                        yield b"".join(pending), None
-                    return
-                continue
-            size = pending_len + end - pos
-            if size > limit:
-                pending.append(bytes(view[pos : end + 1]))
-                yield b"", self._spool_rest(pending, size + 1, ended=True)
-                pending, pending_len = [], 0
-            elif pending:
-                pending.append(bytes(view[pos:end]))
-                line = b"".join(pending)
-                pending, pending_len = [], 0
-                yield (line[:-1] if line[-1:] == b"\r" else line), None
-            elif end > pos and buf[end - 1] == 13:  # \r
-                yield bytes(view[pos : end - 1]), None
-            else:
-                yield bytes(view[pos:end]), None
-            pos = end + 1
-
-    def _spool_rest(self, pieces: list[Any], length: int, ended: bool = False) -> tuple[IO[bytes], int, int]:
-        """A line past the limit to the spool: ``pieces`` so far, then (unless ``ended``)
-        the stream up to and including its newline, which are taken from ``self.fp``."""
-        spool_fp, offset = self.spool.begin()
-        for piece in pieces:
-            spool_fp.write(piece)
-        while not ended:
-            line = self.fp.readline(_CHUNK)
-            if not line:
-                break
-            spool_fp.write(line)
-            length += len(line)
-            ended = line.endswith(b"\n")
-        return spool_fp, offset, length
+    def put_back(self, data: bytes) -> None:
+        """Make ``data`` (bytes just read while probing) the next bytes read."""
+        self.fp = io.BufferedReader(_Prefixed(data, self.fp), _CHUNK)  # type: ignore[assignment]
 
     def _pieces(self, n: int) -> Iterator[bytes]:
         """The next ``n`` bytes in reads of at most ``_CHUNK``; fewer at the end of input."""
@@ -255,22 +170,14 @@ class _Prefixed(io.RawIOBase):
 def json_units(reader: Reader, label: str) -> Iterator[Unit]:
     seq = 0
     first = True
-    lines: Iterator[tuple[bytes, tuple[IO[bytes], int, int] | None]] | None = None
     while True:
-        if lines is None:  # the first line on its own: it may be a whole document
-            line, spooled = reader.read_line()
-            if not line and spooled is None:
-                return
-        else:
-            item = next(lines, None)
-            if item is None:
-                return
-            line, spooled = item
+        line, spooled = reader.read_line()
+        if not line and spooled is None:
+            return
         seq += 1
         if spooled is not None:
             yield Unit(label, seq, "json", b"", spooled=spooled, error=_too_long(spooled[2], reader.limit))
             first = False
-            lines = lines or reader.lines()
             continue
         if line[-1:] == b"\n":
             line = line[:-1]
@@ -289,9 +196,8 @@ def json_units(reader: Reader, label: str) -> Iterator[Unit]:
                     yield Unit(label, 1, "json", doc, document=True)
                     return
             # A malformed first line of a JSON lines file: read on from after it.
-            reader.fp = io.BufferedReader(_Prefixed(rest, reader.fp), _CHUNK)  # type: ignore[assignment]
+            reader.put_back(rest)
         first = False
-        lines = lines or reader.lines()
         if not line.strip():
             continue
         yield Unit(label, seq, "json", line)
@@ -308,8 +214,9 @@ def _is_partial_json(line: bytes) -> bool:
     return False
 
 
-def _too_long(n: int, limit: int) -> str:
-    return f"longer than the {limit >> 20} MiB unit limit ({n} bytes); copied through unscored"
+def _too_long(n: int, limit: int, offset: int | None = None) -> str:
+    at = "" if offset is None else f", at byte {offset}"
+    return f"longer than the {limit >> 20} MiB unit limit ({n} bytes{at}); copied through unscored"
 
 
 def single_proto(reader: Reader, label: str) -> Iterator[Unit]:
@@ -346,7 +253,7 @@ def proto_units(reader: Reader, label: str, problems: list[InputProblem]) -> Ite
                     )
                 )
                 return
-            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit))
+            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit, offset))
             offset += 4 + size
             continue
         data = reader.read_exactly(size)

@@ -24,15 +24,19 @@ import tempfile
 from pathlib import Path
 from typing import IO, Any
 
-from otel_semloop.batch.inputs import Source
-from otel_semloop.batch.spans import dump_json, load_json, to_json, to_proto
-from otel_semloop.batch.units import InputProblem, Pieces, Unit
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
-__all__ = ["Output", "OutputError", "UsageError", "format_for"]
+from otel_semloop.batch.inputs import Source
+from otel_semloop.batch.spans import dump_json, load_json
+from otel_semloop.batch.units import Unit
+from otel_semloop.otlp._common import Bad
+from otel_semloop.otlp.codec import json_to_traces as to_proto
+from otel_semloop.otlp.codec import traces_to_json as to_json
+
+__all__ = ["Output", "OutputError", "UsageError", "format_for", "write_atomically"]
 
 _COPY_CHUNK = 1 << 20
-#: Most buffers one ``writev`` takes (POSIX's IOV_MAX is at least 16; Linux allows 1024).
-_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 16
 #: Output bytes between two hints to the kernel to start writing the file to disk.
 _WRITEBACK_EVERY = 32 << 20
 
@@ -52,6 +56,25 @@ def format_for(path: str, requested: str | None) -> str:
     for suffix in (".gz", ".zst", ".zstd"):
         name = name.removesuffix(suffix)
     return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write a small file whole or not at all: a temporary file beside ``path``, synced and
+    renamed over it, so a failure (a full disk) leaves the previous file, or none, and never
+    a partial one. Raises ``OSError``."""
+    parent = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    try:
+        os.fchmod(fd, new_file_mode())
+        with os.fdopen(fd, "wb") as fp:
+            fp.write(data)
+            fp.flush()
+            os.fsync(fp.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def new_file_mode() -> int:
@@ -85,15 +108,13 @@ class Output:
     def __init__(self, path: str, fmt: str, inputs: list[Source] | None = None) -> None:
         self.path = path
         self.fmt = fmt
-        self.problems: list[InputProblem] = []
+        #: where each unit that could not be written in the output format was (left out)
+        self.left_out: set[str] = set()
         self._tmp: str | None = None
         self._unhinted = 0  # bytes framed since the kernel was last asked to write back
         self._hinted = 0  # output file offset up to which it was asked
         self._raw: IO[bytes] | None = None
         self._fp: IO[bytes] | None = None
-        #: the file descriptor JSON lines go to in one ``writev`` each (see :meth:`_vector`)
-        self._fd: int | None = None
-        self._buffered = False  # bytes written through self._fp since the last writev
         self._compressor: Any = None
         self._check(inputs or [])
 
@@ -138,9 +159,6 @@ class Output:
                     os.fchmod(fd, new_file_mode())
                     self._raw = os.fdopen(fd, "wb")
             self._fp = self._wrap(self._raw)
-            direct = self._tmp is not None and self._fp is self._raw
-            if direct and self.fmt == "json" and hasattr(os, "writev"):
-                self._fd = self._raw.fileno()
         except OSError as exc:
             self.abort()
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
@@ -173,24 +191,18 @@ class Output:
                 self._copy_spooled(unit)
                 return
             same = unit.kind == self.fmt
-            if type(doc) is Pieces:  # the unit's compact JSON in pieces, patches applied
-                if self._fd is not None:
-                    self._vector(doc)
-                    return
-                doc = b"".join(doc)
             if type(doc) is bytes:  # the unit's compact JSON, patches applied
                 self._frame(doc if self.fmt == "json" else to_proto(load_json(doc)).SerializeToString())
                 return
             if unit.error is not None or doc is None:
                 if same:
                     self._frame(unit.raw)
+                    return
+                converted = self._converted(unit)
+                if converted is None:
+                    self.left_out.add(unit.where)
                 else:
-                    self.problems.append(
-                        InputProblem(
-                            unit.where,
-                            f"malformed {unit.kind} unit cannot be written as {self.fmt}; left out",
-                        )
-                    )
+                    self._frame(converted)
                 return
             if same and not dirty and not (unit.kind == "json" and b"\n" in unit.raw):
                 self._frame(unit.raw)
@@ -203,12 +215,19 @@ class Output:
         except OSError as exc:
             raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
+    def _converted(self, unit: Unit) -> bytes | None:
+        """A malformed unit in the output format, unscored: it parses, but its spans could
+        not be scored (a span with a wrong id). None when it does not parse at all."""
+        try:
+            if unit.kind == "json":
+                return to_proto(load_json(unit.raw)).SerializeToString()  # type: ignore[no-any-return]
+            return dump_json(to_json(TracesData.FromString(unit.raw)))
+        except (Bad, DecodeError, RuntimeError, ValueError, TypeError, KeyError, RecursionError):
+            return None
+
     def _frame(self, data: bytes) -> None:
         fp = self._fp
         assert fp is not None
-        if self._fd is not None:
-            self._vector([data])
-            return
         if self.fmt == "json":
             fp.write(data)
             fp.write(b"\n")
@@ -217,36 +236,6 @@ class Output:
             fp.write(data)
         self._unhinted += len(data)
         if self._unhinted >= _WRITEBACK_EVERY and self._tmp is not None:
-            self._start_writeback()
-
-    def _vector(self, pieces: list[Any]) -> None:
-        """One JSON line, ``pieces`` and its newline, written to the output file in one
-        ``writev`` (a file written directly, uncompressed): no join of a spliced line's
-        pieces (a copy of the whole line), one system call a line where a buffered write of
-        the line and then of its newline takes two. Whatever was written through the
-        buffered stream is flushed first, so the bytes stay in order."""
-        assert self._fd is not None and self._fp is not None
-        if self._buffered:
-            self._fp.flush()
-            self._buffered = False
-        bufs = [*pieces, b"\n"]
-        size = sum(map(len, bufs))
-        written = os.writev(self._fd, bufs[:_IOV_MAX])
-        if written != size:  # not all at once (a regular file takes it all): the rest
-            i = 0
-            while True:
-                if not written:
-                    raise OSError("wrote nothing")
-                while i < len(bufs) and written >= len(bufs[i]):  # the buffers written whole
-                    written -= len(bufs[i])
-                    i += 1
-                if i == len(bufs):
-                    break
-                if written:  # a part of one: the rest of it next
-                    bufs[i] = memoryview(bufs[i])[written:]
-                written = os.writev(self._fd, bufs[i : i + _IOV_MAX])
-        self._unhinted += size - 1
-        if self._unhinted >= _WRITEBACK_EVERY:
             self._start_writeback()
 
     def _start_writeback(self) -> None:
@@ -272,14 +261,9 @@ class Output:
         assert unit.spooled is not None and self._fp is not None
         spool, offset, length = unit.spooled
         if unit.kind != self.fmt:
-            self.problems.append(
-                InputProblem(
-                    unit.where, f"oversized {unit.kind} unit cannot be written as {self.fmt}; left out"
-                )
-            )
+            self.left_out.add(unit.where)
             return
         spool.seek(offset)
-        self._buffered = True
         if self.fmt == "json":
             remaining = length
             last = b""
@@ -306,7 +290,6 @@ class Output:
         """Write pre-framed bytes (evaluation records)."""
         assert self._fp is not None
         try:
-            self._buffered = True
             self._fp.write(data)
         except BrokenPipeError:
             raise OutputError("output closed early (broken pipe); output is incomplete") from None

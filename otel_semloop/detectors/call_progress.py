@@ -72,7 +72,8 @@ def result_figures(raw: str) -> Figures:
 class ResultRead:
     """What one result text reads as: the digests of its normalised form (``result``) and
     of its content (``content``, numbers kept), its size in words (:attr:`size`), whether
-    it only acknowledges, whether it says "nothing", whether it is empty, and its figures once read
+    it only acknowledges, whether it says nothing beyond that (no figure, no "nothing
+    found"), whether it is empty, and its figures once read
     (:func:`result_figures`)."""
 
     __slots__ = (
@@ -82,8 +83,8 @@ class ResultRead:
         "content",
         "empty",
         "figures",
-        "none_found",
         "result",
+        "says_nothing",
     )
 
     def __init__(self, raw: str) -> None:
@@ -96,7 +97,8 @@ class ResultRead:
         self._normalised = normalised
         self._size = -1  # not counted yet
         self.acknowledges = is_acknowledgement(normalised)
-        self.none_found = says_none_found(normalised)
+        #: Short of a figure or a "nothing found": what an acknowledgement says.
+        self.says_nothing = "#" not in normalised and not says_none_found(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
 

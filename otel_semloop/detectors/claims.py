@@ -1,8 +1,9 @@
 """What an assistant text asserts: its figures and the names it uses, wording aside.
 
 Two texts that say the same thing in different words share what they assert: the same
-numbers (``$12,480``, ``12480 dollars`` and ``12,480.00`` are one figure) and the same
-names (``North``, ``Acme Corp``), while their other words change. :func:`claims` reads
+numbers (``$12,480``, ``12480 dollars`` and ``12,480.00`` are one figure), the same
+names (``North``, ``Acme Corp``) and the same files (``backend/schema.sql``), while their
+other words change. :func:`claims` reads
 them; the restatement signal (:mod:`otel_semloop.detectors.text`) compares them between
 consecutive assistant messages. Pure functions of the text, like
 :mod:`otel_semloop.detectors.normalize`; only hashes are returned.
@@ -21,6 +22,11 @@ MAX_CLAIM_CHARS = 4000
 #: A figure: digits with thousands separators and decimals, not part of a word or an id
 #: (``gpt-4o``, ``v2``, ``req_8f3a``).
 _NUMBER = re.compile(r"(?<![\w.\-/])\d(?:[\d,]*\d)?(?:\.\d+)?(?![\w\-/]|\.\d)")
+#: A file or a path (``schema.sql``, ``.env``, ``src/app/main.py``, ``inventory-api/``).
+#: (An extension of two characters or more: ``e.g`` and ``i.e`` are no files.)
+_PATH = re.compile(
+    r"(?<![\w./-])(?:[\w.-]+/)+[\w.-]*|(?<![\w./-])[\w-]*\.[A-Za-z][A-Za-z0-9]{1,7}(?![\w/])"
+)
 #: A name: a capitalised word (``North``, ``Acme``, ``USD``) of two letters or more.
 _NAME = re.compile(r"\b[A-Z][A-Za-z]+\b")
 #: What may precede a sentence's first word (its capital says nothing then).
@@ -28,9 +34,9 @@ _SENTENCE_START = re.compile(r"(?:^|[.!?\n]|\n\s*[-*\d.)]+)[\s\"'(\[*_]*$")
 
 
 def claims(text: str) -> frozenset[int]:
-    """Hashes of the figures and names ``text`` asserts (see the module doc). A figure is
-    its value (separators and trailing zeros dropped); a name is a capitalised word that
-    does not start a sentence, case-folded."""
+    """Hashes of the figures, files and names ``text`` asserts (see the module doc). A
+    figure is its value (separators and trailing zeros dropped); a file is its path and its
+    last part; a name is a capitalised word that does not start a sentence, case-folded."""
     text = text[:MAX_CLAIM_CHARS]
     found: set[int] = set()
     for match in _NUMBER.finditer(text):
@@ -38,6 +44,12 @@ def claims(text: str) -> frozenset[int]:
         if "." in figure:
             figure = figure.rstrip("0").rstrip(".")
         found.add(hash(("figure", figure.lstrip("0") or "0")))
+    for match in _PATH.finditer(text):
+        path = match.group().rstrip(".").casefold()
+        if len(path) > 2:
+            # The path and its last part: "schema.sql" restates "backend/schema.sql".
+            found.add(hash(("path", path)))
+            found.add(hash(("path", path.rstrip("/").rsplit("/", 1)[-1])))
     for match in _NAME.finditer(text):
         start = match.start()
         if _SENTENCE_START.search(text, max(0, start - 8), start) is not None:

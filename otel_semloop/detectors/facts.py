@@ -416,10 +416,10 @@ class Fingerprinter:
             facts.content = read.content
             # A short answer from a tool that writes or does not ask acknowledges ("Draft
             # saved.", "Your thought has been logged.") whatever its words, unless it says
-            # "nothing"; an empty answer to a question is an answer.
+            # "nothing" or carries a figure ("Globex's employees: 7,930"); an empty answer
+            # to a question is an answer.
             facts.trivial = (
-                read.acknowledges
-                or (short_acknowledges and not read.none_found and read.size <= ACK_MAX_WORDS)
+                read.acknowledges or (short_acknowledges and read.says_nothing and read.size <= ACK_MAX_WORDS)
             ) and not (read.empty and empty_means_none_found(name, arguments, shell=shell))
             if not self._contents.add(read.content):
                 self._content_epoch += 1

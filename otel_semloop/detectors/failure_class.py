@@ -55,10 +55,13 @@ _STATUS = re.compile(
 )
 _TRANSIENT_WORDS = re.compile(
     r"rate.?limit|too.?many.?requests|time.?out|timed.?out|temporar|unavailable|overload|"
-    r"try.?again|connection.?(?:reset|refused|error|aborted)|econnreset|etimedout|"
+    r"connection.?(?:reset|refused|error|aborted)|econnreset|etimedout|"
     r"deadline.?exceeded|resource.?exhausted|internal.?server|bad.?gateway|throttl",
     re.IGNORECASE,
 )
+#: "Try again" alone: a rate limit says it, and so does a validation error ("fix the
+#: errors and try again"); it makes a failure transient only when nothing says permanent.
+_RETRY_WORDS = re.compile(r"try.?again", re.IGNORECASE)
 _PERMANENT_WORDS = re.compile(
     r"unauthori[sz]ed|forbidden|permission.?denied|access.?denied|authenticat|"
     r"invalid.?(?:argument|request|param|input|api.?key|value)|validation.?error|bad.?request|"
@@ -106,8 +109,9 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     (:data:`_ERROR_DOCUMENT`; a decoded object: one holding a non-empty ``error``). The
     kind comes
     from an HTTP status in the type or message, then from words ("rate limit", "timed
-    out" are transient; "unauthorized", "invalid argument" are permanent); the first
-    match wins in that order, and anything else is ``other``.
+    out" are transient; "unauthorized", "invalid argument", "validation error" are
+    permanent; a bare "try again" is transient only when nothing says permanent); the
+    first match wins in that order, and anything else is ``other``.
     """
     failed = step.is_error
     if not failed and step.kind is _TOOL_STEP and result_text:
@@ -135,6 +139,8 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
         kind = FailureKind.TRANSIENT
     elif _PERMANENT_WORDS.search(text):
         kind = FailureKind.PERMANENT
+    elif _RETRY_WORDS.search(text):
+        kind = FailureKind.TRANSIENT
     else:
         kind = FailureKind.OTHER
     if error_type or status is not None:

@@ -62,6 +62,9 @@ Cost
 
 Stretches of tool steps with nothing novel at all (by count, time and window) are
 :mod:`otel_semloop.detectors.stale`.
+
+Size: the four signals share one pass over a tool step and one notion of "novel since
+the last occurrence"; split apart, each would keep its own copy of the epoch bookkeeping.
 """
 
 from __future__ import annotations

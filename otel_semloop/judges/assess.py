@@ -18,8 +18,11 @@ detectors' verdict, which always stands). A tool answer in the band is ignored.
 
 The judged score combines the three with deepeval's weights (0.40/0.35/0.25, loop below
 0.5). It becomes findings for the policy: ``judge_loop`` (conclusive, no progress: the
-judge saw steps that got nowhere) when the judged score is below the threshold, else a
-``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired alone.
+judge saw steps that got nowhere) when the judge itself saw a chain of severe stagnation
+(a step repeating one that repeated another) and the judged score is below the
+threshold, or the trace made no tool call at all (model turns only: their meaning is all
+the evidence there is), else a
+``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired.
 The scorer adds them to the detectors' findings, so the policy decides, and the more
 severe of judged and deterministic evidence wins: a judge adds detections but can never
 hide one.
@@ -182,11 +185,22 @@ def assess(
     # Only what the judge itself said counts as its finding: deepeval's lexical sub-scores
     # folded into the judged score are the detectors' evidence, already in their findings.
     judge_said = (stagnation < 1.0 and not undecided) or judged_repetition < 1.0
-    if score < config.threshold and judge_said:
+    # A conclusive loop needs the judge's own evidence that nothing new was said, and said
+    # again: a chain of severely stagnant pairs (a step repeating one that repeated another).
+    # One duplicated step that the run then moves on from is waste, not a loop; repeated
+    # tool calls alone are the detectors' to weigh (they see whether a repeat recurs).
+    severe = [p for p in pairs if p.stagnation >= config.severe]
+    chained = any(p.j == q.i for p in severe for q in severe)
+    saw_stagnation = stagnation == 0.0 and not undecided and chained
+    # With no tool call in the trace (model turns only) the tool and call-graph sub-scores
+    # have nothing to say, and the meaning of the turns is all the evidence there is.
+    by_meaning_alone = saw_stagnation and not question_set.tool_counts
+    if saw_stagnation and (score < config.threshold or by_meaning_alone):
+        severity = (1.0 - score) / (1.0 - config.threshold)
         findings.append(
             Finding(
                 "judge_loop",
-                severity=round((1.0 - score) / (1.0 - config.threshold), 4),
+                severity=round(max(severity, 1.0) if by_meaning_alone else severity, 4),
                 description=f"the judge found no progress: {description}",
                 span_ids=tuple(span_ids),
                 started_step=first,

@@ -205,9 +205,18 @@ class JudgedScorer:
 
         if not assessment.findings:
             return self._with_attributes(deterministic, attrs)
+        judge_findings = list(assessment.findings)
+        if deterministic.label is Label.NO_LOOP and deterministic.findings and question_set.tool_counts:
+            # Tool calls whose repetition the detectors weighed and found short of a loop
+            # (a poll that ended, duplicates the run moved on from): the judge's reading
+            # of them warns but cannot make the trace a loop on its own. A loop no
+            # fingerprint sees (no finding at all) and model turns only are the judge's.
+            judge_findings = [
+                dataclasses.replace(f, severity=min(f.severity, WARNING_CAP)) for f in judge_findings
+            ]
         policy = self.base.policy
         judged = policy.verdict(
-            [*deterministic.findings, *assessment.findings],
+            [*deterministic.findings, *judge_findings],
             lexical=deterministic.lexical,
             partial=deterministic.partial,
             calibration=deterministic.calibration,
@@ -222,6 +231,10 @@ class JudgedScorer:
     @staticmethod
     def _with_attributes(verdict: Verdict, attrs: dict[str, Any]) -> Verdict:
         return dataclasses.replace(verdict, attributes={**verdict.attributes, **attrs})
+
+
+#: The highest severity a judge finding keeps when it may only warn (below conclusive).
+WARNING_CAP = 0.75
 
 
 def _no_lexical() -> Any:

@@ -14,7 +14,10 @@ JSON form (OTLP JSON)::
 ``doubleValue`` also accepts "NaN", "Infinity", "-Infinity" (written that way too, since
 JSON has no such numbers).
 
-Both directions of both forms of one value type live together.
+Size: both directions of both forms of one value type live together, and the attribute
+list readers (:func:`attributes_json` and :func:`_attributes_plain`, the reference it
+is tested against) sit beside
+:func:`any_json`, the general path each of them hands its rare shapes to.
 """
 
 from __future__ import annotations
@@ -107,7 +110,7 @@ def value_key(v: dict[str, Any]) -> str | None:
 
 
 def any_json(v: Any, depth: int = 0) -> Any:
-    """Internal decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
+    """Internal fast decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
 
     ``depth`` counts enclosing arrays/kvlists; past :data:`MAX_DEPTH` the value is
     rejected.
@@ -151,29 +154,77 @@ def any_json(v: Any, depth: int = 0) -> Any:
 
 
 def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
-    """A JSON ``KeyValue`` list as a dict (raises :class:`Bad`; missing or null: empty;
-    a repeated key keeps its last value). ``depth`` as in :func:`any_json`."""
+    """Internal decoder of a JSON ``KeyValue`` list into a dict (raises :class:`Bad`).
+
+    The common shapes are taken here, checked as :func:`_attributes_plain` checks them: a
+    string key and a one-entry value of a string or a decimal ``intValue`` that fits in 18
+    digits; any other key/value goes through the general path. The key and value are read
+    by subscript; a key/value without either (a ``KeyError``, rare) sends the whole list
+    to :func:`_attributes_plain`.
+    """
     if type(kvs) is not list:
         if kvs is None:
             return {}
         c.bad_type("an array of key/value objects", kvs)
     out: dict[str, Any] = {}
-    for kv in kvs:
-        try:
-            if type(kv) is not dict:
-                c.bad_type("a key/value object", kv)
-            key = kv.get("key")
-            if type(key) is not str:
-                key = c.string(key) if key is None else c.bad_type("a string", key, "key")
-            try:
-                out[key] = any_json(kv.get("value"), depth)
-            except Bad as e:
-                e.path.append("value")
-                raise
-        except Bad as e:
-            e.path.append(f"[{c.index_of(kvs, kv)}]")
-            raise
+    try:
+        for kv in kvs:
+            if type(kv) is dict:
+                key = kv["key"]
+                v = kv["value"]
+                if type(key) is str and type(v) is dict and len(v) == 1:
+                    s = v.get("stringValue")
+                    if type(s) is str:
+                        out[key] = s
+                        continue
+                    s = v.get("intValue")
+                    if type(s) is str and len(s) < 19 and s.isdigit() and s.isascii():
+                        out[key] = int(s)
+                        continue
+            _attribute_plain(kvs, kv, depth, out)
+    except KeyError:
+        return _attributes_plain(kvs, depth)
     return out
+
+
+def _attributes_plain(kvs: list[Any], depth: int = 0) -> dict[str, Any]:
+    """:func:`attributes_json` for a list, with ``dict.get`` reads (the reference its
+    shortcuts are tested against)."""
+    out: dict[str, Any] = {}
+    for kv in kvs:
+        if type(kv) is dict:
+            key = kv.get("key")
+            v = kv.get("value")
+            if type(key) is str and type(v) is dict and len(v) == 1:
+                s = v.get("stringValue")
+                if type(s) is str:
+                    out[key] = s
+                    continue
+                s = v.get("intValue")
+                if type(s) is str and len(s) < 19 and s.isdigit() and s.isascii():
+                    out[key] = int(s)
+                    continue
+        _attribute_plain(kvs, kv, depth, out)
+    return out
+
+
+def _attribute_plain(kvs: list[Any], kv: Any, depth: int, out: dict[str, Any]) -> None:
+    """The general path for one key/value ``kv`` of ``kvs``: decoded into ``out``."""
+    try:
+        if type(kv) is not dict:
+            c.bad_type("a key/value object", kv)
+        key = kv.get("key")
+        if type(key) is not str:
+            key = c.string(key) if key is None else c.bad_type("a string", key, "key")
+        v = kv.get("value")
+        try:
+            out[key] = any_json(v, depth)
+        except Bad as e:
+            e.path.append("value")
+            raise
+    except Bad as e:
+        e.path.append(f"[{c.index_of(kvs, kv)}]")
+        raise
 
 
 def _decode_public(decode: Callable[[Any], Any], value: Any, where: str) -> Any:

@@ -1,6 +1,11 @@
 """Write-back of :class:`~otel_semloop.writeback.SpanPatch`es onto OTLP spans (JSON span
 dicts and protobuf ``Span``s, in place), and span JSON made from records built in memory.
-The spans' decoding into records is :mod:`otel_semloop.otlp.records`."""
+The spans' decoding into records is :mod:`otel_semloop.otlp.records`.
+
+``replace_previous`` (rescoring a file that was scored before): a root patch (one with
+events) first takes off what an earlier run wrote, the span's other ``semloop.*``
+attributes and its ``gen_ai.evaluation.result`` event named ``semloop.loop``, so that
+rescoring a scored file gives the same bytes again."""
 
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from otel_semloop.otlp.anyvalue import (
     encode_attributes_json,
     encode_attributes_pb,
 )
-from otel_semloop.writeback import SpanPatch
+from otel_semloop.writeback import EVALUATION_NAME, SpanPatch
 
 __all__ = ["apply_patch_json", "apply_patch_proto", "record_to_json", "records_to_traces_json"]
 
@@ -33,12 +38,44 @@ def _event_json(ev: EventRecord) -> dict[str, Any]:
     return d
 
 
-def apply_patch_json(span: dict[str, Any], patch: SpanPatch) -> None:
+_EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+
+def _previous_event_json(event: Any) -> bool:
+    """Whether a JSON span event is the evaluation record an earlier run wrote."""
+    if type(event) is not dict or event.get("name") != _EVALUATION_EVENT:
+        return False
+    for kv in event.get("attributes") or ():
+        if type(kv) is dict and kv.get("key") == "gen_ai.evaluation.name":
+            value = kv.get("value")
+            return type(value) is dict and value.get("stringValue") == EVALUATION_NAME
+    return False
+
+
+def _drop_previous_json(span: dict[str, Any], patch: SpanPatch) -> None:
+    events = span.get("events")
+    if type(events) is list and any(_previous_event_json(event) for event in events):
+        span["events"] = [event for event in events if not _previous_event_json(event)]
+    attrs = span.get("attributes")
+    if type(attrs) is list:
+
+        def stale(kv: Any) -> bool:
+            key = kv.get("key") if type(kv) is dict else None
+            return type(key) is str and key.startswith("semloop.") and key not in patch.attributes
+
+        if any(stale(kv) for kv in attrs):
+            span["attributes"] = [kv for kv in attrs if not stale(kv)]
+
+
+def apply_patch_json(span: dict[str, Any], patch: SpanPatch, *, replace_previous: bool = False) -> None:
     """Write ``patch`` onto an OTLP JSON span dict in place.
 
     An attribute whose key exists gets its value replaced where it stands (every
     occurrence, if the key is repeated); a new key is appended. Events are appended.
+    ``replace_previous``: see the module docstring.
     """
+    if replace_previous and patch.events:
+        _drop_previous_json(span, patch)
     new = patch.attributes
     if new:
         attrs = span.get("attributes")
@@ -65,9 +102,41 @@ def apply_patch_json(span: dict[str, Any], patch: SpanPatch) -> None:
             events.append(_event_json(ev))
 
 
-def apply_patch_proto(span: Any, patch: SpanPatch) -> None:
+def _drop_previous_proto(span: Any, patch: SpanPatch) -> None:
+    def previous(event: Any) -> bool:
+        return event.name == _EVALUATION_EVENT and any(
+            kv.key == "gen_ai.evaluation.name" and kv.value.string_value == EVALUATION_NAME
+            for kv in event.attributes
+        )
+
+    def stale(kv: Any) -> bool:
+        return kv.key.startswith("semloop.") and kv.key not in patch.attributes
+
+    _drop(span.events, previous)
+    _drop(span.attributes, stale)
+
+
+def _drop(field: Any, dropped: Any) -> None:
+    """Take the elements ``dropped`` says out of a repeated message field. A repeated field
+    cannot take back an element it gave up: the kept ones are copied, the field emptied
+    and refilled."""
+    if not any(dropped(item) for item in field):
+        return
+    kept = []
+    for item in field:
+        if not dropped(item):
+            copy = type(item)()
+            copy.CopyFrom(item)
+            kept.append(copy)
+    del field[:]
+    field.extend(kept)
+
+
+def apply_patch_proto(span: Any, patch: SpanPatch, *, replace_previous: bool = False) -> None:
     """Write ``patch`` onto a protobuf ``Span`` in place (same rules as
     :func:`apply_patch_json`)."""
+    if replace_previous and patch.events:
+        _drop_previous_proto(span, patch)
     if patch.attributes:
         pending = dict(patch.attributes)
         seen = set()

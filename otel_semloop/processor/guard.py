@@ -144,7 +144,8 @@ class LoopGuard:
                 if state.stop is None and decision.action.rank >= self.stop_at.rank:
                     state.stop = decision
                 if self._wants_spend:
-                    spend = state.spend.since(decision.finding.started_step or 0)
+                    # Findings number steps from 1; the running spend counts from 0.
+                    spend = state.spend.since((decision.finding.started_step or 1) - 1)
         with self._lock:
             self._counts["steps"] += 1
             if decision is not None:

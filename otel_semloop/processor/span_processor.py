@@ -18,9 +18,12 @@ downstream processor to the provider.
 
 Threads and costs
     ``on_start``/``on_end`` run on the application's thread. They forward ``on_start`` to
-    the downstream processor and do O(1) bookkeeping under one lock (a few dict
-    operations: see :mod:`otel_semloop.grouping`); they never
-    convert, score, export or wake anything, and never raise. One daemon *worker* thread
+    the downstream processor and append one event (the trace id, whether the span is a
+    local root, the ended span, the time) to a queue without a lock
+    (:class:`~otel_semloop.processor.worker.SpanEvents`), so application threads never
+    wait for one another; they never convert, score, export or wake anything, and never
+    raise. The worker hands the events to the trace buffer (see
+    :mod:`otel_semloop.grouping`) under the processor's lock. One daemon *worker* thread
     wakes every ``tick_seconds`` (wake-ups are batched, the application never signals
     it), releases finished traces, hands them to the scoring threads, and forwards spans
     to ``downstream.on_end``. So the downstream's own ``on_end`` cost moves off the
@@ -111,7 +114,7 @@ from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.grouping import ReleaseReason, TraceBuffer
 from otel_semloop.processor.config import Config, GuardMode
 from otel_semloop.processor.logs import HeldLogs, SemloopLogProcessor
-from otel_semloop.processor.worker import Worker
+from otel_semloop.processor.worker import SpanEvents, Worker
 from otel_semloop.scoring import Scorer
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
@@ -179,15 +182,15 @@ class SemloopSpanProcessor(SpanProcessor):
         self._shutdown = False
         self._lock = threading.Lock()
         self._buffer: TraceBuffer[ReadableSpan] = TraceBuffer(config.buffer_limits())
-        # Bound methods looked up once: the hooks are the hot path.
-        self._buffer_start = self._buffer.start
-        self._buffer_end = self._buffer.end
+        # What the hooks report, queued without a lock for the worker to hand the buffer.
+        self._events = SpanEvents(config.max_spans)
         # GenAI log records by trace, fed by the log record processor, taken at release.
         self._logs = HeldLogs(config.max_log_events)
         self._log_processor: SemloopLogProcessor | None = None
         self._downstream_on_start = downstream.on_start
         self._downstream_on_end = downstream.on_end
         self._app_errors: dict[str, int] = {}
+        self._unheld_said = False
         self._telemetry = SelfTelemetry(
             meter_provider, _gauges_of(weakref.ref(self)), "processor", config.metric_agent_names
         )
@@ -237,6 +240,7 @@ class SemloopSpanProcessor(SpanProcessor):
         ``traces.loop``, ``releases.early.idle``, ``errors.downstream``, ``spans.held``."""
         snapshot = self._telemetry.snapshot()
         with self._lock:
+            self._events.apply(self._buffer)
             errors = dict(self._app_errors)
             counts = dict(self._buffer.counts)
             logs_held, logs_dropped = self._logs.held, self._logs.dropped
@@ -264,12 +268,10 @@ class SemloopSpanProcessor(SpanProcessor):
             return
         try:
             context = span.context
-            if context.trace_flags.sampled:
+            if context.trace_flags.sampled and not self._events.full():  # full: its end passes
                 parent = span.parent
                 local_root = parent is None or parent.is_remote
-                now = time.monotonic()
-                with self._lock:
-                    self._buffer_start(context.trace_id, local_root, now)
+                self._events.append((context.trace_id, local_root, None, time.monotonic()))
         except Exception:
             self._app_error("on_start")
 
@@ -297,12 +299,15 @@ class SemloopSpanProcessor(SpanProcessor):
                 handed = True
                 self._passthrough(span)
                 return
+            events = self._events
+            if events.full():
+                handed = True
+                self._pass_unheld(span)
+                return
             parent = span.parent
             local_root = parent is None or parent.is_remote
-            now = time.monotonic()
-            with self._lock:
-                self._buffer_end(context.trace_id, local_root, span, now)
-                handed = True
+            events.append((context.trace_id, local_root, span, time.monotonic()))
+            handed = True
         except Exception:
             self._app_error("on_end")
             if not handed:
@@ -347,6 +352,8 @@ class SemloopSpanProcessor(SpanProcessor):
                 deadline = time.monotonic() + self.config.shutdown_timeout_seconds
                 worker.drain(ReleaseReason.SHUTDOWN, deadline)
                 worker.stop(deadline)
+                for span in self._events.take_spans():  # ended while the worker stopped
+                    self._passthrough(span)
             if self._guard is not None:
                 self._guard.close()
             judge = getattr(self._scorer, "judge", None)
@@ -364,6 +371,20 @@ class SemloopSpanProcessor(SpanProcessor):
             self._app_error("evaluations")
 
     # -- internals ---------------------------------------------------------------------
+
+    def _pass_unheld(self, span: ReadableSpan) -> None:
+        """The event queue is full (the worker is not draining it): the span goes straight
+        downstream, unscored, counted in ``semloop.spans.forwarded{state=unheld}`` and said
+        once, so the processor never holds more than its bounds."""
+        self._passthrough(span)
+        self._telemetry.add("semloop.spans.forwarded", "unheld")
+        if not self._unheld_said:
+            self._unheld_said = True
+            _logger.warning(
+                "otel-semloop: %d span events queued and the worker is not taking them; spans "
+                "are forwarded unscored until it does (counted in semloop.spans.forwarded)",
+                self._events.limit,
+            )
 
     def _passthrough(self, span: ReadableSpan) -> None:
         try:
@@ -386,6 +407,7 @@ class SemloopSpanProcessor(SpanProcessor):
         """In a forked child: the parent owns and exports what it held, so forget it and
         start fresh threads (threads do not survive fork)."""
         self._lock = threading.Lock()
+        self._events.clear()
         self._buffer.clear()
         self._logs.clear()
         self._telemetry.at_fork_reinit()

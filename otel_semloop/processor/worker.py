@@ -5,6 +5,10 @@ releases finished traces from the processor's :class:`~otel_semloop.grouping.Tra
 hands them to the :class:`~otel_semloop.pool.ScoringPool` and forwards late spans.
 :class:`_Forwarder` hands spans to the downstream processor, pacing bursts. The
 application's threads never run any of this (see :mod:`otel_semloop.processor.span_processor`).
+
+Size: the thread's loop, its flush handshake and the lock-free hand-off of span events
+(:class:`SpanEvents`) are one protocol between the application's threads and this one;
+kept in one file so its ordering rules can be read together.
 """
 
 from __future__ import annotations
@@ -13,11 +17,13 @@ import os
 import threading
 import time
 import weakref
+from collections import deque
+from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from otel_semloop.grouping import Release, ReleaseReason
+from otel_semloop.grouping import Release, ReleaseReason, TraceBuffer
 from otel_semloop.pool import ScoringPool
 from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
 from otel_semloop.release import SLICE, Outcome, yield_gil
@@ -27,7 +33,7 @@ from otel_semloop.writeback import UNSCORED_SCORERS_STUCK
 if TYPE_CHECKING:
     from otel_semloop.processor.span_processor import SemloopSpanProcessor
 
-__all__ = ["Worker"]
+__all__ = ["SpanEvents", "Worker"]
 
 _logger = get_logger(__name__)
 
@@ -35,6 +41,61 @@ _logger = get_logger(__name__)
 _FLUSH_SCORING_SHARE = 0.8
 #: How long one backpressure flush of the downstream may block a background thread.
 _CATCH_UP_TIMEOUT_MILLIS = 5000
+
+
+class SpanEvents:
+    """The span starts and ends the application's threads report, queued without a lock
+    and handed to the trace buffer by whoever holds the processor's lock next (the worker
+    every tick, a flush, :meth:`~otel_semloop.processor.SemloopSpanProcessor.stats`).
+
+    Why a queue and not the buffer itself: ``deque.append`` is atomic, so the hooks never
+    wait for one another nor for the worker. With one lock around the buffer, threads
+    creating spans at once queue behind whichever holder the interpreter switched away
+    from, and each such wait lasts whole switch intervals. An event is a tuple of
+    ``(trace id, local root, span or None for a start, time)``; the span is the object
+    the buffer would hold anyway.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._queue: deque[tuple[Hashable, bool, ReadableSpan | None, float]] = deque()
+        #: Events past which an ending span is not held but passed straight downstream
+        #: (the worker is not draining: the processor's bounds still hold).
+        self.limit = limit
+        self.append = self._queue.append
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def full(self) -> bool:
+        return len(self._queue) >= self.limit
+
+    def apply(self, buffer: TraceBuffer[ReadableSpan]) -> None:
+        """Hand the buffer the events queued so far, in order (the caller holds the lock;
+        events queued meanwhile wait for the next call)."""
+        popleft = self._queue.popleft
+        for _ in range(len(self._queue)):
+            try:
+                trace_key, local_root, span, now = popleft()
+            except IndexError:  # taken by shutdown meanwhile
+                return
+            if span is None:
+                buffer.start(trace_key, local_root, now)
+            else:
+                buffer.end(trace_key, local_root, span, now)
+
+    def take_spans(self) -> list[ReadableSpan]:
+        """Empty the queue; the ended spans in it (after shutdown: to pass them through)."""
+        spans = []
+        while True:
+            try:
+                span = self._queue.popleft()[2]
+            except IndexError:
+                return spans
+            if span is not None:
+                spans.append(span)
+
+    def clear(self) -> None:
+        self._queue.clear()
 
 
 class BoundedFlush:
@@ -205,6 +266,7 @@ class Worker:
         self._processor = weakref.ref(processor)
         self._lock = processor._lock
         self._buffer = processor._buffer
+        self._events = processor._events
         self._logs = processor._logs
         self._telemetry = processor._telemetry
         self._guard = processor._guard
@@ -256,6 +318,7 @@ class Worker:
 
     def _drain_inline(self, reason: ReleaseReason) -> None:
         with self._lock:
+            self._events.apply(self._buffer)
             self._buffer.release_all(reason)
             releases, late = self._buffer.take()
             self._flushes.clear()
@@ -281,6 +344,7 @@ class Worker:
                 # Garbage-collected without shutdown: forward what is held and exit.
                 self._stopping = True
                 with self._lock:
+                    self._events.apply(self._buffer)
                     self._buffer.release_all(ReleaseReason.SHUTDOWN)
             try:
                 self._cycle()
@@ -308,6 +372,7 @@ class Worker:
     def _cycle(self) -> None:
         now = time.monotonic()
         with self._lock:
+            self._events.apply(self._buffer)
             self._buffer.expire(now)
             new_flushes = [f for f in self._flushes if not f.drained]
             if new_flushes:

@@ -33,6 +33,7 @@ from otel_semloop.release import SpanLinks
 from otel_semloop.writeback import SpanPatch
 
 __all__ = [
+    "KIND_KEYS",
     "PROTO_SPANS",
     "SPAN_OVERHEAD_BYTES",
     "Accepted",
@@ -47,7 +48,7 @@ _FLAGS_HAS_IS_REMOTE = 0x100
 _FLAGS_IS_REMOTE = 0x200
 _ZERO_TRACE_ID = bytes(16)
 #: The attributes :func:`~otel_semloop.conventions.step_kind` reads to classify a span.
-_KIND_KEYS = frozenset(
+KIND_KEYS = frozenset(
     {
         "confident.span.type",
         "openinference.span.kind",
@@ -115,7 +116,7 @@ _SPAN_FROM = trace_pb2.Span.FromString
 _SERIALIZE = trace_pb2.Span.SerializeToString
 #: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
 #: reads cannot be a step (checked before decoding anything).
-_MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(_KIND_KEYS)))
+_MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(KIND_KEYS)))
 
 
 def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
@@ -170,7 +171,7 @@ class ProtoSpans:
             if wire is not None and search(wire) is None:
                 continue
             span = held.view()
-            kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in _KIND_KEYS}
+            kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in KIND_KEYS}
             if kinds and step_kind(kinds, top_level=True) is not StepKind.OTHER:
                 return True
         return False

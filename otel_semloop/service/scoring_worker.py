@@ -44,6 +44,8 @@ Batch = list[tuple[list[bytes], bool, tuple[LogEvent, ...]]]
 class Scored:
     """What a scoring process sends back for a release with agent steps."""
 
+    #: The verdict without what only its patches needed (findings, the lexical result,
+    #: the loop's span ids, calibration).
     verdict: Verdict
     #: The index of the root span (the one the verdict is written on) among the
     #: release's spans, -1 when there is none.
@@ -127,7 +129,11 @@ def score_release(
     summary = loop_summary(trace, verdict) if verdict.label is Label.LOOP else None
     gained = outcome.root_attributes.items()
     cost = {key: value for key, value in gained if key.startswith(("semloop.loop.", "semloop.trace."))}
-    return Scored(verdict, root_index, root, patched, summary, cost)
+    # What the service reads of the verdict: the findings' patches are on the spans already.
+    sent = dataclasses.replace(
+        verdict, findings=(), lexical=None, in_loop_span_ids=frozenset(), calibration={}
+    )
+    return Scored(sent, root_index, root, patched, summary, cost)
 
 
 def loop_summary(trace: Trace, verdict: Verdict) -> str:

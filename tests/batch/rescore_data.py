@@ -4,6 +4,9 @@ agent runs (GenAI conventions), a plain HTTP trace, and writers for every input 
 from __future__ import annotations
 
 import gzip
+import resource
+import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,3 +124,14 @@ def labels(path: Path) -> dict[str, str]:
 
 def traces_data(line: dict[str, Any]) -> TracesData:
     return json_to_traces(line)
+
+
+def file_size_limited(limit: int) -> Callable[[], None]:
+    """A ``preexec_fn`` for a child process: writing a regular file past ``limit`` bytes
+    fails with EFBIG (as on a full disk) instead of killing the process with SIGXFSZ."""
+
+    def apply() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply

@@ -261,57 +261,107 @@ def test_anyvalue_nested_deeper_than_24_levels_is_accepted_and_kept(tmp_path, ca
     assert sorted(labels(out).values()) == ["loop"] * 3 + ["no_loop"] * 3
 
 
-class _Pieces(io.RawIOBase):
-    """A raw stream that returns what it holds in pieces of the given sizes, in turn."""
-
-    def __init__(self, data: bytes, sizes: list[int]) -> None:
-        self._data, self._sizes, self._at, self._n = data, sizes, 0, 0
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, b) -> int:
-        size = min(len(b), self._sizes[self._n % len(self._sizes)], len(self._data) - self._at)
-        self._n += 1
-        b[:size] = self._data[self._at : self._at + size]
-        self._at += size
-        return size
+def _framed(messages: list[bytes]) -> bytes:
+    return b"".join(len(m).to_bytes(4, "big") + m for m in messages)
 
 
-def _cut(data: bytes, sizes: list[int], limit: int, blocks: bool) -> list[tuple[str, bytes]]:
-    from otel_semloop.batch.units import Reader, Spool
-
-    reader = Reader(io.BufferedReader(_Pieces(data, sizes), 8), "x", limit, Spool())
-    out = []
-    # the plain path: read_line, then the newline and one carriage return taken off
-    items = reader.lines() if blocks else iter(reader.read_line, (b"", None))
-    for line, spooled in items:
-        if spooled is not None:
-            fp, offset, length = spooled
-            fp.seek(offset)
-            out.append(("spooled", fp.read(length)))
-            continue
-        if not blocks and line[-1:] == b"\n":
-            line = line[:-1]
-            if line[-1:] == b"\r":
-                line = line[:-1]
-        out.append(("line", line))
-    return out
+def _span_ids(lines) -> set[str]:
+    return {
+        s["spanId"]
+        for line in lines
+        for rs in line["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    }
 
 
-@settings(max_examples=300, deadline=None)
+def test_a_protobuf_message_with_a_bad_span_keeps_all_its_spans_in_json_output(tmp_path, capsys):
+    messages = [json_to_traces(line) for line in LINES]
+    messages[2].resource_spans[0].scope_spans[0].spans[0].trace_id = bytes(16)
+    source = tmp_path / "in.pb"
+    source.write_bytes(_framed([m.SerializeToString() for m in messages]))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "in.pb message 3" in err and "copied through unscored" in err
+    assert "left out" not in err
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
+
+
+def test_a_protobuf_message_that_does_not_parse_is_reported_as_left_out_of_json_output(tmp_path, capsys):
+    good = [json_to_traces(line).SerializeToString() for line in LINES]
+    source = tmp_path / "in.pb"
+    source.write_bytes(_framed([*good[:2], b"\x0a\x05\xff\xff\xff", *good[2:]]))
+    out = tmp_path / "out.jsonl"
+    assert main(["rescore", str(source), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1
+    assert "in.pb message 3" in err[0] and "left out: it cannot be written as json" in err[0]
+    assert "copied through" not in err[0]
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)
+
+
+def _with_big_resource_attribute(line: dict, size: int):
+    message = json_to_traces(line)
+    attribute = message.resource_spans[0].resource.attributes.add()
+    attribute.key = "padding"
+    attribute.value.string_value = "x" * size
+    return message.SerializeToString()
+
+
+def test_a_first_protobuf_message_of_16_mib_or_more_is_detected_and_scored(tmp_path, expected, capsys):
+    first = _with_big_resource_attribute(LINES[0], 16 << 20)
+    assert len(first) >= 16 << 20
+    source = tmp_path / "big-first.pb"
+    rest = [json_to_traces(line).SerializeToString() for line in LINES[1:]]
+    source.write_bytes(_framed([first, *rest]))
+    out = tmp_path / "out.pb"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--workers", "1"]
+    assert main(argv) == 0, capsys.readouterr().err
+    assert labels(out) == expected
+
+
+def test_a_first_protobuf_message_past_the_size_bound_is_reported_with_size_and_place(tmp_path, capsys):
+    first = _with_big_resource_attribute(LINES[0], 2 << 20)
+    rest = [json_to_traces(line).SerializeToString() for line in LINES[1:]]
+    source = tmp_path / "big-first.pb"
+    source.write_bytes(_framed([first, *rest]))
+    out = tmp_path / "out.pb"
+    argv = ["rescore", str(source), "-o", str(out), "-q", "--max-line-bytes", str(1 << 20)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "not OTLP" not in err
+    assert f"big-first.pb message 1: longer than the 1 MiB unit limit ({len(first)} bytes, at byte 0)" in err
+    assert {r.span_id for r in spans_of(out)} == _span_ids(LINES)  # the big one copied through
+
+
+def test_text_whose_fifth_byte_is_a_field_one_tag_is_still_not_otlp(tmp_path, capsys):
+    source = tmp_path / "notes.txt"
+    source.write_bytes(b"todo\nfix the loop detector\n")
+    assert main(["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q"]) == 2
+    assert "not OTLP: text starting 'todo" in capsys.readouterr().err
+
+
+@settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from([b"a", b"bb", b"\n", b"\r", b"\r\n", b"xyz" * 7, b" "]), max_size=40),
-    st.lists(st.integers(1, 30), min_size=1, max_size=5),
-    st.integers(1, 25),
+    head=st.binary(min_size=0, max_size=12),
+    size=st.integers(min_value=0, max_value=1 << 12),
+    body=st.binary(max_size=64),
 )
-def test_lines_read_a_block_at_a_time_are_the_lines_read_one_by_one(pieces, sizes, limit):
-    # the block reader is a shortcut over read_line: same lines, same spooled ones
-    from otel_semloop.batch import units
+def test_any_length_prefixed_bytes_give_units_or_problems_and_never_raise(head, size, body):
+    """Format detection reads a first message whatever its prefix says: any bytes after any
+    prefix (past the limit, truncated, not protobuf) end as units or reported problems."""
+    import tempfile
 
-    block, units._BLOCK = units._BLOCK, 16
-    try:
-        data = b"".join(pieces)
-        assert _cut(data, sizes, limit, True) == _cut(data, sizes, limit, False)
-    finally:
-        units._BLOCK = block
+    from otel_semloop.batch.inputs import ReadState, Source, iter_units
+    from otel_semloop.batch.units import Spool
+
+    with tempfile.NamedTemporaryFile(suffix=".bin") as fp:
+        fp.write(size.to_bytes(4, "big") + head + body)
+        fp.flush()
+        state = ReadState([], Spool())
+        try:
+            units = list(iter_units([Source(fp.name)], state, max_unit_bytes=1024))
+        finally:
+            state.spool.close()
+    assert units or state.problems or size == 0

@@ -174,7 +174,7 @@ def test_fuzz_hostile_attribute_values_never_lose_a_span(tmp_path, edits, window
     state = ReadState([], Spool())
     engine = Engine(
         EngineOptions(window=window, workers=1),
-        lambda unit, doc, dirty: written.append(unit.raw if doc is None else doc),
+        lambda unit, doc, dirty: written.append(unit.raw if doc is None else orjson.dumps(doc)),
     )
     for unit in iter_units([Source(str(path))], state):
         engine.feed(unit)

@@ -88,11 +88,24 @@ def test_without_the_logs_file_the_same_trace_is_unscored(tmp_path: Path) -> Non
     assert root["semloop.unscored.reason"] == f"step content not readable ({ROUNDS} steps)"
 
 
-@pytest.mark.parametrize("workers", ["0", "2"])
-def test_in_process_and_in_worker_processes_the_logs_are_joined(tmp_path: Path, workers: str) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_in_process_and_in_worker_processes_the_logs_are_joined(tmp_path: Path, workers: int) -> None:
     traces, logs = write(tmp_path, record_agent())
-    out = tmp_path / "scored.jsonl"
-    assert main(["rescore", str(traces), str(logs), "-o", str(out), "--workers", workers]) == 0
+    out, summary = tmp_path / "scored.jsonl", tmp_path / "summary.json"
+    tiny = str(1 / (1 << 20))  # an input larger than this is scored in the worker processes
+    argv = ["rescore", str(traces), str(logs), "-o", str(out), "--summary", str(summary)]
+    assert main([*argv, "--workers", str(workers), "--chunk-mb", tiny]) == 0
+    assert orjson.loads(summary.read_bytes())["workers"] == workers
+    assert root_of(out)["semloop.label"] == "loop"
+
+
+def test_a_trace_spilled_to_disk_is_scored_with_its_logs(tmp_path: Path) -> None:
+    traces, logs = write(tmp_path, record_agent())
+    out, summary = tmp_path / "scored.jsonl", tmp_path / "summary.json"
+    tiny = str(1 / (1 << 20))  # every held line is past the budget: its trace is spilled
+    argv = ["rescore", str(traces), str(logs), "-o", str(out), "--summary", str(summary)]
+    assert main([*argv, "--memory-budget", tiny, "--spill-dir", str(tmp_path)]) == 0
+    assert orjson.loads(summary.read_bytes())["spilled_traces"] == 1
     assert root_of(out)["semloop.label"] == "loop"
 
 

@@ -8,7 +8,6 @@ import io
 import itertools
 import json
 import os
-import signal
 import subprocess
 import sys
 
@@ -18,7 +17,16 @@ import pytest
 from bench.deepeval_tree import tree_to_spans
 from otel_semloop.cli import main
 from otel_semloop.otlp import records_to_traces_json
-from tests.batch.rescore_data import EXAMPLE, agent_lines, healthy_tree, labels, roots, spans_of, write_jsonl
+from tests.batch.rescore_data import (
+    EXAMPLE,
+    agent_lines,
+    file_size_limited,
+    healthy_tree,
+    labels,
+    roots,
+    spans_of,
+    write_jsonl,
+)
 
 LINES = agent_lines()
 
@@ -175,17 +183,11 @@ def test_a_write_failing_half_way_leaves_the_previous_output_and_no_temporary_fi
     out.parent.mkdir()
     out.write_bytes(b"previous run\n")
 
-    def small_files() -> None:
-        import resource
-
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
-
     done = subprocess.run(
         [sys.executable, "-m", "otel_semloop", "rescore", str(source), "-o", str(out), "-q"],
         capture_output=True,
         check=False,
-        preexec_fn=small_files,
+        preexec_fn=file_size_limited(20_000),
     )
     assert done.returncode == 3, done.stderr
     assert b"cannot write" in done.stderr and b"Traceback" not in done.stderr
@@ -329,40 +331,7 @@ def test_the_kernel_is_asked_to_write_the_output_back_as_it_grows_with_the_same_
     assert all(a[0] + a[1] == b[0] for a, b in itertools.pairwise(hints))
 
 
-def test_lines_written_in_pieces_by_writev_are_the_joined_bytes_in_order(tmp_path, monkeypatch):
-    # a spliced line goes to the file as its pieces in one writev; the kernel may take part
-    # of them (a short write, or more buffers than one call takes), and bytes written
-    # through the buffered stream between two lines (evaluation records) stay in order
-    from otel_semloop.batch import writer as writer_module
-    from otel_semloop.batch.units import Pieces, Unit
-
-    calls = []
-    real = os.writev
-
-    def short(fd, bufs):
-        calls.append(len(bufs))
-        assert len(bufs) <= 3
-        return real(fd, [memoryview(b"".join(bytes(b) for b in bufs))[:5]])  # 5 bytes at most
-
-    monkeypatch.setattr(writer_module, "_IOV_MAX", 3)
-    monkeypatch.setattr(writer_module.os, "writev", short)
-    out = tmp_path / "out.jsonl"
-    output = writer_module.Output(str(out), "json")
-    output.open()
-    raw = b'{"a":[1,2,3],"b":"xyz"}'
-    view = memoryview(raw)
-    output.write_unit(
-        Unit("x", 1, "json", raw), Pieces([view[:6], b"9", view[7:17], b'"new"', view[22:]]), True
-    )
-    output.write_bytes(b"record\n")
-    output.write_unit(Unit("x", 2, "json", b"{}"), None, False)
-    output.write_unit(Unit("x", 3, "json", raw), b'{"c":1}', True)
-    output.commit()
-    assert out.read_bytes() == b'{"a":[9,2,3],"b":"new"}\nrecord\n{}\n{"c":1}\n'
-    assert calls and max(calls) == 3
-
-
-def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one_written_in_pieces(tmp_path):
+def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one(tmp_path):
     import gzip
 
     source = write_jsonl(tmp_path / "in.jsonl", LINES)
@@ -370,3 +339,34 @@ def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one_written_in_piece
     assert main(["rescore", str(source), "-o", str(plain), "-q"]) == 0
     assert main(["rescore", str(source), "-o", str(packed), "-q"]) == 0
     assert gzip.decompress(packed.read_bytes()) == plain.read_bytes()
+
+
+def _summary_under_a_file_size_limit(tmp_path, summary):
+    source = write_jsonl(tmp_path / "a.jsonl", LINES)
+    argv = ["rescore", str(source), "-o", os.devnull, "-q", "--summary", str(summary)]
+    return subprocess.run(
+        [sys.executable, "-m", "otel_semloop", *argv],
+        capture_output=True,
+        text=True,
+        check=False,
+        preexec_fn=file_size_limited(64),
+    )
+
+
+def test_a_summary_that_cannot_be_written_leaves_no_file_and_one_line(tmp_path):
+    summary = tmp_path / "out" / "summary.json"
+    summary.parent.mkdir()
+    done = _summary_under_a_file_size_limit(tmp_path, summary)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.splitlines() == [f"otel-semloop: cannot write {summary}: File too large"]
+    assert os.listdir(summary.parent) == []
+
+
+def test_a_summary_that_cannot_be_written_leaves_the_previous_one(tmp_path):
+    summary = tmp_path / "out" / "summary.json"
+    summary.parent.mkdir()
+    summary.write_text('{"previous": true}\n')
+    done = _summary_under_a_file_size_limit(tmp_path, summary)
+    assert done.returncode == 3, done.stderr
+    assert summary.read_text() == '{"previous": true}\n'
+    assert os.listdir(summary.parent) == ["summary.json"]

@@ -5,7 +5,7 @@ Each fast path (in :mod:`otel_semloop.builder`, :mod:`otel_semloop.messages` and
 reference, on generated input: the step order of a trace (start time, then tree pre-order;
 siblings by start time, then arrival) with each step's depth and enclosing agent, an LLM
 output's text and requested tool calls read in one pass, a requested call's arguments
-decoded on first read, indexed messages of remembered key sets, and requested calls linked
+decoded on first read, indexed messages, and requested calls linked
 to tool steps in one pass."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otel_semloop import messages as messages_module
 from otel_semloop.builder import _link_tool_calls, _synthetic_tool_steps, build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.envelopes import decode_json
@@ -347,25 +346,6 @@ INDEXED_KEYS = st.sampled_from(
 )
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.dictionaries(INDEXED_KEYS, st.text(max_size=2) | st.integers(), max_size=5), max_size=6))
-def test_indexed_messages_of_a_remembered_key_set_are_what_a_scan_finds(spans: list[dict[str, Any]]) -> None:
-    def scanned(attrs: dict[str, Any]) -> Any:
-        messages_module._KEYS_WITHOUT_INDEXED.clear()
-        return indexed_messages(attrs)
-
-    for attrs in spans + spans:  # every key set seen twice: the second read may be remembered
-        assert indexed_messages(attrs) == scanned(dict(attrs))
-        indexed_messages(attrs)
-    # A mapping that is not a dict is scanned every time; the memory is bounded.
-    assert indexed_messages(MappingProxyType({"gen_ai.prompt.0.content": "x"})) == {
-        "gen_ai.prompt": [{"content": "x"}]
-    }
-    for i in range(messages_module._KEY_MEMO_ENTRIES + 5):
-        indexed_messages({f"k{i}": 1})
-    assert len(messages_module._KEYS_WITHOUT_INDEXED) <= messages_module._KEY_MEMO_ENTRIES
-
-
 REFERENCE_PATTERN = r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$"
 
 
@@ -435,7 +415,6 @@ def test_indexed_messages_are_collected_as_the_first_written_collection(attrs: d
         except Exception as exc:
             return type(exc)
 
-    messages_module._KEYS_WITHOUT_INDEXED.clear()
     assert outcome(indexed_messages) == outcome(_reference_indexed)
 
 

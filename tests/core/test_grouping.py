@@ -339,3 +339,17 @@ def test_every_ended_span_comes_out_exactly_once_within_the_bounds(
         out.extend(release.spans)
     assert sorted(out) == sorted(ended)
     assert buffer.held_spans == 0
+
+
+def test_an_evicted_trace_gives_its_spans_and_is_neither_released_nor_remembered() -> None:
+    buffer = make()
+    buffer.end("t", False, "child", now=0.0)
+    buffer.end("t", True, "root", now=1.0)  # complete: its grace runs
+    assert buffer.evict("t") == ["child", "root"]
+    assert buffer.evict("t") is None
+    assert (buffer.held_traces, buffer.held_spans) == (0, 0)
+    buffer.expire(100.0)
+    assert released(buffer) == []  # the grace that ran releases nothing
+    buffer.end("t", False, "later", now=101.0)  # not late: a new group
+    buffer.release_all(ReleaseReason.FLUSH)
+    assert [r.spans for r in released(buffer)] == [["later"]]

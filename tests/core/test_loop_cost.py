@@ -191,3 +191,14 @@ def test_a_suspected_loop_begins_at_its_conclusive_finding() -> None:
     assert cost is not None
     assert cost.onset_step == 4
     assert cost.loop.steps == 3
+
+
+def test_figures_an_attribute_cannot_carry_are_left_out_not_written_wrong() -> None:
+    from otel_semloop.loop_cost import LoopCost, Usage
+
+    hostile = Usage(steps=3, model_calls=2, input_tokens=2**63, output_tokens=2**63 - 1, cost=float("inf"))
+    attrs = LoopCost(onset_step=2, onset_ns=2**64 - 1, loop=hostile, trace=hostile).attributes()
+    assert "semloop.loop.input_tokens" not in attrs and "semloop.loop.cost" not in attrs
+    assert "semloop.loop.onset_time_unix_nano" not in attrs
+    assert attrs["semloop.loop.output_tokens"] == 2**63 - 1  # the largest int64 is kept
+    assert attrs["semloop.loop.steps"] == 3 and attrs["semloop.trace.model_calls"] == 2

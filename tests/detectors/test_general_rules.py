@@ -285,3 +285,117 @@ def test_langgraphs_missing_tool_with_no_tool_span_is_a_loop_in_every_convention
     run = Run("find the retry policy", "agent", "gpt-4o", turns)
     for convention in ("genai", "openinference", "openllmetry"):
         assert _rendered(run, convention).label is Label.LOOP, convention
+
+
+# --- lessons of the first looks (batches 1-3) ------------------------------------------------
+
+
+def test_a_clock_asked_again_and_again_answers_new_times() -> None:
+    """The whole answer is a clock reading: its time is the answer, not a volatile detail."""
+    run = Scenario("print the time ten times")
+    for second in range(10, 20):
+        run.tool("get_current_time", {"tz": "UTC"}, f"2026-09-13 18:38:{second}")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_timestamp_inside_an_unchanged_page_is_still_volatile() -> None:
+    run = Scenario("read the page")
+    for second in range(10, 16):
+        run.tool(
+            "read_page",
+            {"url": "https://x.io/a"},
+            f"Welcome to the docs. Fetched at 2026-09-13T18:38:{second}Z",
+        )
+    assert run.verdict().label is Label.LOOP
+
+
+def test_different_thoughts_logged_with_the_same_short_answer_are_not_a_loop() -> None:
+    run = Scenario("reflect five times")
+    for thought in ("Options: a, b, c.", "Risks of b.", "Costs of b.", "Mitigation for b.", "Decide: b."):
+        run.tool("think", {"thought": thought}, "Your thought has been logged.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_different_questions_answered_with_the_same_no_results_are_a_loop() -> None:
+    run = Scenario("find the policy")
+    for query in ("retry policy", "retry policy docs", "retries policy", "policy for retry", "retry rules"):
+        run.tool("docs", {"query": query}, "No results found.")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_poll_checked_between_other_new_calls_that_ends_is_not_a_loop() -> None:
+    run = Scenario("fine-tune and try the model")
+    running = '{"id": "ft-1", "status": "running"}'
+    for step in (58, 100, 249):
+        for _ in range(3):
+            run.tool("retrieve_job", {"job_id": "ft-1"}, running)
+        run.tool(
+            "list_events", {"job_id": "ft-1", "limit": 1}, f'[{{"message": "Step {step}/800: loss=1.7"}}]'
+        )
+    run.tool("retrieve_job", {"job_id": "ft-1"}, '{"id": "ft-1", "status": "succeeded"}')
+    run.tool("chat_completion", {"model": "ft-1", "prompt": "hi"}, "Hello!")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_poll_checked_between_other_calls_that_never_ends_is_a_loop() -> None:
+    run = Scenario("fine-tune and try the model")
+    running = '{"id": "ft-1", "status": "running"}'
+    for _ in range(3):
+        for _ in range(4):
+            run.tool("retrieve_job", {"job_id": "ft-1"}, running)
+        run.tool("list_events", {"job_id": "ft-1", "limit": 1}, '[{"message": "no new events"}]')
+    assert run.verdict().label is Label.LOOP
+
+
+def test_a_last_call_never_answered_is_no_evidence_either_way() -> None:
+    """A model's last call, with no tool span and no later model input to answer it, does
+    not end the repetition before it (nor extend it)."""
+    declined = ToolUse(
+        "shell", {"command": "docker compose down -v"}, "Error: The user declined.", span=False
+    )
+    run = Run("reset the stack", "agent", "gpt-4o", [Turn("Running it.", [declined]) for _ in range(4)])
+    assert _rendered(run, "genai").label is Label.LOOP
+
+
+def test_a_validation_error_asking_to_try_again_is_permanent_and_a_bare_try_again_transient() -> None:
+    validation = Step(
+        StepKind.TOOL,
+        "final_result",
+        is_error=True,
+        error_message="1 validation error: field required. Fix the errors and try again.",
+    )
+    busy = Step(StepKind.TOOL, "fetch", is_error=True, error_message="Server busy, please try again.")
+    assert classify_failure(validation).kind is FailureKind.PERMANENT  # type: ignore[union-attr]
+    assert classify_failure(busy).kind is FailureKind.TRANSIENT  # type: ignore[union-attr]
+
+
+def test_the_same_figure_from_a_tool_that_does_not_ask_is_an_answer() -> None:
+    run = Scenario("how many employees")
+    for question in (
+        "employees of Globex?",
+        "How many employees does Globex have?",
+        "Globex employees",
+        "Globex staff count",
+    ):
+        run.tool("company_data", {"input": question}, "Globex's employees: 7,930")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_the_same_files_announced_again_and_again_in_new_words_are_a_loop() -> None:
+    run = Scenario("write the backend")
+    for opener in (
+        "I'll write",
+        "Let me write",
+        "Next I will create",
+        "Now I'll put the tables in",
+        "Okay, writing",
+    ):
+        run.think(f"{opener} backend/schema.sql. Actually, backend/.env should come first.")
+    assert "restated_conclusion" in conclusive(run.verdict())
+
+
+def test_files_named_once_each_are_not_a_restatement() -> None:
+    run = Scenario("write the backend")
+    for name in ("schema.sql", "models.py", "routes.py", "main.py", "README.md"):
+        run.think(f"I'll write backend/{name} next.")
+    assert run.verdict().label is Label.NO_LOOP

@@ -96,13 +96,22 @@ def test_gemini_a_period_five_tool_pattern_seen_five_times_is_a_loop():
     assert period_cycle(5, 5).verdict().label is Label.LOOP
 
 
-def test_gemini_a_period_five_pattern_is_a_loop_here_after_three_repeats():
+def test_gemini_a_period_five_pattern_is_a_loop_here_after_two_repeats():
     """Gemini CLI waits for 5 repeats of a period 1-5 pattern. We stop a pattern of period
-    2 or more at 3 repeats (OpenHands' alternation rule) when its results repeat too: six
-    or more identical (action, result) pairs are already wasted, and repeating the results
-    shows nothing was learned."""
-    assert period_cycle(5, 3).verdict().label is Label.LOOP
-    assert period_cycle(5, 2).verdict().label is Label.NO_LOOP
+    3 or more at its second round when its results repeat too: five identical (action,
+    result) pairs are already wasted, more than the conclusive period-1 (3) and period-2
+    (4) cycles waste, and repeating the results shows nothing was learned. One round and
+    a part of the next is not enough."""
+    assert period_cycle(5, 2).verdict().label is Label.LOOP
+    partial = period_cycle(5, 1)
+    for k in range(3):
+        partial.tool(f"tool_{k}", {"arg": k}, f"result {'abcde'[k]}")
+    assert partial.verdict().label is Label.NO_LOOP
+
+
+def test_an_alternation_is_a_loop_at_three_rounds_not_two():
+    assert period_cycle(2, 3).verdict().label is Label.LOOP
+    assert period_cycle(2, 2).verdict().label is Label.NO_LOOP
 
 
 def test_gemini_the_same_tool_call_five_times_with_changing_results_is_not_a_loop_here():

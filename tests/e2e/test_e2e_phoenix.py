@@ -569,3 +569,53 @@ def test_rescore_annotates_the_roots_of_traces_phoenix_already_stores(
         labels[annotation["result"]["label"]] = labels.get(annotation["result"]["label"], 0) + 1
         assert annotation["result"]["label"] == attributes["semloop.label"]["stringValue"]
     assert labels == {"loop": 2, "no_loop": 2}
+
+
+def test_an_annotation_posted_before_its_span_is_stored_once_phoenix_has_the_span(
+    phoenix: PhoenixServer,
+) -> None:
+    """What tests/core/test_evaluation.py's fake assumes, against the real server: the
+    annotator (otel_semloop/phoenix.py) posts for a span Phoenix has not ingested yet, keeps
+    retrying, and once the span arrives the annotation is stored and read back through
+    Phoenix's REST API with the name, label, score, explanation and annotator it was sent with."""
+    from otel_semloop.evaluation import EvaluationRecord
+    from otel_semloop.phoenix import PhoenixAnnotator
+
+    project = f"semloop-annotator-{uuid.uuid4().hex[:12]}"
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "e2e-agent", "openinference.project.name": project}),
+        shutdown_on_exit=False,
+    )
+    exporter = OTLPSpanExporter(endpoint=phoenix.otlp_http_endpoint, timeout=10)
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    span = provider.get_tracer("e2e.phoenix.annotator").start_span("invoke_agent researcher")
+    trace_id, span_id = f"{span.get_span_context().trace_id:032x}", f"{span.get_span_context().span_id:016x}"
+    explanation = "search_logs repeated 8 times with the same result (steps 2-16)"
+    record = EvaluationRecord(
+        trace_id,
+        span_id,
+        time.time_ns(),
+        {
+            "gen_ai.evaluation.name": "semloop.loop",
+            "gen_ai.evaluation.score.label": "loop",
+            "gen_ai.evaluation.score.value": 0.125,
+            "gen_ai.evaluation.explanation": explanation,
+        },
+    )
+    annotator = PhoenixAnnotator(phoenix.base_url, retry_seconds=INGEST_TIMEOUT)
+    try:
+        annotator.submit(record)
+        # Phoenix refuses it while it has no such span: nothing is stored, nothing dropped
+        assert not annotator.flush(2.0)
+        assert (annotator.sent, annotator.deferred, annotator.dropped) == (0, 0, 0)
+        span.end()
+        provider.shutdown()  # the span goes to Phoenix now
+        assert annotator.flush(INGEST_TIMEOUT + 10)
+        assert (annotator.sent, annotator.deferred, annotator.dropped) == (1, 0, 0)
+        (annotation,) = annotations_of(phoenix, project, span_id)
+    finally:
+        annotator.shutdown()
+    assert annotation["name"] == "semloop.loop" and annotation["annotator_kind"] == "CODE"
+    assert annotation["result"] == {"label": "loop", "score": 0.125, "explanation": explanation}
+    assert annotation["identifier"] == "otel-semloop"
+    assert annotation["metadata"]["trace_id"] == trace_id

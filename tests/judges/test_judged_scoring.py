@@ -245,3 +245,54 @@ def test_lexical_evidence_alone_never_becomes_a_judge_finding():
     assessment = assess(qs, healthy, lexical)
     assert assessment.score < 0.5  # deepeval's reading of the trace stays a loop...
     assert assessment.findings == ()  # ...but the judge said progress: it adds nothing
+
+
+def _model_only(texts: list[str], trace_id: str) -> Trace:
+    steps = [Step(StepKind.LLM, "chat", output=t, output_text=t) for t in texts]
+    return Trace.from_steps(steps, trace_id=trace_id)
+
+
+def _answers(qs, stagnant_pairs):  # type: ignore[no-untyped-def]
+    """Answers saying each pair in ``stagnant_pairs`` got nowhere, every other pair progressed."""
+    from otel_semloop.judges.base import Answer
+    from otel_semloop.judges.questions import parse_question_id
+
+    out = {}
+    for q in qs.questions:
+        parsed = parse_question_id(q)
+        if parsed is None:
+            continue
+        kind, i, j = parsed
+        stuck = (i, j) in stagnant_pairs
+        p_yes = (0.05 if stuck else 0.95) if kind == "progress" else (0.95 if stuck else 0.05)
+        out[q] = Answer.yes_probability(p_yes)
+    return out
+
+
+def _pairs(qs):  # type: ignore[no-untyped-def]
+    from otel_semloop.judges.questions import parse_question_id
+
+    return sorted({(p[1], p[2]) for p in map(parse_question_id, qs.questions) if p is not None})
+
+
+def test_model_turns_only_restating_each_other_in_a_chain_are_a_judge_loop():
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.verdict import LexicalResult
+
+    trace = _model_only(
+        ["Thanks all.", "Thank you, glad to help!", "Great teamwork, thanks.", "Thanks again!"], "6" * 32
+    )
+    qs = build_question_set(trace)
+    assessment = assess(qs, _answers(qs, set(_pairs(qs))), LexicalResult(score=1.0, breakdown={}, reason=""))
+    assert [f.signal for f in assessment.findings if f.conclusive and f.no_progress] == ["judge_loop"]
+
+
+def test_one_duplicated_step_the_run_moves_on_from_is_a_judge_warning_not_a_loop():
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.verdict import LexicalResult
+
+    trace = _model_only(["Plan: a.", "Plan: a.", "Step b done.", "Step c done."], "5" * 32)
+    qs = build_question_set(trace)
+    first = _pairs(qs)[0]
+    assessment = assess(qs, _answers(qs, {first}), LexicalResult(score=1.0, breakdown={}, reason=""))
+    assert assessment.findings and not any(f.conclusive for f in assessment.findings)

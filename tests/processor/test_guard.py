@@ -84,7 +84,8 @@ def test_on_loop_gets_the_finding_and_action_the_moment_the_step_ends() -> None:
 
 def test_an_on_loop_taking_spend_gets_what_the_loop_spent_so_far() -> None:
     # Round k of the run is a chat recording 100 * k input and 20 output tokens, then a search
-    # (tests/support/agent_spans.py); the loop's first step is the first search (live step 1).
+    # (tests/support/agent_spans.py); the loop's first step is the first search (live step 2:
+    # steps count from 1, as in a verdict, and the first round's chat is step 1).
     seen: list[tuple[Any, Any, Any]] = []
 
     def on_loop(finding: Any, action: Any, *, spend: Any) -> None:
@@ -95,7 +96,7 @@ def test_an_on_loop_taking_spend_gets_what_the_loop_spent_so_far() -> None:
             looping(line, iterations=20, before_step=line.processor.guard.check)
         searches = len([s for s in line.produced_spans() if s.name == "execute_tool search"])
     finding, action, spend = seen[-1]
-    assert action is Action.STOP and finding.started_step == 1
+    assert action is Action.STOP and finding.started_step == 2
     chats_after_onset = range(2, searches + 1)  # rounds 2..n: their chats came after the first search
     assert spend.steps == 2 * searches - 1
     assert spend.model_calls == len(chats_after_onset)

@@ -372,3 +372,46 @@ def test_a_forked_child_scores_its_own_traces_and_not_its_parents() -> None:
         held.end()
         line.processor.force_flush()
         assert [s.name for s in line.exported_spans()] == ["parent-child", "parent-open"]
+
+
+def test_span_hooks_do_not_wait_for_the_processor_lock() -> None:
+    """Application threads never queue on the lock the worker holds: while another thread
+    holds it, a whole agent run still starts and ends every span; the spans are scored once
+    the lock is free."""
+    import threading
+
+    with pipeline() as line:
+        ran = threading.Event()
+        with line.processor._lock:
+            app = threading.Thread(target=lambda: (looping(line), ran.set()))
+            app.start()
+            finished = ran.wait(5.0)
+        app.join()
+        assert finished, "the application thread waited for the processor's lock"
+        line.processor.force_flush()
+        assert root_of(line.exported_spans()).attributes["semloop.label"] == "loop"
+        line.assert_each_span_forwarded_once()
+
+
+def test_spans_past_the_event_bound_go_downstream_unheld_and_are_counted() -> None:
+    """With the worker not taking span events (the lock held), ending spans past
+    ``max_spans`` events are forwarded at once, unscored, and counted: the processor holds
+    no more than its bound whatever the worker does."""
+    import threading
+
+    def twenty_spans() -> None:
+        for i in range(20):
+            line.tracer.start_span(f"step{i}", context=Context()).end()
+        ended.set()
+
+    with pipeline(max_spans=10) as line:
+        ended = threading.Event()
+        with line.processor._lock:
+            threading.Thread(target=twenty_spans, daemon=True).start()
+            assert ended.wait(5.0), "the application thread waited for the processor's lock"
+            # the first 5 spans fill the 10 events (a start and an end each)
+            assert [s.name for s in line.exported_spans()] == [f"step{i}" for i in range(5, 20)]
+        line.processor.force_flush()
+        assert line.processor.stats()["spans.forwarded.unheld"] == 15
+        assert len(line.exported_spans()) == 20
+        line.assert_each_span_forwarded_once()
