@@ -47,7 +47,7 @@ from opentelemetry.proto.logs.v1 import logs_pb2
 from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import HeldLogs
 from otel_semloop.otlp.records import log_event_from_proto
-from otel_semloop.service.held import SPAN_OVERHEAD_BYTES, Accepted, Held
+from otel_semloop.service.held import SPAN_OVERHEAD_BYTES, Accepted, Held, envelopes
 from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = ["LogRecords", "PreparedLogs", "prepare_logs"]
@@ -67,19 +67,6 @@ class PreparedLogs:
     events: list[tuple[bytes, LogEvent]]
 
 
-def _envelopes(rl: Any, sl: Any) -> tuple[Any, Any]:
-    """Copies of a ``ResourceLogs``/``ScopeLogs`` without their records."""
-    out_rl = logs_pb2.ResourceLogs()
-    if rl.HasField("resource"):
-        out_rl.resource.CopyFrom(rl.resource)
-    out_rl.schema_url = rl.schema_url
-    out_sl = logs_pb2.ScopeLogs()
-    if sl.HasField("scope"):
-        out_sl.scope.CopyFrom(sl.scope)
-    out_sl.schema_url = sl.schema_url
-    return out_rl, out_sl
-
-
 def prepare_logs(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> PreparedLogs:
     """Copy a logs request's records out (touches no shared state: a large request is
     prepared on a thread). ``skip`` names records already delivered (durable replay) by
@@ -91,7 +78,7 @@ def prepare_logs(request: Any, size: int = 0, ticket: int = 0, skip: Any = None)
     index = 0
     for rl in request.resource_logs:
         for sl in rl.scope_logs:
-            env_rl, env_sl = _envelopes(rl, sl)
+            env_rl, env_sl = envelopes(rl, sl)
             for record in sl.log_records:
                 key = index.to_bytes(4, "big") if ticket else b""
                 index += 1

@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.logs.v1 import logs_pb2
+from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
 from otel_semloop.otlp import encode_any_pb
@@ -128,14 +129,18 @@ def genai_log_records(trace_id: bytes, rounds: int, loop: bool) -> list[logs_pb2
     return records
 
 
+def _service_name(resource: resource_pb2.Resource, service: str) -> None:
+    resource.attributes.append(
+        common_pb2.KeyValue(key="service.name", value=common_pb2.AnyValue(string_value=service))
+    )
+
+
 def logs_request_of(
     records: Iterable[logs_pb2.LogRecord], service: str = "research-agent"
 ) -> logs_service_pb2.ExportLogsServiceRequest:
     request = logs_service_pb2.ExportLogsServiceRequest()
     rl = request.resource_logs.add()
-    rl.resource.attributes.append(
-        common_pb2.KeyValue(key="service.name", value=common_pb2.AnyValue(string_value=service))
-    )
+    _service_name(rl.resource, service)
     sl = rl.scope_logs.add()
     sl.scope.name = "opentelemetry.instrumentation.openai_v2"
     sl.log_records.extend(records)
@@ -168,9 +173,7 @@ def plain_spans(trace_id: bytes) -> list[trace_pb2.Span]:
 def request_of(spans: Iterable[trace_pb2.Span], service: str = "research-agent") -> _Request:
     request = _Request()
     rs = request.resource_spans.add()
-    rs.resource.attributes.append(
-        common_pb2.KeyValue(key="service.name", value=common_pb2.AnyValue(string_value=service))
-    )
+    _service_name(rs.resource, service)
     ss = rs.scope_spans.add()
     ss.scope.name = "agent.instrumentation"
     ss.spans.extend(spans)
