@@ -68,6 +68,16 @@ def test_a_loop_whose_content_is_in_a_logs_file_is_flagged(tmp_path: Path, logs_
     assert "search_logs" in root["semloop.reason"]
 
 
+def test_protobuf_traces_are_scored_with_their_logs(tmp_path: Path) -> None:
+    run = record_agent()
+    _, logs = write(tmp_path, run)
+    traces = tmp_path / "traces.pb"
+    traces.write_bytes(proto_message(run.spans))
+    out = tmp_path / "scored.jsonl"  # the protobuf spans are scored as read, then written as JSON
+    assert main(["rescore", str(traces), str(logs), "-o", str(out), "--fail-on-loop"]) == 1
+    assert root_of(out)["semloop.label"] == "loop"
+
+
 def test_the_logs_file_may_come_first_and_is_not_written_to_the_output(tmp_path: Path) -> None:
     run = record_agent()
     traces, logs = write(tmp_path, run)
@@ -130,3 +140,11 @@ def test_a_broken_line_in_a_logs_file_is_an_input_problem_and_the_rest_is_read(
     assert main(["rescore", str(traces), str(logs), "-o", str(out)]) == 2
     assert f"{logs}:2" in capsys.readouterr().err
     assert root_of(out)["semloop.label"] == "loop"
+
+
+def test_logs_files_with_the_dask_engine_are_an_input_error_that_says_so(tmp_path: Path, capsys: Any) -> None:
+    traces, logs = write(tmp_path, record_agent(rounds=1))
+    out = tmp_path / "scored.jsonl"
+    assert main(["rescore", str(traces), str(logs), "-o", str(out), "--engine", "dask"]) == 2
+    assert "logs files are read with --engine local only" in capsys.readouterr().err
+    assert not out.exists()
