@@ -17,38 +17,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors import arguments as arguments_module
-from otel_semloop.detectors import call_identity, normalize
+from otel_semloop.detectors import call_identity
 from otel_semloop.detectors.arguments import SHELL_ARGUMENT_NAMES, canonical_string
-
-# -- folding ASCII text by bytes ---------------------------------------------------------
-
-FOLD_PIECES = [
-    "Retrying", "the FILE", ".", "!", "?", ",", "-", "_", "#", "<", ">", "<id>", "<ID>", " ",
-    "  ", "\t", "\n", "\r\n", "\x0b", "\x0c", "\x1c", "\x1f", "\x00", "\x7f", "42", "e0b0", "caf\u00e9",
-    "\u2019", "\u00a0", "\x85", "\u2028", "\u017f", "\u212a", "ABC", "x",
-]  # fmt: skip
-FOLD_TEXT = st.lists(st.sampled_from(FOLD_PIECES), max_size=30).map("".join)
-
-
-@settings(max_examples=600, deadline=None)
-@given(FOLD_TEXT)
-@example("  Trailing and leading.  ")
-@example("\x1cOK\x1f")
-def test_text_folding_by_bytes_is_exact(text: str) -> None:
-    assert normalize.normalize_text(text) == " ".join(
-        normalize._drop_punctuation(normalize.mask(text).casefold()).split()
-    )
-    if text.isascii():
-        assert normalize._fold_ascii(text, normalize._FOLD) == " ".join(text.casefold().split())
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.text(max_size=120))
-def test_text_folding_is_exact_on_any_text(text: str) -> None:
-    assert normalize.normalize_text(text) == " ".join(
-        normalize._drop_punctuation(normalize.mask(text).casefold()).split()
-    )
-
 
 # -- canonical arguments: flat dicts in one loop, exact types before the Mapping ABC --------
 
