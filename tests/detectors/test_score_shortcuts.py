@@ -181,28 +181,6 @@ def test_an_episode_update_takes_the_step_end_else_its_start() -> None:
     assert Episode("s", 0, ended, description="", config=config).update(5, ended) is None  # severity 0
 
 
-# -- chanting: the unit bound counts every mark (the rare line breaks ruled out at once) ---
-
-_UNIT_PIECES = [
-    "Checking", "the file", " ", ".", "?", "!", "...", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d",
-    "\x1e", "\x1f", "\t", "\x7f", "\x85", "\u2028", "\u2029", "\u00e9", "a",
-]  # fmt: skip
-
-
-def plain_most_units(text: str) -> int:
-    return 1 + sum(text.count(mark) for mark in text_detectors._UNIT_MARKS)
-
-
-@settings(max_examples=800, deadline=None)
-@given(st.lists(st.sampled_from(_UNIT_PIECES), max_size=40).map("".join), st.integers(1, 12))
-@example("Checking. Checking! Checking? a", 3)
-@example("Checking\nthe file. a", 3)
-@example("a\rb\x0bc\x0cd\x1ce\x1df\x1eg", 4)
-def test_unit_bound_counts_every_mark(text: str, enough: int) -> None:
-    assert text_detectors._most_units(text) == plain_most_units(text)
-    assert (text_detectors._most_units(text, enough) >= enough) == (plain_most_units(text) >= enough)
-
-
 # -- policy: no finding, no sorting or deciding ----------------------------------------------
 
 
