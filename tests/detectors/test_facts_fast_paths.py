@@ -119,12 +119,6 @@ def test_flat_arguments_fast_path_is_exact(arguments: dict[Any, Any], shell: boo
     assert fast == plain_canonical_args(arguments, names, shell)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.text(max_size=40))
-def test_four_digit_gate_is_exact(text: str) -> None:
-    assert arguments_module._has_four_digits(text) == (arguments_module._FOUR_DIGITS.search(text) is not None)
-
-
 # -- shell commands: words without shlex when nothing needs quoting -----------------------
 
 #: Characters where a plain split and shlex could part: its blanks, other Unicode spaces
