@@ -148,7 +148,7 @@ def _decode_line(line: bytes, line_no: int, name: str, keep_raw: bool) -> Batch:
     except orjson.JSONDecodeError as exc:
         return Batch(line_no, None, [], OTLPDecodeError(f"invalid JSON: {exc}", where), line)
     try:
-        records = records_from_json(obj, where, json_types=True)
+        records = records_from_json(obj, where)
     except OTLPDecodeError as exc:
         return Batch(line_no, None, [], exc, line)
     except (TypeError, ValueError, KeyError, IndexError, AttributeError, OverflowError) as exc:
