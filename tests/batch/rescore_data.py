@@ -14,7 +14,8 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from bench.deepeval_tree import tree_to_spans
-from otel_semloop.otlp import iter_json_lines, iter_proto_messages, records_to_traces_json
+from otel_semloop.batch.inputs import read_records
+from otel_semloop.otlp import records_to_traces_json
 from otel_semloop.otlp.codec import json_to_traces
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,10 +105,7 @@ def compress(data: bytes, how: str) -> bytes:
 
 def spans_of(path: Path) -> list[Any]:
     """Every span record of an output file (JSON lines or length-prefixed protobuf)."""
-    data = path.read_bytes()
-    if data[:1] == b"{" or not data:
-        return [r for b in iter_json_lines(path) for r in b.records]
-    return [r for b in iter_proto_messages(path) for r in b.records]
+    return read_records(path)
 
 
 def roots(path: Path) -> dict[str, Any]:
