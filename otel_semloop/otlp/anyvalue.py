@@ -260,17 +260,8 @@ def decode_any_pb(v: AnyValue) -> Any:
 
 
 def decode_attributes_pb(kvs: Iterable[KeyValue]) -> dict[str, Any]:
-    """A repeated protobuf ``KeyValue`` as a dict of Python values.
-
-    A non-empty ``string_value`` is taken without asking which value the ``AnyValue``
-    holds: a oneof member that is not the one set reads as its default, ``""``. That saves
-    ``WhichOneof`` (a lookup by name and a new string) on most attributes."""
-    out = {}
-    for kv in kvs:
-        v = kv.value
-        s = v.string_value
-        out[kv.key] = s if s else decode_any_pb(v)
-    return out
+    """A repeated protobuf ``KeyValue`` as a dict of Python values."""
+    return {kv.key: decode_any_pb(kv.value) for kv in kvs}
 
 
 # --- Python -> protobuf ---------------------------------------------------------------
