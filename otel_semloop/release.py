@@ -46,6 +46,7 @@ __all__ = [
     "SpanLinks",
     "evaluate",
     "local_root",
+    "root_trace",
     "unscored",
     "unscored_evaluation",
     "written_back",
@@ -224,16 +225,23 @@ def unscored(release: Release[S], adapter: SpanAdapter[S], reason: str) -> Outco
     return Outcome(spans, "unscored", 1, evaluation)
 
 
-def unscored_evaluation(root: SpanRecord, reason: str, partial: bool) -> Evaluation:
-    """The unscored verdict of a trace known only by its local root ``root``."""
-    trace = Trace(
+def root_trace(root: SpanRecord | None, partial: bool) -> Trace:
+    """A trace known only by its local root ``root`` (or by nothing): what a verdict made
+    without building the trace, or elsewhere, is written and logged against."""
+    if root is None:
+        return Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
+    return Trace(
         trace_id=root.trace_id,
         steps=[],
         spans={root.span_id: root},
         root_span_id=root.span_id,
         partial=partial,
     )
-    return Evaluation(trace, [root], Verdict.unscored(reason, partial=partial))
+
+
+def unscored_evaluation(root: SpanRecord, reason: str, partial: bool) -> Evaluation:
+    """The unscored verdict of a trace known only by its local root ``root``."""
+    return Evaluation(root_trace(root, partial), [root], Verdict.unscored(reason, partial=partial))
 
 
 def local_root(spans: Sequence[S], adapter: SpanAdapter[S]) -> S | None:
