@@ -15,6 +15,9 @@ Loop metrics: every trace the verdict calls a loop is counted once under the age
 signal of the loop, with what it burned from its onset (:mod:`otel_semloop.loop_cost`);
 the first ``metric_agent_names`` agent names keep their own series, later ones count as
 ``other``.
+
+Size: most of the module is the declared list, one entry per instrument, so each name has
+one home; the counting around it and the log limiter are small.
 """
 
 from __future__ import annotations
@@ -202,6 +205,30 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         ("service",),
     ),
     Instrument(
+        "semloop.log_records",
+        "counter",
+        "{log_record}",
+        "Log records received, and GenAI events held for scoring, late, attached, dropped from the hold.",
+        "semloop.log_record.state",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records",
+        "counter",
+        "{log_record}",
+        "Log records the logs downstream accepted.",
+        "semloop.export.outcome",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records.dropped",
+        "counter",
+        "{log_record}",
+        "Log records dropped before reaching the logs downstream (should stay 0).",
+        "semloop.drop.reason",
+        ("service",),
+    ),
+    Instrument(
         "semloop.loops",
         "counter",
         "{trace}",
@@ -260,6 +287,20 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "gauge",
         "1",
         "1 while the last export attempt failed.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.log_records.held",
+        "gauge",
+        "{log_record}",
+        "GenAI log events held for their trace's scoring.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records.pending",
+        "gauge",
+        "{log_record}",
+        "Log records waiting in the logs export queue.",
         front_doors=("service",),
     ),
     Instrument(
