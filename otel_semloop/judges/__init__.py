@@ -10,8 +10,8 @@ one request, with the trace's text sent as redacted data. See
 
 The names below are imported on first use (PEP 562): the command line adds the judge flags
 (:mod:`~otel_semloop.judges.settings`) to every ``rescore`` and ``serve``, and importing the
-judge itself (asyncio, the answer cache's sqlite3) cost each run about 45 ms of start-up
-CPU (90 ms without bytecode caches) when no judge is asked for.
+judge itself (asyncio, the answer cache's sqlite3) would slow the start of every run that
+asks for no judge.
 """
 
 from __future__ import annotations
