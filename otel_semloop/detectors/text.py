@@ -34,9 +34,11 @@ Signals
         are one figure) and adds at most :data:`RESTATED_MAX_NEW` new ones. A model asked
         to confirm that reconsiders again and again, reaching the same total and the same
         names every time, worded differently each time. Conclusive at
-        ``restatement_repeats`` (4) messages. A tool call, a message that asserts
-        something new (a correction, the next subtotal) or fewer than two figures and
-        names ends the run. ``no_progress``: the same conclusion, nothing new arrived.
+        ``restatement_repeats`` (4) messages. A tool call or a message that asserts
+        something new (a correction, the next subtotal) ends the run; a message that
+        asserts nothing new and too little to compare ("Done. Nothing further to
+        change.") neither counts nor ends it. ``no_progress``: the same conclusion,
+        nothing new arrived.
 
 Kept
     Monologue: the digest of the previous message and the run length. Restatement: the
@@ -184,6 +186,10 @@ class RestatementDetector(IncrementalDetector):
             return []  # content not captured: neither extends nor ends the run
         asserted = claims(text)
         shared = len(asserted & self._asserted)
+        if self._run and shared < RESTATED_MIN_SHARED and asserted <= self._asserted:
+            # Nothing new asserted, and too little to restate ("Done. Nothing further to
+            # change."): the same conclusion is not over; the message does not count.
+            return []
         if (
             len(asserted) < RESTATED_MIN_SHARED
             or shared < RESTATED_MIN_SHARED
