@@ -14,15 +14,16 @@ Signals
         occurrences need not be adjacent (A B A C A counts A three times when B and C are
         themselves repeats), which catches rotating loops the cycle tracker misses; a
         novel step between two occurrences restarts the count, which keeps edit-and-test
-        rounds out (each edit is new). Conclusive at ``repeated_result_repeats`` (4);
-        at ``rewrite_repeats`` (3) for a call that sets a value
+        rounds out (each edit is new). Conclusive at ``repeated_result_repeats`` (4); at
+        ``rewrite_repeats`` (3) for a call that sets a value
         (:func:`~otel_semloop.detectors.arguments.sets_value`: ``set_email``,
-        ``save_draft``) and is acknowledged: a write waits on nothing, and the same value
-        set again changes nothing. Such a call requested again with no recorded answer
-        (the run ended first) counts too: its answer is known. ``no_progress``. A poll
-        that ends (the call's first new answer after repeating itself) resolves the
-        repetition since the last new step, unless, with nothing new since, the call goes
-        back to an answer it gave before that "end".
+        ``save_draft``) and is acknowledged in words: such a write waits on nothing, and
+        the same value set again changes nothing (an empty answer may be a wait). Such a
+        call requested again with no recorded answer (the run ended first) counts too:
+        its answer is known. ``no_progress``. A poll that ends (the call's first new
+        answer after repeating itself) resolves the repetition since the last new step,
+        unless, with nothing new since, the call goes back to an answer it gave before
+        that "end".
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
@@ -83,6 +84,7 @@ from typing import ClassVar
 from otel_semloop.detectors.arguments import sets_value
 from otel_semloop.detectors.base import Episode, IncrementalDetector
 from otel_semloop.detectors.call_identity import near_duplicate
+from otel_semloop.detectors.call_progress import result_text
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.lru import LRU
 from otel_semloop.model import Step, StepKind
@@ -268,7 +270,7 @@ class RepeatedResultDetector(_ChainDetector):
         # one, or writes answered "ok", "saved", "ok"). A failure by how it failed.
         key = facts.action if facts.failure is not None else facts.call
         threshold = self.config.repeated_result_repeats
-        if facts.trivial and facts.failure is None and sets_value(facts.name):
+        if facts.trivial and facts.failure is None and sets_value(facts.name) and _in_words(step):
             threshold = self.config.rewrite_repeats  # the same value set again (see config)
             self._set_values.add(facts.call)
         else:
@@ -425,6 +427,13 @@ class SameAnswerDetector(IncrementalDetector):
         chain.episode.add(facts.span_id)
         self._track(chain.episode, chain.count, facts, out)
         return out
+
+
+def _in_words(step: Step) -> bool:
+    """Whether a tool step's answer says something (an empty answer to a write may be a
+    wait: a terminal written an empty input that has printed nothing yet)."""
+    result = result_text(step)
+    return bool(result and not result.isspace())
 
 
 #: Argument words a ``same_answer`` chain remembers (a reworded query has a few).

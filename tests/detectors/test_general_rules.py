@@ -550,6 +550,15 @@ def test_the_same_item_added_or_the_same_status_read_three_times_is_not_a_loop()
     assert read.verdict().label is Label.NO_LOOP
 
 
+def test_an_empty_answer_to_the_same_write_three_times_is_not_conclusive() -> None:
+    """A terminal written an empty input (to read what a running build printed) that has
+    printed nothing yet: a write answered with nothing may be a wait."""
+    run = Scenario("build the project")
+    for _ in range(3):
+        run.tool("write_stdin", {"session_id": 1, "chars": ""}, "")
+    assert run.verdict().label is Label.NO_LOOP
+
+
 def _readbacks(tool: str, times: int) -> Run:
     turns = [
         Turn(
