@@ -29,6 +29,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from otel_semloop.detectors.arguments import writes_tool
 from otel_semloop.detectors.call_identity import canonical_args
 from otel_semloop.detectors.figures import (
     best_numbers,
@@ -39,6 +40,7 @@ from otel_semloop.detectors.figures import (
     result_numbers,
 )
 from otel_semloop.detectors.normalize import (
+    has_digit,
     is_acknowledgement,
     is_time_reading,
     normalize_result_and_content,
@@ -85,14 +87,15 @@ _ECHO_MIN_CHARS, _ECHO_MAX_CHARS = 3, 200
 _ECHO_MAX_VALUES = 64
 
 
-def without_echo(raw: str, arguments: Any) -> str:
+def without_echo(raw: str, arguments: Any, name: str) -> str:
     """``raw`` with the call's own string argument values replaced by :data:`ECHO`, when
     it quotes them back and says that nothing was found: the question quoted back is no
     news in a "nothing" ("No tools matched 'flux'." and "No tools matched 'lora'." are
     the same answer to two queries). Any other result is returned as it is: an answer
-    naming what it is about (a status per job, a row per range written) is about that,
-    and a result longer than a "nothing found" is not one."""
-    if len(raw) > _NOTHING_MAX_CHARS:
+    naming what it is about (a status per job) is about that, and so is what a tool
+    that writes (``name``: :func:`~otel_semloop.detectors.arguments.writes_tool`)
+    answers about the target it wrote."""
+    if not finds_nothing(raw) or writes_tool(name):
         return raw
     values: list[str] = []
     stack = [arguments]
@@ -115,12 +118,15 @@ def without_echo(raw: str, arguments: Any) -> str:
     return unquoted if finds_nothing(unquoted) else raw
 
 
-#: A "nothing found" in words, as a zero count of what was looked for, or as an empty list.
+#: A "nothing found": a search's negative in words ("No tools matched", "No memories
+#: found", "not found"), a zero count of what was looked for, or an empty list of results.
+#: Not any "no" or "not": "Job build-api is not started yet" is a status of that job.
 _NOTHING = re.compile(
-    r"\b(?:no|not|none|nothing|empty|zero)\b"
-    r"|(?<![\w.])0\s+(?:results?|match(?:es)?|hits?|items?|tools?|entries|records?|rows?|documents?|files?)\b"
-    r"|\"(?:total|count|hits|matches|results|found)\"\s*:\s*0(?![\w.])"
-    r"|:\s*\[\s*\]",
+    r"\bno\b[^.;\n]{0,40}?\b(?:found|match(?:es|ed|ing)?|results?|hits?)\b"
+    r"|\b(?:not|nothing|none)\s+(?:found|matched|matching)\b"
+    r"|(?<![\w.])(?:0|zero)\s+(?:results?|match(?:es)?|hits?|items?|entries|records?|documents?|files?|memories|tools?)\b"
+    r"|\"(?:total|count|hits|matches|found)\"\s*:\s*0(?![\w.])"
+    r"|\"(?:results|matches|hits|items|tools|memories|documents|records|entries|data)\"\s*:\s*\[\s*\]",
     re.IGNORECASE,
 )
 #: A "nothing found" is short: a longer result says something.
@@ -166,8 +172,10 @@ class ResultRead:
         self._normalised = normalised
         self._size = -1  # not counted yet
         self.acknowledges = is_acknowledgement(normalised)
-        #: Short of a figure or a "nothing found": what an acknowledgement says.
-        self.says_nothing = "#" not in normalised and not says_none_found(normalised)
+        #: Short of a figure or a "nothing found": what an acknowledgement says. A figure
+        #: is a number of the content (identifiers masked there: "Stored memory
+        #: mem-8f3a2c" carries none).
+        self.says_nothing = not has_digit(content) and not says_none_found(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
 

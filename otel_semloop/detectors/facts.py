@@ -411,8 +411,8 @@ class Fingerprinter:
             return
         facts.is_action = True
         read = None
-        if raw is not None and failure is None and args_known and not short_acknowledges:
-            raw = without_echo(raw, arguments)  # a question quoted back in a "nothing found"
+        if raw is not None and failure is None and args_known:
+            raw = without_echo(raw, arguments, name)  # a question quoted back in a "nothing found"
         if raw is not None:
             read = self._read(raw)
             result = facts.result = read.result

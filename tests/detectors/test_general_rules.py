@@ -424,12 +424,17 @@ CATALOG_QUERIES = (
 
 
 def test_a_nothing_found_quoting_the_question_is_read_without_the_quote() -> None:
-    assert without_echo("No tools matched 'flux'.", {"query": "flux"}) == "No tools matched '<arg>'."
-    assert without_echo('{"query":"lora","tools":[],"total":0}', {"query": "lora"}) == (
+    assert without_echo("No tools matched 'flux'.", {"query": "flux"}, "search_tools") == (
+        "No tools matched '<arg>'."
+    )
+    assert without_echo('{"query":"lora","tools":[],"total":0}', {"query": "lora"}, "tools") == (
         '{"query":"<arg>","tools":[],"total":0}'
     )
     # An answer naming what it is about is about that: the quote stays.
-    assert without_echo("Job build-api is queued.", {"job": "build-api"}) == "Job build-api is queued."
+    job = "Job build-api is not started yet."
+    assert without_echo(job, {"job": "build-api"}, "get_job") == job
+    written = "0 rows matched 'region = North'."
+    assert without_echo(written, {"where": "region = North"}, "update_rows") == written
 
 
 def test_nothing_found_in_words_in_a_zero_count_and_in_an_empty_list() -> None:
