@@ -34,6 +34,7 @@ from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_to
 from otel_semloop.detectors.call_progress import finds_nothing, without_echo
 from otel_semloop.detectors.claims import claims
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
+from otel_semloop.detectors.normalize import normalize_result_and_content
 from otel_semloop.model import Step, StepKind
 from otel_semloop.otlp import iter_json_lines
 from otel_semloop.scoring import Scorer
@@ -590,3 +591,26 @@ def test_a_value_set_twice_and_requested_a_third_time_unanswered_is_a_loop() -> 
 def test_a_read_twice_and_requested_a_third_time_unanswered_is_not_a_loop() -> None:
     for convention in ("openinference-langgraph", "genai-events"):
         assert _rendered(_readbacks("get_email", 3), convention).label is Label.NO_LOOP, convention
+
+
+def test_an_id_with_a_part_of_digits_alone_is_one_id_and_a_version_is_not() -> None:
+    first = normalize_result_and_content("Stored memory trace-a53b2d-761908.")
+    second = normalize_result_and_content("Stored memory trace-5bbac9-ed00e3.")
+    assert first == second
+    assert normalize_result_and_content("version 3.12-1 installed")[1] == "version 3.12-1 installed"
+
+
+def test_the_same_memory_saved_three_times_with_fresh_ids_is_a_loop() -> None:
+    run = Scenario("remember my seat")
+    for memory_id in ("mem-a53b2d-761908", "mem-5bbac9-ed00e3", "mem-87a077e6_257f"):
+        run.tool("save_memory", {"content": "User prefers window seats."}, f"Stored memory {memory_id}.")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_the_same_count_written_three_times_is_a_figure_not_an_acknowledgement() -> None:
+    """A figure of the content makes an answer, not an acknowledgement: the faster rule
+    for a value set again does not apply (a status counter written the same is read)."""
+    run = Scenario("record the stock")
+    for _ in range(3):
+        run.tool("set_stock", {"sku": "A-1", "count": 7930}, "Stock for A-1 is now 7930.")
+    assert run.verdict().label is Label.NO_LOOP
