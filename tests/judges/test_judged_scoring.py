@@ -296,3 +296,33 @@ def test_one_duplicated_step_the_run_moves_on_from_is_a_judge_warning_not_a_loop
     first = _pairs(qs)[0]
     assessment = assess(qs, _answers(qs, {first}), LexicalResult(score=1.0, breakdown={}, reason=""))
     assert assessment.findings and not any(f.conclusive for f in assessment.findings)
+
+
+def _revisits_at_distance_two(qs):  # type: ignore[no-untyped-def]
+    from otel_semloop.judges.questions import parse_question_id
+
+    return {(p[1], p[2]) for p in map(parse_question_id, qs.questions) if p is not None and p[0] == "revisit"}
+
+
+def test_a_check_run_again_after_each_new_edit_is_not_a_judge_loop():
+    """Lint, edit, lint, edit, lint: each lint returns to the earlier one, but every step
+    between did new work (the judge says each edit progressed and revisits nothing)."""
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.verdict import LexicalResult
+
+    texts = ["ruff check: clean"] + [t for n in range(1, 5) for t in (f"edit file {n}", "ruff check: clean")]
+    qs = build_question_set(_model_only(texts, "7" * 32))
+    lint_returns = {(i, j) for i, j in _revisits_at_distance_two(qs) if (j - i) % 2 == 0 and i % 2 == 0}
+    assessment = assess(qs, _answers(qs, lint_returns), LexicalResult(score=1.0, breakdown={}, reason=""))
+    assert not any(f.conclusive for f in assessment.findings)
+
+
+def test_an_a_b_cycle_where_both_halves_return_is_a_judge_loop():
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.verdict import LexicalResult
+
+    texts = ["open page A", "open page B"] * 4
+    qs = build_question_set(_model_only(texts, "8" * 32))
+    returns = {(i, j) for i, j in _revisits_at_distance_two(qs) if (j - i) % 2 == 0}
+    assessment = assess(qs, _answers(qs, returns), LexicalResult(score=1.0, breakdown={}, reason=""))
+    assert [f.signal for f in assessment.findings if f.conclusive and f.no_progress] == ["judge_loop"]
