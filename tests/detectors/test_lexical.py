@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import string
+import sys
 from difflib import SequenceMatcher
 from typing import Any
 
@@ -506,8 +507,8 @@ def test_lcs_bound_is_exact_and_above_sequence_matcher(a: str, b: str) -> None:
 # ----------------------------------------------------------------------------------------
 
 
-def test_ten_thousand_deep_chain_scores_without_recursion_error() -> None:
-    depth = 10_000
+def test_a_chain_three_times_the_recursion_limit_scores_without_recursion_error() -> None:
+    depth = 3 * sys.getrecursionlimit()
     leaf = span("tool", "step", f"call {depth}", "ok")
     for level in range(depth - 1, -1, -1):
         kind = "llm" if level % 2 else "tool"
@@ -516,8 +517,8 @@ def test_ten_thousand_deep_chain_scores_without_recursion_error() -> None:
     assert result.breakdown == {"tool_repetition": 1.0, "reasoning_stagnation": 1.0, "call_graph_cycles": 1.0}
 
 
-def test_ten_thousand_deep_chain_reports_a_cycle_at_the_bottom() -> None:
-    depth = 10_000
+def test_a_chain_three_times_the_recursion_limit_reports_a_cycle_at_the_bottom() -> None:
+    depth = 3 * sys.getrecursionlimit()
     node = span("agent", "sub", "call 0")
     for level in range(depth - 1, -1, -1):
         node = span("agent", "sub", f"call {level}", children=[node])
