@@ -110,7 +110,7 @@ SAME_ANSWER = "same_answer"
 class _Chain:
     """Occurrences of one digest with no novelty between them."""
 
-    __slots__ = ("calls", "count", "episode", "epoch", "first", "last", "words")
+    __slots__ = ("calls", "count", "episode", "epoch", "first", "held", "last", "returned", "words")
 
     def __init__(self, epoch: int, first: StepFacts) -> None:
         self.count = 1
@@ -119,8 +119,12 @@ class _Chain:
         self.epoch = epoch
         self.first = first
         self.episode: Episode | None = None
-        #: ``same_answer``: the argument words of the chain's calls so far (None: the first's).
-        self.words: frozenset[int] | None = None
+        #: ``same_answer``: the argument words of the chain's calls so far (None: the first's),
+        #: whether one of them asked again what an earlier one asked, and how many kept
+        #: only the chain's topic before that (not counted until then).
+        self.words: list[frozenset[int]] | None = None
+        self.returned = False
+        self.held = 0
 
 
 class _ChainMap(LRU):
@@ -394,17 +398,29 @@ class SameAnswerDetector(IncrementalDetector):
             return []
         previous = chain.last
         # (Each ``arg_words`` read once: a property, computed on its first read.)
-        asked = chain.words if chain.words is not None else chain.first.arg_words
+        asked = chain.words if chain.words is not None else [chain.first.arg_words]
         words = facts.arg_words
-        if asked and words:
-            if len(asked) < _CHAIN_WORDS:
-                chain.words = asked | words
-            if asked.isdisjoint(words):
-                # About something no call of the chain asked about: a batch over different
-                # targets (two users, two cities) counts for nothing. It does not end the
-                # chain either: a reworded question comes back to words asked before
-                # ("civitai", "lora", then "civitai lora").
+        if words and asked[0]:
+            if len(asked) < _CHAIN_QUESTIONS:
+                chain.words = [*asked, words]
+            if _asks_again(words, asked):
+                if not chain.returned:
+                    # The first return to an earlier question: the calls held back for
+                    # keeping only the chain's topic were rewordings too.
+                    chain.count += chain.held
+                    chain.returned, chain.held = True, 0
+            elif chain.returned and any(not words.isdisjoint(earlier) for earlier in asked):
+                pass  # the topic of a chain that came back to a question: one more rewording
+            else:
+                # Not (yet) a return to an earlier question: a batch over different targets
+                # (two users, two cities; "iphone 15 case", then "iphone 15 charger")
+                # counts for nothing, unless the chain comes back to a question later and
+                # this call kept its topic ("Globex employees", "Globex staff count"). It
+                # does not end the chain either: a reworded question comes back to words
+                # asked before ("civitai", "lora", then "civitai lora").
                 chain.count -= 1
+                if any(not words.isdisjoint(earlier) for earlier in asked):
+                    chain.held += 1
                 return []
         if previous.call != facts.call:
             chain.calls += 1
@@ -436,8 +452,24 @@ def _in_words(step: Step) -> bool:
     return bool(result and not result.isspace())
 
 
-#: Argument words a ``same_answer`` chain remembers (a reworded query has a few).
-_CHAIN_WORDS = 256
+#: Calls whose argument words a ``same_answer`` chain remembers.
+_CHAIN_QUESTIONS = 32
+
+
+def _asks_again(words: frozenset[int], asked: list[frozenset[int]]) -> bool:
+    """Whether a call with argument ``words`` asks again what earlier calls of a chain
+    (their words: ``asked``) asked: it narrows or widens one of them ("civitai", "civitai
+    lora"), or shares a word with some of them that not all of them used (a word every
+    call used is the topic a batch shares: "iphone 15 case", "iphone 15 charger")."""
+    worded = [earlier for earlier in asked if earlier]
+    for earlier in worded:
+        if words <= earlier or earlier <= words:
+            return True
+    for word in words:
+        uses = sum(1 for earlier in worded if word in earlier)
+        if 0 < uses < len(worded):
+            return True
+    return False
 
 
 def digest_pair(name: str, value: int) -> int:

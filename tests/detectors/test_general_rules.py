@@ -478,6 +478,16 @@ def test_different_names_each_not_found_are_a_batch_not_a_loop() -> None:
     assert run.verdict().label is Label.NO_LOOP
 
 
+def test_related_items_each_not_found_under_one_topic_are_a_batch_not_a_loop() -> None:
+    """Every query shares the topic ("iphone 15") and adds its own item, which never comes
+    back: different questions, each answered once."""
+    run = Scenario("find accessories")
+    for item in ("case", "charger", "screen protector", "car mount", "wallet", "stand"):
+        query = f"iphone 15 {item}"
+        run.tool("search_products", {"query": query}, f"No results for '{query}'.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
 def test_the_same_status_of_several_jobs_naming_each_is_not_the_same_answer() -> None:
     run = Scenario("check the builds")
     for job in ("build-api", "build-web", "build-worker", "build-docs", "build-cli"):
