@@ -6,8 +6,8 @@ column is reproduced):
 * reasoning stagnation: per pair question, P(stagnant) is ``1 - P(yes)`` for
   ``progress`` and ``P(yes)`` for ``revisit``. The worst pair decides: from
   ``severe`` (0.85) the sub-score is 0.0, from ``mild`` (0.60) 0.5, else 1.0. A
-  ``revisit`` counts only when every step between got nowhere either (a check re-run
-  after each new edit verifies new work; an A-B-A-B cycle repeats both halves).
+  ``revisit`` over a step that made a tool call with a new outcome does not count (a
+  check re-run after each new edit verifies new work; an A-B-A-B cycle repeats both).
 * tool repetition: a ``tool_repeat`` answer with P(same action) >= 0.5 counts the tool's
   calls as repeats: 0.5 from ``repetition_threshold`` calls, 0.0 from twice that. The
   lower of this and deepeval's exact-match sub-score is kept.
@@ -85,19 +85,25 @@ class Assessment:
         return self.score < 0.5
 
 
-def _returns_over_nothing_new(pairs: list[PairVerdict], mild: float) -> list[PairVerdict]:
-    """``pairs`` without the revisits whose steps between did new work: a step that goes
-    back to an earlier attempt is a cycle only when every step between got nowhere either
-    (it repeats an earlier step, or made no progress). A check run again after each new
-    edit (lint, edit, lint, edit, lint) verifies new work; an A-B-A-B cycle repeats both."""
-    nothing_new = {p.j for p in pairs if p.stagnation >= mild}
-    steps = sorted({p.i for p in pairs} | {p.j for p in pairs})
-    kept = []
-    for pair in pairs:
-        if pair.kind == "revisit" and any(pair.i < k < pair.j and k not in nothing_new for k in steps):
-            continue
-        kept.append(pair)
-    return kept
+def _returns_over_nothing_new(pairs: list[PairVerdict], question_set: QuestionSet) -> list[PairVerdict]:
+    """``pairs`` without the revisits over new work: a step that goes back to an earlier
+    attempt is no cycle when a step between made a tool call with an outcome not seen
+    before in the trace (lint, edit, lint, edit, lint: each check verifies a new edit).
+    An A-B-A-B cycle of calls repeats both halves, and model turns carry no new work."""
+    seen: set[str] = set()
+    new_work: set[int] = set()
+    for judged in question_set.steps:
+        for action in judged.actions:
+            outcome = action.error_message if action.is_error else action.tool_result
+            if outcome is None:
+                continue
+            key = repr((action.name, action.tool_arguments, outcome))
+            if key not in seen:
+                seen.add(key)
+                new_work.add(judged.index)
+    return [
+        pair for pair in pairs if pair.kind != "revisit" or not any(pair.i < k < pair.j for k in new_work)
+    ]
 
 
 def _combine(breakdown: Mapping[str, float]) -> float:
@@ -137,7 +143,7 @@ def assess(
         p_yes = float(answer.value)
         pairs.append(PairVerdict(kind, i, j, 1.0 - p_yes if kind == "progress" else p_yes))
 
-    pairs = _returns_over_nothing_new(pairs, config.mild)
+    pairs = _returns_over_nothing_new(pairs, question_set)
 
     lexical_stagnation = float(lexical.breakdown.get("reasoning_stagnation", 1.0))
     stagnation = 1.0
