@@ -32,7 +32,7 @@ from bench.corpus.shapes import render_any
 from otel_semloop.builder import build_trace
 from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_tool
 from otel_semloop.detectors.call_progress import finds_nothing, without_echo
-from otel_semloop.detectors.claims import claims
+from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.normalize import normalize_result_and_content
 from otel_semloop.model import Step, StepKind
@@ -496,7 +496,7 @@ def test_the_same_status_of_several_jobs_naming_each_is_not_the_same_answer() ->
 
 
 DONE = "The task is complete: Pages/QuickSale.cshtml updated and `dotnet build Shop.sln` succeeded."
-CLAIMLESS = ("Done. Nothing further to change.", "There is no additional action I can take.")
+CLAIMLESS = ("Happy to help with anything else.", "Let me know if something comes up.")
 
 
 def test_the_same_conclusion_restated_between_messages_asserting_nothing_is_a_loop() -> None:
@@ -624,3 +624,41 @@ def test_the_same_count_written_three_times_is_a_figure_not_an_acknowledgement()
     for _ in range(3):
         run.tool("set_stock", {"sku": "A-1", "count": 7930}, "Stock for A-1 is now 7930.")
     assert run.verdict().label is Label.NO_LOOP
+
+
+IDLE = (
+    "Inspection complete. Nothing was modified.",
+    "Nothing is pending.",
+    "I'll wait for your next instruction.",
+    "The task is complete; there is no further action to take.",
+)
+
+
+def test_saying_the_work_is_done_again_and_again_in_new_words_is_a_loop() -> None:
+    """No figure or name to compare: the conclusion restated is "done" itself."""
+    run = Scenario("review the card component")
+    run.tool("read_file", {"path": "ProductCard.tsx"}, "export function ProductCard() {}")
+    for text in IDLE:
+        run.think(text)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_done_said_three_times_or_between_new_work_is_not_a_loop() -> None:
+    three, between = Scenario("review"), Scenario("review")
+    for text in IDLE[:3]:
+        three.think(text)
+    for i, text in enumerate(IDLE):
+        between.think(text)
+        between.tool("read_file", {"path": f"part{i}.tsx"}, f"export const Part{i} = 1")
+    assert three.verdict().label is Label.NO_LOOP
+    assert between.verdict().label is Label.NO_LOOP
+
+
+def test_courtesies_and_progress_notes_are_not_statements_that_the_work_is_over() -> None:
+    assert declares_done("I'll wait for your next instruction.")
+    assert declares_done("Done. Nothing further to change.")
+    assert not declares_done("Thank you! Feel free to reach out anytime.")
+    assert not declares_done("Step 1 done: schema.sql written, 3 tables.")
+    assert not declares_done("Let me check the tests.")
