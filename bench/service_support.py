@@ -1,5 +1,6 @@
-"""What the service benchmarks share: a counting OTLP/gRPC downstream in its own process,
-sender processes that push agent traces over OTLP/gRPC as fast as they are acknowledged,
+"""What the service benchmarks share: a counting OTLP/gRPC downstream in its own process
+(spans and log records), sender processes that push agent traces (and, asked, their GenAI
+log records first, on the logs signal) over OTLP/gRPC as fast as they are acknowledged,
 the pass-through floor service, and the service under test as a real ``otel-semloop
 serve`` process with its RSS sampled.
 
@@ -26,6 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 _PORTS = re.compile(r"grpc \S+ \(port (\d+)\)")
 
 
@@ -36,12 +38,27 @@ def _downstream_main(port_queue: Any, stop: Any, results: Any, delay: float) -> 
     from concurrent import futures
 
     import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
     lock = threading.Lock()
     seen: dict[bytes, int] = {}
+    logs_seen: dict[bytes, int] = {}
     labels: dict[str, int] = {}
     empty = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
+
+    def export_logs(body: bytes, context: Any) -> bytes:
+        request = logs_service_pb2.ExportLogsServiceRequest.FromString(body)
+        keys = [
+            r.trace_id + r.span_id + r.time_unix_nano.to_bytes(8, "big")
+            for rl in request.resource_logs
+            for sl in rl.scope_logs
+            for r in sl.log_records
+        ]
+        with lock:
+            for key in keys:
+                logs_seen[key] = logs_seen.get(key, 0) + 1
+        return b""
 
     def export(body: bytes, context: Any) -> bytes:
         request = trace_service_pb2.ExportTraceServiceRequest.FromString(body)
@@ -71,9 +88,13 @@ def _downstream_main(port_queue: Any, stop: Any, results: Any, delay: float) -> 
         "opentelemetry.proto.collector.trace.v1.TraceService",
         {"Export": grpc.unary_unary_rpc_method_handler(export)},
     )
+    logs_handler = grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.logs.v1.LogsService",
+        {"Export": grpc.unary_unary_rpc_method_handler(export_logs)},
+    )
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=8),
-        handlers=[handler],
+        handlers=[handler, logs_handler],
         options=[("grpc.max_receive_message_length", 256 << 20)],
     )
     port = server.add_insecure_port("127.0.0.1:0")
@@ -83,11 +104,14 @@ def _downstream_main(port_queue: Any, stop: Any, results: Any, delay: float) -> 
         command = stop.get()
         with lock:
             copies = list(seen.values())
+            log_copies = list(logs_seen.values())
             results.put(
                 {
                     "unique": len(copies),
                     "received": sum(copies),
                     "duplicated": sum(c - 1 for c in copies),
+                    "log_records_unique": len(log_copies),
+                    "log_records_duplicated": sum(c - 1 for c in log_copies),
                     "keys": list(seen) if command == "keys" else None,
                     "labels": dict(labels),
                 }
@@ -134,40 +158,46 @@ def _sender_main(
     out: Any,
     keep_ids: bool,
     go: Any,
+    logs: bool = False,
 ) -> None:
     import random
 
     import grpc
 
-    from tests.service.traffic import agent_spans, request_of
+    from tests.service.traffic import agent_spans, genai_log_records, logs_request_of, request_of
 
     rng = random.Random(seed)
     templates = []
     for k in range(16):  # requests whose trace ids are patched in place for each send
         trace_ids = [rng.randbytes(16) for _ in range(traces_per_request)]
         spans = []
+        records = []
         for i, tid in enumerate(trace_ids):
             spans.extend(agent_spans(tid, rounds, loop=(k + i) % 2 == 0))
+            if logs:
+                records.extend(genai_log_records(tid, rounds, loop=(k + i) % 2 == 0))
         body = request_of(spans).SerializeToString()
         offsets = [[m.start() for m in re.finditer(re.escape(tid), body)] for tid in trace_ids]
-        templates.append((bytearray(body), offsets, len(spans)))
+        logs_body = logs_request_of(records).SerializeToString() if logs else b""
+        logs_offsets = [[m.start() for m in re.finditer(re.escape(tid), logs_body)] for tid in trace_ids]
+        templates.append(
+            (bytearray(body), offsets, len(spans), bytearray(logs_body), logs_offsets, len(records))
+        )
     channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)])
     go.wait()  # every sender built its requests: start together
     stop_at = time.time() + duration
     call = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
-    acked = refused = errors = 0
+    call_logs = channel.unary_unary(LOGS_EXPORT, request_serializer=None, response_deserializer=None)
+    acked = refused = errors = logs_acked = 0
     ids: list[bytes] = []
     n = 0
-    while time.time() < stop_at:
-        body, offsets, count = templates[n % len(templates)]
-        n += 1
-        new_ids = [rng.randbytes(16) for _ in offsets]
-        for positions, tid in zip(offsets, new_ids, strict=True):
-            for at in positions:
-                body[at : at + 16] = tid
+
+    def send(method: Any, data: bytearray) -> bool:
+        """One request, sent until acknowledged or the time is up."""
+        nonlocal refused, errors
         while time.time() < stop_at:
             try:
-                call(bytes(body), timeout=30)
+                method(bytes(data), timeout=30)
             except grpc.RpcError as exc:
                 if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.RESOURCE_EXHAUSTED):
                     refused += 1
@@ -176,13 +206,36 @@ def _sender_main(
                     time.sleep(_retry_delay(exc))
                     continue
                 errors += 1
-                break
+                return False
+            return True
+        return False
+
+    while time.time() < stop_at:
+        body, offsets, count, logs_body, logs_offsets, records = templates[n % len(templates)]
+        n += 1
+        new_ids = [rng.randbytes(16) for _ in offsets]
+        for positions, logs_positions, tid in zip(offsets, logs_offsets, new_ids, strict=True):
+            for at in positions:
+                body[at : at + 16] = tid
+            for at in logs_positions:
+                logs_body[at : at + 16] = tid
+        # The log records first (an SDK's logs batch usually leaves before the trace ends).
+        if logs and send(call_logs, logs_body):
+            logs_acked += records
+        if send(call, body):
             acked += count
             if keep_ids:
                 ids.extend(new_ids)
-            break
     channel.close()
-    out.put({"acked": acked, "refused": refused, "errors": errors, "trace_ids": ids if keep_ids else None})
+    out.put(
+        {
+            "acked": acked,
+            "log_records_acked": logs_acked,
+            "refused": refused,
+            "errors": errors,
+            "trace_ids": ids if keep_ids else None,
+        }
+    )
 
 
 def _retry_delay(error: Any) -> float:
@@ -203,17 +256,19 @@ def run_senders(
     rounds: int = 4,
     keep_ids: bool = False,
     first_seed: int = 1000,
+    logs: bool = False,
 ) -> dict[str, Any]:
     """``senders`` processes sending for ``duration`` seconds; totals of what was acked.
     Sender ``i`` draws its trace ids from seed ``first_seed + i``: calls that must not
-    send the same ids give different seeds."""
+    send the same ids give different seeds. ``logs``: each traces request follows a logs
+    request with its traces' GenAI records."""
     context = mp.get_context("spawn")
     out = context.Queue()
     go = context.Barrier(senders)
     processes = [
         context.Process(
             target=_sender_main,
-            args=(port, first_seed + i, traces_per_request, rounds, duration, out, keep_ids, go),
+            args=(port, first_seed + i, traces_per_request, rounds, duration, out, keep_ids, go, logs),
         )
         for i in range(senders)
     ]
@@ -222,9 +277,9 @@ def run_senders(
     results = [out.get(timeout=duration + 120) for _ in processes]
     for process in processes:
         process.join(10)
-    total: dict[str, Any] = {"acked": 0, "refused": 0, "errors": 0, "trace_ids": []}
+    total: dict[str, Any] = {"acked": 0, "log_records_acked": 0, "refused": 0, "errors": 0, "trace_ids": []}
     for result in results:
-        for key in ("acked", "refused", "errors"):
+        for key in ("acked", "log_records_acked", "refused", "errors"):
             total[key] += result[key]
         if result["trace_ids"]:
             total["trace_ids"].extend(result["trace_ids"])
@@ -238,11 +293,13 @@ def _floor_main(port_queue: Any, downstream_port: int) -> None:
     import asyncio
 
     import grpc
+    from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
     async def main() -> None:
         channel = grpc.aio.insecure_channel(f"127.0.0.1:{downstream_port}")
         forward = channel.unary_unary(EXPORT, request_serializer=None, response_deserializer=None)
+        forward_logs = channel.unary_unary(LOGS_EXPORT, request_serializer=None, response_deserializer=None)
         empty = trace_service_pb2.ExportTraceServiceResponse().SerializeToString()
 
         async def export(body: bytes, context: Any) -> bytes:
@@ -250,11 +307,20 @@ def _floor_main(port_queue: Any, downstream_port: int) -> None:
             await forward(request.SerializeToString(), timeout=30)  # and forward
             return empty
 
+        async def export_logs(body: bytes, context: Any) -> bytes:
+            request = logs_service_pb2.ExportLogsServiceRequest.FromString(body)
+            await forward_logs(request.SerializeToString(), timeout=30)
+            return b""
+
         handler = grpc.method_handlers_generic_handler(
             "opentelemetry.proto.collector.trace.v1.TraceService",
             {"Export": grpc.unary_unary_rpc_method_handler(export)},
         )
-        server = grpc.aio.server(handlers=[handler])
+        logs_handler = grpc.method_handlers_generic_handler(
+            "opentelemetry.proto.collector.logs.v1.LogsService",
+            {"Export": grpc.unary_unary_rpc_method_handler(export_logs)},
+        )
+        server = grpc.aio.server(handlers=[handler, logs_handler])
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         port_queue.put(port)

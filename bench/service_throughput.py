@@ -16,9 +16,14 @@ microseconds per span, the share of agent traces that went out scored (not ``uns
 spans lost (acknowledged but never received) and duplicated, and the service's RSS
 (start, peak, end: flat means no growth over the run).
 
+``--logs``: each traces request follows a logs request holding its traces' GenAI log
+records (two per chat span, as ``opentelemetry-instrumentation-openai-v2`` emits them),
+to both services; also printed: log records acknowledged per second, lost and duplicated.
+
     python bench/service_throughput.py                      # 3 rounds of 15 s
     python bench/service_throughput.py --duration 300 --rounds 1   # the 5-minute RSS run
     python bench/service_throughput.py --against main       # and main's service, each round
+    python bench/service_throughput.py --logs               # logs traffic beside the traces
 
 Targets (issue 13): serve >= 0.2x the floor's spans/s, >= 95% of agent traces scored,
 RSS flat and < 1 GB, nothing lost or duplicated.
@@ -51,7 +56,12 @@ def _measure_serve(args: argparse.Namespace, code: str | None) -> dict[str, floa
     )  # fmt: skip
     cpu0 = serve.cpu_seconds()
     sent = run_senders(
-        serve.grpc_port, args.senders, args.duration, args.traces_per_request, args.rounds_per_trace
+        serve.grpc_port,
+        args.senders,
+        args.duration,
+        args.traces_per_request,
+        args.rounds_per_trace,
+        logs=args.logs,
     )
     serve_cpu = serve.cpu_seconds() - cpu0
     rss = [r for _, r in serve.rss]
@@ -68,6 +78,9 @@ def _measure_serve(args: argparse.Namespace, code: str | None) -> dict[str, floa
         "acked": sent["acked"],
         "lost": max(0, sent["acked"] - got["unique"]),
         "duplicated": got["duplicated"],
+        "log_records_s": sent["log_records_acked"] / args.duration,
+        "log_records_lost": max(0, sent["log_records_acked"] - got["log_records_unique"]),
+        "log_records_duplicated": got["log_records_duplicated"],
         "rss_start_mb": (rss[min(len(rss) - 1, 8)] if rss else 0) / MIB,
         "rss_peak_mb": max(rss, default=0) / MIB,
         "rss_end_mb": (rss[-1] if rss else 0) / MIB,
@@ -81,7 +94,12 @@ def one_round(args: argparse.Namespace, against: str | None) -> dict[str, float]
     floor = Floor(downstream.port)
     cpu0 = cpu_of(floor.pid)
     sent = run_senders(
-        floor.grpc_port, args.senders, args.duration, args.traces_per_request, args.rounds_per_trace
+        floor.grpc_port,
+        args.senders,
+        args.duration,
+        args.traces_per_request,
+        args.rounds_per_trace,
+        logs=args.logs,
     )
     floor_cpu = cpu_of(floor.pid) - cpu0
     floor.stop()
@@ -118,6 +136,7 @@ def main() -> None:
     parser.add_argument("--traces-per-request", type=int, default=8)
     parser.add_argument("--rounds-per-trace", type=int, default=4, help="chat+tool rounds per agent trace")
     parser.add_argument("--grace", type=float, default=0.5)
+    parser.add_argument("--logs", action="store_true", help="send each trace's GenAI log records too")
     parser.add_argument(
         "--against",
         metavar="REV",
@@ -154,6 +173,12 @@ def run(args: argparse.Namespace, against: str | None) -> None:
             f"   ({time.monotonic() - started:.0f} s)",
             flush=True,
         )
+        if args.logs:
+            print(
+                f"       log records: {r['log_records_s']:.0f}/s acknowledged, "
+                f"{r['log_records_lost']:.0f} lost, {r['log_records_duplicated']:.0f} duplicated",
+                flush=True,
+            )
         if against is not None:
             print(
                 f"       {args.against}: {r['base_spans_s']:.0f} spans/s, "
@@ -169,6 +194,11 @@ def run(args: argparse.Namespace, against: str | None) -> None:
             f"{m['lost']:>4.0f}  {m['duplicated']:>3.0f}  {m['refusals']:>8.0f}  "
             f"{m['rss_start_mb']:>6.0f}/{m['rss_peak_mb']:.0f}/{m['rss_end_mb']:.0f}"
         )
+        if args.logs:
+            print(
+                f"median log records: {m['log_records_s']:.0f}/s, {m['log_records_lost']:.0f} lost, "
+                f"{m['log_records_duplicated']:.0f} duplicated"
+            )
         if against is not None:
             print(
                 f"median {args.against}: {m['base_spans_s']:.0f} spans/s, "

@@ -74,6 +74,14 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
         "downstream OTLP endpoint (required; or OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT)",
     ),
     (
+        "--export-logs-endpoint",
+        "export_logs_endpoint",
+        str,
+        "URL",
+        "downstream for received log records (default: OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, else the export "
+        "endpoint, with /v1/logs for http/protobuf)",
+    ),
+    (
         "--export-headers-file",
         "export_headers_file",
         str,
@@ -185,8 +193,9 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     serve = sub.add_parser(
         "serve",
         help="run the collector plugin: OTLP in, loop verdicts written onto the spans, OTLP out",
-        description="Receive OTLP traces (gRPC and HTTP), score every finished agent trace for loops, "
-        "write the verdict onto its spans and forward every span once to the export endpoint. "
+        description="Receive OTLP traces and logs (gRPC and HTTP), score every finished agent trace for "
+        "loops (with its GenAI log records: message content emitted as logs), write the verdict onto its "
+        "spans and forward every span and log record once to the export endpoint. "
         "Runs until SIGINT/SIGTERM, then drains. Precedence: defaults < environment "
         "(OTEL_EXPORTER_OTLP_*, OTEL_METRICS_EXPORTER, SEMLOOP_*) < --config file < flags.",
     )
@@ -211,6 +220,12 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
         "--export-compression",
         choices=("gzip", "none"),
         help="default none (SEMLOOP_EXPORT_COMPRESSION=false; true is gzip)",
+    )
+    serve.add_argument(
+        "--export-logs-protocol", choices=("grpc", "http/protobuf"), help="default: --export-protocol's"
+    )
+    serve.add_argument(
+        "--export-logs-compression", choices=("gzip", "none"), help="default: --export-compression's"
     )
     serve.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     add_judge_arguments(serve)
@@ -257,6 +272,9 @@ def _serve(args: argparse.Namespace) -> int:
                 return 2
             headers[key.strip().lower()] = value.strip()
     compression = None if args.export_compression is None else args.export_compression == "gzip"
+    logs_compression = (
+        None if args.export_logs_compression is None else args.export_logs_compression == "gzip"
+    )
     overrides: dict[str, Any] = {dest: getattr(args, dest) for _, dest, _, _, _ in _SERVE_FLAGS}
     overrides.update({k.removeprefix("old_"): v for k, v in vars(args).items() if k.startswith("old_")})
     for name in ("grpc", "http", "health", "prometheus"):
@@ -268,6 +286,8 @@ def _serve(args: argparse.Namespace) -> int:
             export_protocol=args.export_protocol,
             export_headers=headers,
             export_compression=compression,
+            export_logs_protocol=args.export_logs_protocol,
+            export_logs_compression=logs_compression,
             **overrides,
         )
         # The judge stops waiting just before the scoring budget ends (deterministic verdict then).

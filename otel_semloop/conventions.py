@@ -532,6 +532,16 @@ def _as_int(value: Any) -> int | None:
     return None  # NaN and infinities (OTLP JSON allows them) are no count
 
 
+#: Log records whose event name starts with this carry GenAI content (messages, choices,
+#: tool calls) and are put on their span before scoring.
+GENAI_EVENT_PREFIX = "gen_ai."
+
+
+def is_genai_event(name: Any) -> bool:
+    """Whether ``name`` (a log record's event name) is a GenAI event's."""
+    return isinstance(name, str) and name.startswith(GENAI_EVENT_PREFIX)
+
+
 @dataclass(frozen=True, slots=True)
 class LogEvent:
     """A log record that belongs to a span (the Logs API form of GenAI events): its span

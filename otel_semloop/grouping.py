@@ -36,22 +36,31 @@ Late spans
     reaching this process), not a late span. A span of a forgotten trace opens a new group
     that is released later (at its completion or idle timeout) as partial.
 
+Log events
+    :class:`HeldLogs` keeps a trace's GenAI log events (message content emitted as log
+    records) until its release takes them for scoring: bounded by a count, oldest dropped
+    and counted. Both buffering front doors use it beside their buffer.
+
 Cost
     O(1) per :meth:`TraceBuffer.start` and :meth:`TraceBuffer.end` (dict and ordered-dict
     operations, amortised); :meth:`TraceBuffer.expire` is O(1) plus O(k) for the k traces
     it releases. Memory: the spans held (at most ``max_spans``) plus about 200 bytes per
     trace and 100 bytes per remembered key.
+
+Size: the buffer, its release record and limits, and the log events held beside it until
+a release takes them: what both buffering front doors hold per trace, read together.
 """
 
 from __future__ import annotations
 
 import enum
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 S = TypeVar("S")
+E = TypeVar("E")
 
 
 class ReleaseReason(str, enum.Enum):
@@ -284,6 +293,11 @@ class TraceBuffer(Generic[S]):
     def held_traces(self) -> int:
         return len(self._groups)
 
+    def released(self, trace_key: Hashable) -> bool:
+        """Whether ``trace_key`` was released and is still remembered (a span of it now
+        would be late)."""
+        return trace_key in self._recent
+
     def next_deadline(self) -> float | None:
         """The earliest time :meth:`expire` would release something, if any."""
         candidates = []
@@ -360,3 +374,49 @@ class TraceBuffer(Generic[S]):
                     first_seen=group.first_seen,
                 )
             )
+
+
+class HeldLogs(Generic[E]):
+    """Log events by trace key, at most ``cap`` in all; the oldest trace's oldest event is
+    dropped first (traces in the order their first event came). Not thread-safe: the span
+    processor calls it under its one lock, the service from its loop."""
+
+    __slots__ = ("_by_trace", "cap", "dropped", "held")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._by_trace: OrderedDict[Hashable, deque[E]] = OrderedDict()
+        self.held = 0
+        self.dropped = 0
+
+    def add(self, trace_key: Hashable, event: E) -> None:
+        events = self._by_trace.get(trace_key)
+        if events is None:
+            events = self._by_trace[trace_key] = deque()
+        events.append(event)
+        self.held += 1
+        if self.held > self.cap:
+            oldest_key, oldest = next(iter(self._by_trace.items()))
+            oldest.popleft()
+            if not oldest:
+                del self._by_trace[oldest_key]
+            self.held -= 1
+            self.dropped += 1
+
+    def take(self, trace_key: Hashable, final: bool = True) -> tuple[E, ...]:
+        """The events of ``trace_key``; a final release takes them away, a chunk of a big
+        trace (more spans to come) leaves them for the next chunk."""
+        if final:
+            events = self._by_trace.pop(trace_key, None)
+            if events is None:
+                return ()
+            self.held -= len(events)
+        else:
+            events = self._by_trace.get(trace_key)
+            if events is None:
+                return ()
+        return tuple(events)
+
+    def clear(self) -> None:
+        self._by_trace.clear()
+        self.held = 0

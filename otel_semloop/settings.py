@@ -306,6 +306,11 @@ class BufferingSettings:
     tick_seconds: float = setting(0.1, kind="float", minimum=0.001, old_names=("tick",))
     #: Shutdown (or SIGTERM): time to score and forward everything held.
     shutdown_timeout_seconds: float = setting(30.0, kind="float", minimum=0, old_names=("drain_timeout",))
+    #: GenAI log records (message content emitted as logs) held in all for the traces
+    #: being grouped, to be put on their spans before scoring; past it the oldest is
+    #: dropped from the hold and counted (never from forwarding: the service forwards
+    #: every log record as it arrives).
+    max_log_events: int = setting(10_000, kind="int", minimum=1)
     #: Agent names the loop metrics (``semloop.loops`` and the others counted by
     #: ``gen_ai.agent.name``) keep apart: the first this many seen; later ones count as
     #: ``other``, so a misbehaving sender cannot grow a metric's series without bound.

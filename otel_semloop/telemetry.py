@@ -50,10 +50,19 @@ name                            kind      front door  attribute (values)
 ``semloop.export.retries``      counter   S           ``semloop.retry.kind``
 ``semloop.export.failures``     counter   S           ``semloop.failure.kind``
 ``semloop.export.dropped``      counter   S           ``semloop.drop.reason`` (should stay 0)
+``semloop.log_records``         counter   S           ``semloop.log_record.state`` (received;
+                                                      kept: a GenAI event held for scoring;
+                                                      late: its trace had left, forwarded
+                                                      only; attached: taken by a release;
+                                                      dropped: pushed out of the hold by the cap)
+``semloop.export.log_records``  counter   S           ``semloop.export.outcome``
+``semloop.export.log_records.dropped``  counter   S   ``semloop.drop.reason`` (should stay 0)
 ``semloop.spans.held``          gauge     P S
 ``semloop.traces.held``         gauge     P S
 ``semloop.scorers.stuck``       gauge     P S
 ``semloop.export.pending``      gauge     S
+``semloop.log_records.held``    gauge     S           (GenAI events held for scoring)
+``semloop.export.log_records.pending``  gauge     S
 ``semloop.export.down``         gauge     S
 ``semloop.memory.accepted``     gauge     S           (bytes)
 ``semloop.durable.pending``     gauge     S           (requests)
@@ -66,6 +75,9 @@ name                            kind      front door  attribute (values)
 ``semloop.loop.steps``          histogram P S         agent, signal (steps from the onset: 1 to 1000)
 ``semloop.loop.tokens``         histogram P S         agent, signal (tokens from the onset: 100 to 5 M)
 ==============================  ========  ==========  ===============================================
+
+Size: one declared list of every instrument (a few lines each) and the one class that
+reports them; the list is the single place a name is declared, so it is not split.
 """
 
 from __future__ import annotations
@@ -253,6 +265,30 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         ("service",),
     ),
     Instrument(
+        "semloop.log_records",
+        "counter",
+        "{log_record}",
+        "Log records received, and GenAI events held for scoring, late, attached, dropped from the hold.",
+        "semloop.log_record.state",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records",
+        "counter",
+        "{log_record}",
+        "Log records the logs downstream accepted.",
+        "semloop.export.outcome",
+        ("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records.dropped",
+        "counter",
+        "{log_record}",
+        "Log records dropped before reaching the logs downstream (should stay 0).",
+        "semloop.drop.reason",
+        ("service",),
+    ),
+    Instrument(
         "semloop.loops",
         "counter",
         "{trace}",
@@ -311,6 +347,20 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "gauge",
         "1",
         "1 while the last export attempt failed.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.log_records.held",
+        "gauge",
+        "{log_record}",
+        "GenAI log events held for their trace's scoring.",
+        front_doors=("service",),
+    ),
+    Instrument(
+        "semloop.export.log_records.pending",
+        "gauge",
+        "{log_record}",
+        "Log records waiting in the logs export queue.",
         front_doors=("service",),
     ),
     Instrument(

@@ -33,7 +33,7 @@ import concurrent.futures
 import os
 import sys
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +50,7 @@ from otel_semloop.batch.worker import (
     start_pool,
     trace_job,
 )
+from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import BufferLimits, Release, ReleaseReason, TraceBuffer
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
@@ -77,6 +78,9 @@ class EngineOptions:
     output_format: str = "json"
     #: an input larger than this is scored in the worker processes
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    #: the logs files' GenAI events by hex trace id, each trace's scored with it
+    #: (:mod:`otel_semloop.batch.logs`)
+    log_events: Mapping[str, tuple[LogEvent, ...]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -209,7 +213,8 @@ class Engine:
         spans = release.spans
         self._scoring[trace_id] = spans
         roots = tuple(span.span_id for span in spans if span.root)
-        self._jobs.append(trace_job(trace_id, [(span.kind, span.data()) for span in spans], roots))
+        logs = self.options.log_events.get(trace_id, ())
+        self._jobs.append(trace_job(trace_id, [(span.kind, span.data()) for span in spans], roots, logs))
         if len(self._jobs) >= JOBS_PER_TASK:
             self._submit()
 
@@ -312,7 +317,7 @@ class Engine:
 
     def _finish_spill(self, spill: Spill) -> None:
         patches: dict[str, dict[str, Any]] = {}
-        for jobs in spill.jobs():
+        for jobs in spill.jobs(self.options.log_events):
             for job in jobs:
                 self._released += 1
                 self._order[job.trace_id] = self._released

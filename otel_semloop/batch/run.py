@@ -47,6 +47,7 @@ from otel_semloop.batch.inputs import (
     expand_inputs,
     iter_units,
 )
+from otel_semloop.batch.logs import read_log_events, split_logs
 from otel_semloop.batch.summary import Summary, summarize, write_table
 from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import ScorerSpec, clean
@@ -250,7 +251,9 @@ class _Progress:
 def run(args: argparse.Namespace) -> int:
     started = time.monotonic()
     try:
-        sources = expand_inputs(args.inputs)
+        inputs = expand_inputs(args.inputs)
+        # Logs files beside the traces files: their GenAI records join their spans.
+        sources, log_sources = split_logs(inputs, args.max_line_bytes)
     except InputError as exc:
         _err(str(exc))
         return EXIT_INPUT
@@ -275,7 +278,7 @@ def run(args: argparse.Namespace) -> int:
     output = None
     try:
         if args.output:
-            output = Output(args.output, fmt, sources)
+            output = Output(args.output, fmt, inputs)
     except UsageError as exc:
         _err(str(exc))
         return EXIT_INPUT
@@ -284,6 +287,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OUTPUT
     if args.engine == "dask" and any(s.path == "-" for s in sources):
         _err("--engine dask reads files, not stdin")
+        return EXIT_INPUT
+    if log_sources and args.engine == "dask":
+        _err("logs files are read with --engine local only")
         return EXIT_INPUT
     if args.engine == "dask" and not _dask_installed():
         return EXIT_INPUT
@@ -297,6 +303,8 @@ def run(args: argparse.Namespace) -> int:
         chunk_bytes=max(1, int(args.chunk_mb * (1 << 20))),
     )
     state = ReadState([], Spool())
+    if log_sources:
+        options.log_events = read_log_events(log_sources, state, args.max_line_bytes)
     sizes = [s.size() for s in sources]
     total = sum(sizes) if all(sizes) else 0  # a stream or a special file: size unknown
     progress = _Progress(sum(sizes), not args.quiet and sys.stderr.isatty())

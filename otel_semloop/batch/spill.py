@@ -17,7 +17,7 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import orjson
@@ -28,6 +28,7 @@ from otel_semloop.batch.spans import dump_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
 from otel_semloop.batch.writer import OutputError
+from otel_semloop.conventions import LogEvent
 from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Spill"]
@@ -123,7 +124,9 @@ class Spill:
         if unit.spooled:
             self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
 
-    def jobs(self) -> Iterable[list[TraceJob]]:
+    def jobs(self, log_events: Mapping[str, tuple[LogEvent, ...]]) -> Iterable[list[TraceJob]]:
+        """The spilled traces' scoring jobs, a partition at a time, each with its GenAI log
+        events from ``log_events``."""
         for fp in self.parts:
             with _spill_io(self.where):
                 by_trace = self._read_partition(fp)
@@ -131,7 +134,7 @@ class Spill:
             for tid, items in by_trace.items():
                 roots = tuple(self.traces.get(tid, ()))
                 spans = [("json" if kind == b"j" else "proto", data) for kind, data in items]
-                jobs.append(trace_job(tid, spans, roots))
+                jobs.append(trace_job(tid, spans, roots, log_events.get(tid, ())))
             with _spill_io(self.where):
                 fp.truncate(0)
             yield jobs

@@ -9,7 +9,9 @@ builder or a detector raises makes the trace go out unscored with
 written out.
 
 What crosses the process boundary is small both ways: a trace's spans as bytes in
-(:class:`TraceJob`), per-span patches and one summary row out (:class:`Scored`).
+(:class:`TraceJob`, with the GenAI log events the logs files hold for it:
+:mod:`otel_semloop.batch.logs`), per-span patches and one summary row out
+(:class:`Scored`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_semloop.batch.spans import JsonSpans, dump_json
+from otel_semloop.conventions import LogEvent
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.loop_cost import LoopCost, loop_cost
@@ -73,12 +76,14 @@ class ScorerSpec:
 @dataclass(frozen=True, slots=True)
 class TraceJob:
     """One trace to score: its spans' bytes in input order, all compact JSON or all
-    protobuf (``kind``), and its local roots' span ids (none: the trace is partial)."""
+    protobuf (``kind``), its local roots' span ids (none: the trace is partial) and the
+    GenAI log events of its spans (``evaluate`` puts them on their spans)."""
 
     trace_id: str
     kind: str
     spans: list[bytes]
     roots: tuple[str, ...]
+    logs: tuple[LogEvent, ...] = ()
 
     @property
     def partial(self) -> bool:
@@ -121,16 +126,21 @@ class Scored:
     row: TraceRow | None
 
 
-def trace_job(trace_id: str, spans: Sequence[tuple[str, bytes]], roots: tuple[str, ...]) -> TraceJob:
-    """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order; a
-    trace with both JSON and protobuf spans is scored as JSON."""
+def trace_job(
+    trace_id: str,
+    spans: Sequence[tuple[str, bytes]],
+    roots: tuple[str, ...],
+    logs: tuple[LogEvent, ...] = (),
+) -> TraceJob:
+    """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order and
+    its GenAI log events; a trace with both JSON and protobuf spans is scored as JSON."""
     kinds = {kind for kind, _ in spans}
     if kinds == {"proto"}:
-        return TraceJob(trace_id, "proto", [data for _, data in spans], roots)
+        return TraceJob(trace_id, "proto", [data for _, data in spans], roots, logs)
     as_json = [
         data if kind == "json" else dump_json(span_to_json(Span.FromString(data))) for kind, data in spans
     ]
-    return TraceJob(trace_id, "json", as_json, roots)
+    return TraceJob(trace_id, "json", as_json, roots, logs)
 
 
 _SCORER: Scorer | None = None
@@ -229,7 +239,7 @@ def score_job(job: TraceJob, scorer: Scorer) -> Scored:
             adapter = PROTO_SPANS
     except Exception as exc:
         return _unscored(job, f"spans could not be decoded: {type(exc).__name__}: {exc}")
-    release = Release(job.trace_id, spans, ReleaseReason.COMPLETE, root_ended=not job.partial)
+    release = Release(job.trace_id, spans, ReleaseReason.COMPLETE, root_ended=not job.partial, logs=job.logs)
     try:
         evaluation = evaluate(release, _Reading(adapter), _Isolated(scorer))
     except _Unreadable as exc:

@@ -1,5 +1,5 @@
 """A hand-written codec between protobuf ``TracesData`` / ``ExportTraceServiceRequest``
-and OTLP JSON (parsed into dicts and lists).
+(and ``LogsData`` / ``ExportLogsServiceRequest``) and OTLP JSON (parsed into dicts and lists).
 
 ``google.protobuf.json_format`` is not used: it is slow and writes ids as base64, while
 OTLP JSON wants lowercase hex ids, integer enums and 64-bit integers as decimal strings
@@ -17,20 +17,32 @@ field's encoding and decoding are read side by side.
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any, TypeVar
 
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status, TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status, TracesData
 
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import Bad, field
 from otel_semloop.otlp.anyvalue import MAX_DEPTH, value_key
 
-__all__ = ["any_json_to_pb", "any_pb_to_json", "json_to_traces", "traces_to_json"]
+__all__ = [
+    "any_json_to_pb",
+    "any_pb_to_json",
+    "json_to_logs",
+    "json_to_traces",
+    "logs_to_json",
+    "traces_to_json",
+]
 
 M = TypeVar("M", TracesData, ExportTraceServiceRequest)
+L = TypeVar("L", LogsData, ExportLogsServiceRequest)
 
 # --- protobuf -> JSON -----------------------------------------------------------------
 
@@ -178,32 +190,31 @@ def span_to_json(s: Span) -> dict[str, Any]:
     return d
 
 
-def traces_to_json(msg: TracesData | ExportTraceServiceRequest) -> dict[str, Any]:
-    """A ``TracesData`` or ``ExportTraceServiceRequest`` as an OTLP JSON dict.
-
-    ``orjson.dumps`` of the result is one line of the Collector file exporter's format.
-    """
-    out: list[dict[str, Any]] = []
-    for rs in msg.resource_spans:
-        d: dict[str, Any] = {}
-        if rs.HasField("resource"):
-            d["resource"] = _resource_json(rs.resource)
-        if rs.scope_spans:
-            scope_spans = []
-            for ss in rs.scope_spans:
-                sd: dict[str, Any] = {}
-                if ss.HasField("scope"):
-                    sd["scope"] = _scope_json(ss.scope)
-                if ss.spans:
-                    sd["spans"] = [span_to_json(s) for s in ss.spans]
-                if ss.schema_url:
-                    sd["schemaUrl"] = ss.schema_url
-                scope_spans.append(sd)
-            d["scopeSpans"] = scope_spans
-        if rs.schema_url:
-            d["schemaUrl"] = rs.schema_url
-        out.append(d)
-    return {"resourceSpans": out} if out else {}
+def _log_record_json(r: LogRecord) -> dict[str, Any]:
+    d: dict[str, Any] = {}
+    if r.time_unix_nano:
+        d["timeUnixNano"] = str(r.time_unix_nano)
+    if r.observed_time_unix_nano:
+        d["observedTimeUnixNano"] = str(r.observed_time_unix_nano)
+    if r.severity_number:
+        d["severityNumber"] = r.severity_number
+    if r.severity_text:
+        d["severityText"] = r.severity_text
+    if r.HasField("body"):
+        d["body"] = any_pb_to_json(r.body)
+    if r.attributes:
+        d["attributes"] = _kvs_json(r.attributes)
+    if r.dropped_attributes_count:
+        d["droppedAttributesCount"] = r.dropped_attributes_count
+    if r.flags:
+        d["flags"] = r.flags
+    if r.trace_id:
+        d["traceId"] = r.trace_id.hex()
+    if r.span_id:
+        d["spanId"] = r.span_id.hex()
+    if r.event_name:
+        d["eventName"] = r.event_name
+    return d
 
 
 # --- JSON -> protobuf -----------------------------------------------------------------
@@ -440,18 +451,126 @@ def fill_span(pb: Span, item: Any) -> None:
     _submessage(d, "status", _fill_status, pb, "status")
 
 
-def _fill_scope_spans(pb: ScopeSpans, item: Any) -> None:
-    d = _obj(item, "a scopeSpans")
-    _submessage(d, "scope", _fill_scope, pb, "scope")
-    _each(d, "spans", fill_span, pb, "spans")
-    pb.schema_url = field(d, "schemaUrl", c.string)
+def _fill_log_record(pb: LogRecord, item: Any) -> None:
+    d = _obj(item, "a log record")
+    pb.time_unix_nano = field(d, "timeUnixNano", c.u64)
+    pb.observed_time_unix_nano = field(d, "observedTimeUnixNano", c.u64)
+    pb.severity_number = field(d, "severityNumber", c.i32)  # type: ignore[assignment]
+    pb.severity_text = field(d, "severityText", c.string)
+    value = d.get("body")
+    if value is not None:
+        pb.body.SetInParent()
+        try:
+            any_json_to_pb(value, pb.body)
+        except Bad as e:
+            e.path.append("body")
+            raise
+    _each(d, "attributes", _fill_kv, pb, "attributes")
+    pb.dropped_attributes_count = field(d, "droppedAttributesCount", c.u32)
+    pb.flags = field(d, "flags", c.u32)
+    pb.trace_id = field(d, "traceId", _id16)
+    pb.span_id = field(d, "spanId", _id8)
+    pb.event_name = field(d, "eventName", c.string)
 
 
-def _fill_resource_spans(pb: ResourceSpans, item: Any) -> None:
-    d = _obj(item, "a resourceSpans")
-    _submessage(d, "resource", _fill_resource, pb, "resource")
-    _each(d, "scopeSpans", _fill_scope_spans, pb, "scope_spans")
-    pb.schema_url = field(d, "schemaUrl", c.string)
+# --- the two signals ------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Layout:
+    """Where a signal's items stand in its message: traces and logs share the layout
+    resource -> scope -> items, under other names, so one writer and one reader serve
+    both. Each level is named ``(JSON key, protobuf field)``."""
+
+    message: str
+    resources: tuple[str, str]
+    scopes: tuple[str, str]
+    items: tuple[str, str]
+    item_json: Callable[[Any], dict[str, Any]]
+    fill_item: Callable[[Any, Any], None]
+
+    def to_json(self, msg: Any) -> dict[str, Any]:
+        resources_key, resources_field = self.resources
+        scopes_key, scopes_field = self.scopes
+        items_key, items_field = self.items
+        item_json = self.item_json
+        out: list[dict[str, Any]] = []
+        for resource in getattr(msg, resources_field):
+            d: dict[str, Any] = {}
+            if resource.HasField("resource"):
+                d["resource"] = _resource_json(resource.resource)
+            scopes = getattr(resource, scopes_field)
+            if scopes:
+                scopes_json = []
+                for scope in scopes:
+                    sd: dict[str, Any] = {}
+                    if scope.HasField("scope"):
+                        sd["scope"] = _scope_json(scope.scope)
+                    items = getattr(scope, items_field)
+                    if items:
+                        sd[items_key] = [item_json(item) for item in items]
+                    if scope.schema_url:
+                        sd["schemaUrl"] = scope.schema_url
+                    scopes_json.append(sd)
+                d[scopes_key] = scopes_json
+            if resource.schema_url:
+                d["schemaUrl"] = resource.schema_url
+            out.append(d)
+        return {resources_key: out} if out else {}
+
+    def fill_scope(self, pb: Any, item: Any) -> None:
+        d = _obj(item, f"a {self.scopes[0]}")
+        _submessage(d, "scope", _fill_scope, pb, "scope")
+        _each(d, self.items[0], self.fill_item, pb, self.items[1])
+        pb.schema_url = field(d, "schemaUrl", c.string)
+
+    def fill_resource(self, pb: Any, item: Any) -> None:
+        d = _obj(item, f"a {self.resources[0]}")
+        _submessage(d, "resource", _fill_resource, pb, "resource")
+        _each(d, self.scopes[0], self.fill_scope, pb, self.scopes[1])
+        pb.schema_url = field(d, "schemaUrl", c.string)
+
+    def from_json(self, obj: Any, where: str, msg: Any) -> None:
+        try:
+            _each(
+                _obj(obj, f"a {self.message}"), self.resources[0], self.fill_resource, msg, self.resources[1]
+            )
+        except Bad as e:
+            raise e.to_error(where) from None
+        except RecursionError:
+            raise Bad("value nested too deeply").to_error(where) from None
+
+
+_TRACES = _Layout(
+    "TracesData",
+    ("resourceSpans", "resource_spans"),
+    ("scopeSpans", "scope_spans"),
+    ("spans", "spans"),
+    span_to_json,
+    fill_span,
+)
+_LOGS = _Layout(
+    "LogsData",
+    ("resourceLogs", "resource_logs"),
+    ("scopeLogs", "scope_logs"),
+    ("logRecords", "log_records"),
+    _log_record_json,
+    _fill_log_record,
+)
+
+
+def traces_to_json(msg: TracesData | ExportTraceServiceRequest) -> dict[str, Any]:
+    """A ``TracesData`` or ``ExportTraceServiceRequest`` as an OTLP JSON dict.
+
+    ``orjson.dumps`` of the result is one line of the Collector file exporter's format.
+    """
+    return _TRACES.to_json(msg)
+
+
+def logs_to_json(msg: LogsData | ExportLogsServiceRequest) -> dict[str, Any]:
+    """A ``LogsData`` or ``ExportLogsServiceRequest`` as an OTLP JSON dict (one line of the
+    Collector file exporter's logs file)."""
+    return _LOGS.to_json(msg)
 
 
 def json_to_traces(obj: Any, where: str = "", message_type: type[M] = TracesData) -> M:  # type: ignore[assignment]
@@ -463,10 +582,16 @@ def json_to_traces(obj: Any, where: str = "", message_type: type[M] = TracesData
     ``"in.jsonl:12 resourceSpans[0].scopeSpans[1].spans[3].traceId"``.
     """
     msg = message_type()
-    try:
-        _each(_obj(obj, "a TracesData"), "resourceSpans", _fill_resource_spans, msg, "resource_spans")
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error(where) from None
+    _TRACES.from_json(obj, where, msg)
+    return msg
+
+
+def json_to_logs(obj: Any, where: str = "", message_type: type[L] = LogsData) -> L:  # type: ignore[assignment]
+    """An OTLP JSON logs dict (one line of the Collector file exporter's logs file, one
+    OTLP/HTTP JSON ``/v1/logs`` body) as protobuf ``LogsData`` (default) or
+    ``ExportLogsServiceRequest``. A log record's ids may be empty (no trace context).
+    Raises :class:`~otel_semloop.errors.OTLPDecodeError` with the field path, as
+    :func:`json_to_traces` does."""
+    msg = message_type()
+    _LOGS.from_json(obj, where, msg)
     return msg

@@ -1,5 +1,6 @@
 """OTLP spans as :class:`~otel_semloop.model.SpanRecord`s: JSON span dicts and protobuf
-``Span``s (write-back onto them is :mod:`otel_semloop.otlp.patch`).
+``Span``s (write-back onto them is :mod:`otel_semloop.otlp.patch`); protobuf GenAI log
+records as the :class:`~otel_semloop.conventions.LogEvent`s scoring puts on their spans.
 
 :func:`records_from_json` is the hot path of ``otel-semloop rescore``: it reads the span
 dicts of an ``orjson``-parsed line directly (attributes into a plain dict, no protobuf
@@ -14,6 +15,8 @@ without ``__init__``) is kept because ``bench/otlp_codec.py`` shows it buys well
 20% the project asks of a fast path; it and the plain path it falls back to (its oracle
 in ``tests/otlp/test_records_fast_path.py``) are one function with a switch, so that they
 cannot drift apart.
+
+Size: both span forms and the log records that join them are read here, one reading.
 """
 
 from __future__ import annotations
@@ -24,12 +27,13 @@ from typing import Any
 
 from orjson import loads as _loads
 
+from otel_semloop.conventions import LogEvent, is_genai_event
 from otel_semloop.model import EventRecord, SpanRecord
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
-from otel_semloop.otlp.anyvalue import attributes_json, decode_attributes_pb
+from otel_semloop.otlp.anyvalue import attributes_json, decode_any_pb, decode_attributes_pb
 
-__all__ = ["record_from_proto_span", "records_from_json", "records_from_proto"]
+__all__ = ["log_event_from_proto", "record_from_proto_span", "records_from_json", "records_from_proto"]
 
 _parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 _NOTHING = object()  # equal to no JSON value
@@ -396,3 +400,23 @@ def _span_pb(span: Any) -> SpanRecord:
     record.parent_is_remote = bool(flags & FLAGS_IS_REMOTE) if flags & FLAGS_HAS_IS_REMOTE else None
     record.source = span
     return record
+
+
+def log_event_from_proto(record: Any) -> LogEvent | None:
+    """A protobuf ``LogRecord`` as the :class:`~otel_semloop.conventions.LogEvent` scoring
+    puts on its span, or None when it is not a GenAI event in a span's context (its event
+    name, or its ``event.name`` attribute, does not start with ``gen_ai.``, or its trace
+    and span ids are not 16 and 8 bytes)."""
+    if len(record.trace_id) != 16 or len(record.span_id) != 8:
+        return None
+    attributes = decode_attributes_pb(record.attributes)
+    name = record.event_name or attributes.get("event.name")
+    if not is_genai_event(name):
+        return None
+    return LogEvent(
+        record.span_id.hex(),
+        name,
+        record.time_unix_nano or record.observed_time_unix_nano,
+        attributes,
+        decode_any_pb(record.body) if record.HasField("body") else None,
+    )

@@ -67,9 +67,6 @@ class Config(BufferingSettings):
     enabled: bool = setting(True, kind="bool")
     #: Live guard mode (see :class:`GuardMode`).
     live_guard: GuardMode = setting(GuardMode.OFF, kind="choice", choices=GuardMode)
-    #: GenAI log records held in all for the traces being grouped (only with
-    #: ``log_record_processor`` registered); past it the oldest is dropped and counted.
-    max_log_events: int = setting(10_000, kind="int", minimum=1)
 
     def __post_init__(self) -> None:
         validate(self)

@@ -19,81 +19,32 @@ with it and :func:`~otel_semloop.release.evaluate` puts them on their spans
 (:func:`~otel_semloop.conventions.attach_log_records`) before building and scoring.
 Records of unsampled traces, without a span context or with another name are ignored.
 
-Bounds: :class:`HeldLogs` keeps at most ``max_log_events`` events in all; past that the
+Bounds: :class:`~otel_semloop.grouping.HeldLogs` keeps at most ``max_log_events`` events in all; past that the
 oldest is dropped and counted (``stats()["logs.dropped"]``). A released trace takes its
 events with it; events of a trace whose spans never come, and a record that arrives after
 its trace was released (nothing will read it), stay only until the cap pushes them out.
 Cost on the application thread: one name check, a small attribute copy and an append under
 the span processor's lock (O(1)); ``on_emit`` never raises.
 
-Only this in-process front door reads log records: the collector service and
-``otel-semloop rescore`` read spans only.
+The collector service holds the GenAI records it receives on the logs signal the same
+way (:mod:`otel_semloop.service.logs`), and ``otel-semloop rescore`` joins a logs file's
+records to its traces (:mod:`otel_semloop.batch.logs`).
 """
 
 from __future__ import annotations
 
 import weakref
-from collections import OrderedDict, deque
-from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk._logs import LogRecordProcessor
 
-from otel_semloop.conventions import LogEvent
+from otel_semloop.conventions import GENAI_EVENT_PREFIX, LogEvent, is_genai_event
+from otel_semloop.grouping import HeldLogs
 
 if TYPE_CHECKING:
     from otel_semloop.processor.span_processor import SemloopSpanProcessor
 
 __all__ = ["GENAI_EVENT_PREFIX", "HeldLogs", "SemloopLogProcessor"]
-
-#: Log records whose event name starts with this are kept.
-GENAI_EVENT_PREFIX = "gen_ai."
-
-
-class HeldLogs:
-    """Log events by trace key, at most ``cap`` in all; the oldest trace's oldest event is
-    dropped first (traces in the order their first event came). Not thread-safe: the span
-    processor calls it under its one lock."""
-
-    __slots__ = ("_by_trace", "cap", "dropped", "held")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._by_trace: OrderedDict[Hashable, deque[LogEvent]] = OrderedDict()
-        self.held = 0
-        self.dropped = 0
-
-    def add(self, trace_key: Hashable, event: LogEvent) -> None:
-        events = self._by_trace.get(trace_key)
-        if events is None:
-            events = self._by_trace[trace_key] = deque()
-        events.append(event)
-        self.held += 1
-        if self.held > self.cap:
-            oldest_key, oldest = next(iter(self._by_trace.items()))
-            oldest.popleft()
-            if not oldest:
-                del self._by_trace[oldest_key]
-            self.held -= 1
-            self.dropped += 1
-
-    def take(self, trace_key: Hashable, final: bool = True) -> tuple[LogEvent, ...]:
-        """The events of ``trace_key``; a final release takes them away, a chunk of a big
-        trace (more spans to come) leaves them for the next chunk."""
-        if final:
-            events = self._by_trace.pop(trace_key, None)
-            if events is None:
-                return ()
-            self.held -= len(events)
-        else:
-            events = self._by_trace.get(trace_key)
-            if events is None:
-                return ()
-        return tuple(events)
-
-    def clear(self) -> None:
-        self._by_trace.clear()
-        self.held = 0
 
 
 class SemloopLogProcessor(LogRecordProcessor):
@@ -123,7 +74,7 @@ class SemloopLogProcessor(LogRecordProcessor):
                 return  # its spans bypass the buffer: nothing would ever take it
             attributes = record.attributes
             name = record.event_name or (attributes.get("event.name") if attributes else None)
-            if not isinstance(name, str) or not name.startswith(GENAI_EVENT_PREFIX):
+            if not is_genai_event(name):
                 return
             event = LogEvent(
                 format(span_id, "016x"),

@@ -49,9 +49,19 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from otel_semloop.errors import ConfigError
 from otel_semloop.settings import BufferingSettings, load, setting, setting_default, validate
 
-__all__ = ["ExportProtocol", "ServiceConfig", "parse_address", "read_file", "redact_url"]
+__all__ = [
+    "ExportProtocol",
+    "ExportTarget",
+    "ServiceConfig",
+    "Signal",
+    "parse_address",
+    "read_file",
+    "redact_url",
+]
 
 ExportProtocol = Literal["grpc", "http/protobuf"]
+#: The OTLP signals the service receives and forwards.
+Signal = Literal["traces", "logs"]
 _PROTOCOLS = ("grpc", "http/protobuf")
 _METRICS_EXPORTERS = ("otlp", "prometheus", "console", "none")
 _MIB = 1024 * 1024
@@ -65,6 +75,16 @@ def default_processes() -> int:
     core idle (``bench/service_throughput.py`` shows the difference)."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(4, max(2, cores - 1)) if cores >= 2 else 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExportTarget:
+    """One signal's downstream as used (:meth:`ServiceConfig.export_target`)."""
+
+    url: str
+    protocol: ExportProtocol
+    headers: Mapping[str, str] = dataclasses.field(repr=False)
+    compression: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +114,18 @@ class ServiceConfig(BufferingSettings):
     #: PEM client key and certificate for mutual TLS with the downstream.
     export_client_key: str | None = setting(None, kind="str", optional=True)
     export_client_certificate: str | None = setting(None, kind="str", optional=True)
+    #: Where received log records go (OTLP logs). Empty: ``export_endpoint``'s host, with
+    #: ``/v1/logs`` in place of ``/v1/traces`` (or appended to its path) for OTLP/HTTP,
+    #: as the OTLP exporter derives a signal's URL from ``OTEL_EXPORTER_OTLP_ENDPOINT``.
+    #: A URL with a path other than ``/`` is used as is. Secret: never printed.
+    export_logs_endpoint: str = setting("", kind="str", secret=True)
+    #: The logs downstream's protocol, headers and compression; None: the traces' ones.
+    #: Timeout, certificates and retries are shared with the traces' downstream.
+    export_logs_protocol: ExportProtocol | None = setting(
+        None, kind="choice", choices=_PROTOCOLS, optional=True
+    )
+    export_logs_headers: Mapping[str, str] | None = dataclasses.field(default=None, repr=False)
+    export_logs_compression: bool | None = setting(None, kind="bool", optional=True)
     #: Spans per export request.
     export_batch_spans: int = setting(1024, kind="int", minimum=1)
     #: Spans waiting for the downstream (its outage). Past it the receivers answer
@@ -180,6 +212,12 @@ class ServiceConfig(BufferingSettings):
                 f"serve: export_endpoint={redact_url(self.export_endpoint)!r}: "
                 "expected http(s)://host:port[/path]"
             )
+        logs = urlsplit(self.export_logs_endpoint)
+        if self.export_logs_endpoint and (logs.scheme not in ("http", "https") or not logs.hostname):
+            raise ConfigError(
+                f"serve: export_logs_endpoint={redact_url(self.export_logs_endpoint)!r}: "
+                "expected http(s)://host:port[/path]"
+            )
         if bool(self.tls_certificate) != bool(self.tls_key):
             raise ConfigError("serve: tls_certificate and tls_key go together")
         if self.tls_client_ca and not self.tls_certificate:
@@ -219,6 +257,27 @@ class ServiceConfig(BufferingSettings):
                 return self.export_endpoint.rstrip("/") + "/v1/traces"
         return self.export_endpoint
 
+    def export_target(self, signal: Signal) -> ExportTarget:
+        """The downstream of ``signal`` (``traces`` or ``logs``) as used: URL (for OTLP/HTTP
+        with the signal's path), protocol, headers and compression."""
+        if signal == "traces":
+            return ExportTarget(
+                self.export_url, self.export_protocol, self.export_headers, self.export_compression
+            )
+        protocol = self.export_logs_protocol or self.export_protocol
+        headers = self.export_headers if self.export_logs_headers is None else self.export_logs_headers
+        compression = (
+            self.export_compression if self.export_logs_compression is None else self.export_logs_compression
+        )
+        endpoint = self.export_logs_endpoint
+        if protocol == "http/protobuf":
+            split = urlsplit(endpoint or self.export_endpoint)
+            path = split.path.rstrip("/")
+            if not endpoint or not path:
+                path = path.removesuffix("/v1/traces") + "/v1/logs"
+            endpoint = urlunsplit(split._replace(path=path))
+        return ExportTarget(endpoint or self.export_endpoint, protocol, headers, compression)
+
     @property
     def metrics_exporters(self) -> tuple[str, ...]:
         """``metrics_exporter`` as a tuple, ``none`` left out; ``prometheus`` is implied by
@@ -236,9 +295,9 @@ class ServiceConfig(BufferingSettings):
             default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
             if value == default:
                 continue
-            if f.name == "export_endpoint":
+            if f.name in ("export_endpoint", "export_logs_endpoint"):
                 value = redact_url(value)
-            elif f.name == "export_headers":
+            elif f.name in ("export_headers", "export_logs_headers"):
                 value = {k: "***" for k in value}
             elif f.name == "auth_token":
                 value = "***"
@@ -282,13 +341,51 @@ class ServiceConfig(BufferingSettings):
 # -- the environment -------------------------------------------------------------------------
 
 
-def _otlp_var(env: Mapping[str, str], name: str) -> str | None:
-    """``OTEL_EXPORTER_OTLP_TRACES_<name>``, else ``OTEL_EXPORTER_OTLP_<name>``."""
-    for key in (f"OTEL_EXPORTER_OTLP_TRACES_{name}", f"OTEL_EXPORTER_OTLP_{name}"):
+def _otlp_var(env: Mapping[str, str], name: str, signal: Signal = "traces") -> str | None:
+    """``OTEL_EXPORTER_OTLP_<SIGNAL>_<name>``, else ``OTEL_EXPORTER_OTLP_<name>``."""
+    for key in (f"OTEL_EXPORTER_OTLP_{signal.upper()}_{name}", f"OTEL_EXPORTER_OTLP_{name}"):
         value = env.get(key)
         if value is not None and value.strip():
             return value.strip()
     return None
+
+
+def _logs_from_environment(env: Mapping[str, str], values: dict[str, Any]) -> None:
+    """The logs downstream's options, where the environment makes them differ from the
+    traces': ``OTEL_EXPORTER_OTLP_LOGS_<name>``, else ``OTEL_EXPORTER_OTLP_<name>`` when an
+    ``OTEL_EXPORTER_OTLP_TRACES_<name>`` set the traces' option to something else. The
+    generic endpoint is a base URL: ``/v1/logs`` is appended to its path, as the OTLP
+    exporters do; a ``LOGS_`` endpoint is used as it is."""
+    found: dict[str, str] = {}
+    for name in ("ENDPOINT", "PROTOCOL", "HEADERS", "COMPRESSION"):
+        value = _otlp_var(env, name, "logs")
+        if value is not None and value != _otlp_var(env, name):
+            found[name] = value
+    endpoint = found.get("ENDPOINT")
+    if endpoint is not None:
+        if not env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "").strip():
+            split = urlsplit(endpoint)
+            endpoint = urlunsplit(split._replace(path=split.path.rstrip("/") + "/v1/logs"))
+        values["export_logs_endpoint"] = endpoint
+    protocol = found.get("PROTOCOL")
+    if protocol is not None:
+        if protocol not in _PROTOCOLS:
+            expected = ", ".join(_PROTOCOLS)
+            raise ConfigError(
+                f"serve: OTEL_EXPORTER_OTLP_LOGS_PROTOCOL={protocol!r}: expected one of {expected}"
+            )
+        values["export_logs_protocol"] = protocol
+    if "HEADERS" in found:
+        values["export_logs_headers"] = parse_otlp_headers(
+            found["HEADERS"], "OTEL_EXPORTER_OTLP_LOGS_HEADERS"
+        )
+    compression = found.get("COMPRESSION")
+    if compression is not None:
+        if compression not in ("gzip", "none"):
+            raise ConfigError(
+                f"serve: OTEL_EXPORTER_OTLP_LOGS_COMPRESSION={compression!r}: expected gzip or none"
+            )
+        values["export_logs_compression"] = compression == "gzip"
 
 
 def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> dict[str, str]:
@@ -344,6 +441,7 @@ def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
         value = _otlp_var(env, var)
         if value:
             values[name] = value
+    _logs_from_environment(env, values)
     metrics_exporter = env.get("OTEL_METRICS_EXPORTER", "").strip()
     if metrics_exporter:
         values["metrics_exporter"] = metrics_exporter

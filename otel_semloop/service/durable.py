@@ -51,6 +51,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.errors import StartupError
@@ -88,6 +89,9 @@ class DurableQueue:
             self._db.execute("PRAGMA synchronous=FULL")
             for statement in _SCHEMA:
                 self._db.execute(statement)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(requests)")}
+            if "signal" not in columns:  # a queue written before logs were received
+                self._db.execute("ALTER TABLE requests ADD COLUMN signal TEXT NOT NULL DEFAULT 'traces'")
             _check_generation(self.path, self._db, id_file)
             sizes = self._db.execute("SELECT id, size FROM requests").fetchall()
         except sqlite3.DatabaseError as error:
@@ -110,12 +114,13 @@ class DurableQueue:
     def full(self, size: int) -> bool:
         return bool(self._sizes) and self._bytes + size > self._max_bytes
 
-    def replay(self, pipeline: Any) -> dict[int, int]:
-        """Feed every unfinished request to ``pipeline.accept`` (skipping spans already
-        delivered) and start the writer. Returns ``{request id: bytes}`` replayed."""
+    def replay(self, pipeline: Any, logs: Any = None) -> dict[int, int]:
+        """Feed every unfinished request to ``pipeline.accept`` (a logs request to
+        ``logs.receive``), skipping spans and records already delivered, and start the
+        writer. Returns ``{request id: bytes}`` replayed."""
         replayed: dict[int, int] = {}
         try:
-            rows = self._db.execute("SELECT id, body, size FROM requests ORDER BY id").fetchall()
+            rows = self._db.execute("SELECT id, body, size, signal FROM requests ORDER BY id").fetchall()
             sent = self._db.execute("SELECT request, key FROM sent").fetchall()
         except sqlite3.DatabaseError as error:
             raise StartupError(
@@ -124,16 +129,23 @@ class DurableQueue:
         delivered: dict[int, set[bytes]] = defaultdict(set)
         for ticket, key in sent:
             delivered[ticket].add(key)
-        for ticket, body, size in rows:
+        for ticket, body, size, signal in rows:
             keys = delivered.get(ticket, set())
-            request = trace_service_pb2.ExportTraceServiceRequest()
+            is_logs = signal == "logs"
+            if is_logs and logs is None:  # pragma: no cover - the service always passes it
+                continue
+            request = (
+                logs_service_pb2.ExportLogsServiceRequest()
+                if is_logs
+                else trace_service_pb2.ExportTraceServiceRequest()
+            )
             try:
                 request.ParseFromString(body)
             except Exception:  # pragma: no cover - only valid requests are stored
                 _logger.error("otel-semloop: durable queue: request %d unreadable; removed", ticket)
                 self._delete_now(ticket)
                 continue
-            result = pipeline.accept(request, size, ticket, skip=keys)
+            result = (logs.receive if is_logs else pipeline.accept)(request, size, ticket, skip=keys)
             if result.accepted:
                 self._remaining[ticket] = result.accepted
                 replayed[ticket] = size
@@ -143,12 +155,13 @@ class DurableQueue:
         self._thread.start()
         return replayed
 
-    async def append(self, body: bytes) -> int:
-        """Store a request; returns its id once it is committed to disk."""
+    async def append(self, body: bytes, signal: str = "traces") -> int:
+        """Store a request of ``signal`` (``traces`` or ``logs``); returns its id once it
+        is committed to disk."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[int] = loop.create_future()
         self._bytes += len(body)
-        self._jobs.put(("append", body, loop, future))
+        self._jobs.put(("append", body, signal, loop, future))
         try:
             ticket = await future
         except BaseException:
@@ -230,9 +243,10 @@ class DurableQueue:
                         continue
                     kind = job[0]
                     if kind == "append":
-                        _, body, loop, future = job
+                        _, body, signal, loop, future = job
                         cursor = db.execute(
-                            "INSERT INTO requests (body, size) VALUES (?, ?)", (body, len(body))
+                            "INSERT INTO requests (body, size, signal) VALUES (?, ?, ?)",
+                            (body, len(body), signal),
                         )
                         done.append((loop, future, cursor.lastrowid))
                     elif kind == "delete":
@@ -261,7 +275,7 @@ class DurableQueue:
                     if job is _STOP:
                         continue
                     if job[0] == "append":  # refused: the sender keeps the request and retries
-                        job[2].call_soon_threadsafe(_fail, job[3], exc)
+                        job[-2].call_soon_threadsafe(_fail, job[-1], exc)  # its loop and future
                         continue
                     if job[0] == "settle" and job[3] is not None:  # delivery goes on
                         job[3].call_soon_threadsafe(_resolve, job[4], 0)

@@ -52,9 +52,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
-from otel_semloop.service.config import ServiceConfig, read_file, redact_url
+from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
 from otel_semloop.service.held import Held
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
@@ -69,6 +70,19 @@ _TIMEOUT_GROWTH = 8
 #: call costs the loop about the same whatever its size, so fuller batches cost less a
 #: span than sending each trace as it was scored.
 _LINGER_SECONDS = 0.2
+
+
+#: Per signal: the gRPC method and the response message.
+_SERVICES: dict[Signal, tuple[str, Any]] = {
+    "traces": (
+        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+        trace_service_pb2.ExportTraceServiceResponse,
+    ),
+    "logs": (
+        "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
+        logs_service_pb2.ExportLogsServiceResponse,
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +103,10 @@ def encode_request(batch: list[Held]) -> bytes:
     Spans from the same received ``ResourceSpans``/``ScopeSpans`` share one entry; the
     Resource, InstrumentationScope and schema URLs are copied unchanged. A span still held
     as its received bytes is framed as it is (never decoded and encoded again): protobuf
-    messages are fields of ``tag, length, bytes``, so a request is their concatenation."""
+    messages are fields of ``tag, length, bytes``, so a request is their concatenation.
+    An ``ExportLogsServiceRequest`` has the same field numbers (``resource_logs``,
+    ``scope_logs``, ``log_records``), so held log records under their ``ResourceLogs`` /
+    ``ScopeLogs`` envelopes are framed the same way."""
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
     for held in batch:
         rs = held.resource_spans
@@ -155,8 +172,12 @@ class ExportQueue:
         sender: Any,
         telemetry: SelfTelemetry,
         settle: Any = None,
+        signal: Signal = "traces",
     ) -> None:
         self._config = config
+        self._signal = signal
+        #: What the log lines call the items: spans or log records.
+        self._items = "log records" if signal == "logs" else "spans"
         self._sender = sender
         self._telemetry = telemetry
         self._settle = settle
@@ -252,15 +273,16 @@ class ExportQueue:
                 if self.down:
                     _logger.info("otel-semloop: downstream %s is back", self._sender.describe())
                 self.down = False
-                self._telemetry.add("semloop.export.spans", "sent", len(batch) - result.rejected)
+                self._count_sent(len(batch) - result.rejected)
                 if result.rejected:
-                    self._telemetry.add("semloop.export.dropped", "rejected_by_downstream", result.rejected)
+                    self._count_dropped("rejected_by_downstream", result.rejected)
                     self._log(
                         "partial",
-                        "downstream %s rejected %d of %d spans: %s",
+                        "downstream %s rejected %d of %d %s: %s",
                         self._sender.describe(),
                         result.rejected,
                         len(batch),
+                        self._items,
                         result.message,
                     )
                 return
@@ -276,11 +298,12 @@ class ExportQueue:
             give_up = not result.retryable or (limit and now - first_failure >= limit)
             if give_up:
                 why = "permanent_error" if not result.retryable else "retries_exhausted"
-                self._telemetry.add("semloop.export.dropped", why, len(batch))
+                self._count_dropped(why, len(batch))
                 self._log(
                     why,
-                    "dropped %d spans: downstream %s failed (%s)%s",
+                    "dropped %d %s: downstream %s failed (%s)%s",
                     len(batch),
+                    self._items,
                     self._sender.describe(),
                     result.message,
                     "" if not result.retryable else f" and still failed after {now - first_failure:.1f} s",
@@ -296,13 +319,28 @@ class ExportQueue:
             self._telemetry.add("semloop.export.retries", "retryable")
             self._log(
                 "retry",
-                "downstream %s unavailable (%s); %d spans waiting; retrying in %.1f s",
+                "downstream %s unavailable (%s); %d %s waiting; retrying in %.1f s",
                 self._sender.describe(),
                 result.message,
                 self.pending,
+                self._items,
                 delay,
             )
             await asyncio.sleep(delay)
+
+    def _count_sent(self, items: int) -> None:
+        """Spans or log records the downstream accepted, under the signal's counter."""
+        if self._signal == "logs":
+            self._telemetry.add("semloop.export.log_records", "sent", items)
+        else:
+            self._telemetry.add("semloop.export.spans", "sent", items)
+
+    def _count_dropped(self, reason: str, items: int) -> None:
+        """Spans or log records dropped, under the signal's counter."""
+        if self._signal == "logs":
+            self._telemetry.add("semloop.export.log_records.dropped", reason, items)
+        else:
+            self._telemetry.add("semloop.export.dropped", reason, items)
 
     def _log(self, key: str, message: str, *args: Any) -> None:
         """One line per kind a minute (the package's one limiter); every event is counted."""
@@ -316,15 +354,13 @@ class ExportQueue:
 # -- senders: one attempt each, never raise for a downstream failure -----------------------
 
 
-def _partial(response_bytes: bytes) -> tuple[int, str]:
-    response = trace_service_pb2.ExportTraceServiceResponse()
-    try:
-        response.ParseFromString(response_bytes)
-    except Exception:
+def _partial(response: Any) -> tuple[int, str]:
+    """What a downstream's ``partial_success`` rejected (spans or log records) and why."""
+    if not response.HasField("partial_success"):
         return 0, ""
-    if response.HasField("partial_success"):
-        return int(response.partial_success.rejected_spans), response.partial_success.error_message
-    return 0, ""
+    partial = response.partial_success
+    rejected = partial.rejected_spans if hasattr(partial, "rejected_spans") else partial.rejected_log_records
+    return int(rejected), partial.error_message
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -344,13 +380,15 @@ def parse_retry_after(value: str | None) -> float | None:
 class HttpSender:
     """OTLP/HTTP protobuf via ``httpx.AsyncClient`` (one attempt per :meth:`send`)."""
 
-    def __init__(self, config: ServiceConfig) -> None:
+    def __init__(self, config: ServiceConfig, signal: Signal = "traces") -> None:
         import httpx
 
         self._httpx = httpx
-        self._url = config.export_url
-        self._gzip = config.export_compression
-        headers = {"Content-Type": "application/x-protobuf", **dict(config.export_headers)}
+        target = config.export_target(signal)
+        self._url = target.url
+        self._gzip = target.compression
+        self._response = _SERVICES[signal][1]
+        headers = {"Content-Type": "application/x-protobuf", **dict(target.headers)}
         if self._gzip:
             headers["Content-Encoding"] = "gzip"
         verify: Any = True
@@ -379,7 +417,12 @@ class HttpSender:
             return SendResult(False, True, f"{type(exc).__name__}: {exc}")
         status = response.status_code
         if 200 <= status < 300:
-            rejected, message = _partial(response.content)
+            parsed = self._response()
+            try:
+                parsed.ParseFromString(response.content)
+            except Exception:
+                return SendResult(True)
+            rejected, message = _partial(parsed)
             return SendResult(True, rejected=rejected, message=message)
         detail = response.text[:200].strip() if response.content else ""
         message = f"HTTP {status}" + (f": {detail}" if detail else "")
@@ -403,11 +446,12 @@ class GrpcSender:
         "DATA_LOSS",
     )
 
-    def __init__(self, config: ServiceConfig) -> None:
+    def __init__(self, config: ServiceConfig, signal: Signal = "traces") -> None:
         import grpc
 
         self._grpc = grpc
-        split = urlsplit(config.export_endpoint)
+        downstream = config.export_target(signal)
+        split = urlsplit(downstream.url)
         port = split.port or (443 if split.scheme == "https" else 4317)
         target = f"{split.hostname}:{port}"
         if ":" in (split.hostname or ""):
@@ -430,15 +474,16 @@ class GrpcSender:
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         else:
             self._channel = grpc.aio.insecure_channel(target, options=options)
+        method, response = _SERVICES[signal]
         self._export = self._channel.unary_unary(
-            "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
+            method,
             request_serializer=None,  # bytes go out as they are
-            response_deserializer=trace_service_pb2.ExportTraceServiceResponse.FromString,
+            response_deserializer=response.FromString,
         )
         self._timeout = config.export_timeout
         self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH
-        self._metadata = tuple((k.lower(), v) for k, v in dict(config.export_headers).items())
-        self._compression = grpc.Compression.Gzip if config.export_compression else None
+        self._metadata = tuple((k.lower(), v) for k, v in dict(downstream.headers).items())
+        self._compression = grpc.Compression.Gzip if downstream.compression else None
         self._retryable = {getattr(grpc.StatusCode, name) for name in self._RETRYABLE}
 
     def describe(self) -> str:
@@ -461,13 +506,8 @@ class GrpcSender:
                 code is grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None
             )
             return SendResult(False, retryable, message, retry_after)
-        if response.HasField("partial_success"):
-            return SendResult(
-                True,
-                rejected=int(response.partial_success.rejected_spans),
-                message=response.partial_success.error_message,
-            )
-        return SendResult(True)
+        rejected, message = _partial(response)
+        return SendResult(True, rejected=rejected, message=message)
 
     async def close(self) -> None:
         await self._channel.close()
@@ -495,5 +535,8 @@ def _retry_info(exc: Any) -> float | None:
     return None
 
 
-def make_sender(config: ServiceConfig) -> HttpSender | GrpcSender:
-    return GrpcSender(config) if config.export_protocol == "grpc" else HttpSender(config)
+def make_sender(config: ServiceConfig, signal: Signal = "traces") -> HttpSender | GrpcSender:
+    """The sender to ``signal``'s downstream (:meth:`ServiceConfig.export_target`)."""
+    if config.export_target(signal).protocol == "grpc":
+        return GrpcSender(config, signal)
+    return HttpSender(config, signal)

@@ -40,6 +40,7 @@ __all__ = [
     "Held",
     "Prepared",
     "ProtoSpans",
+    "envelopes",
     "invalid_span_reason",
     "prepare",
 ]
@@ -119,17 +120,18 @@ _SERIALIZE = trace_pb2.Span.SerializeToString
 _MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(KIND_KEYS)))
 
 
-def _envelopes(rs: Any, ss: Any) -> tuple[Any, Any]:
-    """Copies of a ``ResourceSpans``/``ScopeSpans`` without their spans."""
-    out_rs = trace_pb2.ResourceSpans()
-    if rs.HasField("resource"):
-        out_rs.resource.CopyFrom(rs.resource)
-    out_rs.schema_url = rs.schema_url
-    out_ss = trace_pb2.ScopeSpans()
-    if ss.HasField("scope"):
-        out_ss.scope.CopyFrom(ss.scope)
-    out_ss.schema_url = ss.schema_url
-    return out_rs, out_ss
+def envelopes(resource: Any, scope: Any) -> tuple[Any, Any]:
+    """Copies of a resource envelope and its scope envelope without their items
+    (``ResourceSpans``/``ScopeSpans`` or ``ResourceLogs``/``ScopeLogs``: the same fields)."""
+    out_resource = type(resource)()
+    if resource.HasField("resource"):
+        out_resource.resource.CopyFrom(resource.resource)
+    out_resource.schema_url = resource.schema_url
+    out_scope = type(scope)()
+    if scope.HasField("scope"):
+        out_scope.scope.CopyFrom(scope.scope)
+    out_scope.schema_url = scope.schema_url
+    return out_resource, out_scope
 
 
 def _remote_parent(span: Any) -> bool:
@@ -218,7 +220,7 @@ def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> P
     serialize = _SERIALIZE
     for i, rs in enumerate(request.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
-            env_rs, env_ss = _envelopes(rs, ss)
+            env_rs, env_ss = envelopes(rs, ss)
             for k, span in enumerate(ss.spans):
                 # Each field read of a protobuf message makes a new object: read them once.
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id

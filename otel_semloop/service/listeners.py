@@ -92,15 +92,26 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
     the address cannot be bound."""
     assert config.grpc
     host, port = parse_address(config.grpc, "grpc")
-    server = grpc.aio.server(
-        handlers=[
+    handlers = [
+        grpc_handler(
+            service,
+            auth_token=config.auth_token,
+            max_decompressed_bytes=config.max_decompressed_bytes,
+            body_timeout=config.body_timeout,
+        )
+    ]
+    if getattr(service, "logs", None) is not None:
+        handlers.append(
             grpc_handler(
-                service,
+                service.logs,
                 auth_token=config.auth_token,
                 max_decompressed_bytes=config.max_decompressed_bytes,
                 body_timeout=config.body_timeout,
+                signal="logs",
             )
-        ],
+        )
+    server = grpc.aio.server(
+        handlers=handlers,
         options=[
             ("grpc.max_receive_message_length", config.max_decompressed_bytes),
             ("grpc.max_concurrent_streams", config.max_concurrent_streams),
@@ -197,6 +208,7 @@ async def start_http(service: Any, config: ServiceConfig, on_refuse: Callable[[s
         max_decompressed_bytes=config.max_decompressed_bytes,
         auth_token=config.auth_token,
         body_timeout=config.body_timeout,
+        logs=getattr(service, "logs", None),
     )
     uv_config = uvicorn.Config(
         app,

@@ -42,8 +42,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from otel_semloop.conventions import LogEvent
 from otel_semloop.evaluation import EvaluationPublisher
-from otel_semloop.grouping import ReleaseReason, TraceBuffer
+from otel_semloop.grouping import HeldLogs, ReleaseReason, TraceBuffer
 from otel_semloop.otlp import apply_patch_proto
 from otel_semloop.pool import ScoringPool
 from otel_semloop.release import Outcome
@@ -120,6 +121,9 @@ class Pipeline:
         #: Outcomes scoring threads delivered, for the loop to take in one callback.
         self._inbox: list[Outcome[Held]] = []
         self._inbox_lock = threading.Lock()
+        #: GenAI log events held by trace id (:mod:`otel_semloop.service.logs`): a release
+        #: takes its trace's events to be put on its spans before scoring.
+        self.log_events: HeldLogs[LogEvent] | None = None
 
     # -- receive path --------------------------------------------------------------------
 
@@ -214,7 +218,12 @@ class Pipeline:
                 apply_patch_proto(held.span, _LATE_PATCH)
             self._forward(late, 0, "late")
         load = self.load
+        log_events = self.log_events
         for release in releases:
+            if log_events is not None and log_events.held:
+                release.logs = log_events.take(release.trace_key, release.final)
+                if release.logs:
+                    self._telemetry.add("semloop.log_records", "attached", len(release.logs))
             self._submitting, self._delivered_now = True, False
             try:
                 self._pool.submit(release)

@@ -329,7 +329,7 @@ class ScoringProcesses:
         ``batch_evaluator``): per release its evaluation, None (no agent steps) or the
         exception its scoring raised. Raises :class:`WorkerDied` when the worker exits
         (every release of the batch then goes out unscored)."""
-        batch: Batch = [([self._serialize(span) for span in r.spans], r.partial) for r in releases]
+        batch: Batch = [([self._serialize(span) for span in r.spans], r.partial, r.logs) for r in releases]
         payload = pickle.dumps(batch, pickle.HIGHEST_PROTOCOL)
         worker = self._checkout()
         healthy = False

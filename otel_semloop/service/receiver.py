@@ -1,5 +1,9 @@
-"""The two OTLP receivers: gRPC ``TraceService/Export`` (``grpc.aio``) and OTLP/HTTP
-``POST /v1/traces`` (an ASGI app served by uvicorn), both on the service's asyncio loop.
+"""The two OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export``
+(``grpc.aio``) and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served
+by uvicorn), all on the service's asyncio loop. Both signals get the same limits,
+authentication, admission and answers; a logs request goes to its own :class:`Ingest`
+(:mod:`otel_semloop.service.logs`), which keeps every record (no record is rejected: each
+is forwarded as it came).
 
 What a sender gets back
     * Success: an ``ExportTraceServiceResponse`` (protobuf, or OTLP JSON for a JSON
@@ -50,10 +54,13 @@ from typing import Any, Protocol
 
 import grpc
 import orjson
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
+from otel_semloop.otlp.codec import json_to_logs
+from otel_semloop.service.config import Signal
 from otel_semloop.service.held import Accepted
 
 __all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_handler", "http_app"]
@@ -61,6 +68,22 @@ __all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_ha
 _logger = logging.getLogger("otel_semloop.service")
 
 _Request = trace_service_pb2.ExportTraceServiceRequest
+_LogsRequest = logs_service_pb2.ExportLogsServiceRequest
+#: Per signal: the gRPC service, the HTTP path, the request and response messages.
+_WIRE: dict[Signal, tuple[str, str, Any, Any]] = {
+    "traces": (
+        "opentelemetry.proto.collector.trace.v1.TraceService",
+        "/v1/traces",
+        _Request,
+        trace_service_pb2.ExportTraceServiceResponse,
+    ),
+    "logs": (
+        "opentelemetry.proto.collector.logs.v1.LogsService",
+        "/v1/logs",
+        _LogsRequest,
+        logs_service_pb2.ExportLogsServiceResponse,
+    ),
+}
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
 # google.rpc.Code values
@@ -287,22 +310,41 @@ def _without_field(data: bytes, number: int) -> bytes:
     return b"".join(data[key:end] for found, _, key, _, end in _fields(data) if found != number)
 
 
-def decode_http_body(body: bytes, content_type: str, encoding: str, limit: int) -> tuple[_Request, int, str]:
-    """An OTLP/HTTP body as ``(request, rejected spans, first error)``; raises
-    :class:`BadRequest`."""
+def parse_request(body: bytes, signal: Signal = "traces") -> tuple[Any, int, str]:
+    """A protobuf export request of ``signal`` as ``(request, rejected items, first
+    error)``: traces through :func:`parse_protobuf`; a logs request whole (its records are
+    forwarded as they are, none is rejected). Raises ``DecodeError``."""
+    if signal == "traces":
+        return parse_protobuf(body)
+    request = _LogsRequest()
+    request.ParseFromString(body)
+    return request, 0, ""
+
+
+def decode_http_body(
+    body: bytes, content_type: str, encoding: str, limit: int, signal: Signal = "traces"
+) -> tuple[Any, int, str]:
+    """An OTLP/HTTP body of ``signal`` as ``(request, rejected items, first error)``;
+    raises :class:`BadRequest`."""
     if encoding == "gzip":
         body = _gunzip(body, limit)
     elif encoding not in ("", "identity"):
         raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none")
+    request_type = _WIRE[signal][2]
     if content_type == _PROTOBUF:
         try:
-            return parse_protobuf(body)
+            return parse_request(body, signal)
         except Exception as exc:
-            raise BadRequest(400, f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
+            raise BadRequest(400, f"body is not a protobuf {request_type.__name__}: {exc}") from None
     try:
         obj = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
         raise BadRequest(400, f"body is not JSON: {exc}") from None
+    if signal == "logs":
+        try:
+            return json_to_logs(obj, message_type=_LogsRequest), 0, ""
+        except OTLPDecodeError as exc:
+            raise BadRequest(400, f"body is not an OTLP JSON ExportLogsServiceRequest: {exc}") from None
     try:
         return json_to_traces(obj, message_type=_Request), 0, ""
     except OTLPDecodeError:
@@ -314,8 +356,6 @@ def _total_spans(request: _Request) -> int:
 
 
 # -- gRPC ------------------------------------------------------------------------------------
-
-_SERVICE = "opentelemetry.proto.collector.trace.v1.TraceService"
 
 
 def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
@@ -338,11 +378,17 @@ def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[s
 
 
 def grpc_handler(
-    ingest: Ingest, *, auth_token: str, max_decompressed_bytes: int, body_timeout: float = 30.0
+    ingest: Ingest,
+    *,
+    auth_token: str,
+    max_decompressed_bytes: int,
+    body_timeout: float = 30.0,
+    signal: Signal = "traces",
 ) -> grpc.GenericRpcHandler:
-    """``TraceService/Export`` taking the raw request bytes, so that a body that is not a
-    protobuf ``ExportTraceServiceRequest`` gets INVALID_ARGUMENT with the reason (grpcio's
-    own deserialiser would answer UNKNOWN and log a traceback per request).
+    """``TraceService/Export`` (``LogsService/Export`` for ``signal="logs"``) taking the raw
+    request bytes, so that a body that is not a protobuf export request gets
+    INVALID_ARGUMENT with the reason (grpcio's own deserialiser would answer UNKNOWN and
+    log a traceback per request).
 
     Registered as a client-streaming handler (the wire is the same as a unary call's), so
     that it runs when the call's headers arrive rather than once its message has: the
@@ -350,6 +396,7 @@ def grpc_handler(
     within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
     gets 408. Without this a stream whose message never comes holds its connection for as
     long as the sender likes."""
+    service, _, request_type, reply = _WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
@@ -386,12 +433,12 @@ def grpc_handler(
             context.set_details(refusal.message)
             return b""
         try:
-            request, unreadable, first = parse_protobuf(body)
+            request, unreadable, first = parse_request(body, signal)
         except Exception as exc:
             ingest.refused("malformed")
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"otel-semloop: body is not a protobuf ExportTraceServiceRequest: {exc}",
+                f"otel-semloop: body is not a protobuf {request_type.__name__}: {exc}",
             )
         try:
             # The raw body is stored as it is (durable queue) only when all of it was read.
@@ -401,7 +448,7 @@ def grpc_handler(
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
         rejected = unreadable + result.rejected
         message = first or result.message
-        response = trace_service_pb2.ExportTraceServiceResponse()
+        response = reply()
         if rejected:
             if not result.accepted:
                 await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
@@ -410,7 +457,7 @@ def grpc_handler(
         return response.SerializeToString()
 
     method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
-    return grpc.method_handlers_generic_handler(_SERVICE, {"Export": method})
+    return grpc.method_handlers_generic_handler(service, {"Export": method})
 
 
 # -- HTTP (ASGI) -----------------------------------------------------------------------------
@@ -441,12 +488,19 @@ def http_app(
     max_decompressed_bytes: int,
     auth_token: str = "",
     body_timeout: float = 30.0,
+    logs: Ingest | None = None,
 ) -> Callable[[dict[str, Any], _Receive, _Send], Awaitable[None]]:
-    """The ASGI app serving ``POST /v1/traces``."""
+    """The ASGI app serving ``POST /v1/traces`` (to ``ingest``) and, given ``logs``,
+    ``POST /v1/logs`` (to ``logs``)."""
+    ingests: dict[str, tuple[Signal, Ingest]] = {"/v1/traces": ("traces", ingest)}
+    if logs is not None:
+        ingests["/v1/logs"] = ("logs", logs)
+    traces_ingest = ingest
 
     async def app(scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":
             return
+        signal, ingest = ingests.get(scope["path"], ("traces", traces_ingest))
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         json = content_type == _JSON
@@ -461,8 +515,9 @@ def http_app(
                 body, kind = message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
             await _respond(send, status, body, kind, extra)
 
-        if scope["path"] != "/v1/traces":
-            await error(404, _NOT_FOUND, f"no such path {scope['path']!r}: OTLP traces go to POST /v1/traces")
+        if scope["path"] not in ingests:
+            paths = " and ".join(f"POST {path}" for path in ingests)
+            await error(404, _NOT_FOUND, f"no such path {scope['path']!r}: OTLP goes to {paths}")
             return
         if scope["method"] != "POST":
             await error(405, _INVALID_ARGUMENT, "use POST", [(b"allow", b"POST")])
@@ -543,11 +598,11 @@ def http_app(
             if len(body) > _INLINE_DECODE_BYTES or json:
                 # Large or JSON bodies are decoded on a thread: the loop keeps serving.
                 request, rejected, first = await asyncio.to_thread(
-                    decode_http_body, body, content_type, encoding, max_decompressed_bytes
+                    decode_http_body, body, content_type, encoding, max_decompressed_bytes, signal
                 )
             else:
                 request, rejected, first = decode_http_body(
-                    body, content_type, encoding, max_decompressed_bytes
+                    body, content_type, encoding, max_decompressed_bytes, signal
                 )
         except BadRequest as exc:
             ingest.refused("too_large" if exc.status == 413 else "malformed")
@@ -570,7 +625,7 @@ def http_app(
                 else b"{}"
             )
         else:
-            response = trace_service_pb2.ExportTraceServiceResponse()
+            response = _WIRE[signal][3]()
             if rejected:
                 response.partial_success.rejected_spans = rejected
                 response.partial_success.error_message = first

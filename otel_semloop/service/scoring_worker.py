@@ -1,7 +1,8 @@
 """A scoring process: the worker's side of :mod:`otel_semloop.service.processes`' pipe.
 
-A batch comes in pickled, as each release's spans (protobuf wire bytes) and whether the
-release is partial. Each release is scored as every front door scores one: its spans held
+A batch comes in pickled, as each release's spans (protobuf wire bytes), whether the
+release is partial and its GenAI log events (:mod:`otel_semloop.service.logs`; put on
+their spans by ``evaluate``). Each release is scored as every front door scores one: its spans held
 as :class:`~otel_semloop.service.held.Held` (without envelopes), read and scored by
 :func:`~otel_semloop.release.evaluate` and patched by
 :func:`~otel_semloop.release.written_back` through the service's own adapter, with the
@@ -21,6 +22,7 @@ import json
 import pickle
 from typing import Any
 
+from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.model import SpanRecord, Trace
 from otel_semloop.redact import safe_text
@@ -35,7 +37,7 @@ __all__ = ["READY", "Scored", "loop_summary", "score_release", "worker_main"]
 READY = b"ready"
 
 #: A batch as it crosses the pipe: per release its spans' wire bytes and ``partial``.
-Batch = list[tuple[list[bytes], bool]]
+Batch = list[tuple[list[bytes], bool, tuple[LogEvent, ...]]]
 
 
 @dataclasses.dataclass(slots=True)
@@ -75,7 +77,7 @@ def worker_main(conn: Any, mode: str) -> None:
         except (EOFError, OSError):
             return
         with collector_paused():
-            results = [_score_or_error(spans, partial, scorer) for spans, partial in batch]
+            results = [_score_or_error(spans, partial, scorer, logs) for spans, partial, logs in batch]
         try:
             reply = pickle.dumps(results, pickle.HIGHEST_PROTOCOL)
         except Exception:  # an exception that does not pickle: only its release says so
@@ -86,18 +88,23 @@ def worker_main(conn: Any, mode: str) -> None:
             return
 
 
-def _score_or_error(spans: list[bytes], partial: bool, scorer: DetectorScorer) -> Scored | Exception | None:
+def _score_or_error(
+    spans: list[bytes], partial: bool, scorer: DetectorScorer, logs: tuple[LogEvent, ...] = ()
+) -> Scored | Exception | None:
     try:
-        return score_release(spans, partial, scorer)
+        return score_release(spans, partial, scorer, logs)
     except Exception as exc:  # the trace goes out unscored with this error's type
         return exc
 
 
-def score_release(spans: list[bytes], partial: bool, scorer: DetectorScorer) -> Scored | None:
-    """Score one release's spans and patch them; None when the trace has no agent steps."""
+def score_release(
+    spans: list[bytes], partial: bool, scorer: DetectorScorer, logs: tuple[LogEvent, ...] = ()
+) -> Scored | None:
+    """Score one release's spans (with its GenAI log events ``logs``) and patch them; None
+    when the trace has no agent steps."""
     held = [Held(data, None, None) for data in spans]
     # root_ended=not partial: the release is partial exactly when the service's was.
-    release = Release(None, held, ReleaseReason.COMPLETE, root_ended=not partial)
+    release = Release(None, held, ReleaseReason.COMPLETE, root_ended=not partial, logs=logs)
     evaluation = evaluate(release, PROTO_SPANS, scorer)
     if evaluation is None:
         return None

@@ -33,6 +33,10 @@ of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queu
 time, then close. Spans still unsent at the deadline (the downstream is down) are counted
 and logged as dropped, with their number (with a durable queue they stay on disk and go
 out after the restart).
+
+Size: the service's lifecycle (start and stop of the receivers, the pipeline, the two
+signals' export queues, the durable queue) and the admission every request passes, read
+together because shutdown undoes start in order.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from otel_semloop.service.config import ServiceConfig
 from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.held import Accepted, Held, prepare
 from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
+from otel_semloop.service.logs import LogRecords
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
 from otel_semloop.service.pipeline import Pipeline
 from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
@@ -99,6 +104,10 @@ class SemloopService:
         self._pipeline: Pipeline | None = None
         self._evaluations: EvaluationPublisher | None = None
         self._exports: ExportQueue | None = None
+        #: The logs signal: its ingest and hold, its export queue and sender.
+        self.logs: LogRecords | None = None
+        self._log_exports: ExportQueue | None = None
+        self._log_sender: Any = None
         self._durable: Any = None
         self._processes: ScoringProcesses | None = None
         self._sender: Any = None
@@ -121,13 +130,20 @@ class SemloopService:
         """True while receivers must refuse retryably (export queue at its watermark)."""
         return self._exports is not None and self._exports.full
 
-    def admit(self, size: int) -> None:
+    @property
+    def durable(self) -> Any:
+        """The durable queue, or None."""
+        return self._durable
+
+    def admit(self, size: int, exports: ExportQueue | None = None) -> None:
         """Raise :class:`Refusal` if a request of ``size`` bytes must wait (see the module
-        docstring); nothing is held yet."""
+        docstring); nothing is held yet. ``exports``: the queue the request's data goes to
+        (default: the spans' one)."""
         reason = None
+        full = self.full if exports is None else exports.full
         if self._draining or self._pipeline is None:
             reason, message = "draining", "otel-semloop: shutting down; send to another replica or retry"
-        elif self.full:
+        elif full:
             reason, message = "export_queue_full", "otel-semloop: export queue full (downstream slow or down)"
         elif self.accepted_bytes and self.accepted_bytes + size > self.config.memory_limit_bytes:
             reason, message = "memory", "otel-semloop: memory limit reached; retry later"
@@ -204,6 +220,10 @@ class SemloopService:
             config.export_timeout,
         )
         self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
+        self._log_sender = make_sender(config, "logs")
+        self._log_exports = ExportQueue(
+            config, self._log_sender, self._telemetry, settle=self._settle, signal="logs"
+        )
         try:
             if config.scoring_processes and runs_in_workers(self._scorer):
                 # Warm workers before ready: the first traces must not wait for a boot.
@@ -224,12 +244,15 @@ class SemloopService:
             self._pipeline = Pipeline(
                 config, self._forward, self._scorer, self._telemetry, self._evaluations, self._processes
             )
+            self.logs = LogRecords(
+                self, self._pipeline, self._log_exports, self._telemetry, config.max_log_events
+            )
             self._start_admin()
             if config.durable_queue:
                 from otel_semloop.service.durable import DurableQueue
 
                 self._durable = DurableQueue(config.durable_queue, config.durable_queue_bytes)
-                replayed = self._durable.replay(self._pipeline)
+                replayed = self._durable.replay(self._pipeline, self.logs)
                 for size in replayed.values():
                     self.accepted_bytes += size
                 if replayed:
@@ -250,13 +273,15 @@ class SemloopService:
             raise
         self._tasks.append(loop.create_task(self._pipeline.run()))
         self._tasks.append(loop.create_task(self._exports.run()))
+        self._tasks.append(loop.create_task(self._log_exports.run()))
         self._tasks.append(loop.create_task(self._heartbeat()))
         self.health.set("ready")
         _logger.info(
-            "otel-semloop: serving OTLP on grpc %s, http %s; exporting to %s",
+            "otel-semloop: serving OTLP on grpc %s, http %s; exporting traces to %s, logs to %s",
             f"{config.grpc} (port {self.grpc_port})" if config.grpc else "-",
             f"{config.http} (port {self.http_port})" if config.http else "-",
             self._sender.describe(),
+            self._log_sender.describe(),
         )
         _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
 
@@ -293,7 +318,22 @@ class SemloopService:
         if self._pipeline is not None and self._exports is not None:
             scoring_deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) * _SCORING_SHARE
             clean = await self._pipeline.drain(scoring_deadline)
-            left = await self._exports.drain(deadline)
+            left_spans, left_logs = await asyncio.gather(
+                self._exports.drain(deadline),
+                self._log_exports.drain(deadline) if self._log_exports is not None else _nothing(),
+            )
+            if left_logs:
+                clean = False
+                if self._durable is None:
+                    self._telemetry.add("semloop.export.log_records.dropped", "shutdown", left_logs)
+                _logger.error(
+                    "otel-semloop: shutdown: %d log records not delivered to %s within %.1f s%s",
+                    left_logs,
+                    self._log_sender.describe(),
+                    timeout,
+                    "; they stay in the durable queue" if self._durable is not None else "; dropped",
+                )
+            left = left_spans
             if left:
                 clean = False
                 if self._durable is None:
@@ -352,6 +392,10 @@ class SemloopService:
             "semloop.spans.held": pipeline.buffer.held_spans if pipeline is not None else 0,
             "semloop.traces.held": pipeline.buffer.held_traces if pipeline is not None else 0,
             "semloop.export.pending": exports.pending if exports is not None else 0,
+            "semloop.export.log_records.pending": self._log_exports.pending
+            if self._log_exports is not None
+            else 0,
+            "semloop.log_records.held": self.logs.held.held if self.logs is not None else 0,
             "semloop.export.down": int(exports.down) if exports is not None else 0,
             "semloop.scorers.stuck": pipeline.stuck if pipeline is not None else 0,
             "semloop.memory.accepted": self.accepted_bytes,
@@ -370,9 +414,10 @@ class SemloopService:
         if self._processes is not None:
             await asyncio.to_thread(self._processes.close)
             self._processes = None
-        if self._sender is not None:
-            with contextlib.suppress(Exception):
-                await self._sender.close()
+        for sender in (self._sender, self._log_sender):
+            if sender is not None:
+                with contextlib.suppress(Exception):
+                    await sender.close()
         if self._durable is not None:
             with contextlib.suppress(Exception):
                 await self._durable.close()
@@ -386,3 +431,7 @@ class SemloopService:
         if self._own_meter_provider is not None:
             with contextlib.suppress(Exception):
                 self._own_meter_provider.shutdown(timeout_millis=5000)
+
+
+async def _nothing() -> int:
+    return 0

@@ -10,7 +10,9 @@
 
 Both flatten every ``ExportTraceServiceRequest`` they receive into :class:`ReceivedSpan`
 values with decoded attributes, so tests assert on what a backend would store, including
-duplicates (a span sent twice appears twice).
+duplicates (a span sent twice appears twice). Both also take OTLP logs (gRPC
+``LogsService/Export``, HTTP ``POST /v1/logs``) and keep each log record as it arrived
+(:class:`ReceivedLogRecord`: the record's own bytes, its ids, event name and body).
 The decoding is written here on purpose, independent of the package's own OTLP codec.
 """
 
@@ -27,6 +29,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2, logs_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.proto.common.v1 import common_pb2
 
@@ -37,6 +40,7 @@ __all__ = [
     "HttpOtlpReceiver",
     "OtlpReceiver",
     "ReceivedEvent",
+    "ReceivedLogRecord",
     "ReceivedSpan",
     "decode_any_value",
 ]
@@ -74,6 +78,20 @@ class ReceivedSpan:
         return [e for e in self.events if e.name == name]
 
 
+@dataclass(frozen=True, slots=True)
+class ReceivedLogRecord:
+    """One log record as it arrived: its wire bytes (to compare with what was sent), hex
+    ids, event name, decoded body and attributes, and its scope's name."""
+
+    wire: bytes
+    trace_id: str
+    span_id: str
+    event_name: str
+    body: Any
+    attributes: Mapping[str, Any]
+    scope: str
+
+
 def decode_any_value(value: common_pb2.AnyValue) -> Any:
     """An OTLP ``AnyValue`` as a Python value (kvlists become dicts)."""
     which = value.WhichOneof("value")
@@ -97,6 +115,7 @@ class OtlpReceiver:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._spans: list[ReceivedSpan] = []
+        self._logs: list[ReceivedLogRecord] = []
 
     # -- store ----------------------------------------------------------------------------
 
@@ -128,6 +147,42 @@ class OtlpReceiver:
         with self._changed:
             self._spans.extend(spans)
             self._changed.notify_all()
+
+    def _record_logs(self, request: logs_service_pb2.ExportLogsServiceRequest) -> None:
+        records = [
+            ReceivedLogRecord(
+                wire=record.SerializeToString(),
+                trace_id=record.trace_id.hex(),
+                span_id=record.span_id.hex(),
+                event_name=record.event_name,
+                body=decode_any_value(record.body) if record.HasField("body") else None,
+                attributes=_attributes(record.attributes),
+                scope=scope_logs.scope.name,
+            )
+            for resource_logs in request.resource_logs
+            for scope_logs in resource_logs.scope_logs
+            for record in scope_logs.log_records
+        ]
+        with self._changed:
+            self._logs.extend(records)
+            self._changed.notify_all()
+
+    @property
+    def log_records(self) -> list[ReceivedLogRecord]:
+        """Every log record received, in arrival order, duplicates included."""
+        with self._lock:
+            return list(self._logs)
+
+    def wait_for_log_records(self, count: int, timeout: float = 10.0) -> list[ReceivedLogRecord]:
+        """Block until at least ``count`` log records arrived (or ``timeout``); returns them."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self._logs) < count:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._changed.wait(remaining)
+            return list(self._logs)
 
     @property
     def spans(self) -> list[ReceivedSpan]:
@@ -186,13 +241,25 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
         return trace_service_pb2.ExportTraceServiceResponse()
 
 
+class _LogsService(logs_service_pb2_grpc.LogsServiceServicer):
+    def __init__(self, receiver: OtlpReceiver) -> None:
+        self._receiver = receiver
+
+    def Export(
+        self, request: logs_service_pb2.ExportLogsServiceRequest, context: grpc.ServicerContext
+    ) -> logs_service_pb2.ExportLogsServiceResponse:
+        self._receiver._record_logs(request)
+        return logs_service_pb2.ExportLogsServiceResponse()
+
+
 class GrpcOtlpReceiver(OtlpReceiver):
-    """OTLP/gRPC TraceService on ``127.0.0.1``, insecure, ephemeral port."""
+    """OTLP/gRPC TraceService and LogsService on ``127.0.0.1``, insecure, ephemeral port."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
         super().__init__()
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(_TraceService(self), self._server)
+        logs_service_pb2_grpc.add_LogsServiceServicer_to_server(_LogsService(self), self._server)
         self._host = host
         self._port = self._server.add_insecure_port(f"{host}:0")
 
@@ -246,7 +313,8 @@ def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
-            if self.path.split("?", 1)[0] != "/v1/traces":
+            path = self.path.split("?", 1)[0]
+            if path not in ("/v1/traces", "/v1/logs"):
                 reply(self, 404, b"not found", "text/plain")
                 return
             content_type = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip()
@@ -255,6 +323,16 @@ def _http_handler_for(receiver: OtlpReceiver) -> type[BaseHTTPRequestHandler]:
                 return
             if (self.headers.get("Content-Encoding") or "").lower() == "gzip":
                 body = gzip.decompress(body)
+            if path == "/v1/logs":
+                logs = logs_service_pb2.ExportLogsServiceRequest()
+                try:
+                    logs.ParseFromString(body)
+                except Exception:
+                    reply(self, 400, b"invalid ExportLogsServiceRequest", "text/plain")
+                    return
+                receiver._record_logs(logs)
+                reply(self, 200, b"", "application/x-protobuf")
+                return
             request = trace_service_pb2.ExportTraceServiceRequest()
             try:
                 request.ParseFromString(body)

@@ -13,8 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from opentelemetry import context, trace
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
@@ -41,6 +43,7 @@ from otel_semloop.otlp import (
     write_json_line,
     write_proto_message,
 )
+from otel_semloop.otlp.codec import json_to_logs, logs_to_json
 from otel_semloop.writeback import SpanPatch
 
 I64 = st.integers(-(2**63), 2**63 - 1)
@@ -143,10 +146,28 @@ def spans(draw, *, valid_ids: bool = False) -> Span:
 
 
 @st.composite
-def traces_data(draw, *, valid_ids: bool = False, message_type=TracesData):
-    msg = message_type()
+def log_records(draw) -> LogRecord:
+    r = LogRecord()
+    r.time_unix_nano = draw(U64)
+    r.observed_time_unix_nano = draw(U64)
+    r.severity_number = draw(st.integers(0, 24))
+    r.severity_text = draw(TEXT)
+    if draw(st.booleans()):
+        _any_pb(draw(_any_tree), r.body)
+    _kvs_pb(draw(ATTRS), r.attributes)
+    r.dropped_attributes_count = draw(U32)
+    r.flags = draw(U32)
+    r.trace_id = draw(TRACE_ID | st.just(b""))
+    r.span_id = draw(SPAN_ID | st.just(b""))
+    r.event_name = draw(st.sampled_from(["", "gen_ai.choice", "gen_ai.user.message"]) | TEXT)
+    return r
+
+
+def _envelopes(draw, resources, scopes_of, items_of, items) -> None:
+    """Fill a ``TracesData``/``LogsData``-shaped message: resources, each with scopes,
+    each with the drawn ``items``."""
     for _ in range(draw(st.integers(0, 2))):
-        rs = msg.resource_spans.add()
+        rs = resources.add()
         if draw(st.booleans()):
             rs.resource.SetInParent()
             _kvs_pb(draw(ATTRS), rs.resource.attributes)
@@ -159,7 +180,7 @@ def traces_data(draw, *, valid_ids: bool = False, message_type=TracesData):
                 ref.description_keys.extend(draw(st.lists(TEXT, max_size=2)))
         rs.schema_url = draw(TEXT)
         for _ in range(draw(st.integers(0, 2))):
-            ss = rs.scope_spans.add()
+            ss = scopes_of(rs).add()
             if draw(st.booleans()):
                 ss.scope.SetInParent()
                 ss.scope.name = draw(TEXT)
@@ -167,8 +188,23 @@ def traces_data(draw, *, valid_ids: bool = False, message_type=TracesData):
                 _kvs_pb(draw(ATTRS), ss.scope.attributes)
                 ss.scope.dropped_attributes_count = draw(U32)
             ss.schema_url = draw(TEXT)
-            for span in draw(st.lists(spans(valid_ids=valid_ids), max_size=3)):
-                ss.spans.add().CopyFrom(span)
+            for item in draw(st.lists(items, max_size=3)):
+                items_of(ss).add().CopyFrom(item)
+
+
+@st.composite
+def traces_data(draw, *, valid_ids: bool = False, message_type=TracesData):
+    msg = message_type()
+    _envelopes(
+        draw, msg.resource_spans, lambda rs: rs.scope_spans, lambda ss: ss.spans, spans(valid_ids=valid_ids)
+    )
+    return msg
+
+
+@st.composite
+def logs_data(draw, *, message_type=LogsData):
+    msg = message_type()
+    _envelopes(draw, msg.resource_logs, lambda rl: rl.scope_logs, lambda sl: sl.log_records, log_records())
     return msg
 
 
@@ -194,6 +230,20 @@ def test_protobuf_to_json_and_back_is_identical(msg):
 @given(traces_data(message_type=ExportTraceServiceRequest))
 def test_export_request_round_trips_as_itself(msg):
     assert through_json(msg, ExportTraceServiceRequest) == msg
+
+
+@FAST
+@given(logs_data())
+def test_logs_protobuf_to_json_and_back_is_identical(msg):
+    back = json_to_logs(orjson.loads(orjson.dumps(logs_to_json(msg))))
+    assert back.SerializeToString(deterministic=True) == msg.SerializeToString(deterministic=True)
+
+
+@FAST
+@given(logs_data(message_type=ExportLogsServiceRequest))
+def test_logs_export_request_round_trips_as_itself(msg):
+    as_json = orjson.loads(orjson.dumps(logs_to_json(msg)))
+    assert json_to_logs(as_json, message_type=ExportLogsServiceRequest) == msg
 
 
 @FAST

@@ -23,6 +23,7 @@ from otel_semloop.otlp import (
     write_json_line,
 )
 from otel_semloop.otlp.anyvalue import MAX_DEPTH
+from otel_semloop.otlp.codec import json_to_logs
 from tests.otlp.test_otlp_codec import COLLECTOR_LINE, traces_data
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -68,6 +69,11 @@ json_values = st.recursive(
                     "startTimeUnixNano",
                     "resource",
                     "scope",
+                    "resourceLogs",
+                    "scopeLogs",
+                    "logRecords",
+                    "body",
+                    "eventName",
                 ]
             )
             | st.text(max_size=5),
@@ -92,9 +98,11 @@ def only_decode_errors(fn, *args):
 @given(json_values)
 @example({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": [], "spanId": {}}]}]}]})
 @example({"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": [], "value": []}]}]}]}]})
+@example({"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"kvlistValue": 1}, "spanId": 7}]}]}]})
 def test_arbitrary_json_values_only_raise_decode_errors(value):
     only_decode_errors(records_from_json, value, "fuzz:1")
     only_decode_errors(json_to_traces, value, "fuzz:1")
+    only_decode_errors(json_to_logs, value, "fuzz:1")
     only_decode_errors(decode_any_json, value)
 
 

@@ -5,7 +5,6 @@ emits them)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,13 +17,9 @@ from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_s
 
 from otel_semloop.conventions import LogEvent
 from otel_semloop.processor.logs import HeldLogs
+from tests.support.log_record_agent import CHAT, ROUNDS, SPANS
+from tests.support.log_record_agent import chat_agent_with_log_records as log_record_agent
 from tests.support.processor_support import Pipeline, pipeline, root_of
-
-ROUNDS = 8
-#: Spans of one run: the request span and one chat span per round.
-SPANS = ROUNDS + 1
-CHAT = {"gen_ai.operation.name": "chat", "gen_ai.system": "openai", "gen_ai.request.model": "fake-gpt"}
-SYSTEM = {"gen_ai.system": "openai"}
 
 
 @dataclass
@@ -55,37 +50,8 @@ def span_and_log_pipeline(register: bool = True, **options: Any) -> Iterator[tup
 
 
 def chat_agent_with_log_records(line: Pipeline, logs: Logs, rounds: int = ROUNDS) -> int:
-    """A request span with one content-free chat span per round; each chat emits its input
-    messages and its choice as GenAI log records in its span's context. The model asks
-    ``search_logs({"query": "timeout"})`` every round and gets the same result back.
-    Returns the number of log records emitted."""
-    tracer, logger = line.tracer, logs.logger
-    history: list[tuple[str, dict[str, Any]]] = [
-        ("gen_ai.user.message", {"content": "Why is checkout failing?"})
-    ]
-    emitted = 0
-    with tracer.start_as_current_span("POST /triage"):
-        for i in range(rounds):
-            call = {
-                "id": f"call_{i}",
-                "type": "function",
-                "function": {"name": "search_logs", "arguments": json.dumps({"query": "timeout"})},
-            }
-            with tracer.start_as_current_span("chat fake-gpt", attributes=CHAT):
-                for name, body in history:
-                    logger.emit(event_name=name, body=body, attributes=SYSTEM)
-                choice = {
-                    "index": 0,
-                    "finish_reason": "tool_calls",
-                    "message": {"role": "assistant", "tool_calls": [call]},
-                }
-                logger.emit(event_name="gen_ai.choice", body=choice, attributes=SYSTEM)
-                emitted += len(history) + 1
-            history.append(("gen_ai.assistant.message", {"tool_calls": [call]}))
-            history.append(
-                ("gen_ai.tool.message", {"content": "3 matches: upstream timeout", "id": f"call_{i}"})
-            )
-    return emitted
+    """The looping chat agent of :mod:`tests.support.log_record_agent` on this pipeline."""
+    return log_record_agent(line.tracer, logs.logger, rounds)
 
 
 @pytest.mark.parametrize("register", [True, False], ids=["log-processor-registered", "spans-only"])

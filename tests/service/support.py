@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2, metrics_service_pb2_grpc
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
@@ -24,6 +25,7 @@ from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver, OtlpReceiver
 
 EXPORT = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+LOGS_EXPORT = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
 
 
 def config_for(downstream: OtlpReceiver | str, **overrides: Any) -> ServiceConfig:
@@ -56,16 +58,17 @@ def running(downstream: OtlpReceiver | str, **overrides: Any) -> Iterator[Servic
 
 def grpc_export(
     port: int,
-    request: trace_service_pb2.ExportTraceServiceRequest | bytes,
+    request: Any,
     *,
+    method: str = EXPORT,
     token: str | None = None,
     credentials: grpc.ChannelCredentials | None = None,
     host: str = "127.0.0.1",
     compression: grpc.Compression | None = None,
     timeout: float = 10,
-) -> trace_service_pb2.ExportTraceServiceResponse:
-    """One Export call with raw bytes (so malformed bodies can be sent); raises
-    ``grpc.RpcError`` on a non-OK status."""
+) -> Any:
+    """One Export call (``method``: the traces' or :data:`LOGS_EXPORT`) with raw bytes (so
+    malformed bodies can be sent); raises ``grpc.RpcError`` on a non-OK status."""
     body = request if isinstance(request, bytes) else request.SerializeToString()
     target = f"{host}:{port}"
     options = [("grpc.max_send_message_length", -1), ("grpc.ssl_target_name_override", "localhost")]
@@ -75,11 +78,12 @@ def grpc_export(
         else grpc.insecure_channel(target, options=options)
     )
     with channel:
-        call = channel.unary_unary(
-            EXPORT,
-            request_serializer=None,
-            response_deserializer=trace_service_pb2.ExportTraceServiceResponse.FromString,
+        response = (
+            logs_service_pb2.ExportLogsServiceResponse
+            if method == LOGS_EXPORT
+            else trace_service_pb2.ExportTraceServiceResponse
         )
+        call = channel.unary_unary(method, request_serializer=None, response_deserializer=response.FromString)
         metadata = (("authorization", f"Bearer {token}"),) if token is not None else None
         return call(body, timeout=timeout, metadata=metadata, compression=compression)
 

@@ -303,7 +303,7 @@ def test_a_malformed_http_body_gets_400_with_a_message(grpc_downstream: GrpcOtlp
         response = httpx.post(url, content=b"x", headers={"Content-Type": "text/plain"})
         assert response.status_code == 415
         assert httpx.get(url).status_code == 405
-        assert httpx.post(url.replace("/v1/traces", "/v1/logs"), content=b"").status_code == 404
+        assert httpx.post(url.replace("/v1/traces", "/v1/metrics"), content=b"").status_code == 404
 
 
 def _json_span(trace_id: str, span_id: str, name: str, parent: str = "") -> dict[str, Any]:

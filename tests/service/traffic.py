@@ -16,9 +16,14 @@ import hashlib
 import json
 from collections.abc import Iterable, Iterator
 
+from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.common.v1 import common_pb2
+from opentelemetry.proto.logs.v1 import logs_pb2
+from opentelemetry.proto.resource.v1 import resource_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
+
+from otel_semloop.otlp import encode_any_pb
 
 _Request = trace_service_pb2.ExportTraceServiceRequest
 _START = 1_767_225_600_000_000_000
@@ -91,6 +96,57 @@ def agent_spans(trace_id: bytes, rounds: int, loop: bool, padding: int = 0) -> l
     return spans
 
 
+def genai_log_records(trace_id: bytes, rounds: int, loop: bool) -> list[logs_pb2.LogRecord]:
+    """The GenAI log records ``opentelemetry-instrumentation-openai-v2`` would emit beside
+    :func:`agent_spans`' chat spans: per round a ``gen_ai.user.message`` and a
+    ``gen_ai.choice`` asking for the search, in the chat span's context (each at its own
+    time, so ``trace id + span id + time`` names a record)."""
+    records = []
+    for i in range(rounds):
+        span_id = _span_id(trace_id, 2 * i + 1)
+        query = "x" if loop else f"topic {i}"
+        call = {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": "search", "arguments": json.dumps({"q": query})},
+        }
+        bodies = (
+            ("gen_ai.user.message", {"content": "find papers"}),
+            ("gen_ai.choice", {"index": 0, "finish_reason": "tool_calls", "message": {"tool_calls": [call]}}),
+        )
+        for k, (name, body) in enumerate(bodies):
+            record = logs_pb2.LogRecord(
+                time_unix_nano=_START + (2 * i + 1) * 1_000_000 + k,
+                trace_id=trace_id,
+                span_id=span_id,
+                event_name=name,
+            )
+            encode_any_pb(body, record.body)  # a map, as the instrumentation emits it
+            record.attributes.append(
+                common_pb2.KeyValue(key="gen_ai.system", value=common_pb2.AnyValue(string_value="openai"))
+            )
+            records.append(record)
+    return records
+
+
+def _service_name(resource: resource_pb2.Resource, service: str) -> None:
+    resource.attributes.append(
+        common_pb2.KeyValue(key="service.name", value=common_pb2.AnyValue(string_value=service))
+    )
+
+
+def logs_request_of(
+    records: Iterable[logs_pb2.LogRecord], service: str = "research-agent"
+) -> logs_service_pb2.ExportLogsServiceRequest:
+    request = logs_service_pb2.ExportLogsServiceRequest()
+    rl = request.resource_logs.add()
+    _service_name(rl.resource, service)
+    sl = rl.scope_logs.add()
+    sl.scope.name = "opentelemetry.instrumentation.openai_v2"
+    sl.log_records.extend(records)
+    return request
+
+
 def plain_spans(trace_id: bytes) -> list[trace_pb2.Span]:
     root_id = _span_id(trace_id, 0)
     root = trace_pb2.Span(
@@ -117,9 +173,7 @@ def plain_spans(trace_id: bytes) -> list[trace_pb2.Span]:
 def request_of(spans: Iterable[trace_pb2.Span], service: str = "research-agent") -> _Request:
     request = _Request()
     rs = request.resource_spans.add()
-    rs.resource.attributes.append(
-        common_pb2.KeyValue(key="service.name", value=common_pb2.AnyValue(string_value=service))
-    )
+    _service_name(rs.resource, service)
     ss = rs.scope_spans.add()
     ss.scope.name = "agent.instrumentation"
     ss.spans.extend(spans)

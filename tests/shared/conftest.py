@@ -7,6 +7,12 @@ forwards to a real OTLP receiver on loopback). ``any_door`` adds ``[rescore]`` (
 written as OTLP JSON lines and scored by ``otel-semloop rescore``) for the promises that
 do not depend on buffering. Every door shows what it forwarded as
 :class:`~tests.e2e.otlp_receiver.ReceivedSpan` objects.
+
+The application has a real ``LoggerProvider`` too (``door.logger``): the processor door
+adds semloop's log record processor beside the app's own log exporter, the service door
+exports the logs over OTLP/gRPC to the service (which forwards them to the receiver), the
+rescore door writes them to a logs file beside the traces file. Every door that forwards
+logs shows them as wire bytes (:meth:`Door.received_log_records`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ from typing import Any
 
 import orjson
 import pytest
+from opentelemetry.exporter.otlp.proto.common._internal._log_encoder import encode_logs
+from opentelemetry.sdk._logs import LoggerProvider
+from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogRecordProcessor
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
@@ -29,9 +38,11 @@ from opentelemetry.trace import Tracer
 
 from otel_semloop.cli import main as cli_main
 from otel_semloop.otlp import records_from_json, records_to_traces_json
+from otel_semloop.otlp.codec import logs_to_json
 from otel_semloop.processor import SemloopSpanProcessor
 from otel_semloop.processor.sdk import span_to_record
 from tests.e2e.otlp_receiver import GrpcOtlpReceiver, ReceivedEvent, ReceivedSpan
+from tests.support.log_record_agent import record_bytes
 
 #: Test-sized timings, under the names both front doors share.
 FAST = {"grace_seconds": 0.1, "tick_seconds": 0.02}
@@ -92,10 +103,27 @@ class Door:
             resource=Resource.create({"service.name": "agent"}), shutdown_on_exit=False
         )
         self.provider.add_span_processor(SimpleSpanProcessor(self.produced_exporter))
+        self.produced_logs = InMemoryLogRecordExporter()
+        self.logger_provider = LoggerProvider(
+            resource=Resource.create({"service.name": "agent"}), shutdown_on_exit=False
+        )
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.produced_logs))
 
     @property
     def tracer(self) -> Tracer:
         return self.provider.get_tracer("tests.shared")
+
+    @property
+    def logger(self) -> Any:
+        return self.logger_provider.get_logger("opentelemetry.instrumentation.openai_v2")
+
+    def produced_log_records(self) -> Counter[bytes]:
+        """Every log record the application emitted, as its OTLP wire bytes."""
+        return record_bytes(encode_logs(self.produced_logs.get_finished_logs()))
+
+    def received_log_records(self) -> Counter[bytes]:
+        """Every log record the logs downstream received, as its wire bytes."""
+        raise NotImplementedError
 
     def produced(self) -> list[ReadableSpan]:
         return list(self.produced_exporter.get_finished_spans())
@@ -135,12 +163,20 @@ class ProcessorDoor(Door):
         self.exported = InMemorySpanExporter()
         self.processor = SemloopSpanProcessor(SimpleSpanProcessor(self.exported), scorer=scorer, **options)
         self.provider.add_span_processor(self.processor)
+        # The app's own log exporter is the logs downstream; semloop only observes beside it.
+        self.logger_provider.add_log_record_processor(self.processor.log_record_processor)
+        self.exported_logs = InMemoryLogRecordExporter()
+        self.logger_provider.add_log_record_processor(SimpleLogRecordProcessor(self.exported_logs))
 
     def received(self) -> list[ReceivedSpan]:
         return [received_from_sdk(s) for s in self.exported.get_finished_spans()]
 
+    def received_log_records(self) -> Counter[bytes]:
+        return record_bytes(encode_logs(self.exported_logs.get_finished_logs()))
+
     def close(self) -> None:
         self.provider.shutdown()
+        self.logger_provider.shutdown()
 
     def stats(self) -> dict[str, int]:
         return self.processor.stats()
@@ -150,7 +186,9 @@ class ServiceDoor(Door):
     name = "service"
 
     def __init__(self, scorer: Any = None, **options: Any) -> None:
+        from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor
 
         from otel_semloop.service import ServiceConfig, ServiceThread
 
@@ -165,14 +203,23 @@ class ServiceDoor(Door):
             **options,
         )
         self.service = ServiceThread(config, scorer=scorer).start()
-        exporter = OTLPSpanExporter(endpoint=f"127.0.0.1:{self.service.grpc_port}", insecure=True, timeout=10)
+        endpoint = f"127.0.0.1:{self.service.grpc_port}"
+        exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=10)
         self.provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=20))
+        log_exporter = OTLPLogExporter(endpoint=endpoint, insecure=True, timeout=10)
+        self.logger_provider.add_log_record_processor(
+            BatchLogRecordProcessor(log_exporter, schedule_delay_millis=20)
+        )
         self._closed = False
 
     def received(self) -> list[ReceivedSpan]:
         return self.downstream.spans
 
+    def received_log_records(self) -> Counter[bytes]:
+        return Counter(record.wire for record in self.downstream.log_records)
+
     def send(self) -> None:
+        assert self.logger_provider.force_flush(10_000)  # the records before their trace completes
         assert self.provider.force_flush(10_000)
 
     def close(self) -> None:
@@ -181,6 +228,7 @@ class ServiceDoor(Door):
         self._closed = True
         try:
             self.provider.shutdown()
+            self.logger_provider.shutdown()
             self.service.stop()
         finally:
             self.downstream.stop()
@@ -205,7 +253,13 @@ class RescoreDoor(Door):
         records = [span_to_record(s) for s in self.produced()]
         source, target = self._tmp / "in.otlp.jsonl", self._tmp / "out.otlp.jsonl"
         source.write_bytes(orjson.dumps(records_to_traces_json(records)) + b"\n")
-        assert cli_main(["rescore", str(source), "-o", str(target), "-q"]) == 0
+        inputs = [str(source)]
+        logs = self.produced_logs.get_finished_logs()
+        if logs:  # the Collector file exporter's logs file, beside the traces file
+            logs_file = self._tmp / "in.logs.jsonl"
+            logs_file.write_bytes(orjson.dumps(logs_to_json(encode_logs(logs))) + b"\n")
+            inputs.append(str(logs_file))
+        assert cli_main(["rescore", *inputs, "-o", str(target), "-q"]) == 0
         self._out = [
             span
             for line in io.BytesIO(target.read_bytes())

@@ -29,6 +29,7 @@ from otel_semloop.verdict import Label, Verdict
 from tests.e2e.otlp_receiver import ReceivedSpan
 from tests.shared.conftest import WAIT, Door, DoorFactory, received_from_json
 from tests.support.agent_spans import search_agent
+from tests.support.log_record_agent import SPANS, chat_agent_with_log_records
 
 HANG = 60.0  # a hanging scorer waits this long unless released
 
@@ -334,3 +335,27 @@ def test_shutdown_forwards_everything_held_unscored_when_scoring_cannot_finish(
             }
             received = [s.span_id for s in door.received()]
             assert sorted(received) == sorted(produced)
+
+
+# -- GenAI log records: message content emitted as logs ----------------------------------------
+
+
+def test_a_loop_whose_content_is_in_log_records_is_scored_with_them(open_any_door: DoorFactory) -> None:
+    with open_any_door(idle_seconds=30) as door:
+        chat_agent_with_log_records(door.tracer, door.logger)
+        root = root_of(door.wait_received(SPANS))
+    assert root.attributes["semloop.label"] == "loop", root.attributes
+    assert "search_logs" in root.attributes["semloop.reason"]
+
+
+def test_every_log_record_is_forwarded_once_unchanged(open_door: DoorFactory) -> None:
+    with open_door(idle_seconds=30) as door:
+        emitted = chat_agent_with_log_records(door.tracer, door.logger)
+        door.wait_received(SPANS)
+        deadline = time.monotonic() + WAIT
+        while sum(door.received_log_records().values()) < emitted:
+            assert time.monotonic() < deadline, "log records missing"
+            time.sleep(0.01)
+    # Closed: nothing more can arrive, so a duplicate would show here.
+    assert door.received_log_records() == door.produced_log_records()
+    assert sum(door.produced_log_records().values()) == emitted
