@@ -413,14 +413,15 @@ def test_files_named_once_each_are_not_a_restatement() -> None:
 
 # --- lessons of the first look of batch 5 ----------------------------------------------------
 
+#: A model looking for a tool that is not there: consecutive queries may share no word.
 CATALOG_QUERIES = (
-    "civitai",
-    "lora",
-    "flux",
-    "civitai lora",
-    "download lora",
-    "flux lora civitai",
-    "add lora",
+    "image upscaler",
+    "esrgan",
+    "upscaler",
+    "esrgan model",
+    "super resolution",
+    "upscaler node",
+    "esrgan upscaler",
 )
 
 
@@ -448,11 +449,15 @@ def test_nothing_found_in_words_in_a_zero_count_and_in_an_empty_list() -> None:
 
 
 def test_a_catalogue_searched_under_ever_new_queries_with_no_match_is_a_loop() -> None:
-    """Each query differs and consecutive ones may share no word ('civitai', then
-    'lora'), but they keep coming back to the same words and get the same "nothing"."""
-    for answer in (lambda q: f"No tools matched '{q}'.", lambda q: f"0 results for {q}",
-                   lambda q: json.dumps({"query": q, "tools": [], "total": 0})):  # fmt: skip
-        run = Scenario("add a Flux LoRA from Civitai")
+    """Each query differs and consecutive ones may share no word ('image upscaler', then
+    'esrgan'), but they keep coming back to the same words and get the same "nothing"."""
+    answers = (
+        lambda q: f"Found no tool matching {q!r}.",
+        lambda q: f"0 matches: {q}",
+        lambda q: json.dumps({"q": q, "matches": [], "count": 0}),
+    )
+    for answer in answers:
+        run = Scenario("upscale my image")
         for query in CATALOG_QUERIES:
             run.tool("search_tools", {"query": query}, answer(query))
         verdict = run.verdict()
@@ -461,13 +466,11 @@ def test_a_catalogue_searched_under_ever_new_queries_with_no_match_is_a_loop() -
 
 
 def test_a_catalogue_search_that_matches_at_last_is_not_a_loop() -> None:
-    run = Scenario("add a Flux LoRA from Civitai")
+    run = Scenario("upscale my image")
     for query in CATALOG_QUERIES[:4]:
         run.tool("search_tools", {"query": query}, f"No tools matched '{query}'.")
-    run.tool("search_tools", {"query": "model download"}, "1 tool matched: download_model(url, folder)")
-    run.tool(
-        "download_model", {"url": "https://civitai.com/m/1", "folder": "loras"}, "saved loras/m1.safetensors"
-    )
+    run.tool("search_tools", {"query": "image resize"}, "1 tool matched: resize_image(path, scale)")
+    run.tool("resize_image", {"path": "in.png", "scale": 4}, "saved out.png (4096x4096)")
     assert run.verdict().label is Label.NO_LOOP
 
 
