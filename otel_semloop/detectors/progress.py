@@ -43,12 +43,14 @@ Signals
         ``grep``/``find``/``ls`` pipeline, a tool named ``search_*``, ``get_*``...:
         :func:`otel_semloop.detectors.arguments.empty_means_none_found`); a "nothing
         found" that quotes the question back is read without the quote
-        (:func:`~otel_semloop.detectors.call_progress.without_echo`). A call counts only
-        when it shares a word in its argument values with an earlier call of the chain
-        (or either has none): calls about unrelated things (two users, two cities) that
-        both find nothing are a batch, not a reworded question; they neither count nor
-        end the chain, since a reworded question may come back to words asked before
-        ("civitai", "lora", then "civitai lora"). Conclusive at ``same_answer_repeats``
+        (:func:`~otel_semloop.detectors.call_progress.without_echo`). A call counts when
+        its argument words ask again what an earlier call of the chain asked (it narrows
+        or widens one, or shares a word not every call used), or when it keeps the
+        chain's topic once the chain came back to a question: calls about different
+        things (two users, two cities; "iphone 15 case", "iphone 15 charger") that find
+        nothing alike are a batch, not a reworded question. They neither count nor end
+        the chain: a reworded question may come back to words asked before ("civitai",
+        "lora", then "civitai lora"). Conclusive at ``same_answer_repeats``
         (4), reported once the chain holds two different calls. A later *new* answer
         from the same tool resolves the episode (the reworded search finally worked): it
         stays out of the verdict. ``no_progress``.
@@ -398,20 +400,21 @@ class SameAnswerDetector(IncrementalDetector):
             return []
         previous = chain.last
         # (Each ``arg_words`` read once: a property, computed on its first read.)
-        asked = chain.words if chain.words is not None else [chain.first.arg_words]
+        if chain.words is None:
+            chain.words = [chain.first.arg_words]
+        asked = chain.words
         words = facts.arg_words
         if words and asked[0]:
+            again = _asks_again(words, asked)
+            topic = not again and any(not words.isdisjoint(earlier) for earlier in asked)
             if len(asked) < _CHAIN_QUESTIONS:
-                chain.words = [*asked, words]
-            if _asks_again(words, asked):
-                if not chain.returned:
-                    # The first return to an earlier question: the calls held back for
-                    # keeping only the chain's topic were rewordings too.
-                    chain.count += chain.held
-                    chain.returned, chain.held = True, 0
-            elif chain.returned and any(not words.isdisjoint(earlier) for earlier in asked):
-                pass  # the topic of a chain that came back to a question: one more rewording
-            else:
+                asked.append(words)
+            if again and not chain.returned:
+                # The first return to an earlier question: the calls held back for keeping
+                # only the chain's topic were rewordings too.
+                chain.count += chain.held
+                chain.returned, chain.held = True, 0
+            elif not again and not (topic and chain.returned):
                 # Not (yet) a return to an earlier question: a batch over different targets
                 # (two users, two cities; "iphone 15 case", then "iphone 15 charger")
                 # counts for nothing, unless the chain comes back to a question later and
@@ -419,8 +422,7 @@ class SameAnswerDetector(IncrementalDetector):
                 # does not end the chain either: a reworded question comes back to words
                 # asked before ("civitai", "lora", then "civitai lora").
                 chain.count -= 1
-                if any(not words.isdisjoint(earlier) for earlier in asked):
-                    chain.held += 1
+                chain.held += topic
                 return []
         if previous.call != facts.call:
             chain.calls += 1
