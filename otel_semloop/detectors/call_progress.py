@@ -95,8 +95,8 @@ def without_echo(raw: str, arguments: Any, name: str) -> str:
     naming what it is about (a status per job) is about that, and so is what a tool
     that writes (``name``: :func:`~otel_semloop.detectors.arguments.writes_tool`)
     answers about the target it wrote."""
-    if not finds_nothing(raw) or writes_tool(name):
-        return raw
+    if len(raw) > _NOTHING_MAX_CHARS:
+        return raw  # (no "nothing found": the quotes are looked for first, the cheaper test)
     values: list[str] = []
     stack = [arguments]
     looked = 0
@@ -110,7 +110,7 @@ def without_echo(raw: str, arguments: Any, name: str) -> str:
             stack.extend(value.values())
         elif isinstance(value, (list, tuple)):
             stack.extend(value)
-    if not values:
+    if not values or writes_tool(name) or not finds_nothing(raw):
         return raw
     unquoted = raw
     for value in sorted(values, key=len, reverse=True):  # "civitai lora" before "lora"
