@@ -45,7 +45,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import email.utils
 import gzip
 import time
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from urllib.parse import urlsplit
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from otel_semloop.judges.http import parse_retry_after
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
 from otel_semloop.service.held import Held
 from otel_semloop.telemetry import SelfTelemetry, get_logger
@@ -361,20 +361,6 @@ def _partial(response: Any) -> tuple[int, str]:
     partial = response.partial_success
     rejected = partial.rejected_spans if hasattr(partial, "rejected_spans") else partial.rejected_log_records
     return int(rejected), partial.error_message
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class HttpSender:

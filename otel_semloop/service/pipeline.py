@@ -156,11 +156,6 @@ class Pipeline:
     def held_spans(self) -> int:
         return self.buffer.held_spans
 
-    @property
-    def backlog(self) -> int:
-        """Released traces waiting for (or in) scoring."""
-        return self._pool.pending
-
     def scoring_slack(self, now: float) -> float | None:
         """Seconds left in the budget of the oldest release still waiting for its verdict
         (None: nothing waiting). Small slack means scoring is falling behind."""

@@ -351,10 +351,6 @@ def decode_http_body(
         return _salvage_json(obj)
 
 
-def _total_spans(request: _Request) -> int:
-    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-
-
 # -- gRPC ------------------------------------------------------------------------------------
 
 
