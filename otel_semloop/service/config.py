@@ -202,22 +202,11 @@ class ServiceConfig(BufferingSettings):
                 parse_address(value, name)
         if not self.export_endpoint:
             raise ConfigError("serve: export_endpoint is required (the downstream OTLP URL)")
-        if self.export_protocol not in _PROTOCOLS:
-            raise ConfigError(
-                f"serve: export_protocol={self.export_protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
-            )
-        split = urlsplit(self.export_endpoint)
-        if split.scheme not in ("http", "https") or not split.hostname:
-            raise ConfigError(
-                f"serve: export_endpoint={redact_url(self.export_endpoint)!r}: "
-                "expected http(s)://host:port[/path]"
-            )
-        logs = urlsplit(self.export_logs_endpoint)
-        if self.export_logs_endpoint and (logs.scheme not in ("http", "https") or not logs.hostname):
-            raise ConfigError(
-                f"serve: export_logs_endpoint={redact_url(self.export_logs_endpoint)!r}: "
-                "expected http(s)://host:port[/path]"
-            )
+        for name in ("export_endpoint", "export_logs_endpoint"):
+            url = getattr(self, name)
+            split = urlsplit(url)
+            if url and (split.scheme not in ("http", "https") or not split.hostname):
+                raise ConfigError(f"serve: {name}={redact_url(url)!r}: expected http(s)://host:port[/path]")
         if bool(self.tls_certificate) != bool(self.tls_key):
             raise ConfigError("serve: tls_certificate and tls_key go together")
         if self.tls_client_ca and not self.tls_certificate:
@@ -350,42 +339,32 @@ def _otlp_var(env: Mapping[str, str], name: str, signal: Signal = "traces") -> s
     return None
 
 
-def _logs_from_environment(env: Mapping[str, str], values: dict[str, Any]) -> None:
-    """The logs downstream's options, where the environment makes them differ from the
-    traces': ``OTEL_EXPORTER_OTLP_LOGS_<name>``, else ``OTEL_EXPORTER_OTLP_<name>`` when an
-    ``OTEL_EXPORTER_OTLP_TRACES_<name>`` set the traces' option to something else. The
-    generic endpoint is a base URL: ``/v1/logs`` is appended to its path, as the OTLP
-    exporters do; a ``LOGS_`` endpoint is used as it is."""
-    found: dict[str, str] = {}
+def _exporter_options(env: Mapping[str, str], signal: Signal) -> dict[str, Any]:
+    """The downstream options of ``signal`` that the OTLP exporter variables set:
+    ``OTEL_EXPORTER_OTLP_<SIGNAL>_<name>``, else ``OTEL_EXPORTER_OTLP_<name>``. For logs only
+    where they differ from the traces' (``export_logs_*`` default to the traces' options);
+    the generic endpoint is a base URL, so ``/v1/logs`` is appended to its path, as the OTLP
+    exporters do, while a ``LOGS_`` endpoint is used as it is."""
+    option = "export_" if signal == "traces" else "export_logs_"
+    variable = "OTEL_EXPORTER_OTLP_" if signal == "traces" else "OTEL_EXPORTER_OTLP_LOGS_"
+    values: dict[str, Any] = {}
     for name in ("ENDPOINT", "PROTOCOL", "HEADERS", "COMPRESSION"):
-        value = _otlp_var(env, name, "logs")
-        if value is not None and value != _otlp_var(env, name):
-            found[name] = value
-    endpoint = found.get("ENDPOINT")
-    if endpoint is not None:
-        if not env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "").strip():
-            split = urlsplit(endpoint)
-            endpoint = urlunsplit(split._replace(path=split.path.rstrip("/") + "/v1/logs"))
-        values["export_logs_endpoint"] = endpoint
-    protocol = found.get("PROTOCOL")
-    if protocol is not None:
-        if protocol not in _PROTOCOLS:
-            expected = ", ".join(_PROTOCOLS)
-            raise ConfigError(
-                f"serve: OTEL_EXPORTER_OTLP_LOGS_PROTOCOL={protocol!r}: expected one of {expected}"
-            )
-        values["export_logs_protocol"] = protocol
-    if "HEADERS" in found:
-        values["export_logs_headers"] = parse_otlp_headers(
-            found["HEADERS"], "OTEL_EXPORTER_OTLP_LOGS_HEADERS"
-        )
-    compression = found.get("COMPRESSION")
-    if compression is not None:
-        if compression not in ("gzip", "none"):
-            raise ConfigError(
-                f"serve: OTEL_EXPORTER_OTLP_LOGS_COMPRESSION={compression!r}: expected gzip or none"
-            )
-        values["export_logs_compression"] = compression == "gzip"
+        value: Any = _otlp_var(env, name, signal)
+        if value is None or (signal == "logs" and value == _otlp_var(env, name)):
+            continue
+        if name == "ENDPOINT" and signal == "logs" and not env.get(f"{variable}ENDPOINT", "").strip():
+            split = urlsplit(value)
+            value = urlunsplit(split._replace(path=split.path.rstrip("/") + "/v1/logs"))
+        elif name == "PROTOCOL" and value not in _PROTOCOLS:
+            raise ConfigError(f"serve: {variable}PROTOCOL={value!r}: expected one of {', '.join(_PROTOCOLS)}")
+        elif name == "HEADERS":
+            value = parse_otlp_headers(value, f"{variable}HEADERS")
+        elif name == "COMPRESSION":
+            if value not in ("gzip", "none"):
+                raise ConfigError(f"serve: {variable}COMPRESSION={value!r}: expected gzip or none")
+            value = value == "gzip"
+        values[option + name.lower()] = value
+    return values
 
 
 def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> dict[str, str]:
@@ -406,25 +385,7 @@ def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> 
 def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
     """The options the environment sets besides the ``SEMLOOP_*`` settings (see the module
     docstring): the OpenTelemetry exporter variables, and the secrets' variables."""
-    values: dict[str, Any] = {}
-    endpoint = _otlp_var(env, "ENDPOINT")
-    if endpoint:
-        values["export_endpoint"] = endpoint
-    protocol = _otlp_var(env, "PROTOCOL")
-    if protocol:
-        if protocol not in _PROTOCOLS:
-            raise ConfigError(
-                f"serve: OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
-            )
-        values["export_protocol"] = protocol
-    headers = _otlp_var(env, "HEADERS")
-    if headers:
-        values["export_headers"] = parse_otlp_headers(headers)
-    compression = _otlp_var(env, "COMPRESSION")
-    if compression:
-        if compression not in ("gzip", "none"):
-            raise ConfigError(f"serve: OTEL_EXPORTER_OTLP_COMPRESSION={compression!r}: expected gzip or none")
-        values["export_compression"] = compression == "gzip"
+    values = {**_exporter_options(env, "traces"), **_exporter_options(env, "logs")}
     timeout = _otlp_var(env, "TIMEOUT")
     if timeout:
         try:
@@ -441,7 +402,6 @@ def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
         value = _otlp_var(env, var)
         if value:
             values[name] = value
-    _logs_from_environment(env, values)
     metrics_exporter = env.get("OTEL_METRICS_EXPORTER", "").strip()
     if metrics_exporter:
         values["metrics_exporter"] = metrics_exporter
