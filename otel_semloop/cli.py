@@ -319,7 +319,7 @@ def _health(args: argparse.Namespace) -> int:
 
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for: reading the installed package's
-    metadata costs every other run about 15 ms of start-up."""
+    metadata slows every other run's start-up."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"{parser.prog} {_version()}")

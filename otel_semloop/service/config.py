@@ -2,37 +2,17 @@
 
 One frozen dataclass, :class:`ServiceConfig`, checked once, here: a bad value raises
 :class:`~otel_semloop.errors.ConfigError` naming the field, before any socket is opened.
-:meth:`ServiceConfig.load` builds it the way an OpenTelemetry operator expects, from (lowest
-precedence first):
-
-1. the defaults below;
-2. the environment: the standard ``OTEL_EXPORTER_OTLP_*`` variables for the next hop
-   (``OTEL_EXPORTER_OTLP_TRACES_*`` over the generic ones: endpoint, headers, protocol,
-   compression, timeout in milliseconds, certificate, client key and certificate),
-   ``OTEL_METRICS_EXPORTER`` / ``OTEL_EXPORTER_PROMETHEUS_HOST|PORT`` for self-metrics, then
-   ``SEMLOOP_<OPTION>`` for every option below (``SEMLOOP_GRPC``, ``SEMLOOP_AUTH_TOKEN``...),
-   read by :mod:`otel_semloop.settings` like the span processor's: the settings both share
-   (``grace_seconds``, ``scoring_budget_seconds``, ``shutdown_timeout_seconds``...) have
-   the same names and variables, and the former names (``grace``, ``idle``, ``max_age``,
-   ``scoring_budget``, ``tick``, ``drain_timeout``) still work with a ``DeprecationWarning``;
-3. a TOML file (``--config FILE``: the option names at the top level or under ``[serve]``),
-   where ``${env:NAME}`` (or ``${NAME}``) is replaced by that variable, so a file can name a
-   secret without holding it;
-4. command-line flags.
+:meth:`ServiceConfig.load` layers, lowest precedence first, the defaults, the environment
+(the OpenTelemetry exporter variables for the next hop, ``OTEL_METRICS_EXPORTER``, then
+``SEMLOOP_<OPTION>`` read by :mod:`otel_semloop.settings` as the span processor's settings
+are), a TOML file (``${env:NAME}`` expanded, so a file can name a secret without holding
+it) and command-line flags; ``docs/service.md`` ("Configuration") gives the rules.
 
 Secrets (``export_headers`` values, ``auth_token``, a password in ``export_endpoint``) are
 never printed: they are left out of ``repr`` and :meth:`ServiceConfig.describe`, and
-:func:`redact_url` hides URL credentials in every log line. Take them from the environment or
-a file (``export_headers_file``, ``auth_token_file``), not from flags, which any user of the
-host can read in the process list.
-
-Addresses are ``HOST:PORT`` (``[::1]:4317`` for IPv6); port 0 picks a free port (tests).
-``export_endpoint`` is a URL: for ``grpc``, ``http://host:port`` is plaintext and
-``https://host:port`` TLS; for ``http/protobuf``, a URL without a path gets ``/v1/traces``
-appended (the ``OTEL_EXPORTER_OTLP_ENDPOINT`` rule), a URL with a path is used as is.
-
-Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
-``${env:...}`` in files, secrets from files); each option is a few lines.
+:func:`redact_url` hides URL credentials in every log line. Addresses are ``HOST:PORT``
+(``[::1]:4317`` for IPv6; port 0 picks a free port); ``export_endpoint`` is a URL
+(``https`` for TLS), to which OTLP/HTTP appends ``/v1/traces`` when it has no path.
 """
 
 from __future__ import annotations
@@ -69,10 +49,8 @@ _MIB = 1024 * 1024
 
 def default_processes() -> int:
     """Scoring processes by default: every core this process may run on but one (which the
-    receive and export path keeps), at least 2 and up to 4; on one core processes would
-    only add copying, so 0: score on threads. Why at least 2 on two cores: the receive
-    path takes only part of a core, and one worker would leave the rest of the second
-    core idle (``bench/service_throughput.py`` shows the difference)."""
+    receive and export path keeps), at least 2 (the receive path takes only part of a
+    core) and up to 4; on one core processes would only add copying, so 0: threads."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(4, max(2, cores - 1)) if cores >= 2 else 0
 

@@ -1,45 +1,15 @@
-"""The two OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export``
-(``grpc.aio``) and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served
-by uvicorn), all on the service's asyncio loop. Both signals get the same limits,
-authentication, admission and answers; a logs request goes to its own :class:`Ingest`
-(:mod:`otel_semloop.service.logs`), which keeps every record (no record is rejected: each
-is forwarded as it came).
+"""The OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export`` (``grpc.aio``)
+and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served by uvicorn), all
+on the service's asyncio loop. Both transports and both signals get the same limits,
+authentication, admission and answers, so they live together here; a logs request goes
+to its own :class:`Ingest` (:mod:`otel_semloop.service.logs`), which rejects no record.
 
-What a sender gets back
-    * Success: an ``ExportTraceServiceResponse`` (protobuf, or OTLP JSON for a JSON
-      request). Spans with bad ids are rejected one by one and reported as
-      ``partial_success`` (``rejected_spans`` and the first reason with its path); the
-      valid spans of the same request are kept.
-    * HTTP 400 / gRPC INVALID_ARGUMENT: nothing in the request was usable (a body that is
-      not protobuf or JSON, broken gzip, every span invalid). The message says what and
-      where, e.g. ``resourceSpans[0].scopeSpans[0].spans[3].traceId: ...``. Not
-      retryable: the sender must not send it again.
-    * HTTP 503 with ``Retry-After`` / gRPC UNAVAILABLE with a ``RetryInfo``: the service
-      is at a limit (export queue or memory full, durable queue full, draining);
-      retryable, the sender keeps the data.
-    * HTTP 413 / gRPC RESOURCE_EXHAUSTED (without RetryInfo: not retryable): the body is
-      over ``max_request_bytes`` as received, or over ``max_decompressed_bytes`` once
-      inflated (inflation stops at the limit: a gzip bomb costs at most that much).
-    * HTTP 401 / gRPC UNAUTHENTICATED: ``auth_token`` is set and the request does not
-      carry ``Authorization: Bearer <token>``.
-    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly: no data for
-      ``body_timeout``, or on average slower than ``MIN_BODY_RATE`` past the first
-      ``body_timeout``), 415 (content type other than ``application/x-protobuf`` /
-      ``application/json``, or an encoding other than gzip/identity).
-    * gRPC DEADLINE_EXCEEDED: the call's message did not arrive within ``body_timeout``.
-
-    HTTP error bodies are readable: ``{"code": ..., "message": ...}`` (a
-    ``google.rpc.Status`` in JSON) for JSON requests, the message as ``text/plain``
-    otherwise, never binary protobuf that a person reading a log cannot decode.
-
-JSON requests
-    Decoded with :func:`~otel_semloop.otlp.json_to_traces` (OTLP JSON: hex ids, ints as
-    strings). If it fails, the request is decoded span by span so that one bad span
-    costs only itself: envelopes (resource, scope) that are themselves invalid reject
-    their spans.
-
-Size: the two receivers (OTLP/gRPC and OTLP/HTTP) share admission, decoding and error
-answers, so they are read together here.
+What a sender gets back (success with ``partial_success``, 400 / INVALID_ARGUMENT, 503 /
+UNAVAILABLE with retry information, 413 / RESOURCE_EXHAUSTED, 401 / UNAUTHENTICATED, 408 /
+DEADLINE_EXCEEDED, readable error bodies) is the contract of ``docs/service.md``
+("Receivers", "Admission and memory"). A request that does not decode as a whole is
+decoded span by span (JSON by :func:`_salvage_json`, protobuf by :func:`parse_protobuf`),
+so one bad span costs only itself.
 """
 
 from __future__ import annotations
