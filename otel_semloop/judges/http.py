@@ -39,7 +39,7 @@ from otel_semloop.judges.base import (
 )
 from otel_semloop.redact import safe_text
 
-__all__ = ["CircuitBreaker", "HttpJudgeClient", "RetryPolicy"]
+__all__ = ["CircuitBreaker", "HttpJudgeClient", "RetryPolicy", "token_count"]
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -211,8 +211,21 @@ class HttpJudgeClient:
             attempt += 1
             await asyncio.sleep(wait)
 
+    @classmethod
+    def with_key(cls, base_url: str, key: str, **options: Any) -> HttpJudgeClient:
+        """A client sending ``key`` as its bearer token (none for a local server without one)."""
+        return cls(base_url, headers={"authorization": f"Bearer {key}"} if key else {}, **options)
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
             self._semaphore = None
+
+
+def token_count(value: Any) -> int:
+    """A token count from a response's ``usage`` (0 when missing or not a number)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

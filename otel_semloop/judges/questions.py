@@ -339,4 +339,3 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
         omitted_steps=omitted,
         dropped_questions=dropped,
     )
-
