@@ -321,6 +321,15 @@ def decode_http_body(
         return _salvage_json(obj)
 
 
+def _reply(signal: Signal, rejected: int, message: str) -> bytes:
+    """The protobuf export response, with ``partial_success`` when items were rejected."""
+    response = _WIRE[signal][3]()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return response.SerializeToString()
+
+
 # -- gRPC ------------------------------------------------------------------------------------
 
 
@@ -362,7 +371,7 @@ def grpc_handler(
     within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
     gets 408. Without this a stream whose message never comes holds its connection for as
     long as the sender likes."""
-    service, _, request_type, reply = _WIRE[signal]
+    service, _, request_type, _ = _WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
@@ -414,13 +423,9 @@ def grpc_handler(
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
         rejected = unreadable + result.rejected
         message = first or result.message
-        response = reply()
-        if rejected:
-            if not result.accepted:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-            response.partial_success.rejected_spans = rejected
-            response.partial_success.error_message = message
-        return response.SerializeToString()
+        if rejected and not result.accepted:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+        return _reply(signal, rejected, message)
 
     method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
     return grpc.method_handlers_generic_handler(service, {"Export": method})
@@ -591,11 +596,7 @@ def http_app(
                 else b"{}"
             )
         else:
-            response = _WIRE[signal][3]()
-            if rejected:
-                response.partial_success.rejected_spans = rejected
-                response.partial_success.error_message = first
-            body = response.SerializeToString()
+            body = _reply(signal, rejected, first)
         await _respond(send, 200, body, reply_type)
 
     return app
