@@ -15,6 +15,8 @@ without ``__init__``) is kept because ``bench/otlp_codec.py`` shows it buys well
 20% the project asks of a fast path; it and the plain path it falls back to (its oracle
 in ``tests/otlp/test_records_fast_path.py``) are one function with a switch, so that they
 cannot drift apart.
+
+Size: both span forms and the log records that join them are read here, one reading.
 """
 
 from __future__ import annotations

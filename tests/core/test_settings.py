@@ -29,8 +29,10 @@ def build(cls: type, environ: dict[str, str], **values: Any) -> Any:
     return Config.from_env(environ, **values)
 
 
-def sample(spec: Spec) -> tuple[str, Any]:
-    """A valid value as text and as the typed value it must read as."""
+def sample(spec: Spec, name: str = "") -> tuple[str, Any]:
+    """A valid value of setting ``name`` as text and as the typed value it must read as."""
+    if name.endswith("_endpoint"):
+        return "http://127.0.0.1:9999", "http://127.0.0.1:9999"
     if spec.kind == "bool":
         return "false", False
     if spec.kind == "int":
@@ -73,7 +75,7 @@ CASES = [
 def test_every_setting_is_read_from_its_semloop_variable(cls: type, name: str, spec: Spec) -> None:
     variable = environment_variables(cls, PREFIX[cls])[name]
     assert variable == PREFIX[cls] + name.upper()
-    text, value = sample(spec)
+    text, value = sample(spec, name)
     config = build(cls, {variable: text})
     assert getattr(config, name) == value
     # An explicit option wins over the variable.
