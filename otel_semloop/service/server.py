@@ -292,12 +292,12 @@ class SemloopService:
         deadline = started + timeout
         await self._close_receivers()
         clean = True
-        if self._pipeline is not None and self._exports is not None:
+        if self._pipeline is not None and self._exports is not None and self._log_exports is not None:
             scoring_deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) * _SCORING_SHARE
             clean = await self._pipeline.drain(scoring_deadline)
             left_spans, left_logs = await asyncio.gather(
                 self._exports.drain(deadline),
-                self._log_exports.drain(deadline) if self._log_exports is not None else _nothing(),
+                self._log_exports.drain(deadline),
             )
             if left_logs:
                 clean = False
@@ -408,7 +408,3 @@ class SemloopService:
         if self._own_meter_provider is not None:
             with contextlib.suppress(Exception):
                 self._own_meter_provider.shutdown(timeout_millis=5000)
-
-
-async def _nothing() -> int:
-    return 0
