@@ -100,16 +100,8 @@ def encode_request(batch: list[Held]) -> bytes:
             rs_parts.append(_field(1, rs.resource.SerializeToString()))
         for ss, spans in scopes.values():
             ss_parts = [_field(1, ss.scope.SerializeToString())] if ss.HasField("scope") else []
-            append = ss_parts.append
-            for span in spans:  # field 2, as _field(2, span) without copying the span twice
-                n = len(span)
-                if n < 0x80:
-                    append(bytes((0x12, n)))
-                elif n < 0x4000:
-                    append(bytes((0x12, n & 0x7F | 0x80, n >> 7)))
-                else:
-                    append(b"\x12" + varint(n))
-                append(span)
+            for span in spans:  # field 2: its tag and length, then the span's bytes as they are
+                ss_parts += (b"\x12" + varint(len(span)), span)
             if ss.schema_url:
                 ss_parts.append(_field(3, ss.schema_url.encode()))
             rs_parts.append(_field(2, b"".join(ss_parts)))
