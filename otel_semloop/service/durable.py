@@ -280,9 +280,7 @@ def _check_files(path: Path, id_file: Path) -> None:
             raise StartupError(f"durable queue {path} is missing but {id_file} is there: deleted?{move}")
         return
     if path.stat().st_size == 0:
-        raise StartupError(
-            f"durable queue {path} is empty (0 bytes): truncated? What it held is gone{move}"
-        )
+        raise StartupError(f"durable queue {path} is empty (0 bytes): truncated? What it held is gone{move}")
     wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
     if shm.exists() and not wal.exists():
         raise StartupError(
