@@ -40,9 +40,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.corpus_cv import FP_WEIGHT, CrossValidation  # noqa: E402
+from otel_semloop.batch.inputs import read_records  # noqa: E402
 from otel_semloop.builder import build_trace  # noqa: E402
 from otel_semloop.model import SpanRecord, StepKind, Trace  # noqa: E402
-from otel_semloop.otlp import iter_json_lines  # noqa: E402
 from otel_semloop.scoring import Scorer  # noqa: E402
 from otel_semloop.verdict import Label  # noqa: E402
 
@@ -185,12 +185,9 @@ def load_rows(
         data += data_files_for(path)
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
     for path in data:
-        for batch in iter_json_lines(path):
-            if batch.error is not None:
-                raise batch.error
-            for record in batch.records:
-                if record.trace_id in rows:
-                    spans[record.trace_id].append(record)
+        for record in read_records(path):
+            if record.trace_id in rows:
+                spans[record.trace_id].append(record)
     missing = [t for t in rows if t not in spans]
     if missing:
         raise SystemExit(

@@ -306,7 +306,7 @@ def ours(lines: list[bytes]) -> tuple[float, float, int]:
     n = 0
     for i, line in enumerate(lines, 1):
         obj = orjson.loads(line)
-        records = records_from_json(obj, f"bench.jsonl:{i}", json_types=True)
+        records = records_from_json(obj, f"bench.jsonl:{i}")
         n += len(records)
         objs.append((obj, records))
         after_line()

@@ -48,7 +48,8 @@ DATASET = ROOT / "data" / "semloop-bench" / "dataset.jsonl"
 sys.path.insert(0, str(ROOT))
 
 from bench.deepeval_tree import tree_to_spans  # noqa: E402
-from otel_semloop.otlp import iter_json_lines, records_to_traces_json  # noqa: E402
+from otel_semloop.batch.inputs import read_records  # noqa: E402
+from otel_semloop.otlp import records_to_traces_json  # noqa: E402
 
 SPANS_PER_LINE = 7
 
@@ -63,12 +64,9 @@ def write_bench_file(rows: list[dict], path: Path) -> None:
 
 def read_root_attributes(path: Path) -> dict[str, dict]:
     roots = {}
-    for batch in iter_json_lines(path):
-        if batch.error is not None:
-            raise batch.error
-        for record in batch.records:
-            if not record.parent_span_id:
-                roots[record.trace_id] = dict(record.attributes)
+    for record in read_records(path):
+        if not record.parent_span_id:
+            roots[record.trace_id] = dict(record.attributes)
     return roots
 
 
@@ -76,11 +74,8 @@ def read_traces(path: Path) -> dict[str, object]:
     from otel_semloop.builder import build_trace
 
     by_trace: dict[str, list] = defaultdict(list)
-    for batch in iter_json_lines(path):
-        if batch.error is not None:
-            raise batch.error
-        for record in batch.records:
-            by_trace[record.trace_id].append(record)
+    for record in read_records(path):
+        by_trace[record.trace_id].append(record)
     return {trace_id: build_trace(records) for trace_id, records in by_trace.items()}
 
 

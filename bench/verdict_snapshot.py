@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import gzip
 import hashlib
 import json
 import os
@@ -69,16 +70,17 @@ def inputs() -> Iterator[tuple[str, list[Any]]]:
     """(key, span records) of every trace scored, in a fixed order."""
     from bench.deepeval_tree import tree_to_spans
     from bench.detector_speed import genai_records
-    from otel_semloop.otlp import iter_json_lines
+    from otel_semloop.otlp import records_from_json
 
     corpus = ROOT / "bench" / "corpus"
     files = sorted(corpus.glob("data/*.otlp.jsonl*")) + sorted(corpus.glob("recordings/**/*.otlp.jsonl*"))
     for path in files:
         by_trace: dict[str, list[Any]] = {}
-        for batch in iter_json_lines(path):
-            if batch.error is not None:
-                raise batch.error
-            for record in batch.records:
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rb") as fp:
+            lines = [line for line in fp.read().splitlines() if line.strip()]
+        for no, line in enumerate(lines, 1):  # a reader both compared trees have
+            for record in records_from_json(orjson.loads(line), f"{path}:{no}"):
                 by_trace.setdefault(record.trace_id, []).append(record)
         name = path.relative_to(corpus).as_posix()
         for trace_id, records in by_trace.items():

@@ -18,13 +18,7 @@ the same record is written:
 
 Every front door (the span processor, the service, ``rescore``) builds the record with
 :func:`evaluation_record` and hands it to an :class:`EvaluationPublisher`, so the record
-has one shape wherever it lands. Attributes, per the GenAI conventions (status
-Development): ``gen_ai.evaluation.name`` (``semloop.loop``), ``gen_ai.evaluation.score.value``
-(the semloop score, 1.0 healthy, absent when the trace could not be scored),
-``gen_ai.evaluation.score.label`` (``loop``, ``suspected``, ``no_loop``, ``unscored``),
-``gen_ai.evaluation.explanation`` (the verdict's reason), ``gen_ai.response.id`` when the
-evaluated span carries one, and ``error.type`` when the evaluation itself failed (scoring ran
-past its budget, the scorers were stuck, the scorer raised).
+has one shape wherever it lands (its attributes: ``docs/architecture.md``, "Contracts").
 
 Size: one record's shape and the publisher that delivers it every way above; split apart,
 the deliveries (log record JSON, the OTel logs API, Phoenix) would each need the shape's

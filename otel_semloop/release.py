@@ -46,7 +46,9 @@ __all__ = [
     "SpanLinks",
     "evaluate",
     "local_root",
+    "root_trace",
     "unscored",
+    "unscored_evaluation",
     "written_back",
     "yield_gil",
 ]
@@ -217,18 +219,29 @@ def unscored(release: Release[S], adapter: SpanAdapter[S], reason: str) -> Outco
     root = local_root(release.spans, adapter)
     if root is None:
         return Outcome(list(release.spans), "unscored")
-    record = adapter.record(root)
-    trace = Trace(
-        trace_id=record.trace_id,
-        steps=[],
-        spans={record.span_id: record},
-        root_span_id=record.span_id,
-        partial=release.partial,
-    )
-    evaluation = Evaluation(trace, [record], Verdict.unscored(reason, partial=release.partial))
+    evaluation = unscored_evaluation(adapter.record(root), reason, release.partial)
     copy = written_back(release, adapter, evaluation).spans[0]
     spans = [copy if span is root else span for span in release.spans]
     return Outcome(spans, "unscored", 1, evaluation)
+
+
+def root_trace(root: SpanRecord | None, partial: bool) -> Trace:
+    """A trace known only by its local root ``root`` (or by nothing): what a verdict made
+    without building the trace, or elsewhere, is written and logged against."""
+    if root is None:
+        return Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
+    return Trace(
+        trace_id=root.trace_id,
+        steps=[],
+        spans={root.span_id: root},
+        root_span_id=root.span_id,
+        partial=partial,
+    )
+
+
+def unscored_evaluation(root: SpanRecord, reason: str, partial: bool) -> Evaluation:
+    """The unscored verdict of a trace known only by its local root ``root``."""
+    return Evaluation(root_trace(root, partial), [root], Verdict.unscored(reason, partial=partial))
 
 
 def local_root(spans: Sequence[S], adapter: SpanAdapter[S]) -> S | None:

@@ -1,83 +1,23 @@
 """Self-telemetry of the front doors: one declared list of instruments, and one log limiter.
 
-Every counter and gauge this package reports is declared once, in :data:`INSTRUMENTS`,
-with the front doors that report it. :class:`SelfTelemetry` registers the declared
-instruments of its front door with the ``MeterProvider``; counting a name that is not
-declared for it raises ``KeyError`` (so a call site with a typo, or an instrument that
-was never registered, fails in the tests instead of counting into nothing).
+Every instrument this package reports (meter ``otel_semloop``) is declared once, in
+:data:`INSTRUMENTS`, with its unit, description, attributes, the front doors that report
+it and, for a histogram, bucket boundaries that fit its unit. :class:`SelfTelemetry`
+registers its front door's instruments; counting a name not declared for it raises
+``KeyError``, so a typo fails in the tests instead of counting into nothing.
 
-Counting must cost an application nothing measurable, so counts are plain numbers under
-a lock, read through observable instruments when a reader collects. Histograms (the scoring
-latency, the steps and tokens a loop took) are synchronous, recorded on a scoring thread, and
-each declares bucket boundaries that fit its unit (the instrument's advisory boundaries: the
-SDK's defaults, 0 to 10,000, would put every latency in seconds in the first bucket). With no
-``MeterProvider`` configured the API's no-op meter is used and nothing is exported;
-``stats()`` of each front door still shows every count.
+Counts are plain numbers under a lock, read through observable instruments when a reader
+collects, so counting costs the application nothing measurable; histograms are recorded
+on a scoring thread. Without a ``MeterProvider`` nothing is exported, and each front
+door's ``stats()`` still shows every count.
 
-Loop metrics, to alert on without querying spans: every trace the verdict calls a loop
-(``loop`` or ``suspected``) is counted once, under the agent and the signal of the loop
-(``semloop.loop.agent``, ``semloop.loop.signal`` on its root), with what it burned from its
-onset (:mod:`otel_semloop.loop_cost`). ``gen_ai.agent.name`` is bounded: the first
-``metric_agent_names`` names seen (a setting, 20 by default) keep their own series, later ones
-are counted as ``other``.
+Loop metrics: every trace the verdict calls a loop is counted once under the agent and the
+signal of the loop, with what it burned from its onset (:mod:`otel_semloop.loop_cost`);
+the first ``metric_agent_names`` agent names keep their own series, later ones count as
+``other``.
 
-Size: most of the module is the declared list itself, one entry per instrument with its unit,
-description, attributes and (for a histogram) its boundaries, so each name has one home;
-the counting around it and the log limiter are small.
-
-Instruments (meter ``otel_semloop``); ``P`` = the span processor, ``S`` = the service:
-
-==============================  ========  ==========  ===============================================
-name                            kind      front door  attribute (values)
-==============================  ========  ==========  ===============================================
-``semloop.traces``              counter   P S         ``semloop.label`` (loop, suspected, no_loop,
-                                                      unscored, none = no agent steps)
-``semloop.releases``            counter   P S         ``semloop.release.reason`` (complete, idle,
-                                                      max_age, overflow, span_limit, flush, shutdown)
-``semloop.releases.early``      counter   P S         reason, every reason but complete
-``semloop.unscored``            counter   P S         ``semloop.unscored.reason`` (budget,
-                                                      budget_staged, stuck, error)
-``semloop.spans.forwarded``     counter   P S         ``semloop.span.state`` (original, patched, late, unheld)
-``semloop.scoring.discarded``   counter   P S         ``semloop.discard.reason`` (late: a stuck
-                                                      thread's verdict after its trace left)
-``semloop.errors``              counter   P S         ``semloop.error.where``
-``semloop.forward.catch_up``    counter   P           ``semloop.catch_up`` (flush, timed_out)
-``semloop.spans.received``      counter   S           ``semloop.outcome``
-``semloop.spans.refused``       counter   S           ``semloop.refusal.reason`` (before acknowledgement)
-``semloop.spans.rejected``      counter   S           ``semloop.rejection.reason`` (invalid)
-``semloop.requests.refused``    counter   S           ``semloop.refusal.reason``
-``semloop.export.spans``        counter   S           ``semloop.export.outcome``
-``semloop.export.retries``      counter   S           ``semloop.retry.kind``
-``semloop.export.failures``     counter   S           ``semloop.failure.kind``
-``semloop.export.dropped``      counter   S           ``semloop.drop.reason`` (should stay 0)
-``semloop.log_records``         counter   S           ``semloop.log_record.state`` (received;
-                                                      kept: a GenAI event held for scoring;
-                                                      late: its trace had left, forwarded
-                                                      only; attached: taken by a release;
-                                                      dropped: pushed out of the hold by the cap)
-``semloop.export.log_records``  counter   S           ``semloop.export.outcome``
-``semloop.export.log_records.dropped``  counter   S   ``semloop.drop.reason`` (should stay 0)
-``semloop.spans.held``          gauge     P S
-``semloop.traces.held``         gauge     P S
-``semloop.scorers.stuck``       gauge     P S
-``semloop.export.pending``      gauge     S
-``semloop.log_records.held``    gauge     S           (GenAI events held for scoring)
-``semloop.export.log_records.pending``  gauge     S
-``semloop.export.down``         gauge     S
-``semloop.memory.accepted``     gauge     S           (bytes)
-``semloop.durable.pending``     gauge     S           (requests)
-``semloop.loops``               counter   P S         ``gen_ai.agent.name``, ``semloop.signal``,
-                                                      ``semloop.label`` (loop, suspected)
-``semloop.loop.tokens.burned``  counter   P S         agent, signal, ``gen_ai.token.type`` (input,
-                                                      output): tokens from each loop's onset
-``semloop.loop.cost.burned``    counter   P S         agent, signal (US dollars, where recorded)
-``semloop.scoring.duration``    histogram P S         (seconds: 0.5 ms to 10 s)
-``semloop.loop.steps``          histogram P S         agent, signal (steps from the onset: 1 to 1000)
-``semloop.loop.tokens``         histogram P S         agent, signal (tokens from the onset: 100 to 5 M)
-==============================  ========  ==========  ===============================================
-
-Size: one declared list of every instrument (a few lines each) and the one class that
-reports them; the list is the single place a name is declared, so it is not split.
+Size: most of the module is the declared list, one entry per instrument, so each name has
+one home; the counting around it and the log limiter are small.
 """
 
 from __future__ import annotations

@@ -43,6 +43,9 @@ from otel_semloop.batch.units import (
     proto_units,
     single_proto,
 )
+from otel_semloop.errors import OTLPDecodeError
+from otel_semloop.model import SpanRecord
+from otel_semloop.otlp.records import records_from_json, records_from_proto
 
 __all__ = [
     "DEFAULT_MAX_UNIT_BYTES",
@@ -51,6 +54,7 @@ __all__ = [
     "Source",
     "expand_inputs",
     "iter_units",
+    "read_records",
 ]
 
 #: Longest line or message held in memory (decompressed). The Collector's file exporter
@@ -368,3 +372,28 @@ def _foreign_json(fp: IO[bytes]) -> bool:
 
 def _peek(fp: IO[bytes], n: int) -> bytes:
     return fp.peek(n)[:n]  # type: ignore[attr-defined]
+
+
+def read_records(path: str | os.PathLike[str]) -> list[SpanRecord]:
+    """Every span of the exported file or directory ``path`` as records, read as ``rescore``
+    reads it (for tools and tests that want the spans, not a rescore). Raises
+    :class:`InputError` for what cannot be read, :class:`~otel_semloop.errors.OTLPDecodeError`
+    for a unit that does not decode."""
+    state = ReadState([], Spool())
+    records: list[SpanRecord] = []
+    try:
+        for unit in iter_units(expand_inputs([os.fspath(path)]), state):
+            if unit.error is not None or unit.spooled is not None:
+                raise OTLPDecodeError(unit.error or "unit too long", unit.where)
+            try:
+                if unit.kind == "json":
+                    records.extend(records_from_json(orjson.loads(unit.raw), unit.where))
+                else:
+                    records.extend(records_from_proto(TracesData.FromString(unit.raw), unit.where))
+            except (orjson.JSONDecodeError, DecodeError) as exc:
+                raise OTLPDecodeError(str(exc), unit.where) from None
+    finally:
+        state.spool.close()
+    if state.problems:
+        raise InputError(str(state.problems[0]))
+    return records

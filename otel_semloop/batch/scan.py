@@ -92,15 +92,14 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
 def _scan_span(span: Any) -> ScannedSpan:
     if type(span) is not dict:
         c.bad_type("a span object", span)
-    get = span.get
     tid = c.field(span, "traceId", lambda v: _hex_id(v, 32, "traceId"))
     if tid == _ZERO_TRACE_HEX:
         raise Bad("traceId must not be all zeros", "traceId")
     sid = c.field(span, "spanId", lambda v: _hex_id(v, 16, "spanId"))
-    parent = get("parentSpanId")
+    parent = span.get("parentSpanId")
     if parent:
         c.field(span, "parentSpanId", lambda v: _hex_id(v, 16, "parentSpanId"))
-        flags = get("flags")
+        flags = span.get("flags")
         root = type(flags) is int and bool(flags & FLAGS_HAS_IS_REMOTE) and bool(flags & FLAGS_IS_REMOTE)
     else:
         if parent is not None and parent != "":

@@ -51,7 +51,7 @@ class JsonSpans:
 
     def _decoded(self) -> list[SpanRecord]:
         try:
-            return records_from_json(_envelope(list(self.spans)), json_types=True)
+            return records_from_json(_envelope(list(self.spans)))
         except Exception:
             pass
         records = []

@@ -34,11 +34,11 @@ from otel_semloop.model import SpanRecord, StepKind, Trace
 from otel_semloop.otlp.codec import span_to_json
 from otel_semloop.pool import process_context
 from otel_semloop.redact import clean_control, redact
-from otel_semloop.release import SpanLinks, evaluate
+from otel_semloop.release import SpanLinks, evaluate, unscored_evaluation
 from otel_semloop.scoring import DetectorScorer, Scorer, collector_paused
 from otel_semloop.service.held import PROTO_SPANS, Held
 from otel_semloop.verdict import Verdict
-from otel_semloop.writeback import SpanPatch, evaluation_event, release_patches, verdict_attributes
+from otel_semloop.writeback import SpanPatch, patches_for, release_patches
 
 __all__ = ["Scored", "ScorerSpec", "TraceJob", "TraceRow", "score_jobs", "start_pool", "trace_job"]
 
@@ -264,10 +264,11 @@ def _unscored(job: TraceJob, reason: str) -> Scored:
     """A trace that could not be read, built or written: its first root marked unscored."""
     reason = clean(reason)
     verdict = Verdict.unscored(reason, partial=job.partial)
-    patches = {
-        root: SpanPatch(attributes=verdict_attributes(verdict), events=[evaluation_event(verdict, 0)])
-        for root in job.roots[:1]
-    }
+    patches: dict[str, SpanPatch] = {}
+    if job.roots:  # the root's record is not readable: known by its id, its event at time 0
+        root = SpanRecord(job.trace_id, job.roots[0], "", "", 0, 0)
+        evaluation = unscored_evaluation(root, reason, job.partial)
+        patches = patches_for(evaluation.trace, evaluation.verdict)
     row = TraceRow(
         trace_id=job.trace_id,
         root_span_id=job.roots[0] if job.roots else "",

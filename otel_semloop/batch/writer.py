@@ -37,8 +37,6 @@ from otel_semloop.otlp.codec import traces_to_json as to_json
 __all__ = ["Output", "OutputError", "UsageError", "format_for", "write_atomically"]
 
 _COPY_CHUNK = 1 << 20
-#: Output bytes between two hints to the kernel to start writing the file to disk.
-_WRITEBACK_EVERY = 32 << 20
 
 
 class OutputError(Exception):
@@ -111,8 +109,6 @@ class Output:
         #: where each unit that could not be written in the output format was (left out)
         self.left_out: set[str] = set()
         self._tmp: str | None = None
-        self._unhinted = 0  # bytes framed since the kernel was last asked to write back
-        self._hinted = 0  # output file offset up to which it was asked
         self._raw: IO[bytes] | None = None
         self._fp: IO[bytes] | None = None
         self._compressor: Any = None
@@ -234,28 +230,6 @@ class Output:
         else:
             fp.write(len(data).to_bytes(4, "big"))
             fp.write(data)
-        self._unhinted += len(data)
-        if self._unhinted >= _WRITEBACK_EVERY and self._tmp is not None:
-            self._start_writeback()
-
-    def _start_writeback(self) -> None:
-        """Ask the kernel to start writing what the temporary file holds so far to disk,
-        without waiting: the ``fsync`` before the rename then finds little left to write
-        (with the default dirty-page limits nothing is written before it otherwise: on this
-        machine 0.18 s of waiting at the end of a 300 MB output, with every core idle).
-        ``POSIX_FADV_DONTNEED`` starts write-back of the range's dirty pages on Linux."""
-        self._unhinted = 0
-        advise = getattr(os, "posix_fadvise", None)
-        if advise is None or self._raw is None:
-            return
-        try:
-            fd = self._raw.fileno()
-            end = os.lseek(fd, 0, os.SEEK_CUR)
-            if end > self._hinted:
-                advise(fd, self._hinted, end - self._hinted, os.POSIX_FADV_DONTNEED)
-                self._hinted = end
-        except OSError:  # a hint only
-            pass
 
     def _copy_spooled(self, unit: Unit) -> None:
         assert unit.spooled is not None and self._fp is not None
@@ -264,27 +238,19 @@ class Output:
             self.left_out.add(unit.where)
             return
         spool.seek(offset)
-        if self.fmt == "json":
-            remaining = length
-            last = b""
-            while remaining:
-                chunk = spool.read(min(remaining, _COPY_CHUNK))
-                if not chunk:
-                    break
-                remaining -= len(chunk)
-                self._fp.write(chunk)
-                last = chunk[-1:]
-            if last != b"\n":
-                self._fp.write(b"\n")
-        else:
+        if self.fmt == "proto":
             self._fp.write(length.to_bytes(4, "big"))
-            remaining = length
-            while remaining:
-                chunk = spool.read(min(remaining, _COPY_CHUNK))
-                if not chunk:
-                    break
-                remaining -= len(chunk)
-                self._fp.write(chunk)
+        remaining = length
+        last = b""
+        while remaining:
+            chunk = spool.read(min(remaining, _COPY_CHUNK))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+            self._fp.write(chunk)
+            last = chunk[-1:]
+        if self.fmt == "json" and last != b"\n":
+            self._fp.write(b"\n")
 
     def write_bytes(self, data: bytes) -> None:
         """Write pre-framed bytes (evaluation records)."""

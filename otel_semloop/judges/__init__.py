@@ -9,8 +9,9 @@ one request, with the trace's text sent as redacted data. See
 (the client), and the backends: System One, OpenAI-compatible, scripted, local offline.
 
 The names below are imported on first use (PEP 562): the command line adds the judge flags
-(:mod:`~otel_semloop.judges.settings`) to every ``rescore`` and ``serve``, and a run that
-asks for no judge should not pay for importing it (asyncio, the answer cache's sqlite3).
+(:mod:`~otel_semloop.judges.settings`) to every ``rescore`` and ``serve``, and importing the
+judge itself (asyncio, the answer cache's sqlite3) would slow the start of every run that
+asks for no judge.
 """
 
 from __future__ import annotations

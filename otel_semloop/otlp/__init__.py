@@ -1,12 +1,12 @@
-"""OTLP codecs: OTLP JSON and protobuf to :class:`~otel_semloop.model.SpanRecord`, write-back
-of :class:`~otel_semloop.writeback.SpanPatch`, and the Collector file exporter's formats.
+"""OTLP codecs: OTLP JSON and protobuf to :class:`~otel_semloop.model.SpanRecord`, and
+write-back of :class:`~otel_semloop.writeback.SpanPatch` (reading exported files is
+:mod:`otel_semloop.batch.inputs`).
 
 * :mod:`.anyvalue` - ``AnyValue``/attributes to and from Python values.
 * :mod:`.codec` - protobuf ``TracesData`` <-> OTLP JSON dicts (hex ids, integer enums,
   64-bit integers as strings), without ``google.protobuf.json_format``.
 * :mod:`.records` - spans as ``SpanRecord``s.
 * :mod:`.patch` - patches applied onto spans in place, span JSON from records.
-* :mod:`.files` - JSON lines and length-prefixed protobuf files, gzip-aware.
 """
 
 from otel_semloop.otlp.anyvalue import (
@@ -20,16 +20,6 @@ from otel_semloop.otlp.anyvalue import (
     encode_attributes_pb,
 )
 from otel_semloop.otlp.codec import json_to_traces, span_to_json, traces_to_json
-from otel_semloop.otlp.files import (
-    Batch,
-    ProtoBatch,
-    iter_json_lines,
-    iter_proto_messages,
-    open_input,
-    open_output,
-    write_json_line,
-    write_proto_message,
-)
 from otel_semloop.otlp.patch import (
     apply_patch_json,
     apply_patch_proto,
@@ -39,8 +29,6 @@ from otel_semloop.otlp.patch import (
 from otel_semloop.otlp.records import record_from_proto_span, records_from_json, records_from_proto
 
 __all__ = [
-    "Batch",
-    "ProtoBatch",
     "apply_patch_json",
     "apply_patch_proto",
     "decode_any_json",
@@ -51,11 +39,7 @@ __all__ = [
     "encode_any_pb",
     "encode_attributes_json",
     "encode_attributes_pb",
-    "iter_json_lines",
-    "iter_proto_messages",
     "json_to_traces",
-    "open_input",
-    "open_output",
     "record_from_proto_span",
     "record_to_json",
     "records_from_json",
@@ -63,6 +47,4 @@ __all__ = [
     "records_to_traces_json",
     "span_to_json",
     "traces_to_json",
-    "write_json_line",
-    "write_proto_message",
 ]

@@ -13,11 +13,6 @@ JSON form (OTLP JSON)::
 ``intValue`` is accepted as a number or a decimal string and always written as a string;
 ``doubleValue`` also accepts "NaN", "Infinity", "-Infinity" (written that way too, since
 JSON has no such numbers).
-
-Size: both directions of both forms of one value type live together, and the attribute
-list readers (:func:`attributes_json` and :func:`_attributes_plain`, the reference it
-is tested against) sit beside
-:func:`any_json`, the general path each of them hands its rare shapes to.
 """
 
 from __future__ import annotations
@@ -110,28 +105,22 @@ def value_key(v: dict[str, Any]) -> str | None:
 
 
 def any_json(v: Any, depth: int = 0) -> Any:
-    """Internal fast decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
+    """Internal decoder of one JSON ``AnyValue`` (raises :class:`Bad`).
 
     ``depth`` counts enclosing arrays/kvlists; past :data:`MAX_DEPTH` the value is
     rejected.
     """
-    if type(v) is dict:
-        if len(v) == 1:
-            ((found, x),) = v.items()
-            if found == "stringValue" and type(x) is str:
-                return x
-            if x is None or found not in _DECODERS:
-                return None
-        else:
-            found = value_key(v)
-            if found is None:
-                return None
-            x = v[found]
-    elif v is None:
+    if v is None:
         return None
-    else:
+    if type(v) is not dict:
         c.bad_type("an AnyValue object", v)
+    found = value_key(v)
+    if found is None:
+        return None
+    x = v[found]
     try:
+        if found == "stringValue":
+            return c.string(x)
         if found == "intValue":
             return c.i64(x)
         if found == "boolValue":
@@ -154,77 +143,28 @@ def any_json(v: Any, depth: int = 0) -> Any:
 
 
 def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
-    """Internal decoder of a JSON ``KeyValue`` list into a dict (raises :class:`Bad`).
-
-    The common shapes are taken here, checked as :func:`_attributes_plain` checks them: a
-    string key and a one-entry value of a string or a decimal ``intValue`` that fits in 18
-    digits; any other key/value goes through the general path. The key and value are read
-    by subscript; a key/value without either (a ``KeyError``, rare) sends the whole list
-    to :func:`_attributes_plain`.
-    """
+    """Internal decoder of a JSON ``KeyValue`` list into a dict (raises :class:`Bad`)."""
     if type(kvs) is not list:
         if kvs is None:
             return {}
         c.bad_type("an array of key/value objects", kvs)
     out: dict[str, Any] = {}
-    try:
-        for kv in kvs:
-            if type(kv) is dict:
-                key = kv["key"]
-                v = kv["value"]
-                if type(key) is str and type(v) is dict and len(v) == 1:
-                    s = v.get("stringValue")
-                    if type(s) is str:
-                        out[key] = s
-                        continue
-                    s = v.get("intValue")
-                    if type(s) is str and len(s) < 19 and s.isdigit() and s.isascii():
-                        out[key] = int(s)
-                        continue
-            _attribute_plain(kvs, kv, depth, out)
-    except KeyError:
-        return _attributes_plain(kvs, depth)
-    return out
-
-
-def _attributes_plain(kvs: list[Any], depth: int = 0) -> dict[str, Any]:
-    """:func:`attributes_json` for a list, with ``dict.get`` reads (the reference its
-    shortcuts are tested against)."""
-    out: dict[str, Any] = {}
-    for kv in kvs:
-        if type(kv) is dict:
-            key = kv.get("key")
-            v = kv.get("value")
-            if type(key) is str and type(v) is dict and len(v) == 1:
-                s = v.get("stringValue")
-                if type(s) is str:
-                    out[key] = s
-                    continue
-                s = v.get("intValue")
-                if type(s) is str and len(s) < 19 and s.isdigit() and s.isascii():
-                    out[key] = int(s)
-                    continue
-        _attribute_plain(kvs, kv, depth, out)
-    return out
-
-
-def _attribute_plain(kvs: list[Any], kv: Any, depth: int, out: dict[str, Any]) -> None:
-    """The general path for one key/value ``kv`` of ``kvs``: decoded into ``out``."""
-    try:
-        if type(kv) is not dict:
-            c.bad_type("a key/value object", kv)
-        key = kv.get("key")
-        if type(key) is not str:
-            key = c.string(key) if key is None else c.bad_type("a string", key, "key")
-        v = kv.get("value")
+    for i, kv in enumerate(kvs):
         try:
-            out[key] = any_json(v, depth)
+            if type(kv) is not dict:
+                c.bad_type("a key/value object", kv)
+            key = kv.get("key")
+            if type(key) is not str:
+                key = c.string(key) if key is None else c.bad_type("a string", key, "key")
+            try:
+                out[key] = any_json(kv.get("value"), depth)
+            except Bad as e:
+                e.path.append("value")
+                raise
         except Bad as e:
-            e.path.append("value")
+            e.path.append(f"[{i}]")
             raise
-    except Bad as e:
-        e.path.append(f"[{c.index_of(kvs, kv)}]")
-        raise
+    return out
 
 
 def _decode_public(decode: Callable[[Any], Any], value: Any, where: str) -> Any:
@@ -320,17 +260,8 @@ def decode_any_pb(v: AnyValue) -> Any:
 
 
 def decode_attributes_pb(kvs: Iterable[KeyValue]) -> dict[str, Any]:
-    """A repeated protobuf ``KeyValue`` as a dict of Python values.
-
-    A non-empty ``string_value`` is taken without asking which value the ``AnyValue``
-    holds: a oneof member that is not the one set reads as its default, ``""``. That saves
-    ``WhichOneof`` (a lookup by name and a new string) on most attributes."""
-    out = {}
-    for kv in kvs:
-        v = kv.value
-        s = v.string_value
-        out[kv.key] = s if s else decode_any_pb(v)
-    return out
+    """A repeated protobuf ``KeyValue`` as a dict of Python values."""
+    return {kv.key: decode_any_pb(kv.value) for kv in kvs}
 
 
 # --- Python -> protobuf ---------------------------------------------------------------

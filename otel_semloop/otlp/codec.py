@@ -1,7 +1,8 @@
 """A hand-written codec between protobuf ``TracesData`` / ``ExportTraceServiceRequest``
 (and ``LogsData`` / ``ExportLogsServiceRequest``) and OTLP JSON (parsed into dicts and lists).
 
-``google.protobuf.json_format`` is not used: it is slow and writes ids as base64, while
+``google.protobuf.json_format`` is not used: it is several times slower, orders keys by
+field number and writes ids as base64, while
 OTLP JSON wants lowercase hex ids, integer enums and 64-bit integers as decimal strings
 (the deviations are listed in :mod:`otel_semloop.otlp._common`). Output omits
 default-valued scalars and empty lists as the Collector does; a sub-message
@@ -11,8 +12,8 @@ back an equal message. Input ignores unknown keys,
 treats ``null`` as the default, and raises :class:`~otel_semloop.errors.OTLPDecodeError`
 with the path of the first invalid value.
 
-Size: both directions of one hand-written codec, field by field, kept together so each
-field's encoding and decoding are read side by side.
+Size: both directions of one codec for traces and logs, field by field, so each field's
+encoding and decoding are read side by side.
 """
 
 from __future__ import annotations
@@ -276,15 +277,10 @@ def any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
     ``depth`` counts enclosing arrays/kvlists, limited to ``anyvalue.MAX_DEPTH``.
     """
     d = _obj(v, "an AnyValue")
-    if len(d) == 1:
-        ((found, x),) = d.items()
-        if x is None or found not in _ANY_FILLERS:
-            return
-    else:
-        found = value_key(d)
-        if found is None:
-            return
-        x = d[found]
+    found = value_key(d)
+    if found is None:
+        return
+    x = d[found]
     try:
         if found == "arrayValue" or found == "kvlistValue":
             if depth >= MAX_DEPTH:

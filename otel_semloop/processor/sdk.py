@@ -4,8 +4,7 @@ Two directions, and :data:`SDK_SPANS`, the :class:`~otel_semloop.release.SpanAda
 the span processor hands the core:
 
 * :func:`span_to_record` reads an ended SDK span into a :class:`~otel_semloop.model.SpanRecord`
-  without copying its attributes (the record wraps the span's own read-only mapping), so
-  it is cheap enough to run for every span of a trace on the scoring thread.
+  without copying its attributes (the record holds the span's own read-only mapping).
 * :func:`apply_patch` writes a verdict back. Ended SDK spans are immutable, so the result
   is a *new* ``ReadableSpan`` built with the public constructor, carrying every field of
   the original (context, parent, resource, kind, status, times, links, instrumentation
@@ -19,10 +18,6 @@ the dropped counts of the original carry over. Reading those limits needs two pr
 fields of the SDK (``ReadableSpan._attributes`` and ``_events``, stable since 1.0); when
 they are absent the limits come from ``SpanLimits()`` (the ``OTEL_*_LIMIT`` variables),
 which is what a default ``TracerProvider`` uses.
-
-Only patched spans are copied (:func:`apply_patch`: the SDK validates every attribute
-value again); attributes are read through the SDK container's own dict
-(:func:`_plain_attributes`).
 """
 
 from __future__ import annotations
@@ -54,8 +49,8 @@ def span_to_record(span: ReadableSpan) -> SpanRecord:
     status = span.status
     events = span.events
     return SpanRecord(
-        trace_id=_trace_id(context.trace_id) if context is not None else "",
-        span_id=format(context.span_id, "016x") if context is not None else "",  # format_span_id
+        trace_id=format(context.trace_id, "032x") if context is not None else "",
+        span_id=format(context.span_id, "016x") if context is not None else "",
         parent_span_id=format(parent.span_id, "016x") if parent is not None else "",
         name=span.name,
         start_ns=span.start_time or 0,
@@ -63,49 +58,22 @@ def span_to_record(span: ReadableSpan) -> SpanRecord:
         attributes=_plain_attributes(getattr(span, "_attributes", None), span.attributes),
         events=tuple(
             EventRecord(
-                name=e.name,
-                time_ns=e.timestamp or 0,
-                attributes=_plain_attributes(getattr(e, "_attributes", None), e.attributes),
+                e.name, e.timestamp or 0, _plain_attributes(getattr(e, "_attributes", None), e.attributes)
             )
             for e in events
-        )
-        if events
-        else (),
-        # ``_value_`` is the enum member's value without the ``value`` descriptor call.
-        status_code=int(status.status_code._value_) if status is not None else 0,
+        ),
+        status_code=int(status.status_code.value) if status is not None else 0,
         status_message=(status.description or "") if status is not None else "",
-        kind=int(span.kind._value_) + 1,
+        kind=int(span.kind.value) + 1,
         parent_is_remote=bool(parent.is_remote) if parent is not None else False,
         source=span,
     )
 
 
-#: The last trace id formatted (the spans of a release share theirs): (int, hex).
-_last_trace_id: tuple[int, str] = (-1, "")
-
-
-def _trace_id(value: int) -> str:
-    """``format_trace_id(value)``, remembering the last one (threads may race on it: each
-    reads one consistent tuple, at worst formats again)."""
-    global _last_trace_id
-    last = _last_trace_id
-    if last[0] == value:
-        return last[1]
-    text = format(value, "032x")
-    _last_trace_id = (value, text)
-    return text
-
-
 def _plain_attributes(bounded: Any, public: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """The attributes of an ended span or event as a plain ``dict``, without copying.
-
-    The SDK's public ``attributes`` is a read-only proxy over ``BoundedAttributes``, a
-    ``MutableMapping`` written in Python: every ``get`` goes through two Python frames (about
-    1 us), and reading the conventions takes a few dozen per span. The container keeps its
-    values in a plain dict (``_dict``, private but stable since 1.0), frozen once the span
-    ended (``immutable``); a read-only proxy straight over that dict answers ``get`` in C.
-    Anything else (a span built by hand, a future SDK) falls back to the public mapping.
-    """
+    """The attributes of an ended span or event as a read-only view of the SDK container's
+    own dict (frozen once the span ended; copied otherwise), else the public mapping."""
+    # Kept: the public proxy runs Python code per read (bench/processor_overhead.py); tested against it.
     inner = getattr(bounded, "_dict", None)
     if type(inner) is dict and isinstance(bounded, BoundedAttributes):
         return MappingProxyType(inner if getattr(bounded, "_immutable", False) else dict(inner))

@@ -16,82 +16,35 @@ carrying ``semloop.*`` attributes and a ``gen_ai.evaluation.result`` event, ever
 span as the original object), so a backend never sees a span twice. Do not also add the
 downstream processor to the provider.
 
-Threads and costs
-    ``on_start``/``on_end`` run on the application's thread. They forward ``on_start`` to
-    the downstream processor and append one event (the trace id, whether the span is a
-    local root, the ended span, the time) to a queue without a lock
-    (:class:`~otel_semloop.processor.worker.SpanEvents`), so application threads never
-    wait for one another; they never convert, score, export or wake anything, and never
-    raise. The worker hands the events to the trace buffer (see
-    :mod:`otel_semloop.grouping`) under the processor's lock. One daemon *worker* thread
-    wakes every ``tick_seconds`` (wake-ups are batched, the application never signals
-    it), releases finished traces, hands them to the scoring threads, and forwards spans
-    to ``downstream.on_end``. So the downstream's own ``on_end`` cost moves off the
-    application thread too. Unsampled spans (``trace_flags.sampled`` false) skip all of
-    this and go straight to the downstream processor.
-
-    Background threads share the GIL with the application. They work in slices and offer
-    the GIL between them (``time.sleep(0)``), so an application thread returning from
-    I/O waits at most one slice rather than the interpreter's 5 ms switch interval; on
-    ``bench/processor_overhead.py`` the application thread's CPU and its wall time
-    outside I/O both stay within a few percent of ``BatchSpanProcessor`` alone. A
-    detector that runs long in one call (a slice the processor cannot cut) still delays
-    the application by up to that call's length, or 5 ms, whichever is shorter.
-
-    Bursts: a flush or a big trace hands many spans to the downstream at once; the
-    forwarder paces itself so a ``BatchSpanProcessor``'s queue does not overflow (see
-    ``_Forwarder``).
-
-Completion, bounds, late spans
-    See :mod:`otel_semloop.grouping`: a trace is released ``grace_seconds`` after its
-    local root ended with no span open; ``idle_seconds`` and ``max_age_seconds`` release
-    traces that never finish; ``max_traces``/``max_spans`` release the oldest trace on
-    overflow and ``max_spans_per_trace`` releases a big trace in chunks. An early release
-    is scored as partial (``semloop.partial=true``, ``semloop.release.reason``) and
-    counted. A span that ends after its trace was released is forwarded as a copy with
-    ``semloop.late=true``.
+Threads
+    ``on_start``/``on_end`` run on the application's thread: they forward ``on_start``
+    downstream and append one event to a queue without a lock
+    (:class:`~otel_semloop.processor.worker.SpanEvents`); they never convert, score,
+    export, wake anything or raise. One daemon worker thread wakes every ``tick_seconds``,
+    hands the events to the trace buffer (:mod:`otel_semloop.grouping`: completion,
+    bounds, late spans), releases finished traces to the scoring threads and forwards
+    spans to ``downstream.on_end``, paced so a ``BatchSpanProcessor``'s queue does not
+    overflow. Background work runs in slices and offers the GIL between them
+    (:func:`~otel_semloop.release.yield_gil`). Unsampled spans go straight downstream.
 
 Scoring budget
-    Scoring (SDK span to record, :func:`~otel_semloop.builder.build_trace`, the
-    :class:`~otel_semloop.scoring.Scorer`, write-back copies) runs on ``scoring_threads``
-    separate threads. Each trace gets ``scoring_budget_seconds`` from its release to its
-    verdict, queueing included; past it the worker forwards the trace at once, with the
-    best verdict known so far if the scorer offers staged verdicts (``score_stages``,
-    below) and ``semloop.budget_exceeded=true``, else unscored
-    (``semloop.label=unscored``, ``semloop.unscored.reason="scoring budget exceeded"``).
-    A Python thread cannot be killed: a scoring thread past its budget is abandoned and
-    replaced, up to ``max_stuck_scorers`` abandoned threads alive at once; beyond that,
-    traces are forwarded unscored ("scorers stuck") until a stuck thread returns, when it
-    rejoins. A scorer that raises yields an unscored trace ("scoring failed: ...").
-    Either way spans are held at most ``grace + budget`` (plus a tick) after their trace
-    completes, and the application is never involved.
+    Each trace gets ``scoring_budget_seconds`` from its release to its verdict
+    (:class:`~otel_semloop.pool.ScoringPool`); past it the trace is forwarded with a staged
+    scorer's latest verdict (``semloop.budget_exceeded=true``) or unscored. A scorer that
+    raises yields an unscored trace. Spans are held at most ``grace + budget`` (plus a
+    tick) after their trace completes.
 
-    Staged scoring: if the scorer has ``score_stages(trace) -> Iterator[Verdict]``
-    (cheap deterministic verdict first, then refined ones, e.g. after a remote judge),
-    the latest verdict yielded before the budget runs out is the one written back.
-
-GenAI log records
-    Instrumentations that emit message content as log records (OpenTelemetry's own
-    ``opentelemetry-instrumentation-openai-v2``) leave it off the spans. Add
-    :attr:`SemloopSpanProcessor.log_record_processor` to the application's
-    ``LoggerProvider`` and those records are put on their spans before the trace is scored:
-    see :mod:`otel_semloop.processor.logs`.
-
-Live guard
-    ``live_guard="warn"|"stop"`` (or ``SEMLOOP_LIVE_GUARD``) runs the incremental
-    detectors on the application thread as each LLM or tool span ends: see
-    :mod:`otel_semloop.processor.guard` for its cost and :attr:`SemloopSpanProcessor.guard`.
+GenAI log records, live guard
+    :attr:`SemloopSpanProcessor.log_record_processor` puts GenAI log records on their spans
+    before scoring (:mod:`otel_semloop.processor.logs`); ``live_guard="warn"|"stop"`` runs
+    the incremental detectors as each LLM or tool span ends
+    (:mod:`otel_semloop.processor.guard`).
 
 force_flush / shutdown
     ``force_flush(timeout_millis)`` releases every held trace (as partial if unfinished),
     scores what fits in about 80% of the timeout, forwards everything, then flushes the
-    downstream with the rest of the timeout; it returns False if the timeout ran out.
-    ``shutdown()`` does the same within ``shutdown_timeout_seconds``, stops the threads
-    and shuts the downstream processor down. Spans ending after shutdown pass through.
-
-Size: one class, the SDK hooks and the state they share under one lock (the buffer, held
-log records, counters); the background work, the SDK adapter and the log observer are
-modules of their own.
+    downstream with the rest; False if the timeout ran out. ``shutdown()`` does the same
+    within ``shutdown_timeout_seconds``, stops the threads and shuts the downstream down.
 """
 
 from __future__ import annotations

@@ -72,10 +72,9 @@ class SpanEvents:
     def apply(self, buffer: TraceBuffer[ReadableSpan]) -> None:
         """Hand the buffer the events queued so far, in order (the caller holds the lock;
         events queued meanwhile wait for the next call)."""
-        popleft = self._queue.popleft
         for _ in range(len(self._queue)):
             try:
-                trace_key, local_root, span, now = popleft()
+                trace_key, local_root, span, now = self._queue.popleft()
             except IndexError:  # taken by shutdown meanwhile
                 return
             if span is None:

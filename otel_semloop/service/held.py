@@ -29,6 +29,7 @@ from opentelemetry.proto.trace.v1 import trace_pb2
 from otel_semloop.conventions import step_kind
 from otel_semloop.model import SpanRecord, StepKind
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
+from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE
 from otel_semloop.release import SpanLinks
 from otel_semloop.writeback import SpanPatch
 
@@ -45,8 +46,6 @@ __all__ = [
     "prepare",
 ]
 
-_FLAGS_HAS_IS_REMOTE = 0x100
-_FLAGS_IS_REMOTE = 0x200
 _ZERO_TRACE_ID = bytes(16)
 #: The attributes :func:`~otel_semloop.conventions.step_kind` reads to classify a span.
 KIND_KEYS = frozenset(
@@ -95,13 +94,13 @@ class Held:
     def span(self) -> Any:
         """The span as a protobuf message, to change it (decoded once, then kept)."""
         if self._span is None:
-            self._span = _SPAN_FROM(self.wire)
+            self._span = trace_pb2.Span.FromString(self.wire)
             self.wire = None
         return self._span
 
     def view(self) -> Any:
         """The span as a message to read (a throwaway decoding while it is still bytes)."""
-        return self._span if self._span is not None else _SPAN_FROM(self.wire)
+        return self._span if self._span is not None else trace_pb2.Span.FromString(self.wire)
 
     def replaced(self, wire: bytes) -> Held:
         """A copy holding ``wire`` (the span patched elsewhere), with the same envelopes,
@@ -113,8 +112,6 @@ class Held:
         return self.wire if self.wire is not None else self._span.SerializeToString()  # type: ignore[no-any-return]
 
 
-_SPAN_FROM = trace_pb2.Span.FromString
-_SERIALIZE = trace_pb2.Span.SerializeToString
 #: A span whose bytes contain none of the attribute keys :func:`~otel_semloop.conventions.step_kind`
 #: reads cannot be a step (checked before decoding anything).
 _MAY_BE_STEP = re.compile(b"|".join(re.escape(key.encode()) for key in sorted(KIND_KEYS)))
@@ -136,7 +133,7 @@ def envelopes(resource: Any, scope: Any) -> tuple[Any, Any]:
 
 def _remote_parent(span: Any) -> bool:
     flags = span.flags
-    return bool(flags & _FLAGS_HAS_IS_REMOTE and flags & _FLAGS_IS_REMOTE)
+    return bool(flags & FLAGS_HAS_IS_REMOTE and flags & FLAGS_IS_REMOTE)
 
 
 class ProtoSpans:
@@ -167,10 +164,8 @@ class ProtoSpans:
     def may_have_steps(self, spans: Sequence[Held]) -> bool:
         """Reads only the few attribute keys that classify a span; a span whose bytes hold
         none of those keys is not even decoded."""
-        search = _MAY_BE_STEP.search
         for held in spans:
-            wire = held.wire
-            if wire is not None and search(wire) is None:
+            if held.wire is not None and _MAY_BE_STEP.search(held.wire) is None:
                 continue
             span = held.view()
             kinds = {kv.key: kv.value.string_value for kv in span.attributes if kv.key in KIND_KEYS}
@@ -215,27 +210,23 @@ def prepare(request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> P
     total = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
     # A held span costs its share of the wire bytes plus the Python objects around it.
     cost = (size // total if total else 0) + SPAN_OVERHEAD_BYTES
-    zero = _ZERO_TRACE_ID
-    serialize = _SERIALIZE
     for i, rs in enumerate(request.resource_spans):
         for j, ss in enumerate(rs.scope_spans):
             env_rs, env_ss = envelopes(rs, ss)
             for k, span in enumerate(ss.spans):
-                # Each field read of a protobuf message makes a new object: read them once.
+                reason = invalid_span_reason(span)
+                if reason is not None:
+                    result.rejected += 1
+                    if not result.message:
+                        result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
+                    continue
                 trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
-                bad_parent = parent and len(parent) != 8
-                if len(trace_id) != 16 or len(span_id) != 8 or bad_parent or trace_id == zero:
-                    reason = invalid_span_reason(span)
-                    if reason is not None:
-                        result.rejected += 1
-                        if not result.message:
-                            result.message = f"resourceSpans[{i}].scopeSpans[{j}].spans[{k}]: {reason}"
-                        continue
                 if skip and trace_id + span_id in skip:
                     continue
                 local_root = not parent or _remote_parent(span)
                 key = trace_id + span_id if ticket else b""
-                out.append((trace_id, local_root, Held(serialize(span), env_rs, env_ss, cost, ticket, key)))
+                held = Held(span.SerializeToString(), env_rs, env_ss, cost, ticket, key)
+                out.append((trace_id, local_root, held))
     result.accepted = len(out)
     return Prepared(out, result)
 

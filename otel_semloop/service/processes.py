@@ -31,9 +31,9 @@ from typing import Any
 
 from otel_semloop.grouping import Release
 from otel_semloop.pool import process_context
-from otel_semloop.release import Evaluation, SpanAdapter
+from otel_semloop.release import Evaluation, SpanAdapter, root_trace
 from otel_semloop.scoring import DetectorScorer, Scorer
-from otel_semloop.service.scoring_worker import READY, Batch, Scored, root_trace, worker_main
+from otel_semloop.service.scoring_worker import READY, Batch, Scored, worker_main
 from otel_semloop.telemetry import get_logger
 from otel_semloop.writeback import SpanPatch
 

@@ -165,17 +165,3 @@ def _picklable(result: Scored | Exception | None) -> Scored | Exception | None:
     except Exception as exc:
         return RuntimeError(f"{type(exc).__name__}: {exc}")
     return result
-
-
-def root_trace(root: SpanRecord | None, partial: bool) -> Trace:
-    """A trace holding only ``root`` (or nothing): what a front door's log and evaluation
-    record read of a trace scored elsewhere."""
-    if root is None:
-        return Trace(trace_id="", steps=[], spans={}, root_span_id="", partial=partial)
-    return Trace(
-        trace_id=root.trace_id,
-        steps=[],
-        spans={root.span_id: root},
-        root_span_id=root.span_id,
-        partial=partial,
-    )

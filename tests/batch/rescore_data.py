@@ -14,7 +14,9 @@ import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from bench.deepeval_tree import tree_to_spans
-from otel_semloop.otlp import iter_json_lines, iter_proto_messages, records_to_traces_json
+from otel_semloop.batch.inputs import read_records
+from otel_semloop.errors import OTLPDecodeError
+from otel_semloop.otlp import records_from_json, records_to_traces_json
 from otel_semloop.otlp.codec import json_to_traces
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,11 +105,19 @@ def compress(data: bytes, how: str) -> bytes:
 
 
 def spans_of(path: Path) -> list[Any]:
-    """Every span record of an output file (JSON lines or length-prefixed protobuf)."""
+    """Every span record of an output file (JSON lines or length-prefixed protobuf); a JSON
+    line whose spans do not decode (an AnyValue nested past the decoder's bound) is
+    skipped."""
     data = path.read_bytes()
-    if data[:1] == b"{" or not data:
-        return [r for b in iter_json_lines(path) for r in b.records]
-    return [r for b in iter_proto_messages(path) for r in b.records]
+    if data[:1] != b"{":
+        return read_records(path)
+    records = []
+    for line in data.splitlines():
+        try:
+            records.extend(records_from_json(orjson.loads(line)))
+        except OTLPDecodeError:
+            continue
+    return records
 
 
 def roots(path: Path) -> dict[str, Any]:

@@ -10,8 +10,9 @@ import orjson
 import pytest
 
 from bench.deepeval_tree import tree_to_spans
+from otel_semloop.batch.inputs import read_records
 from otel_semloop.cli import main
-from otel_semloop.otlp import iter_json_lines, records_to_traces_json
+from otel_semloop.otlp import records_to_traces_json
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "agent_traces.otlp.jsonl"
 
@@ -44,10 +45,9 @@ def write_lines(path: Path, lines: list[dict]) -> Path:
 
 def roots_by_trace(path: Path) -> dict[str, dict]:
     roots = {}
-    for batch in iter_json_lines(path):
-        for record in batch.records:
-            if not record.parent_span_id:
-                roots[record.trace_id] = {"attributes": dict(record.attributes), "events": record.events}
+    for record in read_records(path):
+        if not record.parent_span_id:
+            roots[record.trace_id] = {"attributes": dict(record.attributes), "events": record.events}
     return roots
 
 
@@ -78,8 +78,8 @@ def test_rescore_keeps_every_span_and_leaves_non_agent_lines_byte_identical(tmp_
     before = EXAMPLE.read_bytes().splitlines()
     after = out.read_bytes().splitlines()
     assert len(before) == len(after)
-    ids_before = [r.span_id for b in iter_json_lines(EXAMPLE) for r in b.records]
-    ids_after = [r.span_id for b in iter_json_lines(out) for r in b.records]
+    ids_before = [r.span_id for r in read_records(EXAMPLE)]
+    ids_after = [r.span_id for r in read_records(out)]
     assert ids_before == ids_after
     assert before[-1] == after[-1]  # the plain HTTP trace gains nothing
 
@@ -94,9 +94,9 @@ def test_a_trace_split_across_lines_and_files_is_scored_once_as_a_whole(tmp_path
     assert main(["rescore", str(first), str(second), "-o", str(out), "-q"]) == 0
     (root,) = roots_by_trace(out).values()
     assert root["attributes"]["semloop.label"] == "loop"
-    in_loop = [r for b in iter_json_lines(out) for r in b.records if r.attributes.get("semloop.in_loop")]
+    in_loop = [r for r in read_records(out) if r.attributes.get("semloop.in_loop")]
     assert in_loop, "the step spans forming the loop are marked"
-    assert len([r for b in iter_json_lines(out) for r in b.records]) == len(spans)
+    assert len(read_records(out)) == len(spans)
 
 
 def test_a_malformed_line_is_reported_with_its_place_and_copied_through(tmp_path, capsys):

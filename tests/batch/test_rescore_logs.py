@@ -14,8 +14,8 @@ from typing import Any
 import orjson
 import pytest
 
+from otel_semloop.batch.inputs import read_records
 from otel_semloop.cli import main
-from otel_semloop.otlp import iter_json_lines
 from otel_semloop.otlp.codec import logs_to_json, traces_to_json
 from tests.support.log_record_agent import ROUNDS, SPANS, Recorded, record_agent
 
@@ -52,7 +52,7 @@ def write(tmp_path: Path, run: Recorded, logs_format: str = "json") -> tuple[Pat
 
 
 def root_of(path: Path) -> dict[str, Any]:
-    roots = [r for batch in iter_json_lines(path) for r in batch.records if not r.parent_span_id]
+    roots = [r for r in read_records(path) if not r.parent_span_id]
     assert len(roots) == 1
     return dict(roots[0].attributes)
 
@@ -85,7 +85,7 @@ def test_the_logs_file_may_come_first_and_is_not_written_to_the_output(tmp_path:
     assert main(["rescore", str(logs), str(traces), "-o", str(out)]) == 0
     lines = [orjson.loads(line) for line in out.read_bytes().splitlines()]
     assert all("resourceSpans" in line and "resourceLogs" not in line for line in lines)
-    assert sum(len(r.records) for r in iter_json_lines(out)) == SPANS
+    assert len(read_records(out)) == SPANS
     assert root_of(out)["semloop.label"] == "loop"
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import io
-import itertools
 import json
 import os
 import subprocess
@@ -302,33 +301,6 @@ def test_a_progress_bar_is_drawn_on_a_terminal(tmp_path):
         os.close(main_fd)
     assert done.returncode == 0
     assert b"spans/s" in drawn and b"traces" in drawn and b"loops" in drawn
-
-
-@pytest.mark.parametrize("name", ["out.jsonl", "out.jsonl.gz", "out.pb"])
-def test_the_kernel_is_asked_to_write_the_output_back_as_it_grows_with_the_same_bytes(
-    tmp_path, monkeypatch, name
-):
-    from otel_semloop.batch import writer
-
-    source = write_jsonl(tmp_path / "in.jsonl", agent_lines(n_traces=20, per_line=7))
-    plain = tmp_path / f"plain-{name}"
-    assert main(["rescore", str(source), "-o", str(plain), "-q"]) == 0
-    hints: list[tuple[int, int]] = []
-    real = os.posix_fadvise
-
-    def advise(fd: int, offset: int, length: int, advice: int) -> None:
-        assert advice == os.POSIX_FADV_DONTNEED
-        hints.append((offset, length))
-        real(fd, offset, length, advice)
-
-    monkeypatch.setattr(writer, "_WRITEBACK_EVERY", 1000)
-    monkeypatch.setattr(writer.os, "posix_fadvise", advise)
-    hinted = tmp_path / name
-    assert main(["rescore", str(source), "-o", str(hinted), "-q"]) == 0
-    assert hinted.read_bytes() == plain.read_bytes()
-    assert len(hints) > 1 or name.endswith(".gz")  # this gzip output is a few kB: one hint at most
-    # each hint covers what was written since the one before
-    assert all(a[0] + a[1] == b[0] for a, b in itertools.pairwise(hints))
 
 
 def test_a_compressed_output_gets_the_same_bytes_as_a_plain_one(tmp_path):

@@ -27,10 +27,10 @@ from typing import Any
 import pytest
 
 from bench.corpus.record.harness import SCENARIOS
+from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import step_kind
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace, peek_input
-from otel_semloop.otlp import iter_json_lines
 from otel_semloop.scoring import UNREADABLE_REASON, Scorer
 from otel_semloop.tool_calls import tool_responses
 from otel_semloop.verdict import Label
@@ -52,9 +52,8 @@ def recording(framework: str) -> dict[str, tuple[str, list[SpanRecord]]]:
     labels = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines() if line]
     spans: dict[str, list[SpanRecord]] = defaultdict(list)
     for path in folder.glob("*.otlp.jsonl*"):
-        for batch in iter_json_lines(path):
-            for record in batch.records:
-                spans[record.trace_id].append(record)
+        for record in read_records(path):
+            spans[record.trace_id].append(record)
     return {row["situation"]: (row["label"], spans[row["trace_id"]]) for row in labels}
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.loop_cost import loop_cost
 from otel_semloop.model import Step, StepKind, Trace
-from otel_semloop.otlp import iter_json_lines
 from otel_semloop.scoring import DetectorScorer
 from otel_semloop.verdict import Finding, Label, Verdict
 from otel_semloop.writeback import patches_for
@@ -40,9 +40,8 @@ PYDANTIC_HEALTHY = "74586db35ad77116296a4946a2ab9491"
 def recorded(framework: str) -> dict[str, list]:
     path = next((RECORDINGS / framework).glob("*.otlp.jsonl*"))
     by_trace: dict[str, list] = {}
-    for batch in iter_json_lines(path):
-        for record in batch.records:
-            by_trace.setdefault(record.trace_id, []).append(record)
+    for record in read_records(path):
+        by_trace.setdefault(record.trace_id, []).append(record)
     return by_trace
 
 

@@ -21,12 +21,12 @@ import tempfile
 from pathlib import Path
 
 from bench.corpus.runs import Run, ToolUse, Turn, render, traces_data
+from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.detectors.arguments import is_wait_call, writes_tool
 from otel_semloop.detectors.claims import claims
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.model import Step, StepKind
-from otel_semloop.otlp import iter_json_lines
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label, Verdict
 from tests.support.scenarios import Scenario, conclusive
@@ -270,7 +270,7 @@ def _rendered(run: Run, convention: str) -> Verdict:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.jsonl"
         path.write_text(json.dumps(traces_data(spans, "test", "scope")) + "\n")
-        records = [record for batch in iter_json_lines(path) for record in batch.records]
+        records = read_records(path)
     return Scorer().score(build_trace(records))
 
 

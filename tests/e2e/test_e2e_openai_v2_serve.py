@@ -33,8 +33,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otel_semloop.batch.inputs import read_records
 from otel_semloop.cli import main as cli_main
-from otel_semloop.otlp import iter_json_lines
 from otel_semloop.otlp.codec import logs_to_json, traces_to_json
 from otel_semloop.service import ServiceConfig, ServiceThread
 from tests.e2e.agent_app import run_untraced_tools_agent
@@ -137,12 +137,7 @@ def rescored_root(app: App, tmp_path: Path, trace_id: str) -> dict:
     traces, logs = app.write_files(tmp_path)
     out = tmp_path / "scored.jsonl"
     assert cli_main(["rescore", str(traces), str(logs), "-o", str(out), "--quiet"]) in (0, 1)
-    roots = [
-        r
-        for batch in iter_json_lines(out)
-        for r in batch.records
-        if r.trace_id == trace_id and not r.parent_span_id
-    ]
+    roots = [r for r in read_records(out) if r.trace_id == trace_id and not r.parent_span_id]
     assert len(roots) == 1
     return dict(roots[0].attributes)
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import orjson
 
-from otel_semloop.otlp import iter_json_lines, records_to_traces_json
+from otel_semloop.batch.inputs import read_records
+from otel_semloop.otlp import records_to_traces_json
 from tests.judges.judge_support import Reply, ScriptedServer
 
 try:
@@ -45,7 +46,7 @@ def rescore(tmp_path: Path, server: ScriptedServer, *extra: str) -> subprocess.C
 
 
 def roots(path: Path) -> list[dict]:
-    return [dict(r.attributes) for b in iter_json_lines(path) for r in b.records if not r.parent_span_id]
+    return [dict(r.attributes) for r in read_records(path) if not r.parent_span_id]
 
 
 def test_rescore_with_a_judge_sends_one_request_per_trace_and_a_rerun_costs_nothing(tmp_path):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import copy
-import gzip
-import io
 import math
 
 import orjson
@@ -34,14 +32,10 @@ from otel_semloop.otlp import (
     decode_any_pb,
     encode_any_json,
     encode_any_pb,
-    iter_json_lines,
-    iter_proto_messages,
     json_to_traces,
     records_from_json,
     records_from_proto,
     traces_to_json,
-    write_json_line,
-    write_proto_message,
 )
 from otel_semloop.otlp.codec import json_to_logs, logs_to_json
 from otel_semloop.writeback import SpanPatch
@@ -702,116 +696,6 @@ def test_protobuf_records_reject_ids_of_the_wrong_length():
     assert exc.value.where == "in.pb resourceSpans[0].scopeSpans[0].spans[0].spanId"
     span.span_id = b"\x02" * 8
     assert records_from_proto(msg)[0].parent_span_id == ""
-
-
-# --- files ----------------------------------------------------------------------------
-
-
-def test_json_lines_with_a_broken_middle_line_keep_every_line_in_order(tmp_path):
-    path = tmp_path / "traces.jsonl"
-    broken = b'{"resourceSpans": [ oops'
-    path.write_bytes(COLLECTOR_LINE + b"\n\n" + broken + b"\n" + COLLECTOR_LINE + b"\r\n")
-    batches = list(iter_json_lines(path))
-    assert [b.line_no for b in batches] == [1, 3, 4]
-    assert [b.ok for b in batches] == [True, False, True]
-    assert len(batches[0].records) == 2 and len(batches[2].records) == 2
-    assert batches[1].raw == broken and batches[1].error.where == f"{path}:3"
-    out = tmp_path / "out.jsonl"
-    with open(out, "wb") as fp:
-        for batch in batches:
-            write_json_line(fp, batch)
-    lines = out.read_bytes().split(b"\n")
-    assert lines[1] == broken
-    assert orjson.loads(lines[0]) == orjson.loads(COLLECTOR_LINE)
-
-
-def test_a_valid_json_line_that_is_not_otlp_is_an_error_batch_copied_through():
-    batches = list(
-        iter_json_lines(io.BytesIO(b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":1}]}]}]}\n'))
-    )
-    assert batches[0].obj is None and "traceId" in batches[0].error.where
-    buf = io.BytesIO()
-    write_json_line(buf, batches[0])
-    assert buf.getvalue() == b'{"resourceSpans":[{"scopeSpans":[{"spans":[{"spanId":1}]}]}]}\n'
-
-
-def test_gzip_json_lines_are_read_transparently(tmp_path):
-    path = tmp_path / "traces.jsonl.gz"
-    path.write_bytes(gzip.compress(COLLECTOR_LINE + b"\n" + COLLECTOR_LINE))
-    assert [len(b.records) for b in iter_json_lines(path)] == [2, 2]
-    stream = io.BufferedReader(io.BytesIO(gzip.compress(COLLECTOR_LINE)))
-    assert len(next(iter_json_lines(stream, name="stdin")).records) == 2
-
-
-def test_truncated_gzip_raises_a_decode_error(tmp_path):
-    path = tmp_path / "traces.jsonl.gz"
-    path.write_bytes(gzip.compress(COLLECTOR_LINE * 50)[:-30])
-    with pytest.raises(OTLPDecodeError, match="gzip"):
-        list(iter_json_lines(path))
-
-
-def test_patched_records_are_written_back_into_their_line(tmp_path):
-    path = tmp_path / "in.jsonl"
-    path.write_bytes(COLLECTOR_LINE + b"\n")
-    (batch,) = iter_json_lines(path)
-    apply_patch_json(batch.records[1].source, SpanPatch({"semloop.label": "loop"}))
-    buf = io.BytesIO()
-    write_json_line(buf, batch)
-    (again,) = iter_json_lines(io.BytesIO(buf.getvalue()))
-    assert again.records[1].attributes == {"semloop.label": "loop"}
-    assert again.records[0].attributes == batch.records[0].attributes
-
-
-@settings(max_examples=25, deadline=None)
-@given(st.lists(traces_data(valid_ids=True), max_size=3))
-def test_protobuf_files_round_trip(msgs):
-    buf = io.BytesIO()
-    for msg in msgs:
-        write_proto_message(buf, msg)
-    batches = list(iter_proto_messages(io.BytesIO(buf.getvalue()), name="t.pb"))
-    assert [b.message for b in batches] == msgs
-    out = io.BytesIO()
-    for batch in batches:
-        write_proto_message(out, batch)
-    assert out.getvalue() == buf.getvalue()
-
-
-def test_protobuf_file_uses_a_big_endian_length_prefix():
-    msg = json_to_traces(orjson.loads(COLLECTOR_LINE))
-    buf = io.BytesIO()
-    write_proto_message(buf, msg)
-    data = buf.getvalue()
-    assert int.from_bytes(data[:4], "big") == len(data) - 4 == msg.ByteSize()
-
-
-def test_truncated_protobuf_file_raises_with_message_and_offset():
-    msg = json_to_traces(orjson.loads(COLLECTOR_LINE))
-    buf = io.BytesIO()
-    write_proto_message(buf, msg)
-    write_proto_message(buf, msg)
-    data = buf.getvalue()
-    first = 4 + msg.ByteSize()
-    with pytest.raises(OTLPDecodeError) as exc:
-        list(iter_proto_messages(io.BytesIO(data[:-10]), name="t.pb"))
-    assert exc.value.where == f"t.pb message 2 at byte {first}"
-    assert "truncated" in str(exc.value)
-    with pytest.raises(OTLPDecodeError, match="2 of 4"):
-        list(iter_proto_messages(io.BytesIO(data[: first + 2]), name="t.pb"))
-
-
-def test_json_fed_to_the_protobuf_reader_gets_a_hint():
-    with pytest.raises(OTLPDecodeError, match="looks like JSON"):
-        list(iter_proto_messages(io.BytesIO(COLLECTOR_LINE)))
-
-
-def test_unparseable_protobuf_payload_is_an_error_batch_and_reading_goes_on():
-    msg = json_to_traces(orjson.loads(COLLECTOR_LINE))
-    buf = io.BytesIO()
-    buf.write((3).to_bytes(4, "big") + b"\xff\xff\xff")
-    write_proto_message(buf, msg)
-    first, second = iter_proto_messages(io.BytesIO(buf.getvalue()))
-    assert first.message is None and first.raw == b"\xff\xff\xff" and "protobuf" in str(first.error)
-    assert second.message == msg and len(second.records) == 2
 
 
 def test_keyvalue_without_a_value_stays_without_one():

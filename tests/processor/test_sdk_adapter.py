@@ -66,6 +66,7 @@ def test_record_wraps_the_attributes_without_copying() -> None:
     record = span_to_record(server)
     assert isinstance(record.attributes, MappingProxyType)
     assert dict(record.attributes) == dict(server.attributes)
+    assert [dict(e.attributes) for e in record.events] == [dict(e.attributes) for e in server.events]
     assert record.source is server
 
 
