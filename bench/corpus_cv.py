@@ -39,9 +39,19 @@ FAMILIES: dict[str, Sequence[dict[str, Any]]] = {
         {"identical_repeats": 5, "cycle_repeats": 4},
     ),
     "no_progress": (
-        {"repeated_result_repeats": 3, "near_duplicate_repeats": 3, "same_answer_repeats": 3},
+        {
+            "repeated_result_repeats": 3,
+            "near_duplicate_repeats": 3,
+            "same_answer_repeats": 3,
+            "rewrite_repeats": 2,
+        },
         {},
-        {"repeated_result_repeats": 5, "near_duplicate_repeats": 5, "same_answer_repeats": 5},
+        {
+            "repeated_result_repeats": 5,
+            "near_duplicate_repeats": 5,
+            "same_answer_repeats": 5,
+            "rewrite_repeats": 4,
+        },
     ),
     "stale": (
         {"stale_steps": 10, "stale_window": 12},

@@ -2851,6 +2851,295 @@ def unknown_tool_then_right(k: Kit) -> Run:
     )
 
 
+# --- lessons of the first look of batch 5: the same "nothing", the same conclusion, the same value
+
+
+@situation(
+    "memory-recall-query-variants",
+    LOOP,
+    "A memory recall tool asked again and again under new queries, each answer quoting the query and finding nothing",
+    (gh("NousResearch/hermes-agent", 112920), gh("quintonmiller/tailored-ai", 528)),
+    "Every query is different, so no two calls are the same, but each answer is the same 'no memories' with the "
+    "query quoted back, and the queries keep coming back to the same words: nothing is learned after the first, "
+    "and the tool the task needed is never called.",
+)
+def memory_recall_query_variants(k: Kit) -> Run:
+    tool = k.pick(("memory_recall", "recall_memories", "memory_search"))
+    queries = k.shuffle(
+        [
+            "openuv",
+            "OpenUV Home Assistant",
+            "uv index",
+            "home assistant uv sensor",
+            "openuv api key",
+            "uv sensor integration",
+            "openuv integration",
+            "api key uv",
+        ]
+    )
+    shape = k.pick(
+        (
+            lambda q: f"No memories found for '{q}'.",
+            lambda q: _j({"query": q, "memories": [], "count": 0}),
+            lambda q: f"0 results for {q}",
+        )
+    )
+    turns = k.prelude(0, 1)
+    for query in queries[: k.n(6, 8)]:
+        turns.append(
+            Turn(k.say(("Let me check what I remember about this.", "Maybe it is stored under another name.")),
+                 [ToolUse(tool, {"query": query}, shape(query))])
+        )  # fmt: skip
+    final, failure = k.give_up()
+    return Run("What is the UV index at home right now?", k.agent(), k.model(), turns, final, failure)
+
+
+@situation(
+    "memory-recall-distinct-facts",
+    HEALTHY,
+    "Several unrelated facts looked up in memory, each not found with the query quoted back, then the agent asks the user",
+    (gh("NousResearch/hermes-agent", 112920), gh("agno-agi/agno", 2931)),
+    "The same 'no memories' answer comes back each time, but each query is about something else (a birthday, a "
+    "city, an employer, a pet): a batch of different questions, each answered once, after which the agent moves "
+    "on and asks the user for what it lacks.",
+    ("memory-recall-query-variants", "empty-result-retry"),
+)
+def memory_recall_distinct_facts(k: Kit) -> Run:
+    tool = k.pick(("memory_recall", "recall_memories", "memory_search"))
+    facts = k.shuffle(
+        ["birthday", "hometown", "employer", "favourite cuisine", "pet name", "dietary restrictions"]
+    )
+    turns = k.prelude(0, 1)
+    for fact in facts[: k.n(4, 6)]:
+        turns.append(Turn(None, [ToolUse(tool, {"query": fact}, f"No memories found for '{fact}'.")]))
+    turns.append(
+        Turn(
+            "I have none of these on record yet.",
+            [ToolUse("save_memory", {"key": "profile_asked", "value": "yes"}, "Stored.")],
+        )
+    )
+    return Run(
+        "Plan a birthday dinner for me.",
+        k.agent(),
+        k.model(),
+        turns,
+        "I don't have your birthday, city or dietary needs yet: could you tell me those?",
+    )
+
+
+@situation(
+    "job-statuses-each-named",
+    HEALTHY,
+    "One status check per build job, each answer naming its job and all of them queued, then the release goes on",
+    (gh("chaitin/MonkeyCode", 1075), gh("google-gemini/gemini-cli", 14369)),
+    "Each call asks about a different job and each answer says the same thing about it, naming it: the same "
+    "state of several things is a survey, not the same answer to a reworded question; the agent then starts "
+    "the release.",
+    ("memory-recall-query-variants",),
+)
+def job_statuses_each_named(k: Kit) -> Run:
+    tool = k.pick(("get_job", "job_status", "get_build"))
+    jobs = k.sample(
+        ["build-api", "build-web", "build-worker", "build-docs", "build-cli", "build-admin"], k.n(4, 6)
+    )
+    state = k.pick(("queued behind the release build", "waiting for a runner", "not started yet"))
+    turns = k.prelude(0, 1)
+    for job in jobs:
+        turns.append(Turn(None, [ToolUse(tool, {"job": job}, f"Job {job} is {state}.")]))
+    turns.append(
+        Turn("All builds are lined up; starting the release.", [ToolUse("start_release", {"tag": "v2.4.0"}, _j({"release": "v2.4.0", "state": "started"}))])
+    )  # fmt: skip
+    return Run(
+        "Check the build jobs and start the v2.4.0 release.",
+        k.agent(),
+        k.model(),
+        turns,
+        "Release v2.4.0 started.",
+    )
+
+
+@situation(
+    "completion-restated-idle",
+    LOOP,
+    "After the work, the model keeps answering a continuation prompt by restating that it is done, in new words",
+    (gh("chaitin/MonkeyCode", 1075), gh("google-gemini/gemini-cli", 14369), gh("OpenHands/OpenHands", 1210)),
+    "The edit is made and the tests pass; after that every turn is another statement that the inspection is "
+    "complete (with the same file and the same test count) or that nothing is pending, with no tool call and "
+    "nothing new. The run cannot end on its own and is cancelled.",
+)
+def completion_restated_idle(k: Kit) -> Run:
+    component = k.pick(
+        ("src/components/ProductCard.tsx", "app/views/cart_summary.py", "lib/ui/price_tag.dart")
+    )
+    tests = k.n(12, 60)
+    shell, key = k.shell_tool()
+    turns = k.prelude(0, 1)
+    turns.append(
+        Turn(
+            "Updating the component.",
+            [ToolUse("edit_file", {"path": component, "patch": "+ stock badge"}, f"Edited {component}")],
+        )
+    )
+    turns.append(Turn(None, [ToolUse(shell, {key: "npm test"}, f"Tests: {tests} passed, {tests} total")]))
+    with_claims = (
+        f"Inspection complete. {component} has the stock badge and all {tests} tests pass.",
+        f"The work is finished: {component} updated, {tests} of {tests} tests green.",
+        f"Done. {component} is updated and the {tests} tests pass; nothing else to change.",
+    )
+    claimless = (
+        "Nothing is pending.",
+        "I'll wait for your next instruction.",
+        "There is nothing further for me to do here.",
+    )
+    for _ in range(k.n(5, 8)):
+        turns.append(Turn(k.pick(with_claims) if k.maybe(0.6) else k.pick(claimless)))
+    turns.append(Turn(k.pick(with_claims)))
+    turns.append(Turn(k.pick(with_claims)))
+    return Run(
+        f"Add a stock badge to {component}.",
+        k.agent(),
+        k.model(),
+        turns,
+        None,
+        "AbortError: cancelled by the user",
+    )
+
+
+@situation(
+    "stepwise-report-with-asides",
+    HEALTHY,
+    "A model-only report, one message per finished step, each naming new files and figures, with short asides between",
+    (gh("chaitin/MonkeyCode", 1075), gh("CommandCodeAI/command-code", 582)),
+    "Several messages in a row with no tool call, some saying only 'Moving on.', look like a run restating "
+    "itself; but each report names a new file and new figures, and the run ends with the summary.",
+    ("completion-restated-idle", "reconsider-same-conclusion"),
+)
+def stepwise_report_with_asides(k: Kit) -> Run:
+    steps = k.sample(
+        [
+            ("backend/schema.sql", "3 tables"),
+            ("backend/routes.py", "5 endpoints"),
+            ("backend/auth.py", "2 token types"),
+            ("frontend/Login.tsx", "1 form with 4 fields"),
+            ("frontend/Cart.tsx", "6 components"),
+            ("docs/API.md", "12 examples"),
+        ],
+        k.n(4, 6),
+    )
+    asides = ("Moving on.", "Next step.", "Continuing.")
+    turns = k.prelude(0, 1)
+    for i, (path, figure) in enumerate(steps):
+        turns.append(Turn(f"Step {i + 1} done: {path} written, {figure}."))
+        if k.maybe(0.6):
+            turns.append(Turn(k.pick(asides)))
+    return Run(
+        "Report what was built, step by step.", k.agent(), k.model(), turns, "All steps are reported above."
+    )
+
+
+@situation(
+    "same-memory-upserted-again",
+    LOOP,
+    "The same memory written again and again with the same content, acknowledged each time, no answer given",
+    (gh("langchain-ai/memory-agent-js", 4), gh("NousResearch/hermes-agent", 99202)),
+    "The upsert succeeds the first time; the model then calls it again with the same content and gets the same "
+    "acknowledgement, again and again, and never answers the user. Setting a value it has already set changes "
+    "nothing and learns nothing.",
+)
+def same_memory_upserted_again(k: Kit) -> Run:
+    tool = k.pick(("upsert_memory", "save_memory", "update_memory"))
+    content = k.pick(
+        (
+            "User prefers window seats on flights.",
+            "User's dog is called Pixel.",
+            "User works at Globex in Lisbon.",
+        )
+    )
+    turns = k.prelude(0, 1)
+    for _ in range(k.n(3, 5)):
+        mid = k.volatile_id()
+        turns.append(
+            Turn(k.say(("Saving this to memory.", "Let me remember that."), 0.5), [ToolUse(tool, {"content": content}, f"Stored memory {mid}.")])
+        )  # fmt: skip
+    final, failure = k.give_up()
+    return Run(f"Remember this: {content}", k.agent(), k.model(), turns, final, failure)
+
+
+@situation(
+    "same-value-confirmed-then-booked",
+    HEALTHY,
+    "The caller's email recorded, recorded once more when repeated, then the booking is made",
+    (gh("langchain-ai/memory-agent-js", 4), gh("agno-agi/agno", 2931)),
+    "The same value is set twice (the caller said it again to be sure); then the agent books the room. A "
+    "second write of the same value is a confirmation, and the run goes on.",
+    ("same-memory-upserted-again",),
+)
+def same_value_confirmed_then_booked(k: Kit) -> Run:
+    email = k.pick(("ann.lee@example.com", "jon.mcbride@example.org"))
+    tool = k.pick(("set_email", "update_email"))
+    turns = [
+        Turn(
+            None,
+            [
+                ToolUse(
+                    "check_availability",
+                    {"room": "double", "nights": 2},
+                    _j({"available": True, "rate": 189}),
+                )
+            ],
+        )
+    ]
+    for _ in range(2):
+        turns.append(
+            Turn(f"So that's {email}, right?", [ToolUse(tool, {"email": email}, f"Email recorded: {email}")])
+        )
+    turns.append(
+        Turn(
+            None,
+            [
+                ToolUse(
+                    "book_room",
+                    {"room": "double", "nights": 2, "email": email},
+                    _j({"booking": f"B-{k.n(100, 999)}", "status": "confirmed"}),
+                )
+            ],
+        )
+    )
+    return Run(
+        "Book me a double room for two nights.",
+        k.agent(),
+        k.model(),
+        turns,
+        f"Booked; the confirmation goes to {email}.",
+    )
+
+
+@situation(
+    "same-item-added-thrice",
+    HEALTHY,
+    "Three of one item added to a cart one call at a time, each acknowledged the same way, then checkout",
+    (gh("langchain-ai/memory-agent-js", 4), gh("openai/openai-agents-js", 512)),
+    "The same call with the same arguments three times, acknowledged identically: but adding is not setting, "
+    "each call adds one more of the item the user asked three of, and the run goes on to checkout.",
+    ("same-memory-upserted-again", "batch-writes-short-ok"),
+)
+def same_item_added_thrice(k: Kit) -> Run:
+    item = k.pick(("apple", "AA battery", "oat milk"))
+    tool = k.pick(("add_to_cart", "cart_add_item"))
+    turns = k.prelude(0, 1)
+    for _ in range(3):
+        turns.append(
+            Turn(None, [ToolUse(tool, {"item": item, "quantity": 1}, f"Added 1 {item} to the cart.")])
+        )
+    turns.append(
+        Turn(
+            None,
+            [ToolUse("checkout", {"payment": "card"}, _j({"order": f"O-{k.n(1000, 9999)}", "items": 3}))],
+        )
+    )
+    return Run(f"Buy three {item}s.", k.agent(), k.model(), turns, f"Ordered three {item}s.")
+
+
 def loops() -> list[Situation]:
     return [s for s in SITUATIONS.values() if s.label == LOOP]
 

@@ -32,7 +32,8 @@ that cannot mean different things)
 
 What a call does, read from its name and command line
     :func:`empty_means_none_found` (a question, whose empty answer is "nothing found"),
-    :func:`writes_tool` (a write, whose short answer acknowledges it) and
+    :func:`writes_tool` (a write, whose short answer acknowledges it),
+    :func:`sets_value` (a write of a value, which the same call again cannot change) and
     :func:`is_wait_call` (a sleep: neither work nor a repeat) read the same tool names and
     shell pipelines as the rules above.
 
@@ -63,6 +64,7 @@ __all__ = [
     "empty_means_none_found",
     "is_shell_tool",
     "is_wait_call",
+    "sets_value",
     "shell_near_form",
     "writes_tool",
 ]
@@ -409,6 +411,21 @@ def writes_tool(name: str) -> bool:
     ``add_labels``, ``send_message``) and does not say it asks (``get_*``, ``search_*``):
     a short answer from such a call acknowledges what was written, whatever its words."""
     return bool(_WRITE_TOOL.search(name)) and not _QUERY_TOOL.search(name)
+
+
+#: Tool names that set a value (a field, a record, a file, a flag) rather than add one
+#: more thing: setting the same value again changes nothing (not ``send``, ``add``,
+#: ``append``, ``post``: each call of those adds a message, an item, a line).
+_SET_TOOL = re.compile(
+    r"set|update|upsert|save|store|write|record|rename|mark|assign|label|tag|enable|disable", re.I
+)
+
+
+def sets_value(name: str) -> bool:
+    """True when a tool's name says it sets a value (``set_email``, ``update_record``,
+    ``save_draft``, ``mark_done``) and does not say it asks: the same call made again
+    with the same arguments can only be acknowledged the same way, and learns nothing."""
+    return bool(_SET_TOOL.search(name)) and not _QUERY_TOOL.search(name)
 
 
 def asks_tool(name: str) -> bool:

@@ -1,12 +1,13 @@
 """One tool call's results over a run: what a result reads as and whether it shows progress.
 
-:class:`ResultRead` is what one result text reads as (the digests of its normalised form
-and of its content, its size in words, whether it only acknowledges, its figures once
-read). :class:`CallProgress` is the state the fingerprinter keeps per call (tool and
-canonical arguments): the best figures and size the call ever showed, its last result and
-how many calls in a row it answered with results it had given before. From them each new
-call of the same call gets ``progressed`` (explicit progress beyond anything the call
-showed before), ``poll_ended`` and ``previous_action`` (see
+:func:`without_echo` reads a "nothing found" (:func:`finds_nothing`) without the question
+it quotes back. :class:`ResultRead` is what one result text reads as (the digests of its
+normalised form and of its content, its size in words, whether it only acknowledges, its
+figures once read). :class:`CallProgress` is the state the fingerprinter keeps per call
+(tool and canonical arguments): the best figures and size the call ever showed, its last
+result and how many calls in a row it answered with results it had given before. From
+them each new call of the same call gets ``progressed`` (explicit progress beyond
+anything the call showed before), ``poll_ended`` and ``previous_action`` (see
 :class:`~otel_semloop.detectors.facts.StepFacts`).
 
 Progress is measured against the best this call ever showed, not its last result: a
@@ -24,9 +25,11 @@ these in an LRU by call digest and owns the memo of result texts (``figures``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
+from otel_semloop.detectors.arguments import writes_tool
 from otel_semloop.detectors.call_identity import canonical_args
 from otel_semloop.detectors.figures import (
     best_numbers,
@@ -37,6 +40,7 @@ from otel_semloop.detectors.figures import (
     result_numbers,
 )
 from otel_semloop.detectors.normalize import (
+    has_digit,
     is_acknowledgement,
     is_time_reading,
     normalize_result_and_content,
@@ -44,7 +48,15 @@ from otel_semloop.detectors.normalize import (
 )
 from otel_semloop.model import Step
 
-__all__ = ["CallProgress", "Figures", "ResultRead", "result_figures", "result_text"]
+__all__ = [
+    "CallProgress",
+    "Figures",
+    "ResultRead",
+    "finds_nothing",
+    "result_figures",
+    "result_text",
+    "without_echo",
+]
 
 #: (progress figure, remaining counts, numbers) of a result's text.
 Figures = tuple[float | None, tuple[int, ...] | None, tuple[float, ...] | None]
@@ -62,6 +74,69 @@ def result_text(step: Step) -> str | None:
     if isinstance(result, str):
         return result
     return canonical_args(result, (), rewrite=False)
+
+
+#: What an argument quoted back in a result is read as (see :func:`without_echo`).
+ECHO = "<arg>"
+#: Argument values quoted back that are read as :data:`ECHO`: long enough to be a quote
+#: rather than a common word (``"a"``), short enough to be a query or a name rather than
+#: the content written (a file's text quoted back is the result itself).
+_ECHO_MIN_CHARS, _ECHO_MAX_CHARS = 3, 200
+#: Argument values (strings, lists, objects) looked at per call: a query's few values,
+#: bounded for a call whose arguments hold a whole document.
+_ECHO_MAX_VALUES = 64
+
+
+def without_echo(raw: str, arguments: Any, name: str) -> str:
+    """``raw`` with the call's own string argument values replaced by :data:`ECHO`, when
+    it quotes them back and says that nothing was found: the question quoted back is no
+    news in a "nothing" ("No tools matched 'flux'." and "No tools matched 'lora'." are
+    the same answer to two queries). Any other result is returned as it is: an answer
+    naming what it is about (a status per job) is about that, and so is what a tool
+    that writes (``name``: :func:`~otel_semloop.detectors.arguments.writes_tool`)
+    answers about the target it wrote."""
+    if len(raw) > _NOTHING_MAX_CHARS:
+        return raw  # (no "nothing found": the quotes are looked for first, the cheaper test)
+    values: list[str] = []
+    stack = [arguments]
+    looked = 0
+    while stack and looked < _ECHO_MAX_VALUES:
+        value = stack.pop()
+        looked += 1
+        if isinstance(value, str):
+            if _ECHO_MIN_CHARS <= len(value) <= _ECHO_MAX_CHARS and value in raw:
+                values.append(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    if not values or writes_tool(name) or not finds_nothing(raw):
+        return raw
+    unquoted = raw
+    for value in sorted(values, key=len, reverse=True):  # "civitai lora" before "lora"
+        unquoted = unquoted.replace(value, ECHO)
+    return unquoted if finds_nothing(unquoted) else raw
+
+
+#: A "nothing found": a search's negative in words ("No tools matched", "No memories
+#: found", "not found"), a zero count of what was looked for, or an empty list of results.
+#: Not any "no" or "not": "Job build-api is not started yet" is a status of that job.
+_NOTHING = re.compile(
+    r"\bno\b[^.;\n]{0,40}?\b(?:found|match(?:es|ed|ing)?|results?|hits?)\b"
+    r"|\b(?:not|nothing|none)\s+(?:found|matched|matching)\b"
+    r"|(?<![\w.])(?:0|zero)\s+(?:results?|match(?:es)?|hits?|items?|entries|records?|documents?|files?|memories|tools?)\b"
+    r"|\"(?:total|count|hits|matches|found)\"\s*:\s*0(?![\w.])"
+    r"|\"(?:results|matches|hits|items|tools|memories|documents|records|entries|data)\"\s*:\s*\[\s*\]",
+    re.IGNORECASE,
+)
+#: A "nothing found" is short: a longer result says something.
+_NOTHING_MAX_CHARS = 300
+
+
+def finds_nothing(text: str) -> bool:
+    """True when a short result says that nothing was found ("No tools matched",
+    "0 results for", ``{"tools": [], "total": 0}``)."""
+    return len(text) <= _NOTHING_MAX_CHARS and _NOTHING.search(text) is not None
 
 
 def result_figures(raw: str) -> Figures:
@@ -97,8 +172,10 @@ class ResultRead:
         self._normalised = normalised
         self._size = -1  # not counted yet
         self.acknowledges = is_acknowledgement(normalised)
-        #: Short of a figure or a "nothing found": what an acknowledgement says.
-        self.says_nothing = "#" not in normalised and not says_none_found(normalised)
+        #: Short of a figure or a "nothing found": what an acknowledgement says. A figure
+        #: is a number of the content (identifiers masked there: "Stored memory
+        #: mem-8f3a2c" carries none).
+        self.says_nothing = not has_digit(content) and not says_none_found(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_CLAIM_CHARS", "claims"]
+__all__ = ["MAX_CLAIM_CHARS", "claims", "declares_done"]
 
 #: Characters of a text read for claims: a conclusion is stated early, and the bound keeps
 #: the cost O(1) for a huge output.
@@ -56,3 +56,24 @@ def claims(text: str) -> frozenset[int]:
             continue
         found.add(hash(("name", match.group().casefold())))
     return frozenset(found)
+
+
+#: A statement that the work is over: done, nothing left, waiting for the next instruction.
+_DONE = re.compile(
+    r"\b(?:task|work|request|job|everything|implementation|change|changes)\s+(?:is|are|has been|have been)\s+"
+    r"(?:now\s+|already\s+)?(?:complete|completed|done|finished)\b"
+    r"|^\W*(?:all\s+)?(?:done|finished|complete)\b|^\W*\w+\s+(?:complete|completed|finished|done)\b"
+    r"|\b(?:is|are)\s+(?:all\s+)?(?:complete|completed|finished|done)\b"
+    r"|\bnothing\s+(?:further|more|else|left|remains|remaining|is\s+pending)\b"
+    r"|\bno\s+(?:further|more|additional|remaining|unfinished)\s+(?:action|actions|work|changes|steps)\b"
+    r"|\b(?:ready|wait|waiting)\s+for\s+(?:your\s+|the\s+)?(?:next|further|new)\s+(?:instruction|request|task)s?\b"
+    r"|\bi\s+have\s+(?:completed|finished)\b",
+    re.IGNORECASE,
+)
+
+
+def declares_done(text: str) -> bool:
+    """True when an assistant text says the work is over ("The task is complete.",
+    "Nothing further to change.", "I'll wait for your next instruction."), whatever else
+    it says: said again and again with nothing between, the run cannot end."""
+    return _DONE.search(text[:MAX_CLAIM_CHARS]) is not None

@@ -45,6 +45,12 @@ class DetectorConfig:
     #: Same action, same normalised result, with nothing novel in between: conclusive at
     #: OpenHands' 4 (the chain may be interleaved with other repeated actions).
     repeated_result_repeats: int = setting(4, kind="int", minimum=1)
+    #: The same call of a tool that sets a value (``set_email``, ``save_draft``: see
+    #: :func:`~otel_semloop.detectors.arguments.sets_value`), acknowledged again and again
+    #: with nothing new between: one fewer than ``repeated_result_repeats``, since a write
+    #: waits on nothing (a status read may be a poll; the same value set a third time
+    #: cannot change anything the first did not).
+    rewrite_repeats: int = setting(3, kind="int", minimum=1)
     #: Consecutive calls of one tool whose arguments differ only cosmetically and whose
     #: results are the same: as many as identical calls need (4), since a cosmetic change
     #: is no change.
@@ -54,8 +60,9 @@ class DetectorConfig:
     #: result anywhere between: a reworded query, toggled flags, an edited URL or date
     #: range that changes nothing. As many as identical calls need (4): the arguments
     #: changed, the answer did not. Acknowledgements ("ok", "saved") never count (batch
-    #: work), calls about unrelated things (no word in common) break the chain, and a
-    #: later new answer from the same tool resolves it (the search finally worked).
+    #: work), nor do calls about something no call of the chain asked about (no word in
+    #: common), and a later new answer from the same tool resolves it (the search
+    #: finally worked).
     same_answer_repeats: int = setting(4, kind="int", minimum=1)
     #: Identical calls (same tool, same canonical arguments) with no new call in between,
     #: whatever their results: the absolute ceiling that still applies when results change

@@ -58,6 +58,7 @@ from otel_semloop.detectors.call_progress import (
     ResultRead,
     result_figures,
     result_text,
+    without_echo,
 )
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.failure_class import Failure, FailureKind, classify_failure, failure_identity
@@ -410,6 +411,8 @@ class Fingerprinter:
             return
         facts.is_action = True
         read = None
+        if raw is not None and failure is None and args_known:
+            raw = without_echo(raw, arguments, name)  # a question quoted back in a "nothing found"
         if raw is not None:
             read = self._read(raw)
             result = facts.result = read.result

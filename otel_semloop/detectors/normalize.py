@@ -73,8 +73,11 @@ _IDENT = re.compile(r"(?<![A-Za-z0-9])(?=[A-Za-z]*\d)(?=\d*[A-Za-z])[A-Za-z0-9]{
 _DIGIT_RUN = re.compile(r"\d+")
 _HEX_ONLY = re.compile(r"^[0-9a-fA-F]+$")
 #: Identifiers joined by ``_`` or ``-`` (``<id>-<id>``) are one identifier: the number of
-#: parts a generator emits is not information either.
-_JOINED_IDS = re.compile(r"<(?:id|hex|uuid)>(?:[-_]<(?:id|hex|uuid)>)+")
+#: parts a generator emits is not information either, nor is a part that happens to hold
+#: digits alone (``a53b2d-761908`` is one id, like ``5bbac9-ed00e3``).
+_JOINED_IDS = re.compile(
+    r"(?:\d+[-_])*<(?:id|hex|uuid)>(?:[-_](?:<(?:id|hex|uuid)>|\d+(?!\w|\.\d)))+|\d+[-_]<(?:id|hex|uuid)>"
+)
 _HAS_DIGIT = re.compile(r"\d")
 
 

@@ -14,10 +14,16 @@ Signals
         occurrences need not be adjacent (A B A C A counts A three times when B and C are
         themselves repeats), which catches rotating loops the cycle tracker misses; a
         novel step between two occurrences restarts the count, which keeps edit-and-test
-        rounds out (each edit is new). Conclusive at ``repeated_result_repeats`` (4).
-        ``no_progress``. A poll that ends (the call's first new answer after repeating
-        itself) resolves the repetition since the last new step, unless, with nothing new
-        since, the call goes back to an answer it gave before that "end".
+        rounds out (each edit is new). Conclusive at ``repeated_result_repeats`` (4); at
+        ``rewrite_repeats`` (3) for a call that sets a value
+        (:func:`~otel_semloop.detectors.arguments.sets_value`: ``set_email``,
+        ``save_draft``) and is acknowledged in words: such a write waits on nothing, and
+        the same value set again changes nothing (an empty answer may be a wait). Such a
+        call requested again with no recorded answer (the run ended first) counts too:
+        its answer is known. ``no_progress``. A poll that ends (the call's first new
+        answer after repeating itself) resolves the repetition since the last new step,
+        unless, with nothing new since, the call goes back to an answer it gave before
+        that "end".
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
@@ -35,13 +41,19 @@ Signals
         count: batch work writing many targets gets the same "ok" each time. An *empty*
         result is an answer, not an acknowledgement, when the call asked a question (a
         ``grep``/``find``/``ls`` pipeline, a tool named ``search_*``, ``get_*``...:
-        :func:`otel_semloop.detectors.arguments.empty_means_none_found`). Consecutive
-        calls must share a word in their argument values (or have none): two calls about
-        unrelated things (two users, two cities) that both find nothing are a batch, not
-        a reworded question. Conclusive at ``same_answer_repeats`` (4), reported once the
-        chain holds two different calls. A later *new* answer from the same tool resolves
-        the episode (the reworded search finally worked): it stays out of the verdict.
-        ``no_progress``.
+        :func:`otel_semloop.detectors.arguments.empty_means_none_found`); a "nothing
+        found" that quotes the question back is read without the quote
+        (:func:`~otel_semloop.detectors.call_progress.without_echo`). A call counts when
+        its argument words ask again what an earlier call of the chain asked (it narrows
+        or widens one, or shares a word not every call used), or when it keeps the
+        chain's topic once the chain came back to a question: calls about different
+        things (two users, two cities; "iphone 15 case", "iphone 15 charger") that find
+        nothing alike are a batch, not a reworded question. They neither count nor end
+        the chain: a reworded question may come back to words asked before ("civitai",
+        "lora", then "civitai lora"). Conclusive at ``same_answer_repeats``
+        (4), reported once the chain holds two different calls. A later *new* answer
+        from the same tool resolves the episode (the reworded search finally worked): it
+        stays out of the verdict. ``no_progress``.
     ``call_ceiling``
         The same call (tool and canonical arguments) made again and again with no new call
         in between, *whatever its results*: the absolute ceiling that holds even when
@@ -71,8 +83,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from otel_semloop.detectors.arguments import sets_value
 from otel_semloop.detectors.base import Episode, IncrementalDetector
 from otel_semloop.detectors.call_identity import near_duplicate
+from otel_semloop.detectors.call_progress import result_text
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.lru import LRU
 from otel_semloop.model import Step, StepKind
@@ -98,7 +112,7 @@ SAME_ANSWER = "same_answer"
 class _Chain:
     """Occurrences of one digest with no novelty between them."""
 
-    __slots__ = ("calls", "count", "episode", "epoch", "first", "last")
+    __slots__ = ("calls", "count", "episode", "epoch", "first", "held", "last", "returned", "words")
 
     def __init__(self, epoch: int, first: StepFacts) -> None:
         self.count = 1
@@ -107,6 +121,12 @@ class _Chain:
         self.epoch = epoch
         self.first = first
         self.episode: Episode | None = None
+        #: ``same_answer``: the argument words of the chain's calls so far (None: the first's),
+        #: whether one of them asked again what an earlier one asked, and how many kept
+        #: only the chain's topic before that (not counted until then).
+        self.words: list[frozenset[int]] | None = None
+        self.returned = False
+        self.held = 0
 
 
 class _ChainMap(LRU):
@@ -141,6 +161,13 @@ class _ChainMap(LRU):
         if len(data) > self.capacity:
             del data[next(iter(data))]
         return None
+
+    def continues(self, key: int, epoch: int) -> bool:
+        """Whether an occurrence of ``key`` in ``epoch`` would extend its chain."""
+        found = self.data.get(key)
+        if found is None:
+            return False
+        return (found[0] if found.__class__ is tuple else found.epoch) == epoch  # type: ignore[index,union-attr]
 
     def chain(self, key: int) -> _Chain | None:
         """The chain of ``key`` when it holds two occurrences or more (its recency unchanged)."""
@@ -207,6 +234,16 @@ class RepeatedResultDetector(_ChainDetector):
     _description = "{name} returned nothing new {{count}} times with nothing new between"
 
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
+        if facts.unanswered or (facts.is_action and facts.result is None and facts.failure is None):
+            # A value set and acknowledged, requested again with nothing new since: its
+            # answer is known (the same acknowledgement), whether or not it was recorded
+            # (the run ended first). Any other call without a recorded outcome is no
+            # evidence either way.
+            # (A missing result is novel for the fingerprinter, once: not news here.)
+            epoch = facts.epoch - 1 if facts.novel else facts.epoch
+            if facts.call in self._set_values.data and self._chains.continues(facts.call, epoch):
+                return self._extend(facts.call, epoch, facts, self.config.rewrite_repeats)
+            return []
         if not facts.is_action or facts.result is None or not facts.args_known:
             return []
         if facts.poll_ended:
@@ -238,7 +275,13 @@ class RepeatedResultDetector(_ChainDetector):
         # occurrences, each returned a result the call had already returned (the same
         # one, or writes answered "ok", "saved", "ok"). A failure by how it failed.
         key = facts.action if facts.failure is not None else facts.call
-        found = self._extend(key, facts.epoch, facts, self.config.repeated_result_repeats)
+        threshold = self.config.repeated_result_repeats
+        if facts.trivial and facts.failure is None and sets_value(facts.name) and _in_words(step):
+            threshold = self.config.rewrite_repeats  # the same value set again (see config)
+            self._set_values.add(facts.call)
+        else:
+            self._set_values.pop(facts.call)
+        found = self._extend(key, facts.epoch, facts, threshold)
         if found:
             chain = self._chains.chain(key)
             if chain is not None and chain.episode is not None:
@@ -258,6 +301,8 @@ class RepeatedResultDetector(_ChainDetector):
         self._by_call: dict[int, list[Episode]] = {}
         # The latest ended poll: (call, its new result, epoch, the episodes it resolved).
         self._ended: tuple[int, int | None, int, list[Episode]] | None = None
+        # Calls that set a value, last answered by an acknowledgement (bounded like the chains).
+        self._set_values = LRU(self.config.seen_capacity)
 
 
 class NearDuplicateDetector(IncrementalDetector):
@@ -355,11 +400,30 @@ class SameAnswerDetector(IncrementalDetector):
             return []
         previous = chain.last
         # (Each ``arg_words`` read once: a property, computed on its first read.)
-        before = previous.arg_words
-        if before and (words := facts.arg_words) and before.isdisjoint(words):
-            # About something else altogether: a batch over different targets.
-            self._chains.restart(key, facts.content_epoch, facts)
-            return []
+        if chain.words is None:
+            chain.words = [chain.first.arg_words]
+        asked = chain.words
+        words = facts.arg_words
+        if words and asked[0]:
+            again = _asks_again(words, asked)
+            topic = not again and any(not words.isdisjoint(earlier) for earlier in asked)
+            if len(asked) < _CHAIN_QUESTIONS:
+                asked.append(words)
+            if again and not chain.returned:
+                # The first return to an earlier question: the calls held back for keeping
+                # only the chain's topic were rewordings too.
+                chain.count += chain.held
+                chain.returned, chain.held = True, 0
+            elif not again and not (topic and chain.returned):
+                # Not (yet) a return to an earlier question: a batch over different targets
+                # (two users, two cities; "iphone 15 case", then "iphone 15 charger")
+                # counts for nothing, unless the chain comes back to a question later and
+                # this call kept its topic ("Globex employees", "Globex staff count"). It
+                # does not end the chain either: a reworded question comes back to words
+                # asked before ("civitai", "lora", then "civitai lora").
+                chain.count -= 1
+                chain.held += topic
+                return []
         if previous.call != facts.call:
             chain.calls += 1
         chain.last = facts
@@ -381,6 +445,33 @@ class SameAnswerDetector(IncrementalDetector):
         chain.episode.add(facts.span_id)
         self._track(chain.episode, chain.count, facts, out)
         return out
+
+
+def _in_words(step: Step) -> bool:
+    """Whether a tool step's answer says something (an empty answer to a write may be a
+    wait: a terminal written an empty input that has printed nothing yet)."""
+    result = result_text(step)
+    return bool(result and not result.isspace())
+
+
+#: Calls whose argument words a ``same_answer`` chain remembers.
+_CHAIN_QUESTIONS = 32
+
+
+def _asks_again(words: frozenset[int], asked: list[frozenset[int]]) -> bool:
+    """Whether a call with argument ``words`` asks again what earlier calls of a chain
+    (their words: ``asked``) asked: it narrows or widens one of them ("civitai", "civitai
+    lora"), or shares a word with some of them that not all of them used (a word every
+    call used is the topic a batch shares: "iphone 15 case", "iphone 15 charger")."""
+    worded = [earlier for earlier in asked if earlier]
+    for earlier in worded:
+        if words <= earlier or earlier <= words:
+            return True
+    for word in words:
+        uses = sum(1 for earlier in worded if word in earlier)
+        if 0 < uses < len(worded):
+            return True
+    return False
 
 
 def digest_pair(name: str, value: int) -> int:

@@ -34,9 +34,14 @@ Signals
         are one figure) and adds at most :data:`RESTATED_MAX_NEW` new ones. A model asked
         to confirm that reconsiders again and again, reaching the same total and the same
         names every time, worded differently each time. Conclusive at
-        ``restatement_repeats`` (4) messages. A tool call, a message that asserts
-        something new (a correction, the next subtotal) or fewer than two figures and
-        names ends the run. ``no_progress``: the same conclusion, nothing new arrived.
+        ``restatement_repeats`` (4) messages. A tool call or a message that asserts
+        something new (a correction, the next subtotal) ends the run; a message that
+        asserts nothing new and too little to compare ("Done. Nothing further to
+        change.") neither counts nor ends it. Messages in a row that each say the work
+        is over ("Inspection complete.", "Nothing is pending.", "I'll wait for your next
+        instruction.": :func:`~otel_semloop.detectors.claims.declares_done`) restate one
+        conclusion too, whatever they assert: conclusive at the same count. ``no_progress``:
+        the same conclusion, nothing new arrived.
 
 Kept
     Monologue: the digest of the previous message and the run length. Restatement: the
@@ -60,7 +65,7 @@ from collections import Counter
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector
-from otel_semloop.detectors.claims import claims
+from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import normalize_words
 from otel_semloop.model import Step, StepKind
@@ -162,27 +167,42 @@ class RestatementDetector(IncrementalDetector):
         self._run = 0
         self._episode: Episode | None = None
         self._first: StepFacts | None = None
+        # Completion statements in a row (see ``_done``).
+        self._done_run = 0
+        self._done_episode: Episode | None = None
+        self._done_first: StepFacts | None = None
 
     def _break(self) -> None:
         self._asserted = frozenset()
         self._run = 0
         self._episode = None
 
+    def _act(self) -> None:
+        """An action (a tool call, a hand-off) ends both runs."""
+        if self._run:
+            self._break()
+        self._done_run = 0
+        self._done_episode = None
+
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is not _LLM:
-            if self._run and (kind is _AGENT or (kind is _TOOL and not facts.wait)):
-                self._break()
+            if kind is _AGENT or (kind is _TOOL and not facts.wait):
+                self._act()
             return []
         if facts.has_tool_calls:
-            if self._run:
-                self._break()
+            self._act()
             return []
         text = step.output_text
         if not text:
             return []  # content not captured: neither extends nor ends the run
+        out = self._done(facts, text)
         asserted = claims(text)
         shared = len(asserted & self._asserted)
+        if self._run and shared < RESTATED_MIN_SHARED and asserted <= self._asserted:
+            # Nothing new asserted, and too little to restate ("Done. Nothing further to
+            # change."): the same conclusion is not over; the message does not count.
+            return out
         if (
             len(asserted) < RESTATED_MIN_SHARED
             or shared < RESTATED_MIN_SHARED
@@ -194,7 +214,7 @@ class RestatementDetector(IncrementalDetector):
                 self._asserted = asserted
                 self._run = 1
                 self._first = facts
-            return []
+            return out
         self._asserted = self._asserted | asserted
         self._run += 1
         if self._episode is None:
@@ -213,8 +233,35 @@ class RestatementDetector(IncrementalDetector):
                 span_ids=(self._first.span_id,),
             )
         self._episode.add(facts.span_id)
-        out: list[Finding] = []
         self._track(self._episode, self._run, facts, out)
+        return out
+
+    def _done(self, facts: StepFacts, text: str) -> list[Finding]:
+        """Count messages in a row that say the work is over (a message that does not
+        ends the count): the conclusion "done" restated, whatever the wording."""
+        out: list[Finding] = []
+        if not declares_done(text):
+            self._done_run = 0
+            self._done_episode = None
+            return out
+        self._done_run += 1
+        if self._done_run == 1:
+            self._done_first = facts
+            return out
+        if self._done_episode is None:
+            assert self._done_first is not None
+            self._done_episode = Episode(
+                RESTATED_CONCLUSION,
+                self.config.restatement_repeats,
+                self._done_first,
+                description="the assistant said the work is done {count} times in a row, no action between",
+                config=self.config,
+                period=1,
+                no_progress=True,
+                span_ids=(self._done_first.span_id,),
+            )
+        self._done_episode.add(facts.span_id)
+        self._track(self._done_episode, self._done_run, facts, out)
         return out
 
 

@@ -5,7 +5,9 @@ column is reproduced):
 
 * reasoning stagnation: per pair question, P(stagnant) is ``1 - P(yes)`` for
   ``progress`` and ``P(yes)`` for ``revisit``. The worst pair decides: from
-  ``severe`` (0.85) the sub-score is 0.0, from ``mild`` (0.60) 0.5, else 1.0.
+  ``severe`` (0.85) the sub-score is 0.0, from ``mild`` (0.60) 0.5, else 1.0. A
+  ``revisit`` over a step that made a tool call with a new outcome does not count (a
+  check re-run after each new edit verifies new work; an A-B-A-B cycle repeats both).
 * tool repetition: a ``tool_repeat`` answer with P(same action) >= 0.5 counts the tool's
   calls as repeats: 0.5 from ``repetition_threshold`` calls, 0.0 from twice that. The
   lower of this and deepeval's exact-match sub-score is kept.
@@ -83,6 +85,27 @@ class Assessment:
         return self.score < 0.5
 
 
+def _returns_over_nothing_new(pairs: list[PairVerdict], question_set: QuestionSet) -> list[PairVerdict]:
+    """``pairs`` without the revisits over new work: a step that goes back to an earlier
+    attempt is no cycle when a step between made a tool call with an outcome not seen
+    before in the trace (lint, edit, lint, edit, lint: each check verifies a new edit).
+    An A-B-A-B cycle of calls repeats both halves, and model turns carry no new work."""
+    seen: set[str] = set()
+    new_work: set[int] = set()
+    for judged in question_set.steps:
+        for action in judged.actions:
+            outcome = action.error_message if action.is_error else action.tool_result
+            if outcome is None:
+                continue
+            key = repr((action.name, action.tool_arguments, outcome))
+            if key not in seen:
+                seen.add(key)
+                new_work.add(judged.index)
+    return [
+        pair for pair in pairs if pair.kind != "revisit" or not any(pair.i < k < pair.j for k in new_work)
+    ]
+
+
 def _combine(breakdown: Mapping[str, float]) -> float:
     weights = total = 0.0
     for name, weight in WEIGHTS:
@@ -119,6 +142,8 @@ def assess(
         kind, i, j = parsed
         p_yes = float(answer.value)
         pairs.append(PairVerdict(kind, i, j, 1.0 - p_yes if kind == "progress" else p_yes))
+
+    pairs = _returns_over_nothing_new(pairs, question_set)
 
     lexical_stagnation = float(lexical.breakdown.get("reasoning_stagnation", 1.0))
     stagnation = 1.0

@@ -11,6 +11,13 @@
   the run ends is a loop; one that answers at last is not.
 * Calls to a tool that does not exist, under changing names, rejected the same way, are a
   loop, in every form they are recorded in; a mistake corrected is not.
+
+And the lessons of the first looks (batches 1-5), each a rule about agents in general:
+a "nothing found" that quotes the question back is the same answer to every rewording,
+while an answer naming what it is about (a status per job) stays about that; the same
+conclusion restated between messages that assert nothing new is still one conclusion; the
+same value set again and again is a loop a write reaches sooner than a read (which may be
+a poll), while new values, added items and polls are not.
 """
 
 from __future__ import annotations
@@ -20,12 +27,15 @@ import random
 import tempfile
 from pathlib import Path
 
-from bench.corpus.runs import Run, ToolUse, Turn, render, traces_data
+from bench.corpus.runs import Run, ToolUse, Turn, traces_data
+from bench.corpus.shapes import render_any
 from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
-from otel_semloop.detectors.arguments import is_wait_call, writes_tool
-from otel_semloop.detectors.claims import claims
+from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_tool
+from otel_semloop.detectors.call_progress import finds_nothing, without_echo
+from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
+from otel_semloop.detectors.normalize import normalize_result_and_content
 from otel_semloop.model import Step, StepKind
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label, Verdict
@@ -266,7 +276,7 @@ def test_a_missing_tool_corrected_after_two_tries_is_not_a_loop() -> None:
 
 def _rendered(run: Run, convention: str) -> Verdict:
     rng = random.Random(7)
-    spans = render(run, convention, "ab" * 16, rng, 1_790_000_000_000_000_000)
+    spans = render_any(run, convention, "ab" * 16, rng, 1_790_000_000_000_000_000)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "trace.jsonl"
         path.write_text(json.dumps(traces_data(spans, "test", "scope")) + "\n")
@@ -399,3 +409,259 @@ def test_files_named_once_each_are_not_a_restatement() -> None:
     for name in ("schema.sql", "models.py", "routes.py", "main.py", "README.md"):
         run.think(f"I'll write backend/{name} next.")
     assert run.verdict().label is Label.NO_LOOP
+
+
+# --- lessons of the first look of batch 5 ----------------------------------------------------
+
+#: A model looking for a tool that is not there: consecutive queries may share no word.
+CATALOG_QUERIES = (
+    "image upscaler",
+    "esrgan",
+    "upscaler",
+    "esrgan model",
+    "super resolution",
+    "upscaler node",
+    "esrgan upscaler",
+)
+
+
+def test_a_nothing_found_quoting_the_question_is_read_without_the_quote() -> None:
+    assert without_echo("No tools matched 'flux'.", {"query": "flux"}, "search_tools") == (
+        "No tools matched '<arg>'."
+    )
+    assert without_echo('{"query":"lora","tools":[],"total":0}', {"query": "lora"}, "tools") == (
+        '{"query":"<arg>","tools":[],"total":0}'
+    )
+    # An answer naming what it is about is about that: the quote stays.
+    job = "Job build-api is not started yet."
+    assert without_echo(job, {"job": "build-api"}, "get_job") == job
+    written = "0 rows matched 'region = North'."
+    assert without_echo(written, {"where": "region = North"}, "update_rows") == written
+
+
+def test_nothing_found_in_words_in_a_zero_count_and_in_an_empty_list() -> None:
+    assert finds_nothing("No tools matched 'x'.")
+    assert finds_nothing("0 results for x")
+    assert finds_nothing('{"query":"x","tools":[],"total":0}')
+    assert not finds_nothing("3 results for x")
+    assert not finds_nothing('{"query":"x","tools":["lora_loader"],"total":1}')
+    assert not finds_nothing("Pod api-7f9c: 0 restarts, Running")
+
+
+def test_a_catalogue_searched_under_ever_new_queries_with_no_match_is_a_loop() -> None:
+    """Each query differs and consecutive ones may share no word ('image upscaler', then
+    'esrgan'), but they keep coming back to the same words and get the same "nothing"."""
+    answers = (
+        lambda q: f"Found no tool matching {q!r}.",
+        lambda q: f"0 matches: {q}",
+        lambda q: json.dumps({"q": q, "matches": [], "count": 0}),
+    )
+    for answer in answers:
+        run = Scenario("upscale my image")
+        for query in CATALOG_QUERIES:
+            run.tool("search_tools", {"query": query}, answer(query))
+        verdict = run.verdict()
+        assert verdict.label is Label.LOOP
+        assert "same_answer" in conclusive(verdict)
+
+
+def test_a_catalogue_search_that_matches_at_last_is_not_a_loop() -> None:
+    run = Scenario("upscale my image")
+    for query in CATALOG_QUERIES[:4]:
+        run.tool("search_tools", {"query": query}, f"No tools matched '{query}'.")
+    run.tool("search_tools", {"query": "image resize"}, "1 tool matched: resize_image(path, scale)")
+    run.tool("resize_image", {"path": "in.png", "scale": 4}, "saved out.png (4096x4096)")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_different_names_each_not_found_are_a_batch_not_a_loop() -> None:
+    run = Scenario("which of these handles are free?")
+    for handle in ("alice", "bob", "carol", "dave", "erin", "frank", "grace"):
+        run.tool("find_user", {"handle": handle}, f"No user named '{handle}'.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_related_items_each_not_found_under_one_topic_are_a_batch_not_a_loop() -> None:
+    """Every query shares the topic ("iphone 15") and adds its own item, which never comes
+    back: different questions, each answered once."""
+    run = Scenario("find accessories")
+    for item in ("case", "charger", "screen protector", "car mount", "wallet", "stand"):
+        query = f"iphone 15 {item}"
+        run.tool("search_products", {"query": query}, f"No results for '{query}'.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_status_of_several_jobs_naming_each_is_not_the_same_answer() -> None:
+    run = Scenario("check the builds")
+    for job in ("build-api", "build-web", "build-worker", "build-docs", "build-cli"):
+        run.tool("get_job", {"job": job}, f"Job {job} is queued behind the release build.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+DONE = "The task is complete: Pages/QuickSale.cshtml updated and `dotnet build Shop.sln` succeeded."
+CLAIMLESS = ("Happy to help with anything else.", "Let me know if something comes up.")
+
+
+def test_the_same_conclusion_restated_between_messages_asserting_nothing_is_a_loop() -> None:
+    run = Scenario("add the stock indicator")
+    for i in range(4):
+        run.think(DONE if i % 2 == 0 else DONE.replace("The task is complete", "Finished"))
+        run.think(CLAIMLESS[i % 2])
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_messages_asserting_nothing_do_not_count_as_restatements() -> None:
+    run = Scenario("add the stock indicator")
+    for i in range(3):
+        run.think(DONE)
+        run.think(CLAIMLESS[i % 2])
+    assert "restated_conclusion" not in conclusive(run.verdict())
+
+
+def test_a_message_asserting_something_new_still_ends_the_restatement() -> None:
+    run = Scenario("add the stock indicator")
+    for i in range(4):
+        run.think(DONE)
+        run.think(CLAIMLESS[0] if i != 1 else "Next I will add the Service badge to Pages/Badge.cshtml.")
+    assert "restated_conclusion" not in conclusive(run.verdict())
+
+
+def test_tools_that_set_a_value_and_tools_that_add_or_ask() -> None:
+    assert sets_value("set_email") and sets_value("update_record") and sets_value("save_draft")
+    assert not sets_value("send_message") and not sets_value("add_item") and not sets_value("get_status")
+
+
+def test_the_same_value_set_three_times_is_a_loop() -> None:
+    run = Scenario("book the room")
+    run.tool("check_availability", {"room": "double"}, '{"available": true}')
+    for _ in range(3):
+        run.think("So that's shayne.cole at outlook.com, right?")
+        run.tool("set_email", {"email": "shayne.cole@outlook.com"}, "Email recorded: shayne.cole@outlook.com")
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "repeated_result" in conclusive(verdict)
+
+
+def test_the_same_value_set_twice_is_not_a_loop() -> None:
+    run = Scenario("book the room")
+    for _ in range(2):
+        run.tool("set_email", {"email": "shayne.cole@outlook.com"}, "Email recorded: shayne.cole@outlook.com")
+    run.tool("book_room", {"room": "double"}, '{"booking": "B-17"}')
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_value_corrected_until_right_is_not_a_loop() -> None:
+    run = Scenario("book the appointment")
+    for name in ("Still", "Tomo", "Tomasz"):
+        run.tool("update_name", {"name": name}, f"Name recorded: {name}")
+    run.tool("book_visit", {"day": "Tuesday"}, '{"booking": "V-3"}')
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_item_added_or_the_same_status_read_three_times_is_not_a_loop() -> None:
+    added, read = Scenario("three apples"), Scenario("wait for the job")
+    for _ in range(3):
+        added.tool("add_item", {"item": "apple"}, "Added.")
+        read.tool("get_status", {"job": "j-1"}, "running")
+    assert added.verdict().label is Label.NO_LOOP
+    assert read.verdict().label is Label.NO_LOOP
+
+
+def test_an_empty_answer_to_the_same_write_three_times_is_not_conclusive() -> None:
+    """A terminal written an empty input (to read what a running build printed) that has
+    printed nothing yet: a write answered with nothing may be a wait."""
+    run = Scenario("build the project")
+    for _ in range(3):
+        run.tool("write_stdin", {"session_id": 1, "chars": ""}, "")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def _readbacks(tool: str, times: int) -> Run:
+    turns = [
+        Turn(
+            "Checking the dates.", [ToolUse("check_availability", {"room": "double"}, '{"available": true}')]
+        )
+    ]
+    for _ in range(times):
+        turns.append(
+            Turn(
+                "So that's ann.lee at gmail.com, right?",
+                [ToolUse(tool, {"email": "ann.lee@gmail.com"}, "ok")],
+            )
+        )
+    return Run("book the room", "agent", "gpt-4o", turns)
+
+
+def test_a_value_set_twice_and_requested_a_third_time_unanswered_is_a_loop() -> None:
+    """The model's last request has no recorded answer (the run ended first): for a value
+    set and acknowledged before, its answer is known."""
+    for convention in ("openinference-langgraph", "genai-events"):
+        assert _rendered(_readbacks("set_email", 3), convention).label is Label.LOOP, convention
+
+
+def test_a_read_twice_and_requested_a_third_time_unanswered_is_not_a_loop() -> None:
+    for convention in ("openinference-langgraph", "genai-events"):
+        assert _rendered(_readbacks("get_email", 3), convention).label is Label.NO_LOOP, convention
+
+
+def test_an_id_with_a_part_of_digits_alone_is_one_id_and_a_version_is_not() -> None:
+    first = normalize_result_and_content("Stored memory trace-a53b2d-761908.")
+    second = normalize_result_and_content("Stored memory trace-5bbac9-ed00e3.")
+    assert first == second
+    assert normalize_result_and_content("version 3.12-1 installed")[1] == "version 3.12-1 installed"
+
+
+def test_the_same_memory_saved_three_times_with_fresh_ids_is_a_loop() -> None:
+    run = Scenario("remember my seat")
+    for memory_id in ("mem-a53b2d-761908", "mem-5bbac9-ed00e3", "mem-87a077e6_257f"):
+        run.tool("save_memory", {"content": "User prefers window seats."}, f"Stored memory {memory_id}.")
+    assert run.verdict().label is Label.LOOP
+
+
+def test_the_same_count_written_three_times_is_a_figure_not_an_acknowledgement() -> None:
+    """A figure of the content makes an answer, not an acknowledgement: the faster rule
+    for a value set again does not apply (a status counter written the same is read)."""
+    run = Scenario("record the stock")
+    for _ in range(3):
+        run.tool("set_stock", {"sku": "A-1", "count": 7930}, "Stock for A-1 is now 7930.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+IDLE = (
+    "Inspection complete. Nothing was modified.",
+    "Nothing is pending.",
+    "I'll wait for your next instruction.",
+    "The task is complete; there is no further action to take.",
+)
+
+
+def test_saying_the_work_is_done_again_and_again_in_new_words_is_a_loop() -> None:
+    """No figure or name to compare: the conclusion restated is "done" itself."""
+    run = Scenario("review the card component")
+    run.tool("read_file", {"path": "ProductCard.tsx"}, "export function ProductCard() {}")
+    for text in IDLE:
+        run.think(text)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_done_said_three_times_or_between_new_work_is_not_a_loop() -> None:
+    three, between = Scenario("review"), Scenario("review")
+    for text in IDLE[:3]:
+        three.think(text)
+    for i, text in enumerate(IDLE):
+        between.think(text)
+        between.tool("read_file", {"path": f"part{i}.tsx"}, f"export const Part{i} = 1")
+    assert three.verdict().label is Label.NO_LOOP
+    assert between.verdict().label is Label.NO_LOOP
+
+
+def test_courtesies_and_progress_notes_are_not_statements_that_the_work_is_over() -> None:
+    assert declares_done("I'll wait for your next instruction.")
+    assert declares_done("Done. Nothing further to change.")
+    assert not declares_done("Thank you! Feel free to reach out anytime.")
+    assert not declares_done("Step 1 done: schema.sql written, 3 tables.")
+    assert not declares_done("Let me check the tests.")

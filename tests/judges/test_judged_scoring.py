@@ -296,3 +296,59 @@ def test_one_duplicated_step_the_run_moves_on_from_is_a_judge_warning_not_a_loop
     first = _pairs(qs)[0]
     assessment = assess(qs, _answers(qs, {first}), LexicalResult(score=1.0, breakdown={}, reason=""))
     assert assessment.findings and not any(f.conclusive for f in assessment.findings)
+
+
+def _with_tools(calls: list[tuple[str, dict, str]], trace_id: str) -> Trace:
+    """Model turns each followed by the tool call it asked for and its result."""
+    steps: list[Step] = []
+    for name, args, result in calls:
+        steps.append(Step(StepKind.LLM, "chat", output=f"Calling {name}.", output_text=f"Calling {name}."))
+        steps.append(Step(StepKind.TOOL, name, tool_arguments=args, tool_result=result))
+    return Trace.from_steps(steps, trace_id=trace_id)
+
+
+def _returns_to(qs):  # type: ignore[no-untyped-def]
+    """The revisit pairs between judged steps whose calls had the same arguments."""
+    from otel_semloop.judges.questions import parse_question_id
+
+    args_of = {s.index: repr(s.actions[0].tool_arguments) for s in qs.steps if s.actions}
+    return {
+        (p[1], p[2])
+        for p in map(parse_question_id, qs.questions)
+        if p is not None and p[0] == "revisit" and args_of.get(p[1]) == args_of.get(p[2])
+    }
+
+
+#: deepeval's lexical reading of a run repeating its calls (both runs below): the judge's
+#: own evidence is what decides between them.
+_REPEATING = {"tool_repetition": 0.0, "reasoning_stagnation": 1.0, "call_graph_cycles": 0.0}
+
+
+def test_a_check_run_again_after_each_new_edit_is_not_a_judge_loop():
+    """Lint, edit, lint, edit, lint: each lint returns to the earlier one, but a call with
+    an outcome never seen before (the next edit) lies between."""
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.verdict import LexicalResult
+
+    lint = ("bash", {"command": "ruff check ."}, "All checks passed!")
+    calls = [lint] + [
+        c for n in range(1, 5) for c in (("edit_file", {"path": f"f{n}.py"}, f"edited f{n}.py"), lint)
+    ]
+    qs = build_question_set(_with_tools(calls, "7" * 32))
+    lexical = LexicalResult(score=0.4, breakdown=_REPEATING, reason="")
+    assessment = assess(qs, _answers(qs, _returns_to(qs)), lexical)
+    assert not any(f.conclusive for f in assessment.findings)
+
+
+def test_an_a_b_cycle_of_calls_where_both_halves_return_is_a_judge_loop():
+    from otel_semloop.judges.assess import assess
+    from otel_semloop.verdict import LexicalResult
+
+    calls = [
+        ("navigate", {"url": "https://x.io/a"}, "page A"),
+        ("navigate", {"url": "https://x.io/b"}, "page B"),
+    ] * 4
+    qs = build_question_set(_with_tools(calls, "8" * 32))
+    lexical = LexicalResult(score=0.4, breakdown=_REPEATING, reason="")
+    assessment = assess(qs, _answers(qs, _returns_to(qs)), lexical)
+    assert [f.signal for f in assessment.findings if f.conclusive and f.no_progress] == ["judge_loop"]
