@@ -81,6 +81,11 @@ _JOINED_IDS = re.compile(
 _HAS_DIGIT = re.compile(r"\d")
 
 
+def has_digit(text: str) -> bool:
+    """Whether ``text`` holds a digit (of any script)."""
+    return _HAS_DIGIT.search(text) is not None
+
+
 #: Punctuation becomes a blank (ASCII, plus the typographic quotes, dashes and bullets
 #: that models emit); ``#``, ``<`` and ``>`` survive because the masks use them.
 _PUNCTUATION = str.maketrans(
@@ -117,7 +122,7 @@ def mask(text: str) -> str:
     masked (see module doc).
 
     """
-    if not _HAS_DIGIT.search(text):
+    if not has_digit(text):
         return text
     return _volatile_marks(_mask_ids(text))
 
@@ -195,7 +200,7 @@ def _mask_ids(text: str) -> str:
 def normalize_result_and_content(text: str) -> tuple[str, str]:
     """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
     identifiers once for both."""
-    if not _HAS_DIGIT.search(text):
+    if not has_digit(text):
         folded = " ".join(text.casefold().split())
         return folded, folded
     # Collapsing blanks commutes with masking (no mark holds a blank, and a collapsed
@@ -209,7 +214,7 @@ def normalize_content(text: str) -> str:
     """A result's content as compared *across different calls*: identifiers, UUIDs, hex
     and timestamps masked, case and blanks folded, but numbers kept (two cities at 18 and
     20 degrees are two answers; the same answer to two queries has the same numbers)."""
-    if _HAS_DIGIT.search(text):
+    if has_digit(text):
         text = _mask_ids(text)
     return " ".join(text.casefold().split())
 
@@ -259,7 +264,7 @@ def normalize_words(text: str) -> str:
     """Like :func:`normalize_text` with numbers kept: the lines of one output that differ
     only in a number (``Migrated table 3``, ``Migrated table 4``) are an enumeration, not
     the same line. Identifiers, UUIDs, hex and timestamps are still masked."""
-    if _HAS_DIGIT.search(text):
+    if has_digit(text):
         text = _mask_ids(text)
     return " ".join(text.casefold().translate(_PUNCTUATION).split())
 
