@@ -375,6 +375,11 @@ def grpc_handler(
         except StopAsyncIteration:
             ingest.refused("malformed")
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "otel-semloop: the call carried no message")
+        except Exception as exc:  # grpcio failed the read and ended the call itself
+            # (a message past max_receive_message_length answered RESOURCE_EXHAUSTED, or the
+            # peer gone): the sender already has its status; nothing was acknowledged.
+            _logger.debug("%s: the call ended while its message was read: %r", signal, exc)
+            return b""
         if len(body) > max_decompressed_bytes:  # grpcio checks the limit too; be explicit
             ingest.refused("too_large")
             await context.abort(
