@@ -32,7 +32,7 @@ from bench.corpus.shapes import render_any
 from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_tool
-from otel_semloop.detectors.call_progress import finds_nothing, without_echo
+from otel_semloop.detectors.call_progress import as_document_set, finds_nothing, without_echo
 from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.normalize import normalize_result_and_content
@@ -665,3 +665,79 @@ def test_courtesies_and_progress_notes_are_not_statements_that_the_work_is_over(
     assert not declares_done("Thank you! Feel free to reach out anytime.")
     assert not declares_done("Step 1 done: schema.sql written, 3 tables.")
     assert not declares_done("Let me check the tests.")
+
+
+# --- lessons of the first look of batch 6 ----------------------------------------------------
+
+PASSAGES = (
+    "Memory can be defined as the processes used to acquire, store and retrieve information.",
+    "Long-term memory lets the agent retain and recall information over extended periods.",
+    "Maximum inner product search: common choices are LSH, ANNOY, HNSW, FAISS and ScaNN.",
+    "Section 4.3 Grounding: connect the protective earthing conductor before any other conductor.",
+)
+REWORDED = (
+    "How does LangGraph persist thread state between runs?",
+    "Persisting agent state between runs: setup of the storage",
+    "Where is agent state stored between runs?",
+    "Storage backend for agent state between sessions",
+    "How is agent state stored durably?",
+)
+
+
+def _retrieval(rng: random.Random, passages: tuple[str, ...]) -> str:
+    documents = [
+        {"source": "post.html", "content": p, "score": round(rng.uniform(0.5, 0.8), 2)} for p in passages
+    ]
+    rng.shuffle(documents)
+    return json.dumps(documents)
+
+
+def test_the_same_documents_in_another_order_with_other_scores_are_one_answer() -> None:
+    rng = random.Random(3)
+    first, again = _retrieval(rng, PASSAGES[:3]), _retrieval(rng, PASSAGES[:3])
+    assert first != again
+    assert as_document_set(first) == as_document_set(again)
+    wrapped = [json.dumps({"documents": json.loads(r), "took_ms": 12}) for r in (first, again)]
+    assert as_document_set(wrapped[0]) == as_document_set(wrapped[1])
+
+
+def test_a_new_document_unscored_lists_and_short_fields_are_not_one_answer() -> None:
+    rng = random.Random(4)
+    assert as_document_set(_retrieval(rng, PASSAGES[:3])) != as_document_set(_retrieval(rng, PASSAGES[1:]))
+    unscored = json.dumps([{"content": p} for p in PASSAGES[:3]])
+    assert as_document_set(unscored) == unscored
+    leaderboard = json.dumps([{"player": "ann", "score": 31}, {"player": "bob", "score": 30}])
+    assert as_document_set(leaderboard) == leaderboard
+    assert as_document_set("score: 0.7") == "score: 0.7"
+
+
+def test_a_rewritten_question_bringing_back_the_same_documents_is_a_loop() -> None:
+    rng = random.Random(5)
+    run = Scenario("How does LangGraph persist thread state between runs?")
+    for query in REWORDED:
+        run.tool("retriever_tool", {"query": query}, _retrieval(rng, PASSAGES[:3]))
+        run.think('{"binary_score": "no"}')
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "same_answer" in conclusive(verdict)
+
+
+def test_a_rewritten_question_bringing_new_documents_each_time_is_not_a_loop() -> None:
+    rng = random.Random(6)
+    run = Scenario("How does LangGraph persist thread state between runs?")
+    for i, query in enumerate(REWORDED):
+        passages = tuple(f"{p} (part {i}: {'abcdefghij'[i]} passage)" for p in PASSAGES[:3])
+        run.tool("retriever_tool", {"query": query}, _retrieval(rng, passages))
+        run.think('{"binary_score": "no"}')
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_pages_of_a_scored_search_are_not_the_same_answer() -> None:
+    rng = random.Random(7)
+    run = Scenario("collect every passage about agent memory")
+    for page in range(5):
+        passages = tuple(
+            f"Page {page} passage {n}: agent memory stores and recalls information." for n in range(3)
+        )
+        run.tool("search_knowledge_base", {"query": "agent memory", "page": page}, _retrieval(rng, passages))
+    assert run.verdict().label is Label.NO_LOOP
