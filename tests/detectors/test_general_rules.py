@@ -741,3 +741,59 @@ def test_pages_of_a_scored_search_are_not_the_same_answer() -> None:
         )
         run.tool("search_knowledge_base", {"query": "agent memory", "page": page}, _retrieval(rng, passages))
     assert run.verdict().label is Label.NO_LOOP
+
+
+PLAN = "Documents/: invoice.pdf, budget.xlsx\nImages/: holiday.jpg, IMG_2041.png\nNotes/: notes.txt"
+PLAN_WORDINGS = (f"Proposed organisation:\n{PLAN}", f"Here is the organised structure:\n{PLAN}")
+APPROVALS = (
+    "The organisation is correct: every file is in the right folder. No changes needed.",
+    "Verified. All files are grouped correctly by type; the result is complete.",
+    "This output is correct and complete. Nothing to fix.",
+    "Looks good - documents, notes and images are separated as requested. Approved.",
+    "The structure satisfies the request. No further changes are required.",
+)
+
+
+def test_a_result_approved_in_new_words_every_iteration_of_an_agent_loop_is_a_loop() -> None:
+    """The worker restates its result across the hand-offs; the checker's approvals assert nothing new."""
+    run = Scenario("organise the files into folders by type")
+    for i, approval in enumerate(APPROVALS):
+        run.agent("organizer_agent").think(PLAN_WORDINGS[i % 2])
+        run.agent("validator_agent").think(approval)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_agents_of_a_pipeline_each_restating_the_figures_once_are_not_a_loop() -> None:
+    run = Scenario("report the quarter's margin")
+    for agent, text in (
+        ("Revenue Analyst", "Revenue for Q3 is 2,400,000 EUR and cost 1,680,000 EUR."),
+        ("Writer", "In Q3 revenue reached 2,400,000 EUR against 1,680,000 EUR of cost."),
+        ("Reviewer", "Checked: 2,400,000 EUR revenue and 1,680,000 EUR cost match the ledger."),
+        ("Editor", "Final: Q3 revenue 2,400,000 EUR, cost 1,680,000 EUR, margin 30%."),
+    ):
+        run.agent(agent).think(text)
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_critic_whose_feedback_changes_and_a_refiner_that_follows_it_are_not_a_loop() -> None:
+    run = Scenario("write a very short story about a lighthouse keeper")
+    drafts = (
+        "Once there was a keeper at Dunmore Head who found a strange light.",
+        "Every night the keeper at Dunmore Head watched the harbour; a green light blinked from Kerry.",
+        "Every night the keeper at Dunmore Head watched the harbour; a green light from Kerry spelt Aurora.",
+        "At Dunmore Head a green light from Kerry spelt Aurora, the ship that brought the keeper in 1986.",
+    )
+    critiques = (
+        "Add a concrete setting and a moment of tension.",
+        "The ending is flat: give the light a meaning, a Name perhaps.",
+        "Tie the Name to the Keeper's past so the ending lands.",
+    )
+    run.agent("InitialWriterAgent").think(drafts[0])
+    for critique, draft in zip(critiques, drafts[1:], strict=True):
+        run.agent("CriticAgent").think(critique)
+        run.agent("RefinerAgent").think(draft)
+    run.agent("CriticAgent").think("No major issues found.")
+    run.tool("exit_loop", {}, "{}")
+    assert run.verdict().label is Label.NO_LOOP
