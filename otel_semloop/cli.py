@@ -49,32 +49,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: ``serve`` flags: (flag, option, type, metavar, help). Every option can also come from
+#: ``serve`` flags: (option, type, metavar, help), the flag being the option's name with
+#: dashes (``--export-endpoint``). Every option can also come from
 #: ``SEMLOOP_<OPTION>`` or the config file; see ``otel_semloop/service/config.py``.
-_SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
+_SERVE_FLAGS: tuple[tuple[str, Any, str, str], ...] = (
+    ("grpc", str, "HOST:PORT", "OTLP/gRPC listen address ('off' to disable); default 127.0.0.1:4317"),
+    ("http", str, "HOST:PORT", "OTLP/HTTP listen address ('off' to disable); default 127.0.0.1:4318"),
     (
-        "--grpc",
-        "grpc",
-        str,
-        "HOST:PORT",
-        "OTLP/gRPC listen address ('off' to disable); default 127.0.0.1:4317",
-    ),
-    (
-        "--http",
-        "http",
-        str,
-        "HOST:PORT",
-        "OTLP/HTTP listen address ('off' to disable); default 127.0.0.1:4318",
-    ),
-    (
-        "--export-endpoint",
         "export_endpoint",
         str,
         "URL",
         "downstream OTLP endpoint (required; or OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT)",
     ),
     (
-        "--export-logs-endpoint",
         "export_logs_endpoint",
         str,
         "URL",
@@ -82,88 +69,62 @@ _SERVE_FLAGS: tuple[tuple[str, str, Any, str, str], ...] = (
         "endpoint, with /v1/logs for http/protobuf)",
     ),
     (
-        "--export-headers-file",
         "export_headers_file",
         str,
         "FILE",
         "file of KEY=VALUE lines sent as headers / gRPC metadata (API keys stay out of the process list)",
     ),
-    ("--export-timeout", "export_timeout", float, "SECONDS", "one export attempt (default 10)"),
-    ("--export-certificate", "export_certificate", str, "PEM", "CA file for the downstream's certificate"),
-    ("--export-client-key", "export_client_key", str, "PEM", "client key for mTLS with the downstream"),
-    ("--export-client-certificate", "export_client_certificate", str, "PEM", "client certificate (mTLS)"),
+    ("export_timeout", float, "SECONDS", "one export attempt (default 10)"),
+    ("export_certificate", str, "PEM", "CA file for the downstream's certificate"),
+    ("export_client_key", str, "PEM", "client key for mTLS with the downstream"),
+    ("export_client_certificate", str, "PEM", "client certificate (mTLS)"),
     (
-        "--health",
         "health",
         str,
         "HOST:PORT",
         "health endpoint: GET /health/live, /health/ready (default off: replicas can share a host; "
         "the container listens on 0.0.0.0:13133)",
     ),
+    ("prometheus", str, "HOST:PORT", "Prometheus scrape endpoint for self-metrics (GET /metrics)"),
     (
-        "--prometheus",
-        "prometheus",
-        str,
-        "HOST:PORT",
-        "Prometheus scrape endpoint for self-metrics (GET /metrics)",
-    ),
-    (
-        "--metrics-exporter",
         "metrics_exporter",
         str,
         "LIST",
         "self-metrics exporters: otlp,prometheus,console,none (default: OTEL_METRICS_EXPORTER, else none)",
     ),
-    ("--tls-certificate", "tls_certificate", str, "PEM", "receivers' TLS certificate (with --tls-key)"),
-    ("--tls-key", "tls_key", str, "PEM", "receivers' TLS key"),
-    ("--tls-client-ca", "tls_client_ca", str, "PEM", "require client certificates signed by this CA"),
+    ("tls_certificate", str, "PEM", "receivers' TLS certificate (with --tls-key)"),
+    ("tls_key", str, "PEM", "receivers' TLS key"),
+    ("tls_client_ca", str, "PEM", "require client certificates signed by this CA"),
     (
-        "--auth-token-file",
         "auth_token_file",
         str,
         "FILE",
         "require 'Authorization: Bearer <token>' on both receivers (or SEMLOOP_AUTH_TOKEN)",
     ),
     (
-        "--durable-queue",
         "durable_queue",
         str,
         "FILE",
         "SQLite file: acknowledged spans survive a crash and are delivered after restart",
     ),
-    ("--max-request-bytes", "max_request_bytes", int, "BYTES", "largest request body (default 32 MiB)"),
+    ("max_request_bytes", int, "BYTES", "largest request body (default 32 MiB)"),
+    ("max_decompressed_bytes", int, "BYTES", "after decompression (default 64 MiB)"),
     (
-        "--max-decompressed-bytes",
-        "max_decompressed_bytes",
-        int,
-        "BYTES",
-        "after decompression (default 64 MiB)",
-    ),
-    (
-        "--memory-limit-bytes",
         "memory_limit_bytes",
         int,
         "BYTES",
         "accepted bytes not yet forwarded before 503 / UNAVAILABLE (default 512 MiB)",
     ),
-    ("--max-connections", "max_connections", int, "N", "open HTTP connections (default 512)"),
+    ("max_connections", int, "N", "open HTTP connections (default 512)"),
     (
-        "--idle-seconds",
         "idle_seconds",
         float,
         "SECONDS",
         "release a trace without a root after this long without spans (default 120)",
     ),
+    ("grace_seconds", float, "SECONDS", "wait after a trace's last span once its root arrived (default 2)"),
+    ("scoring_budget_seconds", float, "SECONDS", "default 5"),
     (
-        "--grace-seconds",
-        "grace_seconds",
-        float,
-        "SECONDS",
-        "wait after a trace's last span once its root arrived (default 2)",
-    ),
-    ("--scoring-budget-seconds", "scoring_budget_seconds", float, "SECONDS", "default 5"),
-    (
-        "--shutdown-timeout-seconds",
         "shutdown_timeout_seconds",
         float,
         "SECONDS",
@@ -202,8 +163,8 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--config", metavar="FILE", help="TOML file with the options (a [serve] table; ${env:NAME} expanded)"
     )
-    for flag, dest, kind, metavar, text in _SERVE_FLAGS:
-        serve.add_argument(flag, dest=dest, type=kind, metavar=metavar, help=text)
+    for dest, kind, metavar, text in _SERVE_FLAGS:
+        serve.add_argument("--" + dest.replace("_", "-"), dest=dest, type=kind, metavar=metavar, help=text)
     # Former spellings (the span processor's names now): still accepted, with a warning.
     for old in ("idle", "grace", "scoring-budget", "drain-timeout"):
         dest = "old_" + old.replace("-", "_")
@@ -275,7 +236,7 @@ def _serve(args: argparse.Namespace) -> int:
     logs_compression = (
         None if args.export_logs_compression is None else args.export_logs_compression == "gzip"
     )
-    overrides: dict[str, Any] = {dest: getattr(args, dest) for _, dest, _, _, _ in _SERVE_FLAGS}
+    overrides: dict[str, Any] = {dest: getattr(args, dest) for dest, _, _, _ in _SERVE_FLAGS}
     overrides.update({k.removeprefix("old_"): v for k, v in vars(args).items() if k.startswith("old_")})
     for name in ("grpc", "http", "health", "prometheus"):
         if overrides[name] == "off":
@@ -319,7 +280,7 @@ def _health(args: argparse.Namespace) -> int:
 
 class _Version(argparse.Action):
     """``--version``, looked up only when asked for: reading the installed package's
-    metadata costs every other run about 15 ms of start-up."""
+    metadata slows every other run's start-up."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
         print(f"{parser.prog} {_version()}")

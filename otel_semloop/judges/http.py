@@ -39,7 +39,7 @@ from otel_semloop.judges.base import (
 )
 from otel_semloop.redact import safe_text
 
-__all__ = ["CircuitBreaker", "HttpJudgeClient", "RetryPolicy"]
+__all__ = ["CircuitBreaker", "HttpJudgeClient", "RetryPolicy", "token_count"]
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -86,7 +86,6 @@ class CircuitBreaker:
         self._consecutive = 0
         self._opened_at: float | None = None
         self._trial = False
-        self.opened = 0
 
     @property
     def state(self) -> str:
@@ -109,8 +108,6 @@ class CircuitBreaker:
             return
         self._consecutive += 1
         if self._opened_at is not None or self._consecutive >= self.failures:
-            if self._opened_at is None:
-                self.opened += 1
             self._opened_at = self._clock()
             self._trial = False
 
@@ -141,8 +138,6 @@ class HttpJudgeClient:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._semaphore: asyncio.Semaphore | None = None
-        self.attempts = 0
-        self.retries_made = 0
 
     def _ensure(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
         if self._client is None or self._semaphore is None:
@@ -177,7 +172,6 @@ class HttpJudgeClient:
                 async with semaphore:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     timeout = self.timeout if remaining is None else max(0.001, min(self.timeout, remaining))
-                    self.attempts += 1
                     started = time.monotonic()
                     response = await client.post(
                         url,
@@ -215,11 +209,23 @@ class HttpJudgeClient:
                 self.breaker.record(False)
                 raise error
             attempt += 1
-            self.retries_made += 1
             await asyncio.sleep(wait)
+
+    @classmethod
+    def with_key(cls, base_url: str, key: str, **options: Any) -> HttpJudgeClient:
+        """A client sending ``key`` as its bearer token (none for a local server without one)."""
+        return cls(base_url, headers={"authorization": f"Bearer {key}"} if key else {}, **options)
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
             self._semaphore = None
+
+
+def token_count(value: Any) -> int:
+    """A token count from a response's ``usage`` (0 when missing or not a number)."""
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

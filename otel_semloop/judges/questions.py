@@ -34,7 +34,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -340,18 +339,3 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
         omitted_steps=omitted,
         dropped_questions=dropped,
     )
-
-
-def steps_for(question_set: QuestionSet, ids: Mapping[str, Any]) -> list[JudgedStep]:
-    """The judged steps named by pair question ids (for ``semloop.in_loop``)."""
-    by_index = question_set.step_by_index
-    out: list[JudgedStep] = []
-    for qid in ids:
-        parsed = parse_question_id(qid)
-        if parsed is None:
-            continue
-        for index in parsed[1:]:
-            step = by_index.get(index)
-            if step is not None and step not in out:
-                out.append(step)
-    return out

@@ -227,23 +227,12 @@ def add_judge_arguments(parser: Any) -> None:
         help="which traces the judge reads: undecided (default: those the detectors leave "
         "undecided), always, never, or a rate in (0, 1) that also samples the rest by trace id",
     )
-    group.add_argument("--judge-model", dest="judge_model", metavar="NAME", help="model name")
-    group.add_argument(
-        "--judge-base-url", dest="judge_base_url", metavar="URL", help="judge endpoint base URL"
-    )
-    group.add_argument(
-        "--judge-timeout",
-        dest="judge_timeout",
-        type=float,
-        metavar="SECONDS",
-        help="per request (default 10)",
-    )
-    group.add_argument(
-        "--judge-concurrency", dest="judge_concurrency", type=int, metavar="N", help="requests in flight (8)"
-    )
+    group.add_argument("--judge-model", metavar="NAME", help="model name")
+    group.add_argument("--judge-base-url", metavar="URL", help="judge endpoint base URL")
+    group.add_argument("--judge-timeout", type=float, metavar="SECONDS", help="per request (default 10)")
+    group.add_argument("--judge-concurrency", type=int, metavar="N", help="requests in flight (8)")
     group.add_argument(
         "--judge-cache",
-        dest="judge_cache",
         metavar="FILE",
         help="keep answers in this SQLite file (hashes and answers only) so rescoring costs nothing",
     )

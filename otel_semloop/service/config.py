@@ -2,37 +2,17 @@
 
 One frozen dataclass, :class:`ServiceConfig`, checked once, here: a bad value raises
 :class:`~otel_semloop.errors.ConfigError` naming the field, before any socket is opened.
-:meth:`ServiceConfig.load` builds it the way an OpenTelemetry operator expects, from (lowest
-precedence first):
-
-1. the defaults below;
-2. the environment: the standard ``OTEL_EXPORTER_OTLP_*`` variables for the next hop
-   (``OTEL_EXPORTER_OTLP_TRACES_*`` over the generic ones: endpoint, headers, protocol,
-   compression, timeout in milliseconds, certificate, client key and certificate),
-   ``OTEL_METRICS_EXPORTER`` / ``OTEL_EXPORTER_PROMETHEUS_HOST|PORT`` for self-metrics, then
-   ``SEMLOOP_<OPTION>`` for every option below (``SEMLOOP_GRPC``, ``SEMLOOP_AUTH_TOKEN``...),
-   read by :mod:`otel_semloop.settings` like the span processor's: the settings both share
-   (``grace_seconds``, ``scoring_budget_seconds``, ``shutdown_timeout_seconds``...) have
-   the same names and variables, and the former names (``grace``, ``idle``, ``max_age``,
-   ``scoring_budget``, ``tick``, ``drain_timeout``) still work with a ``DeprecationWarning``;
-3. a TOML file (``--config FILE``: the option names at the top level or under ``[serve]``),
-   where ``${env:NAME}`` (or ``${NAME}``) is replaced by that variable, so a file can name a
-   secret without holding it;
-4. command-line flags.
+:meth:`ServiceConfig.load` layers, lowest precedence first, the defaults, the environment
+(the OpenTelemetry exporter variables for the next hop, ``OTEL_METRICS_EXPORTER``, then
+``SEMLOOP_<OPTION>`` read by :mod:`otel_semloop.settings` as the span processor's settings
+are), a TOML file (``${env:NAME}`` expanded, so a file can name a secret without holding
+it) and command-line flags; ``docs/service.md`` ("Configuration") gives the rules.
 
 Secrets (``export_headers`` values, ``auth_token``, a password in ``export_endpoint``) are
 never printed: they are left out of ``repr`` and :meth:`ServiceConfig.describe`, and
-:func:`redact_url` hides URL credentials in every log line. Take them from the environment or
-a file (``export_headers_file``, ``auth_token_file``), not from flags, which any user of the
-host can read in the process list.
-
-Addresses are ``HOST:PORT`` (``[::1]:4317`` for IPv6); port 0 picks a free port (tests).
-``export_endpoint`` is a URL: for ``grpc``, ``http://host:port`` is plaintext and
-``https://host:port`` TLS; for ``http/protobuf``, a URL without a path gets ``/v1/traces``
-appended (the ``OTEL_EXPORTER_OTLP_ENDPOINT`` rule), a URL with a path is used as is.
-
-Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
-``${env:...}`` in files, secrets from files); each option is a few lines.
+:func:`redact_url` hides URL credentials in every log line. Addresses are ``HOST:PORT``
+(``[::1]:4317`` for IPv6; port 0 picks a free port); ``export_endpoint`` is a URL
+(``https`` for TLS), to which OTLP/HTTP appends ``/v1/traces`` when it has no path.
 """
 
 from __future__ import annotations
@@ -69,10 +49,8 @@ _MIB = 1024 * 1024
 
 def default_processes() -> int:
     """Scoring processes by default: every core this process may run on but one (which the
-    receive and export path keeps), at least 2 and up to 4; on one core processes would
-    only add copying, so 0: score on threads. Why at least 2 on two cores: the receive
-    path takes only part of a core, and one worker would leave the rest of the second
-    core idle (``bench/service_throughput.py`` shows the difference)."""
+    receive and export path keeps), at least 2 (the receive path takes only part of a
+    core) and up to 4; on one core processes would only add copying, so 0: threads."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return min(4, max(2, cores - 1)) if cores >= 2 else 0
 
@@ -202,22 +180,11 @@ class ServiceConfig(BufferingSettings):
                 parse_address(value, name)
         if not self.export_endpoint:
             raise ConfigError("serve: export_endpoint is required (the downstream OTLP URL)")
-        if self.export_protocol not in _PROTOCOLS:
-            raise ConfigError(
-                f"serve: export_protocol={self.export_protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
-            )
-        split = urlsplit(self.export_endpoint)
-        if split.scheme not in ("http", "https") or not split.hostname:
-            raise ConfigError(
-                f"serve: export_endpoint={redact_url(self.export_endpoint)!r}: "
-                "expected http(s)://host:port[/path]"
-            )
-        logs = urlsplit(self.export_logs_endpoint)
-        if self.export_logs_endpoint and (logs.scheme not in ("http", "https") or not logs.hostname):
-            raise ConfigError(
-                f"serve: export_logs_endpoint={redact_url(self.export_logs_endpoint)!r}: "
-                "expected http(s)://host:port[/path]"
-            )
+        for name in ("export_endpoint", "export_logs_endpoint"):
+            url = getattr(self, name)
+            split = urlsplit(url)
+            if url and (split.scheme not in ("http", "https") or not split.hostname):
+                raise ConfigError(f"serve: {name}={redact_url(url)!r}: expected http(s)://host:port[/path]")
         if bool(self.tls_certificate) != bool(self.tls_key):
             raise ConfigError("serve: tls_certificate and tls_key go together")
         if self.tls_client_ca and not self.tls_certificate:
@@ -350,42 +317,32 @@ def _otlp_var(env: Mapping[str, str], name: str, signal: Signal = "traces") -> s
     return None
 
 
-def _logs_from_environment(env: Mapping[str, str], values: dict[str, Any]) -> None:
-    """The logs downstream's options, where the environment makes them differ from the
-    traces': ``OTEL_EXPORTER_OTLP_LOGS_<name>``, else ``OTEL_EXPORTER_OTLP_<name>`` when an
-    ``OTEL_EXPORTER_OTLP_TRACES_<name>`` set the traces' option to something else. The
-    generic endpoint is a base URL: ``/v1/logs`` is appended to its path, as the OTLP
-    exporters do; a ``LOGS_`` endpoint is used as it is."""
-    found: dict[str, str] = {}
+def _exporter_options(env: Mapping[str, str], signal: Signal) -> dict[str, Any]:
+    """The downstream options of ``signal`` that the OTLP exporter variables set:
+    ``OTEL_EXPORTER_OTLP_<SIGNAL>_<name>``, else ``OTEL_EXPORTER_OTLP_<name>``. For logs only
+    where they differ from the traces' (``export_logs_*`` default to the traces' options);
+    the generic endpoint is a base URL, so ``/v1/logs`` is appended to its path, as the OTLP
+    exporters do, while a ``LOGS_`` endpoint is used as it is."""
+    option = "export_" if signal == "traces" else "export_logs_"
+    variable = "OTEL_EXPORTER_OTLP_" if signal == "traces" else "OTEL_EXPORTER_OTLP_LOGS_"
+    values: dict[str, Any] = {}
     for name in ("ENDPOINT", "PROTOCOL", "HEADERS", "COMPRESSION"):
-        value = _otlp_var(env, name, "logs")
-        if value is not None and value != _otlp_var(env, name):
-            found[name] = value
-    endpoint = found.get("ENDPOINT")
-    if endpoint is not None:
-        if not env.get("OTEL_EXPORTER_OTLP_LOGS_ENDPOINT", "").strip():
-            split = urlsplit(endpoint)
-            endpoint = urlunsplit(split._replace(path=split.path.rstrip("/") + "/v1/logs"))
-        values["export_logs_endpoint"] = endpoint
-    protocol = found.get("PROTOCOL")
-    if protocol is not None:
-        if protocol not in _PROTOCOLS:
-            expected = ", ".join(_PROTOCOLS)
-            raise ConfigError(
-                f"serve: OTEL_EXPORTER_OTLP_LOGS_PROTOCOL={protocol!r}: expected one of {expected}"
-            )
-        values["export_logs_protocol"] = protocol
-    if "HEADERS" in found:
-        values["export_logs_headers"] = parse_otlp_headers(
-            found["HEADERS"], "OTEL_EXPORTER_OTLP_LOGS_HEADERS"
-        )
-    compression = found.get("COMPRESSION")
-    if compression is not None:
-        if compression not in ("gzip", "none"):
-            raise ConfigError(
-                f"serve: OTEL_EXPORTER_OTLP_LOGS_COMPRESSION={compression!r}: expected gzip or none"
-            )
-        values["export_logs_compression"] = compression == "gzip"
+        value: Any = _otlp_var(env, name, signal)
+        if value is None or (signal == "logs" and value == _otlp_var(env, name)):
+            continue
+        if name == "ENDPOINT" and signal == "logs" and not env.get(f"{variable}ENDPOINT", "").strip():
+            split = urlsplit(value)
+            value = urlunsplit(split._replace(path=split.path.rstrip("/") + "/v1/logs"))
+        elif name == "PROTOCOL" and value not in _PROTOCOLS:
+            raise ConfigError(f"serve: {variable}PROTOCOL={value!r}: expected one of {', '.join(_PROTOCOLS)}")
+        elif name == "HEADERS":
+            value = parse_otlp_headers(value, f"{variable}HEADERS")
+        elif name == "COMPRESSION":
+            if value not in ("gzip", "none"):
+                raise ConfigError(f"serve: {variable}COMPRESSION={value!r}: expected gzip or none")
+            value = value == "gzip"
+        values[option + name.lower()] = value
+    return values
 
 
 def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> dict[str, str]:
@@ -406,25 +363,7 @@ def parse_otlp_headers(text: str, where: str = "OTEL_EXPORTER_OTLP_HEADERS") -> 
 def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
     """The options the environment sets besides the ``SEMLOOP_*`` settings (see the module
     docstring): the OpenTelemetry exporter variables, and the secrets' variables."""
-    values: dict[str, Any] = {}
-    endpoint = _otlp_var(env, "ENDPOINT")
-    if endpoint:
-        values["export_endpoint"] = endpoint
-    protocol = _otlp_var(env, "PROTOCOL")
-    if protocol:
-        if protocol not in _PROTOCOLS:
-            raise ConfigError(
-                f"serve: OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r}: expected one of {', '.join(_PROTOCOLS)}"
-            )
-        values["export_protocol"] = protocol
-    headers = _otlp_var(env, "HEADERS")
-    if headers:
-        values["export_headers"] = parse_otlp_headers(headers)
-    compression = _otlp_var(env, "COMPRESSION")
-    if compression:
-        if compression not in ("gzip", "none"):
-            raise ConfigError(f"serve: OTEL_EXPORTER_OTLP_COMPRESSION={compression!r}: expected gzip or none")
-        values["export_compression"] = compression == "gzip"
+    values = {**_exporter_options(env, "traces"), **_exporter_options(env, "logs")}
     timeout = _otlp_var(env, "TIMEOUT")
     if timeout:
         try:
@@ -441,7 +380,6 @@ def from_environment(env: Mapping[str, str]) -> dict[str, Any]:
         value = _otlp_var(env, var)
         if value:
             values[name] = value
-    _logs_from_environment(env, values)
     metrics_exporter = env.get("OTEL_METRICS_EXPORTER", "").strip()
     if metrics_exporter:
         values["metrics_exporter"] = metrics_exporter

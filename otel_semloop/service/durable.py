@@ -4,38 +4,19 @@ power loss) and are delivered after the restart.
 Why SQLite: it is in the standard library, one file, crash-safe by design, and in WAL
 mode a commit is one sequential append plus an fsync. No server to run beside the service.
 
-What is promised
-    * A request is on disk (committed with ``synchronous=FULL``: fsync'd) before the
-      receiver acknowledges it. Concurrent requests share one commit (group commit on a
-      writer thread), so the fsync cost is per batch of requests, not per request.
-    * Once every span of a request has left for good (the downstream accepted it, or it
-      was dropped after its retries), the request is deleted. While only some of its spans
-      have, their ``trace_id + span_id`` keys are recorded, and a replay skips them.
-    * At start, unfinished requests are replayed into the pipeline in arrival order
-      (regrouped and rescored: the verdicts are the same), skipping recorded spans.
-    * Bounded: past ``durable_queue_bytes`` of unfinished requests, receivers answer 503 /
-      UNAVAILABLE with retry information.
+A request is committed (``synchronous=FULL``) before the receiver acknowledges it;
+concurrent requests share one commit on a writer thread. A request whose items have all
+left for good is deleted; while only some have, their ``trace_id + span_id`` keys are
+recorded and a replay skips them. At start, unfinished requests are replayed in arrival
+order. Past ``durable_queue_bytes`` the receivers refuse retryably.
 
-Its files, checked at start (a problem is one line and ``serve`` exits 2, never a silent
-loss): the database; its write-ahead log ``-wal`` and index ``-shm`` (SQLite's); and
-``<queue>.id``, the queue's generation, a random id also kept inside the database. A
-queue file that is empty (truncated), missing while its ``.id`` is there (deleted),
-holding another generation (replaced, or restored from a copy), or lacking its ``-wal``
-while its ``-shm`` is there (the log deleted after a crash: the requests it held are
-gone) is refused, as is a file SQLite cannot read. Moving the files away starts a new
-queue.
-
-A full disk: a request that cannot be stored is refused (503 / UNAVAILABLE, the sender
-retries), one log line a minute says so, and intake resumes when space returns. Delivery
-marks that cannot be written are kept and written again once they can, so a restart does
-not send delivered spans again (unless it comes before the disk has room).
-
-What is not (stated honestly)
-    A batch the downstream received but whose acknowledgement the service had not yet
-    recorded when it died (in flight at the kill, or acknowledged within the last few
-    milliseconds before the settlement commit) is sent again after the restart: at least
-    once for that window, with the same trace and span ids, so the next hop can
-    de-duplicate. Every other span is delivered exactly once.
+The files (the database, SQLite's ``-wal`` and ``-shm``, and ``<queue>.id``, the queue's
+generation, also kept inside the database) are checked at start: a queue truncated,
+deleted, replaced, or whose log was deleted after a crash is refused with one line and
+``serve`` exits 2, never a silent loss. A full disk refuses requests until space returns;
+delivery marks that cannot be written are written again once they can. What is not
+promised (the at-least-once window of a batch in flight at the kill) is stated in
+``docs/service.md`` ("Delivery semantics").
 """
 
 from __future__ import annotations
@@ -299,9 +280,7 @@ def _check_files(path: Path, id_file: Path) -> None:
             raise StartupError(f"durable queue {path} is missing but {id_file} is there: deleted?{move}")
         return
     if path.stat().st_size == 0:
-        raise StartupError(
-            f"durable queue {path} is empty (0 bytes): truncated? What it held is gone{move}"
-        )
+        raise StartupError(f"durable queue {path} is empty (0 bytes): truncated? What it held is gone{move}")
     wal, shm = Path(f"{path}-wal"), Path(f"{path}-shm")
     if shm.exists() and not wal.exists():
         raise StartupError(

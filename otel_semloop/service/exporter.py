@@ -1,43 +1,17 @@
-"""Forward scored spans to the downstream OTLP backend: a bounded queue, batches that keep
-each span's Resource and InstrumentationScope, and retries on retryable failures.
+"""Forward scored spans (and log records) to the downstream OTLP backend: a bounded queue,
+batches that keep each item's Resource and InstrumentationScope, and retries on retryable
+failures. The two senders (OTLP/HTTP and OTLP/gRPC) share the batching and the retry rules.
 
-Delivery
-    :meth:`ExportQueue.put` (loop thread, O(1) per span) queues spans; one task sends them
-    in requests of at most ``export_batch_spans`` spans, grouped back under the
-    ``ResourceSpans``/``ScopeSpans`` they arrived in. A request that fails retryably (HTTP
-    429/502/503/504 or a connection error; gRPC UNAVAILABLE, DEADLINE_EXCEEDED, ABORTED,
-    CANCELLED, OUT_OF_RANGE, DATA_LOSS, and RESOURCE_EXHAUSTED with a RetryInfo) is retried
-    after the delay the downstream asked for (``Retry-After``, ``RetryInfo``) or an
-    exponential backoff, for up to ``retry_max_elapsed`` seconds; later spans wait behind it
-    in order. Other failures drop the request at once. Either way the loss is counted
-    (``semloop.export.dropped``) and logged with the downstream's own message. A request
-    that timed out after the downstream took it may arrive twice (OTLP is at-least-once
-    across retries); nothing else is ever sent twice.
-
-    Delivery semantics, stated honestly: every accepted span enters this queue exactly
-    once; a request the downstream answers is never sent again; a request that times out
-    (the downstream slower than ``export_timeout``) or whose connection breaks mid-way is
-    resent, so such a downstream may receive it twice (at least once). Resent spans carry
-    the same trace and span ids, so the next hop can de-duplicate them. To keep that to a
-    few copies of one batch, a timed-out attempt doubles the sender's timeout for the next
-    ones (up to ``8 x export_timeout``): a downstream that is merely slow is then waited
-    for instead of being sent every batch again and again.
-
-Outage
-    While the downstream is down, spans wait in the queue. :attr:`ExportQueue.full` turns
-    true at ``export_queue_spans``: the receivers then answer 503 / UNAVAILABLE, which the
-    sender (an SDK exporter, a Collector's ``sending_queue``) retries, so the data waits
-    upstream instead of being lost. Traces the buffer still releases are always queued
-    (never dropped: the receivers' admission, in spans and bytes, bounds what can be
-    held). Nothing here raises.
-
-Settlement
-    ``settle(spans)`` is called once for every span that leaves the queue for good (sent,
-    rejected by the downstream, or dropped after its retries): the service releases the
-    bytes it counted at acceptance and the durable queue forgets the span.
-
-Size: the export queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching
-and the retry rules, so they are read together here.
+:meth:`ExportQueue.put` (loop thread) queues items; one task sends them in requests of at
+most ``export_batch_spans``, retrying a retryable failure after the downstream's own hint
+(``Retry-After``, ``RetryInfo``) or an exponential backoff for up to
+``retry_max_elapsed``, later items waiting behind it in order. A timed-out attempt doubles
+the sender's timeout (up to ``8 x export_timeout``), so that a slow downstream is waited
+for rather than sent every batch again. :attr:`ExportQueue.full` makes the receivers refuse
+retryably while the downstream is down, so data waits upstream instead of being lost.
+``settle(items)`` is called once for every item that leaves the queue for good. Nothing
+here raises. The delivery promise (at least once only across a timeout or a broken
+connection) is stated in ``docs/service.md`` ("Delivery semantics").
 """
 
 from __future__ import annotations
@@ -45,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import email.utils
 import gzip
 import time
 from dataclasses import dataclass
@@ -55,6 +28,7 @@ from urllib.parse import urlsplit
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
+from otel_semloop.judges.http import parse_retry_after
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
 from otel_semloop.service.held import Held
 from otel_semloop.telemetry import SelfTelemetry, get_logger
@@ -126,16 +100,8 @@ def encode_request(batch: list[Held]) -> bytes:
             rs_parts.append(_field(1, rs.resource.SerializeToString()))
         for ss, spans in scopes.values():
             ss_parts = [_field(1, ss.scope.SerializeToString())] if ss.HasField("scope") else []
-            append = ss_parts.append
-            for span in spans:  # field 2, as _field(2, span) without copying the span twice
-                n = len(span)
-                if n < 0x80:
-                    append(bytes((0x12, n)))
-                elif n < 0x4000:
-                    append(bytes((0x12, n & 0x7F | 0x80, n >> 7)))
-                else:
-                    append(b"\x12" + varint(n))
-                append(span)
+            for span in spans:  # field 2: its tag and length, then the span's bytes as they are
+                ss_parts += (b"\x12" + varint(len(span)), span)
             if ss.schema_url:
                 ss_parts.append(_field(3, ss.schema_url.encode()))
             rs_parts.append(_field(2, b"".join(ss_parts)))
@@ -361,20 +327,6 @@ def _partial(response: Any) -> tuple[int, str]:
     partial = response.partial_success
     rejected = partial.rejected_spans if hasattr(partial, "rejected_spans") else partial.rejected_log_records
     return int(rejected), partial.error_message
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds from now: delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 class HttpSender:

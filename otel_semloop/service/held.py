@@ -189,8 +189,7 @@ class Accepted:
 
 
 #: Memory a held span costs beyond its wire bytes (the holder, the buffer's and the export
-#: queue's entries, and the decoded request while it is copied), as measured with
-#: one-span traces.
+#: queue's entries, and the decoded request while it is copied).
 SPAN_OVERHEAD_BYTES = 640
 
 

@@ -1,39 +1,16 @@
 """The service's logs signal: OTLP log records in, every one forwarded as it came, and the
 GenAI ones held with their trace until it is scored.
 
-OpenTelemetry's GenAI instrumentations (``opentelemetry-instrumentation-openai-v2`` and
-the others built on ``opentelemetry-util-genai``) put an LLM call's messages and tool calls
-in log records (``gen_ai.user.message``, ``gen_ai.choice``, ...) in the chat span's context,
-not on the span. In a pipeline they travel on the logs signal, so the service receives
-logs beside traces (the receivers of :mod:`otel_semloop.service.receiver`, with the same
-limits, authentication, TLS, admission and durable queue) and :class:`LogRecords` does two
-things with a request:
-
-Forwarding
-    Every log record goes into a logs :class:`~otel_semloop.service.exporter.ExportQueue`
-    at once, unchanged (its own bytes under its ``ResourceLogs``/``ScopeLogs``), to the
-    logs downstream (:meth:`~otel_semloop.service.config.ServiceConfig.export_target`).
-    Nothing about its trace delays or drops it: records are never patched, so holding
-    them is only for scoring. Exactly once, with the same retry rules, settlement (memory
-    and durable queue) and at-least-once window as spans.
-
-Holding for scoring
-    A record whose event name (or ``event.name`` attribute) starts with ``gen_ai.`` and
-    that carries a trace and span id is also kept, decoded, as a
-    :class:`~otel_semloop.conventions.LogEvent` under its trace id
-    (:class:`~otel_semloop.grouping.HeldLogs`, at most ``max_log_events`` in all: past it
-    the oldest is dropped from the hold and counted). When the pipeline releases the trace,
-    the release takes its events (:class:`~otel_semloop.service.pipeline.Pipeline`) and
-    scoring puts them on their spans
-    (:func:`~otel_semloop.conventions.attach_log_records`, as the span processor does).
-    Records and spans may arrive in either order and in different requests: a record
-    that comes first waits for its trace. A record of a trace already released (still
-    remembered by the buffer) is forwarded only and counted ``late``; one whose spans
-    never come stays until the cap pushes it out.
-
-Counted in ``semloop.log_records`` by state (received, kept for scoring, late, attached, dropped),
-``semloop.export.log_records`` and ``semloop.export.log_records.dropped``; gauges
-``semloop.log_records.held`` and ``semloop.export.log_records.pending``.
+OpenTelemetry's GenAI instrumentations put an LLM call's messages and tool calls in log
+records (``gen_ai.user.message``, ``gen_ai.choice``, ...) in the chat span's context, so
+the service receives logs beside traces. :class:`LogRecords` forwards every record at once,
+unchanged, through a logs :class:`~otel_semloop.service.exporter.ExportQueue` (records are
+never patched, so nothing about their trace delays them), and keeps the ``gen_ai.`` ones
+that carry a trace and span id, decoded, under their trace id
+(:class:`~otel_semloop.grouping.HeldLogs`, at most ``max_log_events``) until the pipeline
+releases the trace and scoring puts them on their spans
+(:func:`~otel_semloop.conventions.attach_log_records`). Arrival order, late records, the
+cap and the counters are described in ``docs/service.md`` ("OTLP logs").
 """
 
 from __future__ import annotations

@@ -1,37 +1,20 @@
 """The service's core glue: received protobuf spans -> :class:`~otel_semloop.grouping.TraceBuffer`
 -> scoring off the receive path under a time budget -> write-back -> the export queue.
 
-Everything here runs on the service's one asyncio loop (the gRPC and HTTP receivers, the
-tick, the pool's bookkeeping), so the buffer needs no lock. Only scoring runs on the
-pool's threads: a thread reads the held spans, and writes patches only once it won its
-release (a thread past its budget never writes to a span that has already left).
+Everything here runs on the service's one asyncio loop, so the buffer needs no lock; only
+scoring runs on the pool's threads, which write patches only once they won their release
+(a thread past its budget never writes to a span that has already left). Every span enters
+the buffer once, leaves it once (a release or a late span) and is put in the export queue
+once.
 
-Spans
-    Received spans are held as :class:`~otel_semloop.service.held.Held` (see
-    :mod:`otel_semloop.service.held`: the holder, the request copy that fills it, the
-    adapter scoring reads it through). Every span enters the buffer once and leaves it
-    once (a release or a late span), and is put in the export queue once.
-
-Completion
-    The service only sees ended spans, so each one is a :meth:`TraceBuffer.end` without a
-    start: a trace is complete once its root (no parent, or a remote parent) arrived, and
-    released ``grace`` seconds after its last span. ``idle`` releases a trace whose root
-    never comes, ``max_age`` any trace; overflow releases the oldest. Early releases are
-    scored as partial and say why (``semloop.release.reason``). Spans of a released trace
-    are forwarded at once with ``semloop.late=true``.
-
-Scoring
-    Releases go to the :class:`~otel_semloop.pool.ScoringPool` shared with the span
-    processor (its budget, stuck-thread cap, staged verdicts and drain rules are the
-    pool's; see :mod:`otel_semloop.pool`). Spans are read there through
-    :data:`~otel_semloop.service.held.PROTO_SPANS`; a scoring thread that wins its release
-    applies the patches in place (nobody else holds those spans any more) and hands the
-    outcome back to the loop, which puts it in the export queue. Non-agent traces are
-    recognised from a few attribute keys on the loop, without decoding, and forwarded
-    untouched. With ``scoring_processes`` the pool's threads hand each release to a worker
-    process (:mod:`otel_semloop.service.processes`), so scoring uses the other cores and
-    the loop keeps the GIL for receiving. :attr:`Pipeline.load` measures how far scoring
-    is behind (:mod:`otel_semloop.service.admission`), for the receivers' backpressure.
+The service only sees ended spans, so each one is a :meth:`TraceBuffer.end` without a
+start: a trace is complete once its root arrived, and released ``grace`` seconds after its
+last span (``idle``, ``max_age`` and overflow release the others early, as partial, saying
+why). Releases go to the :class:`~otel_semloop.pool.ScoringPool` shared with the span
+processor, reading spans through :data:`~otel_semloop.service.held.PROTO_SPANS` (or to
+scoring processes, :mod:`otel_semloop.service.processes`); non-agent traces are recognised
+on the loop without decoding and forwarded untouched. :attr:`Pipeline.load` measures how far
+scoring is behind (:mod:`otel_semloop.service.admission`), for the receivers' backpressure.
 """
 
 from __future__ import annotations
@@ -155,11 +138,6 @@ class Pipeline:
     @property
     def held_spans(self) -> int:
         return self.buffer.held_spans
-
-    @property
-    def backlog(self) -> int:
-        """Released traces waiting for (or in) scoring."""
-        return self._pool.pending
 
     def scoring_slack(self, now: float) -> float | None:
         """Seconds left in the budget of the oldest release still waiting for its verdict

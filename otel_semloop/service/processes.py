@@ -3,39 +3,20 @@
 Why: the receivers, the buffer and the exporter share one event loop, and scoring threads
 in the same process share its GIL, so a service scoring on threads uses about one core
 however many the host has. With :class:`ScoringProcesses` the
-:class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each one checks out a
-worker process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
-``batch_evaluator``: the release a thread took and those queued behind it), sends their
-spans over a pipe as serialized protobuf and waits (the GIL is free meanwhile). What a
-worker does with them, and what it sends back, is :mod:`otel_semloop.service.scoring_worker`.
-The pool's rules (budget, stuck threads, exactly once) hold per release.
+:class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each checks out a worker
+process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
+``batch_evaluator``), sends their spans over a pipe as serialized protobuf and waits with
+the GIL free. What a worker does is :mod:`otel_semloop.service.scoring_worker`; what comes
+back per release is a small :class:`~otel_semloop.service.scoring_worker.Scored`, and each
+patched span becomes a new :class:`~otel_semloop.service.held.Held` (the original is
+untouched, so a thread abandoned past its budget changed nothing that left).
 
-What comes back is small (a :class:`~otel_semloop.service.scoring_worker.Scored` per
-release: the verdict, the root, the patched spans' bytes, the loop log line): each patched
-span becomes a new :class:`~otel_semloop.service.held.Held` (the original is untouched, so
-a thread abandoned past its budget changed nothing that left). The root is decoded here
-only for :attr:`ScoringProcesses.full_roots` (an evaluation record reads all of it).
-
-Workers
-    Started as :func:`~otel_semloop.pool.process_context` says (from a fork server: they
-    inherit no gRPC or asyncio state of the service), ``processes`` of them, and warmed
-    up (imports done, the scorer built) before the service reports ready, so the first
-    traces do not spend their budget on a boot. A worker that dies (a crash, the OOM
-    killer) costs only the traces it held, which go out unscored (``scoring failed:
-    WorkerDied``); the next checkout starts a new one. A watchdog terminates a worker
-    still busy on one batch ``kill_after`` seconds after it got it (a hung detector
-    cannot hold a core for ever; its trace left unscored at the budget, and its thread,
-    counted stuck by the pool, comes back).
-    Replacements for workers abandoned past the budget start on demand (at most
-    ``threads + max_stuck`` exist; idle ones beyond ``processes`` retire).
-    Each worker takes up to ``depth`` batches from as many pool threads (the service uses
-    :data:`WORKER_DEPTH`, two): the next batch is already in its pipe when it answers one,
-    so it does not idle while the busy service process turns a reply into the next send.
-    Replies are read in the order sent; a worker that dies fails every batch it held.
-
-Only the default deterministic scorer is run in workers (:func:`runs_in_workers`): its
-configuration comes from the same ``SEMLOOP_DETECT_*`` environment in each worker. A
-judged or custom scorer keeps scoring on the pool's threads in the service process.
+Workers start from a fork server (:func:`~otel_semloop.pool.process_context`: no gRPC or
+asyncio state inherited) and are warm before the service reports ready. A worker that dies
+costs only the traces it held (``scoring failed: WorkerDied``); a watchdog terminates one
+busy on a batch past ``kill_after``; each takes up to ``depth`` batches so it does not idle
+between replies. Only the default deterministic scorer runs in workers
+(:func:`runs_in_workers`); ``docs/service.md`` ("Scoring") describes the whole path.
 """
 
 from __future__ import annotations

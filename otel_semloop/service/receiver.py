@@ -1,45 +1,15 @@
-"""The two OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export``
-(``grpc.aio``) and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served
-by uvicorn), all on the service's asyncio loop. Both signals get the same limits,
-authentication, admission and answers; a logs request goes to its own :class:`Ingest`
-(:mod:`otel_semloop.service.logs`), which keeps every record (no record is rejected: each
-is forwarded as it came).
+"""The OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export`` (``grpc.aio``)
+and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served by uvicorn), all
+on the service's asyncio loop. Both transports and both signals get the same limits,
+authentication, admission and answers, so they live together here; a logs request goes
+to its own :class:`Ingest` (:mod:`otel_semloop.service.logs`), which rejects no record.
 
-What a sender gets back
-    * Success: an ``ExportTraceServiceResponse`` (protobuf, or OTLP JSON for a JSON
-      request). Spans with bad ids are rejected one by one and reported as
-      ``partial_success`` (``rejected_spans`` and the first reason with its path); the
-      valid spans of the same request are kept.
-    * HTTP 400 / gRPC INVALID_ARGUMENT: nothing in the request was usable (a body that is
-      not protobuf or JSON, broken gzip, every span invalid). The message says what and
-      where, e.g. ``resourceSpans[0].scopeSpans[0].spans[3].traceId: ...``. Not
-      retryable: the sender must not send it again.
-    * HTTP 503 with ``Retry-After`` / gRPC UNAVAILABLE with a ``RetryInfo``: the service
-      is at a limit (export queue or memory full, durable queue full, draining);
-      retryable, the sender keeps the data.
-    * HTTP 413 / gRPC RESOURCE_EXHAUSTED (without RetryInfo: not retryable): the body is
-      over ``max_request_bytes`` as received, or over ``max_decompressed_bytes`` once
-      inflated (inflation stops at the limit: a gzip bomb costs at most that much).
-    * HTTP 401 / gRPC UNAUTHENTICATED: ``auth_token`` is set and the request does not
-      carry ``Authorization: Bearer <token>``.
-    * HTTP 404 (other paths), 405 (not POST), 408 (the body came too slowly: no data for
-      ``body_timeout``, or on average slower than ``MIN_BODY_RATE`` past the first
-      ``body_timeout``), 415 (content type other than ``application/x-protobuf`` /
-      ``application/json``, or an encoding other than gzip/identity).
-    * gRPC DEADLINE_EXCEEDED: the call's message did not arrive within ``body_timeout``.
-
-    HTTP error bodies are readable: ``{"code": ..., "message": ...}`` (a
-    ``google.rpc.Status`` in JSON) for JSON requests, the message as ``text/plain``
-    otherwise, never binary protobuf that a person reading a log cannot decode.
-
-JSON requests
-    Decoded with :func:`~otel_semloop.otlp.json_to_traces` (OTLP JSON: hex ids, ints as
-    strings). If it fails, the request is decoded span by span so that one bad span
-    costs only itself: envelopes (resource, scope) that are themselves invalid reject
-    their spans.
-
-Size: the two receivers (OTLP/gRPC and OTLP/HTTP) share admission, decoding and error
-answers, so they are read together here.
+What a sender gets back (success with ``partial_success``, 400 / INVALID_ARGUMENT, 503 /
+UNAVAILABLE with retry information, 413 / RESOURCE_EXHAUSTED, 401 / UNAUTHENTICATED, 408 /
+DEADLINE_EXCEEDED, readable error bodies) is the contract of ``docs/service.md``
+("Receivers", "Admission and memory"). A request that does not decode as a whole is
+decoded span by span (JSON by :func:`_salvage_json`, protobuf by :func:`parse_protobuf`),
+so one bad span costs only itself.
 """
 
 from __future__ import annotations
@@ -49,11 +19,12 @@ import hmac
 import logging
 import time
 import zlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 import grpc
 import orjson
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
@@ -218,13 +189,40 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
 _ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
+_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
+_REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
+_OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
+
+
+def _shallow_messages() -> tuple[Any, Any]:
+    """Message types that read the nesting of an export request without decoding it: a
+    request is repeated field 1 (resource spans); resource spans and scope spans are each a
+    head (field 1: resource or scope), repeated items (field 2: scope spans or spans) and a
+    schema URL (field 3). Each is kept as bytes, to be parsed one by one."""
+    file = descriptor_pb2.FileDescriptorProto(name="otel_semloop/shallow.proto", package="otel_semloop")
+    request = file.message_type.add(name="ShallowRequest")
+    request.field.add(name="items", number=1, type=_BYTES, label=_REPEATED)
+    envelope = file.message_type.add(name="ShallowEnvelope")
+    envelope.field.add(name="head", number=1, type=_BYTES, label=_OPTIONAL)
+    envelope.field.add(name="items", number=2, type=_BYTES, label=_REPEATED)
+    envelope.field.add(name="schema_url", number=3, type=_BYTES, label=_OPTIONAL)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return tuple(  # type: ignore[return-value]
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"otel_semloop.{name}"))
+        for name in ("ShallowRequest", "ShallowEnvelope")
+    )
+
+
+_ShallowRequest, _ShallowEnvelope = _shallow_messages()
+
+
 def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     """A protobuf ``ExportTraceServiceRequest`` as ``(request, rejected spans, first
     error)``. When the request does not parse as a whole, its spans are parsed one by one
-    (the message is a nesting of length-delimited fields: resource spans, scope spans,
-    spans), so that a span nested deeper than the parser allows, or otherwise unreadable,
-    costs only itself, as a bad span does in JSON. Raises ``DecodeError`` when even that
-    framing is broken (the body is not a request at all)."""
+    (through the shallow message types above), so that a span nested deeper than the
+    parser allows, or otherwise unreadable, costs only itself, as a bad span does in JSON.
+    Raises ``DecodeError`` when even the nesting is broken (the body is not a request)."""
     request = _Request()
     try:
         request.ParseFromString(body)
@@ -235,13 +233,19 @@ def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     rejected = 0
     first = ""
     try:
-        for i, rs_bytes in enumerate(_fields_numbered(body, 1, whole=True)):
+        for i, rs_bytes in enumerate(_ShallowRequest.FromString(body).items):
             out_rs = request.resource_spans.add()
-            out_rs.ParseFromString(_without_field(rs_bytes, 2))  # the resource and schema URL
-            for j, ss_bytes in enumerate(_fields_numbered(rs_bytes, 2)):
+            rs = _ShallowEnvelope.FromString(rs_bytes)
+            if rs.HasField("head"):
+                out_rs.resource.ParseFromString(rs.head)
+            out_rs.schema_url = rs.schema_url.decode()
+            for j, ss_bytes in enumerate(rs.items):
                 out_ss = out_rs.scope_spans.add()
-                out_ss.ParseFromString(_without_field(ss_bytes, 2))
-                for k, span_bytes in enumerate(_fields_numbered(ss_bytes, 2)):
+                ss = _ShallowEnvelope.FromString(ss_bytes)
+                if ss.HasField("head"):
+                    out_ss.scope.ParseFromString(ss.head)
+                out_ss.schema_url = ss.schema_url.decode()
+                for k, span_bytes in enumerate(ss.items):
                     try:
                         out_ss.spans.add().ParseFromString(span_bytes)
                     except Exception as exc:
@@ -254,60 +258,6 @@ def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     except Exception:
         raise error from None
     return request, rejected, first
-
-
-def _fields(data: bytes) -> Iterator[tuple[int, int, int, int, int]]:
-    """``(field number, wire type, key start, value start, end)`` of each field of a
-    protobuf message (a length-delimited value's bytes are ``data[value start:end]``).
-    Raises ``ValueError`` on broken framing."""
-    pos, end = 0, len(data)
-    while pos < end:
-        key_start = pos
-        key, pos = _varint(data, pos)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            _, after = _varint(data, pos)
-        elif wire == 1:
-            after = pos + 8
-        elif wire == 2:
-            size, pos = _varint(data, pos)
-            after = pos + size
-        elif wire == 5:
-            after = pos + 4
-        else:
-            raise ValueError(f"wire type {wire}")
-        if after > end or number == 0:
-            raise ValueError("truncated field")
-        yield number, wire, key_start, pos, after
-        pos = after
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = data[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _fields_numbered(data: bytes, number: int, whole: bool = False) -> Iterator[bytes]:
-    """The values of length-delimited field ``number``; with ``whole``, every field of
-    ``data`` must be one of them (a request holds only resource spans)."""
-    for found, wire, _, start, end in _fields(data):
-        if found == number and wire == 2:
-            yield data[start:end]
-        elif whole:
-            raise ValueError(f"unexpected field {found}")
-
-
-def _without_field(data: bytes, number: int) -> bytes:
-    """``data`` with every occurrence of field ``number`` left out."""
-    return b"".join(data[key:end] for found, _, key, _, end in _fields(data) if found != number)
 
 
 def parse_request(body: bytes, signal: Signal = "traces") -> tuple[Any, int, str]:
@@ -351,8 +301,13 @@ def decode_http_body(
         return _salvage_json(obj)
 
 
-def _total_spans(request: _Request) -> int:
-    return sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+def _reply(signal: Signal, rejected: int, message: str) -> bytes:
+    """The protobuf export response, with ``partial_success`` when items were rejected."""
+    response = _WIRE[signal][3]()
+    if rejected:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message
+    return response.SerializeToString()
 
 
 # -- gRPC ------------------------------------------------------------------------------------
@@ -396,7 +351,7 @@ def grpc_handler(
     within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
     gets 408. Without this a stream whose message never comes holds its connection for as
     long as the sender likes."""
-    service, _, request_type, reply = _WIRE[signal]
+    service, _, request_type, _ = _WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
@@ -448,13 +403,9 @@ def grpc_handler(
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
         rejected = unreadable + result.rejected
         message = first or result.message
-        response = reply()
-        if rejected:
-            if not result.accepted:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
-            response.partial_success.rejected_spans = rejected
-            response.partial_success.error_message = message
-        return response.SerializeToString()
+        if rejected and not result.accepted:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+        return _reply(signal, rejected, message)
 
     method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
     return grpc.method_handlers_generic_handler(service, {"Export": method})
@@ -625,11 +576,7 @@ def http_app(
                 else b"{}"
             )
         else:
-            response = _WIRE[signal][3]()
-            if rejected:
-                response.partial_success.rejected_spans = rejected
-                response.partial_success.error_message = first
-            body = response.SerializeToString()
+            body = _reply(signal, rejected, first)
         await _respond(send, 200, body, reply_type)
 
     return app

@@ -4,38 +4,15 @@
 ``await stop()``); :mod:`.runner` runs it until SIGINT/SIGTERM (``otel-semloop serve``)
 or on a background thread; :mod:`.listeners` builds the gRPC server and uvicorn.
 
-Why one loop: ``grpc.aio`` and uvicorn both run on asyncio, so the gRPC receiver, the
-HTTP receiver, the buffer's tick and the exporter share one thread and the
-:class:`~otel_semloop.grouping.TraceBuffer` is used without a lock, as it requires.
-Scoring (CPU-bound, bounded by a budget) runs off the loop; large JSON bodies are decoded
-off it too. uvicorn is the HTTP server: a maintained ASGI server (HTTP/1.1 keep-alive,
-flow control, graceful shutdown) that runs on the same loop; the OTLP endpoint is one small
-ASGI app, with no web framework.
+Why one loop: ``grpc.aio`` and uvicorn both run on asyncio, so the receivers, the buffer's
+tick and the exporter share one thread and the :class:`~otel_semloop.grouping.TraceBuffer`
+is used without a lock, as it requires. Scoring runs off the loop; large JSON bodies are
+decoded off it too.
 
-Admission (what makes the receivers answer 503 / UNAVAILABLE with retry information,
-before anything is acknowledged): draining; the export queue at ``export_queue_spans``;
-the bytes of accepted requests not yet forwarded past ``memory_limit_bytes`` (counted at
-acceptance, released when the downstream has them); the oldest trace waiting for its
-verdict has used half its scoring budget (scoring fell behind: push back rather than let
-traces go out unscored); the durable queue at ``durable_queue_bytes``.
-
-Connections: at most ``max_connections`` connections on each receiver (more are closed
-at once); an HTTP client that has not sent its request headers within ``header_timeout`` is
-disconnected, one whose body stalls for ``body_timeout`` or trickles in (see
-:data:`~.receiver.MIN_BODY_RATE`) gets 408; idle keep-alive connections close after
-``keepalive_timeout``. gRPC: ``header_timeout`` bounds the TLS/HTTP2 handshake,
-``keepalive_timeout`` a connection with no call open, ``body_timeout`` a call's message,
-and ``max_concurrent_streams`` the requests per connection.
-
-Shutdown (``stop``/signal): health turns not-ready, stop accepting (the gRPC server and
-uvicorn finish the requests in flight), release every held trace, score what fits in 80%
-of ``shutdown_timeout_seconds`` (the rest leaves unscored), send everything queued in the remaining
-time, then close. Spans still unsent at the deadline (the downstream is down) are counted
-and logged as dropped, with their number (with a durable queue they stay on disk and go
-out after the restart).
-
-Size: the service's lifecycle (start and stop of the receivers, the pipeline, the two
-signals' export queues, the durable queue) and the admission every request passes, read
+Admission (:meth:`SemloopService.admit`: refuse retryably before anything is
+acknowledged), the connection limits and the shutdown order (stop accepting, release every
+held trace, score within 80% of ``shutdown_timeout_seconds``, send what is queued in the
+rest, count what is left) are described in ``docs/service.md``. Start and stop live
 together because shutdown undoes start in order.
 """
 
@@ -315,12 +292,12 @@ class SemloopService:
         deadline = started + timeout
         await self._close_receivers()
         clean = True
-        if self._pipeline is not None and self._exports is not None:
+        if self._pipeline is not None and self._exports is not None and self._log_exports is not None:
             scoring_deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) * _SCORING_SHARE
             clean = await self._pipeline.drain(scoring_deadline)
             left_spans, left_logs = await asyncio.gather(
                 self._exports.drain(deadline),
-                self._log_exports.drain(deadline) if self._log_exports is not None else _nothing(),
+                self._log_exports.drain(deadline),
             )
             if left_logs:
                 clean = False
@@ -431,7 +408,3 @@ class SemloopService:
         if self._own_meter_provider is not None:
             with contextlib.suppress(Exception):
                 self._own_meter_provider.shutdown(timeout_millis=5000)
-
-
-async def _nothing() -> int:
-    return 0

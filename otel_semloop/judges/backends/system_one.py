@@ -33,7 +33,7 @@ from otel_semloop.judges.base import (
     JudgeResponse,
     parse_system_one_answer,
 )
-from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy
+from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy, token_count
 
 __all__ = ["INPUT_USD_PER_MILLION", "SystemOneBackend", "parse_system_one_response"]
 
@@ -57,10 +57,7 @@ def parse_system_one_response(body: Any, latency_ms: float = 0.0) -> JudgeRespon
         except JudgeProtocolError:
             continue  # that question stays unanswered
     usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
-    try:
-        input_tokens = max(0, int(usage.get("input_tokens") or 0))
-    except (TypeError, ValueError):
-        input_tokens = 0
+    input_tokens = token_count(usage.get("input_tokens"))
     return JudgeResponse(
         answers=answers,
         model=str(body.get("model") or ""),
@@ -96,9 +93,9 @@ class SystemOneBackend:
         self.base_url = (base_url or os.environ.get("TYPESAFE_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
         self.path = path or os.environ.get("TYPESAFE_PATH") or DEFAULT_PATH
         self.max_concurrency = max_concurrency
-        self.client = client or HttpJudgeClient(
+        self.client = client or HttpJudgeClient.with_key(
             self.base_url,
-            headers={"authorization": f"Bearer {key}"},
+            key,
             timeout=timeout,
             max_concurrency=max_concurrency,
             retry=retry,
