@@ -1,15 +1,15 @@
 """One tool call's results over a run: what a result reads as and whether it shows progress.
 
-:func:`without_echo` reads a "nothing found" (:func:`finds_nothing`) without the question
-it quotes back; :func:`as_document_set` reads a retriever's scored documents as a set
-(the same documents in another order with other scores are the same answer).
-:class:`ResultRead` is what one result text reads as (the digests of its
-normalised form and of its content, its size in words, whether it only acknowledges, its
-figures once read). :class:`CallProgress` is the state the fingerprinter keeps per call
-(tool and canonical arguments): the best figures and size the call ever showed, its last
-result and how many calls in a row it answered with results it had given before. From
-them each new call of the same call gets ``progressed`` (explicit progress beyond
-anything the call showed before), ``poll_ended`` and ``previous_action`` (see
+:func:`without_echo` reads a "nothing found" (:func:`finds_nothing`) without the
+question it quotes back. :class:`ResultRead` is what one result text reads as (the
+digests of its normalised form and of its content, a retriever's scored documents read
+as a set: :func:`~otel_semloop.detectors.retrieval.as_document_set`, its size in words,
+whether it only acknowledges, its figures once read). :class:`CallProgress` is the state
+the fingerprinter keeps per call (tool and canonical arguments): the best figures and
+size the call ever showed, its last result and how many calls in a row it answered with
+results it had given before. From them each new call of the same call gets
+``progressed`` (explicit progress beyond anything the call showed before),
+``poll_ended`` and ``previous_action`` (see
 :class:`~otel_semloop.detectors.facts.StepFacts`).
 
 Progress is measured against the best this call ever showed, not its last result: a
@@ -27,7 +27,6 @@ these in an LRU by call digest and owns the memo of result texts (``figures``).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from typing import Any
@@ -49,13 +48,13 @@ from otel_semloop.detectors.normalize import (
     normalize_result_and_content,
     says_none_found,
 )
+from otel_semloop.detectors.retrieval import as_document_set
 from otel_semloop.model import Step
 
 __all__ = [
     "CallProgress",
     "Figures",
     "ResultRead",
-    "as_document_set",
     "finds_nothing",
     "result_figures",
     "result_text",
@@ -143,82 +142,6 @@ def finds_nothing(text: str) -> bool:
     return len(text) <= _NOTHING_MAX_CHARS and _NOTHING.search(text) is not None
 
 
-#: The fields a retriever scores its documents with: volatile between two retrievals of
-#: the same documents (a re-embedded query, a jittered ranker), never what a document says.
-_RELEVANCE_KEYS = frozenset(
-    {
-        "score",
-        "_score",
-        "relevance",
-        "relevance_score",
-        "similarity",
-        "similarity_score",
-        "distance",
-        "rank",
-        "certainty",
-    }
-)
-#: A cheap look for a relevance field before a result is parsed as JSON at all.
-_RELEVANCE_FIELD = re.compile(
-    r'"(?:_?score|relevance(?:_score)?|similarity(?:_score)?|distance|rank|certainty)"\s*:'
-)
-#: A document's text is at least this long: shorter values are names and figures (a
-#: leaderboard's players and points), not retrieved passages.
-_DOCUMENT_MIN_CHARS = 40
-
-
-def as_document_set(raw: str) -> str:
-    """A retriever's answer read as the set of documents it returned: when ``raw`` is a
-    JSON list of at least two documents (objects with a text of
-    :data:`_DOCUMENT_MIN_CHARS` or more) scored by a relevance field, at the top or under
-    one key, the documents without their scores, in a fixed order. The same documents
-    brought back in another order with other scores are the same answer; a retrieval that
-    brings one new document is a new answer. Any other result is returned as it is (a
-    list of players and their points is not a retrieval)."""
-    if len(raw) > _DOCUMENTS_MAX_CHARS or not _RELEVANCE_FIELD.search(raw):
-        return raw
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return raw
-    if isinstance(value, dict):
-        lists = [(key, item) for key, item in value.items() if isinstance(item, list)]
-        if len(lists) != 1:
-            return raw
-        key, documents = lists[0]
-        rest = {k: v for k, v in value.items() if k != key}
-    else:
-        key, documents, rest = None, value, {}
-    unscored = _unscored(documents)
-    if unscored is None:
-        return raw
-    if key is None:
-        return json.dumps(unscored, ensure_ascii=False)
-    return json.dumps({**rest, key: unscored}, sort_keys=True, ensure_ascii=False)
-
-
-#: A retrieval larger than this is left as it is (parsing it costs more than it tells).
-_DOCUMENTS_MAX_CHARS = 200_000
-
-
-def _unscored(documents: object) -> list[str] | None:
-    """The documents of a scored retrieval without their relevance fields, sorted; None
-    when ``documents`` is not such a list (see :func:`as_document_set`)."""
-    if not isinstance(documents, list) or len(documents) < 2:
-        return None
-    unscored: list[str] = []
-    scored = False
-    for document in documents:
-        if not isinstance(document, dict):
-            return None
-        if not any(isinstance(v, str) and len(v) >= _DOCUMENT_MIN_CHARS for v in document.values()):
-            return None
-        kept = {k: v for k, v in document.items() if k.casefold() not in _RELEVANCE_KEYS}
-        scored = scored or len(kept) < len(document)
-        unscored.append(json.dumps(kept, sort_keys=True, ensure_ascii=False))
-    return sorted(unscored) if scored else None
-
-
 def result_figures(raw: str) -> Figures:
     """(progress figure, remaining counts, numbers) of a result's text."""
     return progress_value(raw), remaining_counts(raw), result_numbers(raw)
@@ -227,9 +150,9 @@ def result_figures(raw: str) -> Figures:
 class ResultRead:
     """What one result text reads as: the digests of its normalised form (``result``) and
     of its content (``content``, numbers kept; both read a retrieval's documents as a set:
-    :func:`as_document_set`), its size in words (:attr:`size`), whether it only
-    acknowledges, whether it says nothing beyond that (no figure, no "nothing
-    found"), whether it is empty, and its figures once read
+    :func:`~otel_semloop.detectors.retrieval.as_document_set`), its size in words
+    (:attr:`size`), whether it only acknowledges, whether it says nothing beyond that (no
+    figure, no "nothing found"), whether it is empty, and its figures once read
     (:func:`result_figures`)."""
 
     __slots__ = (

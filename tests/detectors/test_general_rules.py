@@ -32,10 +32,11 @@ from bench.corpus.shapes import render_any
 from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_tool
-from otel_semloop.detectors.call_progress import as_document_set, finds_nothing, without_echo
+from otel_semloop.detectors.call_progress import finds_nothing, without_echo
 from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.normalize import normalize_result_and_content
+from otel_semloop.detectors.retrieval import as_document_set
 from otel_semloop.model import Step, StepKind
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label, Verdict
