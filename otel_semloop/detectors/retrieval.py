@@ -37,6 +37,8 @@ _RELEVANCE_FIELD = re.compile(
 #: A document's text is at least this long: shorter values are names and figures (a
 #: leaderboard's players and points), not retrieved passages.
 _DOCUMENT_MIN_CHARS = 40
+#: A retrieval larger than this is left as it is (parsing it costs more than it tells).
+_DOCUMENTS_MAX_CHARS = 200_000
 
 
 def as_document_set(raw: str) -> str:
@@ -67,10 +69,6 @@ def as_document_set(raw: str) -> str:
     if key is None:
         return json.dumps(unscored, ensure_ascii=False)
     return json.dumps({**rest, key: unscored}, sort_keys=True, ensure_ascii=False)
-
-
-#: A retrieval larger than this is left as it is (parsing it costs more than it tells).
-_DOCUMENTS_MAX_CHARS = 200_000
 
 
 def _unscored(documents: object) -> list[str] | None:

@@ -48,7 +48,8 @@ Signals
 
 Kept
     Monologue: the digest of the previous message and the run length. Restatement: the
-    hashes of the figures and names asserted in the current run of messages. Chanting: nothing
+    hashes of the figures and names asserted in the current run of messages, and how many
+    of them each agent said. Chanting: nothing
     between steps (one output's unit counts live only while that output is examined).
 
 Cost
@@ -186,7 +187,7 @@ class RestatementDetector(IncrementalDetector):
         self._spoken = {}
 
     def _act(self) -> None:
-        """An action (a tool call, a hand-off) ends both runs."""
+        """An action (a tool call, a tool call's hand-off) ends both runs."""
         if self._run:
             self._break()
         self._done_run = 0
