@@ -10,18 +10,12 @@ recursion.
 
 from __future__ import annotations
 
-import operator
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable
 
-from otel_semloop.conventions import read_step, reading_plan, remembered_plan, step_kind
+from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.messages import flatten_text
 from otel_semloop.model import SpanRecord, Step, StepKind, Trace, peek_input
 from otel_semloop.tool_calls import ToolCall, tool_responses
-
-_AGENT = StepKind.AGENT
-_LLM = StepKind.LLM
-_OTHER = StepKind.OTHER
-_TOOL = StepKind.TOOL
 
 
 def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trace:
@@ -29,92 +23,62 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
     first). ``partial`` marks a trace released before it completed."""
     spans: dict[str, SpanRecord] = {}  # in arrival order
     for record in records:
-        if record.span_id not in spans:
-            spans[record.span_id] = record
+        spans.setdefault(record.span_id, record)
     if not spans:
         return Trace(trace_id="", steps=[], partial=partial)
+    arrival = {span_id: index for index, span_id in enumerate(spans)}
+
+    def by_start(record: SpanRecord) -> tuple[int, int]:
+        return (record.start_ns, arrival[record.span_id])
 
     children: dict[str, list[SpanRecord]] = {}
     tops: list[SpanRecord] = []
     for record in spans.values():
         parent = record.parent_span_id
         if parent and parent in spans and parent != record.span_id:
-            listed = children.get(parent)  # (not setdefault: no empty list made per span)
-            if listed is None:
-                children[parent] = [record]
-            else:
-                listed.append(record)
+            children.setdefault(parent, []).append(record)
         else:
             tops.append(record)
-
-    # Siblings by start time, then arrival: each list is in arrival order already and the
-    # sort is stable, so the start time alone is the key (read in C).
-    _sort_by_start(tops, spans)
+    tops.sort(key=by_start)
     for siblings in children.values():
-        _sort_by_start(siblings, spans)
+        siblings.sort(key=by_start)
 
     steps: list[Step] = []
-    starts: list[int] = []  # each step's sort key (start time, 0 when unknown)
     roots: list[Step] = []
     other: list[SpanRecord] = []
     preorder: dict[str, int] = {}
-    visited = 0  # len(preorder)
-    # Depth first, in pre-order: a stack of (the siblings left to visit, their nearest step
-    # ancestor), one entry per open parent (not per span: a flat trace of 10,000 spans
-    # would otherwise hold 10,000 tuples for the garbage collector to scan). Siblings are
-    # visited in one loop until one has children, whose entry then goes on top.
-    stack: list[tuple[Iterator[SpanRecord], Step | None]] = [(iter(tops), None)]
+    # Depth first, in pre-order: each span with its nearest step ancestor (None at the top).
+    stack: list[tuple[SpanRecord, Step | None]] = [(record, None) for record in reversed(tops)]
     while stack:
-        siblings, parent_step = stack.pop()
-        top_level = parent_step is None
-        if parent_step is None:
-            attach_here, depth, agent = roots, 0, None
+        record, parent_step = stack.pop()
+        preorder[record.span_id] = len(preorder)
+        kind = step_kind(record.attributes, top_level=parent_step is None)
+        attach_to = parent_step
+        if kind is StepKind.OTHER:
+            other.append(record)
         else:
-            attach_here, depth = parent_step.children, parent_step.depth + 1
-            agent = parent_step.name if parent_step.kind is _AGENT else parent_step.agent
-        for record in siblings:
-            span_id = record.span_id
-            if span_id in preorder:  # a parent-id cycle in hostile input
-                continue
-            preorder[span_id] = visited
-            visited += 1
-            # The reading plan of the span's key tuple (see ReadingPlan), looked up here
-            # (no call) when one is remembered.
-            attributes = record.attributes
-            plan = remembered_plan(tuple(attributes)) if attributes.__class__ is dict else None
-            if plan is None:
-                plan = reading_plan(attributes)
-            kind = step_kind(attributes, top_level, plan)  # (positional: cheaper per call)
-            if kind is _OTHER:
-                other.append(record)
-                attach_to = parent_step
+            step = read_step(record, kind)
+            if parent_step is None:
+                roots.append(step)
             else:
-                step = read_step(record, kind, plan)
-                if depth:
-                    step.depth = depth
-                    step.agent = agent
-                attach_here.append(step)
-                steps.append(step)
-                starts.append(record.start_ns or 0)
-                attach_to = step
-            below = children.get(span_id)
-            if below:
-                stack.append((siblings, parent_step))
-                stack.append((iter(below), attach_to))
-                break
+                step.depth = parent_step.depth + 1
+                step.agent = parent_step.name if parent_step.kind is StepKind.AGENT else parent_step.agent
+                parent_step.children.append(step)
+            steps.append(step)
+            attach_to = step
+        for child in reversed(children.get(record.span_id, ())):
+            stack.append((child, attach_to))
 
     # Spans caught in a parent-id cycle were never reached from a top: keep them as plumbing.
-    if visited < len(spans):
-        other.extend(r for r in spans.values() if r.span_id not in preorder)
-    # By start time, ties in tree pre-order: the order the steps were appended in, which a
-    # stable sort keeps.
-    try:
-        if any(map(_LT, starts[1:], starts)):  # (none out of order: the usual case)
-            steps = [step for _, step in sorted(zip(starts, steps, strict=True), key=_FIRST)]
-    except TypeError:  # start times that do not compare (hand-built records): as before
-        steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
+    other.extend(r for r in spans.values() if r.span_id not in preorder)
+    steps.sort(key=lambda s: (s.start_ns or 0, preorder[s.span_id]))
     steps = _link_tool_calls(steps)
-    root_record = _root_record(tops) if tops else _earliest(spans)
+    if tops:
+        # The span the verdict goes on: the earliest with no parent at all, else the
+        # earliest local root (its parent is remote or missing from the trace).
+        root_record = next((r for r in tops if not r.parent_span_id), tops[0])
+    else:  # every span sits in a parent-id cycle
+        root_record = min(spans.values(), key=by_start)
     return Trace(
         trace_id=root_record.trace_id,
         steps=steps,
@@ -124,41 +88,6 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
         root_span_id=root_record.span_id,
         partial=partial,
     )
-
-
-_START = operator.attrgetter("start_ns")
-_FIRST = operator.itemgetter(0)
-_LT = operator.lt
-
-
-def _sort_by_start(records: list[SpanRecord], spans: dict[str, SpanRecord]) -> None:
-    """Sort ``records`` (in arrival order) by start time, then arrival (a stable sort);
-    ``spans`` is every record by span id, in arrival order."""
-    try:
-        records.sort(key=_START)
-    except TypeError:  # start times that do not compare (hand-built records): as before
-        arrival = {span_id: i for i, span_id in enumerate(spans)}
-        records.sort(key=lambda r: (r.start_ns, arrival[r.span_id]))
-
-
-def _earliest(spans: dict[str, SpanRecord]) -> SpanRecord:
-    """The span that starts first, the first to arrive among equals (``spans`` is in
-    arrival order: ``min`` keeps the first of equal keys)."""
-    try:
-        return min(spans.values(), key=_START)
-    except TypeError:  # start times that do not compare (hand-built records): as before
-        arrival = {span_id: i for i, span_id in enumerate(spans)}
-        return min(spans.values(), key=lambda r: (r.start_ns, arrival[r.span_id]))
-
-
-def _root_record(tops: list[SpanRecord]) -> SpanRecord:
-    """The span the verdict goes on: the earliest with no parent at all, else the
-    earliest local root (its parent is remote or missing from the trace). (When every
-    span sits in a parent-id cycle there is no top: the caller takes the earliest span.)"""
-    for record in tops:
-        if not record.parent_span_id:
-            return record
-    return tops[0]
 
 
 def _link_tool_calls(steps: list[Step]) -> list[Step]:
@@ -182,17 +111,11 @@ def _link_tool_calls(steps: list[Step]) -> list[Step]:
     marks that span) and sits between the two LLM calls; it is not added to the deepeval
     tree view, which deepeval would not see either.
 
-    (The two never read what the other writes: filling changes tool steps, the synthetic
-    steps are made from LLM steps and their calls.)
     """
-    pending: Sequence[ToolCall] = ()  # the latest requested calls not matched to a tool step
-    owned = False  # whether ``pending`` is this pass's own copy (else the step's own calls)
+    pending: list[ToolCall] = []  # the latest requested calls not matched to a tool step
     waiting: list[tuple[Step, str]] = []  # tool steps without a result, and their call id
-    requester: Step | None = None  # the latest LLM step whose calls no tool step has run
-    out: list[Step] | None = None  # the steps with synthetic ones, from the first inserted
-    for index, step in enumerate(steps):
-        kind = step.kind
-        if kind is _LLM:
+    for step in steps:
+        if step.kind is StepKind.LLM:
             if waiting:
                 responses = tool_responses(peek_input(step))  # (the history: not kept)
                 for tool, call_id in waiting:
@@ -201,36 +124,28 @@ def _link_tool_calls(steps: list[Step]) -> list[Step]:
                         tool.tool_result = tool.output = result
                         tool.output_text = flatten_text(result)
                 waiting = []
+            if step.tool_calls:
+                pending = list(step.tool_calls)
+        elif step.kind is StepKind.TOOL and step.tool_arguments is None and pending:
+            match = next((c for c in pending if c.name == step.name), None)
+            if match is not None:
+                pending.remove(match)
+                step.tool_arguments = match.arguments
+                if step.input is None:
+                    step.input = match.arguments
+                if step.tool_result is None and not step.is_error and match.call_id:
+                    waiting.append((step, match.call_id))
+
+    out: list[Step] = []
+    requester: Step | None = None  # the latest LLM step whose calls no tool step has run
+    for step in steps:
+        if step.kind is StepKind.LLM:
             if requester is not None:
-                if out is None:
-                    out = steps[:index]
                 out.extend(_synthetic_tool_steps(requester, step))
-            calls = step.tool_calls
-            if calls:
-                pending = calls  # (copied on its first match only)
-                owned = False
-                requester = step
-            else:
-                requester = None
-        elif kind is _TOOL:
+            requester = step if step.tool_calls else None
+        elif step.kind is StepKind.TOOL:
             requester = None
-            if step.tool_arguments is None and pending:
-                match = next((c for c in pending if c.name == step.name), None)
-                if match is not None:
-                    if not owned:
-                        pending = list(pending)
-                        owned = True
-                    pending.remove(match)  # type: ignore[attr-defined]
-                    arguments = step.tool_arguments = match.arguments
-                    if step.input is None:
-                        step.input = arguments
-                    call_id = match.call_id
-                    if step.tool_result is None and not step.is_error and call_id:
-                        waiting.append((step, call_id))
-        if out is not None:
-            out.append(step)
-    if out is None:
-        out = steps
+        out.append(step)
     if requester is not None:
         out.extend(_synthetic_tool_steps(requester, None))
     return out
@@ -244,10 +159,10 @@ def _synthetic_tool_steps(requester: Step, next_llm: Step | None) -> list[Step]:
     for call in requester.tool_calls:
         call_id = call.call_id
         result = results.get(call_id) if call_id else None
-        arguments = call.arguments  # (read once: the first read of JSON arguments decodes them)
+        arguments = call.arguments
         steps.append(
             Step(
-                kind=_TOOL,
+                kind=StepKind.TOOL,
                 name=call.name,
                 span_id=requester.span_id,
                 trace_id=requester.trace_id,

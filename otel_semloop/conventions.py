@@ -31,13 +31,7 @@ Where the messages are
     :mod:`otel_semloop.messages`, and the envelopes around arguments and results are taken
     off by :mod:`otel_semloop.envelopes`: one definition for every convention.
 
-Which keys are looked up
-    Each convention's keys are probed in turn, most of them absent from any one span. The
-    spans of one instrumentation share their attribute keys, so which are present is
-    worked out once per key tuple (:func:`reading_plan`) and a span is read with only the
-    lookups that can find something; what is read is the same.
-
-Size: the readers and the plan of what they look up change together.
+Size: the readers of every convention, one per step field, change together.
 """
 
 from __future__ import annotations
@@ -46,7 +40,6 @@ import dataclasses
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 from otel_semloop.envelopes import (
@@ -56,14 +49,13 @@ from otel_semloop.envelopes import (
     unwrap_callback_input,
     unwrap_tool_result,
 )
-from otel_semloop.handoffs import handoff_name, handoff_target
+from otel_semloop.handoffs import handoff_target
 from otel_semloop.messages import (
     event_messages,
     flatten_text,
     llm_event_messages,
     llm_indexed_messages,
     message_content,
-    text_and_tool_calls,
 )
 from otel_semloop.model import (
     STATUS_ERROR,
@@ -108,67 +100,50 @@ _AI_SDK_KINDS = {
 }
 
 
-def step_kind(
-    attributes: Mapping[str, Any], top_level: bool = False, plan: ReadingPlan | None = None
-) -> StepKind:
+def step_kind(attributes: Mapping[str, Any], top_level: bool = False) -> StepKind:
     """Classify a span. ``top_level`` marks a span with no step above it: an OpenInference
-    ``CHAIN`` there is the agent run itself, deeper down it is plumbing. ``plan`` is
-    :func:`reading_plan` of ``attributes`` (made here when not given): the keys it lacks
-    are not looked up."""
-    if plan is None:
-        plan = reading_plan(attributes)
-    if plan.confident:
-        confident = attributes.get("confident.span.type")
-        if isinstance(confident, str) and confident in _CONFIDENT_KINDS:
-            return _CONFIDENT_KINDS[confident]
-    if plan.openinference:
-        oi_kind = attributes.get("openinference.span.kind")
-        if isinstance(oi_kind, str):
-            oi_kind = oi_kind.upper()
-            if oi_kind in _OPENINFERENCE_KINDS:
-                return _OPENINFERENCE_KINDS[oi_kind]
-            if oi_kind == "CHAIN" and top_level:
-                return _AGENT
-            return _OTHER
-    if plan.traceloop:
-        tl_kind = attributes.get("traceloop.span.kind")
-        if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
-            return _TRACELOOP_KINDS[tl_kind]
-    if plan.ai_sdk:
-        ai_operation = attributes.get("ai.operationId")
-        if isinstance(ai_operation, str) and ai_operation in _AI_SDK_KINDS:
-            return _AI_SDK_KINDS[ai_operation]
-    operation = attributes.get("gen_ai.operation.name") if plan.operation else None
+    ``CHAIN`` there is the agent run itself, deeper down it is plumbing."""
+    confident = attributes.get("confident.span.type")
+    if isinstance(confident, str) and confident in _CONFIDENT_KINDS:
+        return _CONFIDENT_KINDS[confident]
+    oi_kind = attributes.get("openinference.span.kind")
+    if isinstance(oi_kind, str):
+        oi_kind = oi_kind.upper()
+        if oi_kind in _OPENINFERENCE_KINDS:
+            return _OPENINFERENCE_KINDS[oi_kind]
+        if oi_kind == "CHAIN" and top_level:
+            return _AGENT
+        return _OTHER
+    tl_kind = attributes.get("traceloop.span.kind")
+    if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
+        return _TRACELOOP_KINDS[tl_kind]
+    ai_operation = attributes.get("ai.operationId")
+    if isinstance(ai_operation, str) and ai_operation in _AI_SDK_KINDS:
+        return _AI_SDK_KINDS[ai_operation]
+    operation = attributes.get("gen_ai.operation.name")
     if not isinstance(operation, str):
         operation = ""
     if operation == "execute_tool":
         return _TOOL
-    if operation == "chat":  # (the usual LLM operation: no set lookup)
-        return _LLM
     if operation in _GENAI_AGENT_OPERATIONS:
         return _AGENT
-    if operation in _GENAI_LLM_OPERATIONS or (plan.llm_request_type and "llm.request.type" in attributes):
+    if operation in _GENAI_LLM_OPERATIONS or "llm.request.type" in attributes:
         return _LLM
     return _OTHER
 
 
-def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = None) -> Step:
+def read_step(record: SpanRecord, kind: StepKind) -> Step:
     """Build the :class:`Step` for a span already classified as ``kind``.
 
     The step's ``input``/``input_text`` (and an LLM or agent step's decoded ``output``)
     are left for their first read when decoding them would build something (see
     :class:`~otel_semloop.model.Step`): an LLM call's input is the whole message history, read by the
     detectors only in rare cases. The step's values are the same either way.
-
-    ``plan`` is :func:`reading_plan` of the span's attributes (made here when not given):
-    the keys below are looked up only where the span has them.
     """
     attrs = record.attributes
-    if plan is None:
-        plan = reading_plan(attrs)
     get = attrs.get
     name = record.name
-    for key in plan.names.get(kind, plan.span_names):
+    for key in _NAME_KEYS.get(kind, _SPAN_NAME_KEYS):
         value = get(key)
         if isinstance(value, str) and value:
             name = value
@@ -179,30 +154,17 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         # the whole request/response body, not what was said.
         # Indexed messages are collected only when a message list attribute is missing; the
         # input ones on first read (an IndexedMessages: see _resolve_deferred in model.py).
-        if plan.input_messages:
-            raw_in = get("gen_ai.input.messages")
-        if plan.output_messages:
-            raw_out = get("gen_ai.output.messages")
+        raw_in = get("gen_ai.input.messages")
+        raw_out = get("gen_ai.output.messages")
         if not raw_in or not raw_out:
-            indexed_in, indexed_out = llm_indexed_messages(attrs) if plan.indexed else _NO_MESSAGES
+            indexed_in, indexed_out = llm_indexed_messages(attrs)
             raw_in, raw_out = raw_in or indexed_in, raw_out or indexed_out
-    arguments = result = _UNREAD  # (the tool call's keys, when read below)
     if raw_in is None:
-        for key in plan.input_keys:
-            raw_in = get(key)
-            if raw_in is not None:
-                break
-        if plan.input_is_arguments:  # (the one input key the span has: read)
-            arguments = raw_in
+        raw_in = _first_value(attrs, _INPUT_KEYS)
     if raw_out is None:
-        for key in plan.output_keys:
-            raw_out = get(key)
-            if raw_out is not None:
-                break
-        if plan.output_is_result:
-            result = raw_out
+        raw_out = _first_value(attrs, _OUTPUT_KEYS)
     events = record.events
-    if plan.listed_events and kind is _LLM and (raw_in is None or raw_out is None):
+    if kind is _LLM and _LISTED_EVENTS in attrs and (raw_in is None or raw_out is None):
         events = [*events, *_listed_events(get(_LISTED_EVENTS))]
     if events and kind is not _AGENT and (raw_in is None or raw_out is None):
         if kind is _LLM:  # (input messages made on first read: see llm_event_messages)
@@ -218,10 +180,10 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             raw_out = events_out
     # OpenLLMetry's decorators record json.dumps({"args": [...], "kwargs": {...}}) as the
     # input and json.dumps(return value) as the output: both are unwrapped.
-    envelope = plan.envelope and ("traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs)
+    envelope = "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs
 
     output = decode_json(raw_out)
-    if envelope or (kind is _TOOL and plan.quoted_result and _AI_SDK_RESULT in attrs):
+    if envelope or (kind is _TOOL and _AI_SDK_RESULT in attrs):
         # (the AI SDK records a tool's result as JSON: a text result as a quoted string)
         output = decode_json_string(output)
 
@@ -234,24 +196,14 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
         # Not OpenInference's ``tool.parameters``: that is the tool's JSON *schema*, the same
         # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
         # reading it as arguments would make every call of a tool look identical.
-        if arguments is _UNREAD:
-            arguments = None
-            for key in plan.argument_keys:
-                arguments = get(key)
-                if arguments is not None:
-                    break
+        arguments = _first_value(attrs, _ARGUMENT_KEYS)
         if arguments is not None:
             tool_arguments = decode_json(arguments)
         else:
             # The arguments are the input itself (the same object): decoded now.
             defer_input = False
             tool_arguments = step_input = decode_input(raw_in, envelope)
-        if result is _UNREAD:
-            result = None
-            for key in plan.result_keys:
-                result = get(key)
-                if result is not None:
-                    break
+        result = _first_value(attrs, _RESULT_KEYS)
         # (the output decoded from this very value: not decoded twice)
         same = result is None or (result is raw_out and not envelope)
         tool_result = output if same else decode_json(result)
@@ -259,22 +211,16 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             tool_arguments = unwrap_callback_input(tool_arguments)
         if isinstance(tool_result, dict):
             tool_result = unwrap_tool_result(tool_result)
-        if plan.transfer:
-            handoff_to = handoff_target(attrs, name, tool_arguments)
-        else:  # (what handoff_target gives without transfer attributes, its cached part first)
-            handoff_to, by_argument = handoff_name(name)
-            if by_argument:
-                handoff_to = handoff_target(attrs, name, tool_arguments)
+        handoff_to = handoff_target(attrs, name, tool_arguments)
         # The tool result may be the decoded output itself: the output stays decoded.
         defer_output = False
-        output_text = output if output.__class__ is str else flatten_text(output)  # (its text)
+        output_text = flatten_text(output)
     else:
         if kind is _LLM:
-            output_text, tool_calls = text_and_tool_calls(output)
-            if plan.listed_tool_calls:  # (the AI SDK: the text and the calls apart)
-                listed = get(_AI_SDK_TOOL_CALLS)
-                if listed is not None:
-                    tool_calls += tuple(requested_tool_calls(decode_json(listed)))
+            output_text, tool_calls = flatten_text(output), tuple(requested_tool_calls(output))
+            listed = get(_AI_SDK_TOOL_CALLS)  # (the AI SDK: the text and the calls apart)
+            if listed is not None:
+                tool_calls += tuple(requested_tool_calls(decode_json(listed)))
         else:
             output_text = flatten_text(output)
         # Only the text and the tool calls are read at once: the decoded messages are
@@ -289,8 +235,7 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             step_input = decode_input(raw_in, envelope)
         input_text = flatten_text(step_input)
 
-    # Error and usage, read as _read_error / _read_usage do.
-    error_type = get("error.type") if plan.error_type else None
+    error_type = get("error.type")
     message = record.status_message
     for event in events:
         if event.name == "exception":
@@ -298,28 +243,11 @@ def read_step(record: SpanRecord, kind: StepKind, plan: ReadingPlan | None = Non
             message = message or str(event.attributes.get("exception.message", ""))
             break
     is_error = record.status_code == STATUS_ERROR or error_type is not None
-    if kind is not _LLM and not plan.usage:
-        input_tokens = output_tokens = cost = None
-    else:
-        input_tokens = output_tokens = cost = None
-        for key in plan.input_token_keys:
-            input_tokens = get(key)
-            if input_tokens is not None:
-                break
-        if input_tokens.__class__ is not int:  # (a bool is no count: its class is bool)
-            input_tokens = _as_int(input_tokens)
-        for key in plan.output_token_keys:
-            output_tokens = get(key)
-            if output_tokens is not None:
-                break
-        if output_tokens.__class__ is not int:
-            output_tokens = _as_int(output_tokens)
-        for key in plan.cost_keys:
-            cost = get(key)
-            if cost is not None:
-                if cost.__class__ is not float:  # (the usual float first; a bool is an int)
-                    cost = float(cost) if isinstance(cost, (int, float)) else None
-                break
+    input_tokens = _as_int(_first_value(attrs, _INPUT_TOKEN_KEYS))
+    output_tokens = _as_int(_first_value(attrs, _OUTPUT_TOKEN_KEYS))
+    cost = _first_value(attrs, _COST_KEYS)
+    if cost is not None:
+        cost = float(cost) if isinstance(cost, (int, float)) else None
     step = Step(
         kind=kind,
         name=name,
@@ -416,93 +344,20 @@ _OUTPUT_KEYS = (
 )
 
 
-class ReadingPlan:
-    """Which of the keys :func:`step_kind` and :func:`read_step` look up a span has: a
-    function of its attribute keys alone (see :func:`reading_plan`), so the spans of one
-    instrumentation, which share their keys, share one plan, and each is read with only
-    the lookups that can find something. A key a span lacks reads as None through
-    ``dict.get``: skipping it changes nothing. The key tuples keep the reading order of
-    the lists they are cut from (``_INPUT_KEYS`` ...). :data:`_EVERY_KEY` looks everything
-    up (the plain reading, and the plan of an attribute mapping that is not a dict)."""
-
-    __slots__ = (
-        "ai_sdk", "argument_keys", "confident", "cost_keys", "envelope", "error_type",
-        "indexed", "input_is_arguments", "input_keys", "input_messages", "input_token_keys",
-        "listed_events", "listed_tool_calls", "llm_request_type", "names", "openinference",
-        "operation", "output_is_result", "output_keys", "output_messages",
-        "output_token_keys", "quoted_result", "result_keys", "span_names", "traceloop",
-        "transfer", "usage",
-    )  # fmt: skip
-
-    def __init__(self, has: Any, indexed: bool) -> None:
-        """``has(key)``: whether the span has the key; ``indexed``: whether a key may be an
-        indexed message's (see :func:`~otel_semloop.messages.llm_indexed_messages`)."""
-
-        def cut(keys: tuple[str, ...]) -> tuple[str, ...]:
-            return tuple(key for key in keys if has(key))
-
-        self.confident = has("confident.span.type")
-        self.openinference = has("openinference.span.kind")
-        self.traceloop = has("traceloop.span.kind")
-        self.operation = has("gen_ai.operation.name")
-        self.llm_request_type = has("llm.request.type")
-        self.span_names = cut(_SPAN_NAME_KEYS)
-        self.names = {kind: cut(_NAME_KEYS.get(kind, _SPAN_NAME_KEYS)) for kind in StepKind}
-        self.input_messages = has("gen_ai.input.messages")
-        self.output_messages = has("gen_ai.output.messages")
-        self.indexed = indexed
-        self.input_keys = cut(_INPUT_KEYS)
-        self.output_keys = cut(_OUTPUT_KEYS)
-        self.argument_keys = cut(_ARGUMENT_KEYS)
-        self.result_keys = cut(_RESULT_KEYS)
-        self.input_is_arguments = len(self.input_keys) == 1 and self.input_keys == self.argument_keys
-        self.output_is_result = len(self.output_keys) == 1 and self.output_keys == self.result_keys
-        self.ai_sdk = has("ai.operationId")
-        self.listed_tool_calls = has(_AI_SDK_TOOL_CALLS)
-        self.quoted_result = has(_AI_SDK_RESULT)
-        self.listed_events = has(_LISTED_EVENTS)
-        self.envelope = has("traceloop.entity.input") or has("traceloop.entity.output")
-        self.transfer = has("gen_ai.transfer.target.name") or has("gen_ai.transfer.target")
-        self.error_type = has("error.type")
-        self.input_token_keys = cut(_INPUT_TOKEN_KEYS)
-        self.output_token_keys = cut(_OUTPUT_TOKEN_KEYS)
-        self.cost_keys = cut(_COST_KEYS)
-        self.usage = bool(self.input_token_keys or self.output_token_keys or self.cost_keys)
-
-
-def reading_plan(attributes: Mapping[str, Any]) -> ReadingPlan:
-    """The :class:`ReadingPlan` of a span's attributes: one per key tuple, remembered (up
-    to :data:`_PLAN_ENTRIES` key tuples); :data:`_EVERY_KEY` for a mapping that is not a
-    plain dict (its ``get`` may find what its keys do not list) or has a key that is not
-    a plain string."""
-    if attributes.__class__ is not dict:
-        return _EVERY_KEY
-    keys = tuple(attributes)
-    plan = _PLANS.get(keys)
-    if plan is None:
-        if not all(key.__class__ is str for key in keys):
-            return _EVERY_KEY
-        if len(_PLANS) >= _PLAN_ENTRIES:
-            _PLANS.clear()
-        present = frozenset(keys)
-        indexed = any(map(str.startswith, keys, repeat(_INDEXED_PREFIXES)))
-        plan = _PLANS[keys] = ReadingPlan(present.__contains__, indexed)
-    return plan
-
-
 _AI_SDK_TOOL_CALLS = "ai.response.toolCalls"
 _AI_SDK_RESULT = "ai.toolCall.result"
 #: Pydantic AI's instrumentation version 1: an LLM call's GenAI events as a JSON list in
 #: one attribute (its ``event_mode="attributes"``, the default).
 _LISTED_EVENTS = "events"
-#: Key prefixes of indexed messages: a span with no key starting with one has none.
-_INDEXED_PREFIXES = ("llm.input_messages.", "gen_ai.prompt.", "llm.output_messages.", "gen_ai.completion.")
-_NO_MESSAGES = (None, None)
-_EVERY_KEY = ReadingPlan(lambda key: True, True)
-_PLANS: dict[tuple[str, ...], ReadingPlan] = {}
-_PLAN_ENTRIES = 256
-#: The plan remembered for a key tuple, or None (the builder's lookup per span, no call).
-remembered_plan = _PLANS.get
+
+
+def _first_value(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    """The value of the first of ``keys`` that ``attrs`` holds (not None), else None."""
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
 
 
 def _listed_events(value: Any) -> list[EventRecord]:

@@ -14,8 +14,7 @@ text, one definition for every convention:
 * the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
   message lists are JSON, not text, and are flattened to their text contents (joined by
   newlines) so detectors compare what was said, not the JSON around it;
-* an LLM output's text and the tool calls it requested, in one pass
-  (:func:`text_and_tool_calls`; the calls and the results given back are
+* an LLM output's text (the tool calls it requested and the results given back are
   :mod:`otel_semloop.tool_calls`'s).
 
 The values inside attribute strings (JSON, the envelopes around a call's arguments and a
@@ -38,7 +37,6 @@ from typing import Any
 import orjson
 
 from otel_semloop.envelopes import decode_json
-from otel_semloop.tool_calls import ToolCall, requested_call, requested_tool_calls
 
 #: Span events (and log records attached to their span, see
 #: :func:`otel_semloop.conventions.attach_log_records`) that carry an LLM call's messages,
@@ -182,7 +180,6 @@ def _flat(items: list[Any]) -> Any:
 
 _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
-_INDEXED_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 
 
 def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
@@ -260,21 +257,12 @@ def _collect(items: Any) -> dict[str, dict[int, dict[str, Any]]]:
     """The messages of indexed attribute ``(key, value)`` items, by prefix and index."""
     found: dict[str, dict[int, dict[str, Any]]] = {}
     for key, value in items:
-        if not key.startswith(_INDEXED_PREFIXES):  # in C; the pattern needs one of them
-            continue
         match = _INDEXED.match(key)
         if match is None:
             continue
         prefix, number, rest = match.groups()
-        index = int(number)
         rest = rest.removeprefix("message.")
-        # (get, not setdefault: no empty dict made per key; these dicts are all made here)
-        by_index = found.get(prefix)
-        if by_index is None:
-            by_index = found[prefix] = {}
-        message = by_index.get(index)
-        if message is None:
-            message = by_index[index] = {}
+        message = found.setdefault(prefix, {}).setdefault(int(number), {})
         if rest.startswith("tool_calls."):
             call = _INDEXED_TOOL_CALL.match(rest)
             if call is None:
@@ -298,63 +286,6 @@ def _in_order(by_index: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     return messages
 
 
-def text_and_tool_calls(output: Any) -> tuple[str, tuple[ToolCall, ...]]:
-    """``(flatten_text(output), tuple(requested_tool_calls(output)))``: an LLM output's
-    text and the tool calls it requested (as a step holds them), read on every LLM step.
-    GenAI output messages (a list of dicts whose ``parts`` list holds dicts, and no
-    ``content`` or ``tool_calls``) are read in one pass over their parts; anything else by
-    the two readers themselves."""
-    if output.__class__ is not list or not output:
-        return flatten_text(output), tuple(requested_tool_calls(output))
-    # (A message's first text part, and the whole output's first message text, are kept
-    # as they are: a list is made only for a second one, as ``"\n".join`` of one string
-    # is that string.)
-    texts: Any = None  # the messages' texts: None, the first text, or a list from the second
-    calls: tuple[ToolCall, ...] = ()  # (one call, the usual: a tuple of one, no list)
-    for message in output:
-        if message.__class__ is not dict:
-            break
-        parts = message.get("parts")
-        if parts.__class__ is not list or "content" in message or "tool_calls" in message:
-            break
-        text: Any = None  # this message's text parts, as ``texts``
-        for part in parts:
-            if part.__class__ is not dict:
-                break
-            kind = part.get("type")
-            if kind == "text" or kind == "reasoning":
-                content = part.get("content", _ABSENT)
-                if content is _ABSENT:
-                    content = part.get("text")
-                if isinstance(content, str):
-                    if content.__class__ is not str:  # (joined, as before: an exact str)
-                        content = "\n".join((content,))
-                    text = content if text is None else _gathered(text, content)
-            elif kind == "tool_call":
-                calls += (requested_call(part.get("name"), part.get("arguments"), part.get("id")),)
-        else:
-            if text.__class__ is list:
-                text = "\n".join(text)
-            if text:
-                texts = text if texts is None else _gathered(texts, text)
-            continue
-        break
-    else:
-        if texts.__class__ is list:
-            return "\n".join(texts), calls
-        return texts or "", calls
-    return flatten_text(output), tuple(requested_tool_calls(output))
-
-
-def _gathered(gathered: Any, text: str) -> list[str]:
-    """``text`` added to texts gathered for one ``"\n".join``: the first one (a string)
-    becomes a list with the second, a list grows."""
-    if gathered.__class__ is list:
-        gathered.append(text)
-        return gathered  # type: ignore[no-any-return]
-    return [gathered, text]
-
-
 def flatten_text(value: Any) -> str:
     """The text a person would read in a message list or structured value.
 
@@ -366,20 +297,10 @@ def flatten_text(value: Any) -> str:
         return ""
     if isinstance(value, str):
         return value
-    if isinstance(value, list) and value:
-        texts = []
-        message_seen = False
-        for message in value:
-            if not isinstance(message, dict):
-                break  # not a message list: rendered as JSON below
-            text = _message_text(message)
-            if text is not None:
-                message_seen = True
-                if text:
-                    texts.append(text)
-        else:
-            if message_seen:
-                return "\n".join(texts)
+    if isinstance(value, list) and value and all(isinstance(message, dict) for message in value):
+        texts = [_message_text(message) for message in value]
+        if any(text is not None for text in texts):
+            return "\n".join(text for text in texts if text)
     if isinstance(value, dict):
         text = _message_text(value)
         if text is not None:
@@ -393,7 +314,6 @@ def flatten_text(value: Any) -> str:
 
 
 _PART_TEXT_TYPES = ("text", "reasoning")  # a tuple: a part's type may be unhashable
-_ABSENT: Any = object()
 
 
 def _message_text(message: Mapping[str, Any]) -> str | None:
@@ -403,9 +323,7 @@ def _message_text(message: Mapping[str, Any]) -> str | None:
         texts = []
         for part in parts:
             if isinstance(part, dict) and part.get("type") in _PART_TEXT_TYPES:
-                content = part.get("content", _ABSENT)
-                if content is _ABSENT:
-                    content = part.get("text")
+                content = part.get("content", part.get("text"))
                 if isinstance(content, str):
                     texts.append(content)
         return "\n".join(texts)

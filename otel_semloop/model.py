@@ -14,8 +14,7 @@ Steps are ordered by start time with ties broken by tree (pre-)order, never by s
 span ids are random, so ordering by them pairs arbitrary steps.
 
 Size: the three layers plus the Step's fields decoded on first read, which are how a Step
-behaves, so they stay with it; the tree-view node that reads a step's input on first
-lookup is a dict of its own, in :mod:`otel_semloop.tree_node`.
+behaves, so they stay with it.
 """
 
 from __future__ import annotations
@@ -28,7 +27,6 @@ from typing import Any
 from otel_semloop.envelopes import decode_input, decode_json, decode_json_string
 from otel_semloop.messages import EventMessages, IndexedMessages, flatten_text
 from otel_semloop.tool_calls import ToolCall
-from otel_semloop.tree_node import lazy_node
 
 #: Attribute values as OpenTelemetry allows them, plus the nested kvlists/arrays of
 #: OTLP ``AnyValue`` (decoded to dicts and lists) and bytes.
@@ -161,7 +159,7 @@ class Step(_Deferrable):
             return False
         return True
 
-    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
+    def tree_view(self) -> dict[str, Any]:
         """The deepeval/semloop nested span dict (``type``, ``name``, ``input``,
         ``output``, ``children``) rooted at this step.
 
@@ -169,43 +167,26 @@ class Step(_Deferrable):
         other steps show their flattened input/output text (``None`` when absent),
         so deepeval's scoring and semloop's question protocol run on it unchanged.
         Built iteratively: deep agent nesting cannot exhaust the recursion limit.
-
-        ``lazy=True`` is for a reader in this process that looks a node's ``"input"`` up
-        by key (``node["input"]``, ``node.get("input")``, as the lexical metric does, on a
-        type:name collision only): a step whose input is not decoded yet gets a node that
-        decodes it on that lookup (any other dict method decodes it first too). Native
-        serialisers that read a dict's storage directly (``orjson``) cannot serialise it:
-        serialise the default, eager view.
         """
-        top = self._node(lazy)
-        stack = [(self, dict.__getitem__(top, "children"))]
+        top = self._node()
+        stack = [(self, top["children"])]
         while stack:
             step, siblings = stack.pop()
             for child in step.children:
-                child_node = child._node(lazy)
+                child_node = child._node()
                 siblings.append(child_node)
-                stack.append((child, dict.__getitem__(child_node, "children")))
+                stack.append((child, child_node["children"]))
         return top
 
-    def _node(self, lazy: bool = False) -> dict[str, Any]:
-        kind = self.kind
-        node_type = _NODE_TYPES[kind]
-        if kind is _TOOL:
+    def _node(self) -> dict[str, Any]:
+        if self.kind is _TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
-            node_input = self.tool_arguments
-            if node_input is None:
-                if lazy and _undecoded_input(self):
-                    return lazy_node(self, node_type, node_output)
-                node_input = self.input
         else:
             node_output = self.output_text
-            if lazy and _undecoded_input(self):
-                return lazy_node(self, node_type, node_output)
-            node_input = self.input_text if self.input is not None else None
         return {
-            "type": node_type,
+            "type": _NODE_TYPES[self.kind],
             "name": self.name,
-            "input": node_input,
+            "input": self.node_input(),
             "output": node_output,
             "children": [],
         }
@@ -317,19 +298,8 @@ for _field_name, _member in _SLOTS.items():
 
 
 _INPUT_SLOT = _SLOTS["input"]
-_INPUT_TEXT_SLOT = _SLOTS["input_text"]
 #: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).
 _NODE_TYPES = {_AGENT: "agent", _LLM: "llm", _TOOL: "tool", _OTHER: "base"}
-
-
-def _undecoded_input(step: Step) -> bool:
-    """Whether ``input`` or ``input_text`` of ``step`` is left for its first read."""
-    try:
-        _INPUT_SLOT.__get__(step)
-        _INPUT_TEXT_SLOT.__get__(step)
-    except AttributeError:
-        return True
-    return False
 
 
 @dataclass(slots=True, eq=False)
@@ -401,20 +371,19 @@ class Trace:
     def llm_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind is _LLM]
 
-    def tree_view(self, *, lazy: bool = False) -> dict[str, Any]:
-        """deepeval's nested span dict for the whole trace (``lazy``: see
-        :meth:`Step.tree_view`).
+    def tree_view(self) -> dict[str, Any]:
+        """deepeval's nested span dict for the whole trace.
 
         One top-level step is the root itself; several are wrapped in a ``base`` node
         named after the trace's root span so nothing is lost.
         """
         if len(self.roots) == 1:
-            return self.roots[0].tree_view(lazy=lazy)
+            return self.roots[0].tree_view()
         root_record = self.spans.get(self.root_span_id)
         return {
             "type": "base",
             "name": root_record.name if root_record else "trace",
             "input": None,
             "output": "",
-            "children": [r.tree_view(lazy=lazy) for r in self.roots],
+            "children": [r.tree_view() for r in self.roots],
         }

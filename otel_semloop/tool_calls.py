@@ -24,83 +24,16 @@ from otel_semloop.envelopes import decode_json
 __all__ = ["ToolCall", "requested_call", "requested_tool_calls", "tool_responses"]
 
 
-class _ArgumentsText:
-    """ToolCall's base: the slot ``_arguments_text`` holds the JSON text a call read from an
-    LLM output (:func:`requested_call`) leaves ``arguments`` to be decoded from on first read
-    (see :class:`_LazyArguments`). Only a tool step without arguments of its own, or a call
-    no tool span recorded, needs them (:mod:`otel_semloop.builder`); the detectors read
-    whether there are calls at all.
-
-    (No ``__getattr__`` for that: on CPython 3.11 a class with one has every attribute read
-    of its instances take the generic path, ``name`` and ``call_id`` included.)"""
-
-    __slots__ = ("_arguments_text",)
-
-
-_ARGUMENTS_TEXT = _ArgumentsText.__dict__["_arguments_text"]
-
-
 @dataclass(frozen=True, slots=True)
-class ToolCall(_ArgumentsText):
+class ToolCall:
     """A tool call an LLM asked for inside its output messages.
 
     ``arguments`` is the structured value when the arguments were JSON, else the raw text.
-    (Read from an output, JSON arguments are decoded on first read: values, equality,
-    ``repr``, copies and pickles are as if they had been decoded at once.)
     """
 
     name: str
     arguments: Any = None
     call_id: str | None = None
-
-
-#: The slot of ``arguments`` (its member descriptor): what it holds without decoding
-#: anything, :data:`UNDECODED` until the first read of a call's lazy arguments.
-ARGUMENTS_SLOT = ToolCall.__dict__["arguments"]
-
-
-class _Undecoded:
-    """The stand-in in ``arguments``'s slot until the first read (see :class:`_LazyArguments`)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<arguments not decoded yet>"
-
-
-UNDECODED: Any = _Undecoded()
-
-
-class _LazyArguments:
-    """The class attribute ``ToolCall.arguments``, over its slot: the slot's value, except
-    :data:`UNDECODED` there (set by :func:`requested_call`), which the first read replaces
-    with the JSON text of ``_arguments_text`` decoded. Writes and deletes go to the slot (a
-    frozen dataclass makes them only through ``object.__setattr__``, as copies and pickles
-    do). (A stand-in, not an unset slot: catching the AttributeError of an unset slot costs
-    more than the decoding it saves.)"""
-
-    __slots__ = ()
-
-    def __get__(self, call: ToolCall | None, owner: type | None = None) -> Any:
-        if call is None:
-            return self
-        value = _get_arguments(call)
-        if value is UNDECODED:
-            value = decode_json(_ARGUMENTS_TEXT.__get__(call))
-            _set_arguments(call, value)
-        return value
-
-    def __set__(self, call: ToolCall, value: Any) -> None:
-        _set_arguments(call, value)
-
-    def __delete__(self, call: ToolCall) -> None:
-        ARGUMENTS_SLOT.__delete__(call)
-
-
-_get_arguments = ARGUMENTS_SLOT.__get__
-_set_arguments = ARGUMENTS_SLOT.__set__
-_set_arguments_text = _ARGUMENTS_TEXT.__set__
-ToolCall.arguments = _LazyArguments()  # type: ignore[assignment,method-assign]
 
 
 def requested_tool_calls(output: Any) -> list[ToolCall]:
@@ -158,21 +91,12 @@ def _items(value: Any) -> Any:
 
 
 def requested_call(name: Any, arguments: Any, call_id: Any) -> ToolCall:
-    """A call as an LLM output names it (name and call id as text); JSON arguments (what
-    :func:`~otel_semloop.envelopes.decode_json` decodes) are decoded on first read (see
-    :class:`_LazyArguments`)."""
-    call = ToolCall(
+    """A call as an LLM output names it (name and call id as text, JSON arguments decoded)."""
+    return ToolCall(
         name if isinstance(name, str) else str(name or ""),
-        arguments,
+        decode_json(arguments),
         (call_id if isinstance(call_id, str) else str(call_id)) if call_id else None,
     )
-    if isinstance(arguments, str) and arguments[:1] in _JSON_OPENERS:
-        _set_arguments_text(call, arguments)
-        _set_arguments(call, UNDECODED)
-    return call
-
-
-_JSON_OPENERS = ("{", "[")  # as decode_json reads them
 
 
 def tool_responses(messages: Any) -> dict[str, Any]:

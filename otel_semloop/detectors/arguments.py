@@ -163,17 +163,9 @@ def _iso(year: int, month: int, day: int) -> str | None:
 #: Every date spelling holds a four-digit year: text without four digits in a row is left
 #: as it is without trying the patterns (a character-set scan in C).
 _FOUR_DIGITS = re.compile(r"\d\d\d\d")
-#: ASCII digits to ``0``, anything else to a blank: four digits in a row are ``0000`` (a
-#: substring search in C; the pattern above is tried at every position).
-_DIGITS_ONLY = bytes(ord("0") if 48 <= c <= 57 else ord(" ") for c in range(256))
 
 
 def _has_four_digits(text: str) -> bool:
-    """``_FOUR_DIGITS.search(text) is not None``."""
-    if text.isascii():
-        # ``find``, not ``in``: ``in`` on bytes first tries its operand as an int, and
-        # building that failure's message costs more than the search.
-        return text.encode("ascii").translate(_DIGITS_ONLY).find(b"0000") != -1
     return _FOUR_DIGITS.search(text) is not None
 
 

@@ -16,7 +16,6 @@ thing from calls about different things.
 from __future__ import annotations
 
 import enum
-import itertools
 import re
 from collections.abc import Collection, Mapping
 from typing import Any
@@ -25,8 +24,6 @@ import orjson
 
 from otel_semloop.detectors.arguments import (
     SHELL_ARGUMENT_NAMES,
-    _has_four_digits,
-    canonical_shell,
     canonical_string,
     shell_near_form,
 )
@@ -97,10 +94,6 @@ def canonical_args(
         if rewrite:
             return _rewrite_string(arguments.strip(), shell)
         return arguments.strip()
-    if rewrite and type(arguments) is dict:
-        flat = _flat_canonical(arguments, volatile, shell)
-        if flat is not None:
-            return flat
     value = arguments
     if rewrite or volatile:
         value = _canonical_value(arguments, volatile, 0, shell, rewrite)
@@ -112,69 +105,8 @@ def canonical_args(
         return repr(value)
 
 
-def _flat_canonical(arguments: dict[Any, Any], volatile: Collection[str], shell: bool) -> str | None:
-    """:func:`canonical_args` (rewriting) of a dict whose keys are strings and whose values
-    are strings, numbers, booleans or null (most tool calls), in one loop; None for any
-    other dict (the general path). Exact types only: a subclass may serialise otherwise.
-
-    The arguments are serialised first: that is the result when nothing is dropped or
-    rewritten (the usual call), and it tells whether any value could be rewritten as a URL
-    or a date. ``canonical_string`` rewrites a value holding ``://`` or four digits in a
-    row alone, and a string value is in the serialisation as it is (orjson escapes quotes,
-    backslashes and control characters, none of them a digit, ``:`` or ``/``): when the
-    serialisation holds neither, no value is looked at again (one scan instead of one per
-    value)."""
-    try:
-        dumped = orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS).decode()
-    except (TypeError, orjson.JSONEncodeError):
-        return None  # a key that is not a string, or a value orjson cannot write
-    may_rewrite = "://" in dumped or _has_four_digits(dumped)
-    out: dict[str, Any] | None = None
-    for position, (key, value) in enumerate(arguments.items()):
-        if type(key) is not str:
-            return None
-        lowered = key.lower()
-        if lowered in volatile:
-            if out is None:
-                out = dict(itertools.islice(arguments.items(), position))
-            continue
-        kind = type(value)
-        if kind is str:
-            if not value:
-                new = value
-            elif shell or lowered in SHELL_ARGUMENT_NAMES:
-                new = canonical_shell(value)
-            elif may_rewrite and ("://" in value or _has_four_digits(value)):
-                new = canonical_string(value)
-            else:
-                # What ``canonical_string`` would return, without its two calls: it
-                # rewrites URLs and dates alone, and every date spelling holds a year.
-                new = value
-        elif kind in _LEAF_TYPES:
-            new = value
-        else:
-            return None
-        if out is None and new is not value:
-            out = dict(itertools.islice(arguments.items(), position))
-        if out is not None:
-            out[key] = new
-    if out is None:
-        return dumped
-    try:
-        return orjson.dumps(out, option=orjson.OPT_SORT_KEYS).decode()
-    except orjson.JSONEncodeError:
-        return None  # an integer orjson cannot write: the general path says what then
-
-
 def _rewrite_string(text: str, shell: bool) -> str:
-
     return canonical_string(text, shell=shell)
-
-
-#: Exact types of values that :func:`_canonical_value` returns unchanged (scalars): tested
-#: by ``type(...) in`` before the ``isinstance`` chain, whose ``Mapping`` test goes through
-#: the ABC machinery and costs several times more.
-_LEAF_TYPES = frozenset({int, float, bool, type(None)})
 
 
 def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: bool, rewrite: bool) -> Any:
@@ -182,10 +114,9 @@ def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: b
     object when nothing changed."""
     if depth >= _MAX_ARG_DEPTH:
         return value
-    kind = type(value)
-    if kind is str or (kind is not dict and isinstance(value, str)):
+    if isinstance(value, str):
         return _rewrite_string(value, shell) if rewrite and value else value
-    if kind is dict or (kind not in _LEAF_TYPES and isinstance(value, Mapping)):
+    if isinstance(value, Mapping):
         out = {}
         changed = False
         for k, v in value.items():
@@ -193,7 +124,7 @@ def _canonical_value(value: Any, volatile: Collection[str], depth: int, shell: b
             if lowered in volatile:
                 changed = True
                 continue
-            if type(v) not in _LEAF_TYPES and isinstance(v, (str, Mapping, list, tuple)):
+            if isinstance(v, (str, Mapping, list, tuple)):
                 new = _canonical_value(
                     v, volatile, depth + 1, shell or lowered in SHELL_ARGUMENT_NAMES, rewrite
                 )

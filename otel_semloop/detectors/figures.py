@@ -19,23 +19,14 @@ Numbers
     :func:`result_numbers` reads the numbers that could be counts (not clocks, durations,
     ids, attempts); :func:`numbers_progressed` says whether they grew (or many changed).
 
-Cost
-    O(length of the tail). The patterns are written to be tried only where they can match:
-    number patterns start with the digit, matched only where a run of digits starts
-    (:func:`_digit_starts`), field patterns only where their key words occur
-    (:func:`_anchored`); text the shortcuts cannot read (non-ASCII: ``\\d`` and IGNORECASE
-    follow Unicode there) is scanned by the patterns themselves. Each shortcut is checked
-    against the plain patterns in ``tests/detectors/test_facts_fast_paths.py``.
-
-Size: three readers of the same tail sharing the same shortcuts; split, the shortcuts
-would live apart from the patterns whose shape they depend on.
+Each reader costs O(length of the tail).
 """
 
 from __future__ import annotations
 
 import re
 
-from otel_semloop.detectors.normalize import _mask_ids, has_digit
+from otel_semloop.detectors.normalize import _mask_ids
 
 __all__ = [
     "MANY_CHANGED_NUMBERS",
@@ -54,14 +45,10 @@ __all__ = [
 #: the bound keeps the cost per step constant on huge results.
 PROGRESS_TAIL_CHARS = 2048
 
-#: The patterns that read numbers start with the digit and check what precedes it by a
-#: lookbehind over that digit (``\d(?<![\d.]\d)`` is ``(?<![\d.])\d``): a pattern that
-#: starts with a character class is only tried where the text holds one (the engine scans
-#: for it in C), one that starts with a lookbehind or ``\b`` at every position.
-_PERCENT = re.compile(r"(\d(?<![\d.]\d)\d{0,2}(?:\.\d+)?)\s?%")
+_PERCENT = re.compile(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s?%")
 #: ``n/m`` or ``n of m`` as a whole (not a date, a path or a time); a colon after it is
 #: allowed when a blank follows (``Step 58/800: loss=1.83``), not inside ``12/25:30``.
-_FRACTION = re.compile(r"(\d(?<![\w/.:-]\d)\d*)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.-]|:\S)", re.IGNORECASE)
+_FRACTION = re.compile(r"(?<![\w/.:-])(\d+)\s*(?:/|\bof\b)\s*(\d+)(?![\w/.-]|:\S)", re.IGNORECASE)
 
 
 #: Structured progress fields: ``"progress": 0.45``, ``percent=45``, ``pct: 45.5``.
@@ -82,144 +69,26 @@ _TOTAL_FIELD = re.compile(
 
 
 _FIELD_HINT = re.compile(r"progress|percent|pct|completion|total|expected", re.IGNORECASE)
-#: The words every match of each field pattern starts with (:func:`_anchored`).
-_PROGRESS_KEYS = ("progress", "percent", "pct", "completion")
-_DONE_KEYS = (
-    "done", "completed", "processed", "finished", "succeeded", "current", "written",
-    "downloaded", "uploaded", "indexed",
-)  # fmt: skip
-_TOTAL_KEYS = ("total", "expected", "count_total")
-_FIELD_HINTS = ("progress", "percent", "pct", "completion", "total", "expected")
-#: More candidate starts than this and :func:`_anchored` lets the engine scan instead.
-_MAX_ANCHORS = 32
 
 
-def _anchored(
-    pattern: re.Pattern[str], text: str, lowered: str | None, keys: tuple[str, ...], *, first: bool = False
-) -> list[re.Match[str]]:
-    r"""``list(pattern.finditer(text))`` (with ``first``: only its first match, as ``search``
-    finds it) for a pattern each of whose matches starts with one of ``keys`` (matched
-    case-insensitively), given ``lowered`` = ``text.lower()`` for ASCII text (None
-    otherwise: then the pattern scans).
-
-    The keys are found by substring search in C and the pattern is matched there only
-    (:func:`_matches_at`); the pattern, which starts with ``\b`` and an alternation under
-    IGNORECASE, would be tried at every position (~50 ns a character here). Lower-casing
-    ASCII keeps every position; other text scans.
-    """
-    starts: set[int] | None = None
-    if lowered is not None:
-        starts = set()
-        for key in keys:
-            at = lowered.find(key)
-            while at >= 0 and starts is not None:
-                starts.add(at)
-                if len(starts) > _MAX_ANCHORS:
-                    starts = None
-                else:
-                    at = lowered.find(key, at + 1)
-    return _matches_at(pattern, text, sorted(starts) if starts is not None else None, first=first)
-
-
-def _matches_at(
-    pattern: re.Pattern[str], text: str, starts: list[int] | None, *, first: bool = False
-) -> list[re.Match[str]]:
-    r"""``list(pattern.finditer(text))`` (``first``: its first match only) when every match
-    of ``pattern`` starts at one of ``starts`` (ascending; None: scan the whole text).
-
-    ``pattern.match(text, start)`` at each start in order, skipping starts inside the
-    previous match, is what ``finditer`` finds: it tries every position in turn with the
-    same matcher (a lookbehind and ``\b`` see the text before ``start``), and no other
-    position can match.
-    """
-    if starts is None:
-        if first:
-            match = pattern.search(text)
-            return [match] if match is not None else []
-        return list(pattern.finditer(text))
-    found: list[re.Match[str]] = []
-    end = 0
-    for start in starts:
-        if start < end:
-            continue
-        match = pattern.match(text, start)
-        if match is not None:
-            found.append(match)
-            if first:
-                break
-            end = match.end()
-    return found
-
-
-#: ASCII digits to ``0``, anything else to a blank (runs of ``0`` are digit runs, found
-#: by substring searches in C).
-_DIGIT_CLASS = bytes(ord("0") if 48 <= c <= 57 else ord(" ") for c in range(256))
-#: More digit runs than this and the number patterns scan instead (a table: matching at
-#: each run from Python would cost more than the engine's scan).
-_MAX_DIGIT_RUNS = 48
-
-
-def _digit_starts(text: str) -> list[int] | None:
-    r"""Where the runs of digits of ASCII ``text`` start (None for other text, or for more
-    than :data:`_MAX_DIGIT_RUNS` runs): the only places where a pattern that starts with a
-    digit not preceded by a word character or a digit can match (:func:`_matches_at`).
-    Other scripts' digits are ``\d`` too, so other text scans."""
-    if not text.isascii():
-        return None
-    classes = text.encode("ascii").translate(_DIGIT_CLASS)
-    starts: list[int] = []
-    at = classes.find(b"0")
-    while at >= 0:
-        if len(starts) == _MAX_DIGIT_RUNS:
-            return None
-        starts.append(at)
-        at = classes.find(b" ", at)  # the end of the run
-        if at < 0:
-            break
-        at = classes.find(b"0", at)
-    return starts
-
-
-def _sub_at(pattern: re.Pattern[str], replacement: str, text: str, starts: list[int] | None) -> str:
-    """``pattern.sub(replacement, text)`` (a plain replacement, a pattern that never matches
-    empty) with the matches found by :func:`_matches_at`."""
-    if starts is None:
-        return pattern.sub(replacement, text)
-    pieces: list[str] = []
-    end = 0
-    for match in _matches_at(pattern, text, starts):
-        pieces.append(text[end : match.start()])
-        pieces.append(replacement)
-        end = match.end()
-    if not pieces:
-        return text
-    pieces.append(text[end:])
-    return "".join(pieces)
-
-
-def _field_progress(tail: str, lowered: str | None = None) -> tuple[int, float] | None:
-    """(position, fraction) of the last structured progress field, or None.
-
-    ``lowered`` is ``tail.lower()`` when ``tail`` is ASCII (None: the patterns scan)."""
+def _field_progress(tail: str) -> tuple[int, float] | None:
+    """(position, fraction) of the last structured progress field, or None."""
     best: tuple[int, float] | None = None
-    for match in _anchored(_PROGRESS_FIELD, tail, lowered, _PROGRESS_KEYS):
+    for match in _PROGRESS_FIELD.finditer(tail):
         value = float(match.group(2))
         key = match.group(1).lower()
         if value <= 1.0 and not key.startswith(("percent", "pct")) and "." in match.group(2):
             best = (match.start(), value)
         elif value <= 100.0:
             best = (match.start(), value / 100.0)
-    totals = _anchored(_TOTAL_FIELD, tail, lowered, _TOTAL_KEYS, first=True)
-    if totals:  # a done count matters only beside a total
-        total = totals[0]
-        dones = _anchored(_DONE_FIELD, tail, lowered, _DONE_KEYS, first=True)
-        if dones:
-            done = dones[0]
-            finished, whole = int(done.group(1)), int(total.group(1))
-            if whole >= 1 and finished <= whole:
-                position = max(done.start(), total.start())
-                if best is None or position > best[0]:
-                    best = (position, finished / whole)
+    done = _DONE_FIELD.search(tail)
+    total = _TOTAL_FIELD.search(tail)
+    if done and total:
+        finished, whole = int(done.group(1)), int(total.group(1))
+        if whole >= 1 and finished <= whole:
+            position = max(done.start(), total.start())
+            if best is None or position > best[0]:
+                best = (position, finished / whole)
     return best
 
 
@@ -234,30 +103,24 @@ def progress_value(text: str) -> float | None:
     tail = text[-PROGRESS_TAIL_CHARS:]
     has_percent = "%" in tail
     has_fraction = "/" in tail or "of" in tail or "OF" in tail or "Of" in tail
-    lowered = None
-    if ":" in tail or "=" in tail:
-        if tail.isascii():
-            lowered = tail.lower()
-            has_field = any(hint in lowered for hint in _FIELD_HINTS)
-        else:
-            has_field = _FIELD_HINT.search(tail) is not None
-    else:
-        has_field = False
-    if not (has_percent or has_fraction or has_field) or not has_digit(tail):
+    has_field = (":" in tail or "=" in tail) and _FIELD_HINT.search(tail) is not None
+    if not (has_percent or has_fraction or has_field) or not _HAS_DIGIT.search(tail):
         return None
     best: tuple[int, float] | None = None
     if has_field:
-        best = _field_progress(tail, lowered)
-    digits = _digit_starts(tail)
-    for match in _matches_at(_PERCENT, tail, digits) if has_percent else ():
+        best = _field_progress(tail)
+    for match in _PERCENT.finditer(tail) if has_percent else ():
         value = float(match.group(1))
         if value <= 100.0:
             best = (match.start(), value / 100.0)
-    for match in _matches_at(_FRACTION, tail, digits) if has_fraction else ():
+    for match in _FRACTION.finditer(tail) if has_fraction else ():
         done, total = int(match.group(1)), int(match.group(2))
         if total >= 2 and done <= total and (best is None or match.start() > best[0]):
             best = (match.start(), done / total)
     return best[1] if best is not None else None
+
+
+_HAS_DIGIT = re.compile(r"\d")
 
 
 #: A count is a whole number of at most this many digits: longer runs are ids, epoch
@@ -276,10 +139,6 @@ _REMAINING_COUNT = re.compile(
 )
 
 
-_REMAINING_HINTS = ("pending", "remaining", "left", "queued", "outstanding", "waiting", "todo", "unprocessed")
-_TO_GO = re.compile(r"to\s+go")
-
-
 def remaining_counts(text: str) -> tuple[int, ...] | None:
     """Counts of work remaining in the tail of ``text`` ("12 pending", "3 files left",
     "remaining: 40"), or None when there are none or too many to be a status line.
@@ -292,14 +151,6 @@ def remaining_counts(text: str) -> tuple[int, ...] | None:
     errs toward a loop for unlabelled counters.
     """
     tail = text[-PROGRESS_TAIL_CHARS:]
-    if not has_digit(tail):
-        return None
-    if tail.isascii():
-        # Every match holds one of the words; substring tests in C rule most results out
-        # (ASCII only: under IGNORECASE a few non-ASCII letters match ASCII ones).
-        lowered = tail.lower()
-        if not any(word in lowered for word in _REMAINING_HINTS) and not _TO_GO.search(lowered):
-            return None
     counts = tuple(int(m.group(1) or m.group(2)) for m in _REMAINING_COUNT.finditer(tail))
     if not counts or len(counts) > MAX_COUNTS:
         return None
@@ -324,10 +175,10 @@ MAX_NUMBERS = 64
 #: Numbers that changed between two otherwise identical results from which the change is
 #: progress even if some fell: a log tail that moved on, metrics of a running job.
 MANY_CHANGED_NUMBERS = 3
-_NUMBER = re.compile(r"(\d(?<![\w.]\d)\d{0,7}(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
+_NUMBER = re.compile(r"(?<![\w.])(\d{1,8}(?:\.\d+)?)(?![\w.]*\d)(?!\.\d)")
 #: Contexts that make a number volatile, not a count: clocks (``10:42:07``), durations
 #: (``35 ms``, ``2.5s``), and numbers labelled as identifiers, attempts or clocks.
-_CLOCK = re.compile(r"\d(?<!\w\d)\d?:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")  # \b\d{1,2}:...
+_CLOCK = re.compile(r"\b\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\b")
 _DURATION_UNIT = re.compile(
     r"\s?(?:ns|us|\u00b5s|ms|s|sec|secs|seconds?|m|mins?|minutes?|h|hrs?|hours?|days?)\b", re.IGNORECASE
 )
@@ -338,31 +189,6 @@ _VOLATILE_LABEL = re.compile(
     r"[\"']?\s*[:=#]?\s*$",
     re.IGNORECASE,
 )
-#: The words :data:`_VOLATILE_LABEL` names (read from the pattern: one list).
-_LABEL_WORDS = frozenset(_VOLATILE_LABEL.pattern.split(r"\b(?:", 1)[1].split(r")\b", 1)[0].split("|"))
-#: What may follow a label before the number: quotes, blanks, ``:``, ``=`` and ``#``
-#: (ASCII; a superset of what the pattern's tail accepts).
-_LABEL_TRAIL = "\"' \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f:=#"
-#: ASCII word characters kept (letters lower-cased), anything else to a blank.
-_WORD_BYTES = bytes(
-    c + 32 if 65 <= c <= 90 else c if (c < 128 and (chr(c).isalnum() or c == 95)) else 32 for c in range(256)
-)
-
-
-def _may_be_labelled(window: str) -> bool:
-    """False only when ``_VOLATILE_LABEL`` cannot match at the end of the ASCII ``window``
-    (the text just before a number): a match is a label word or ``#``, then only quotes,
-    blanks, ``:``, ``=`` or ``#``. So with no ``#`` in that trailing stretch, the word
-    before it (cut at the window's start, which only makes more words candidates) must be
-    a label. A quick necessary test before the pattern, which tries each of its words at
-    each position of the window."""
-    head = window.rstrip(_LABEL_TRAIL)
-    if "#" in window[len(head) :]:
-        return True
-    if not head or not (head[-1].isalnum() or head[-1] == "_"):
-        return False  # no word ends where the trailing stretch starts
-    return head.encode("ascii").translate(_WORD_BYTES).rsplit(None, 1)[-1].decode("ascii") in _LABEL_WORDS
-
 
 _VOLATILE_AFTER = re.compile(r"\s*(?:ago|times?\b|attempts?\b|tries\b|retries\b)", re.IGNORECASE)
 
@@ -372,26 +198,13 @@ def result_numbers(text: str) -> tuple[float, ...] | None:
     in order: clock times, ISO dates, durations, long digit runs (epochs, ids), numbers
     inside identifiers and numbers labelled as ids, pids, attempts, versions or clocks are
     left out. None when the tail holds none."""
-    tail = text[-PROGRESS_TAIL_CHARS:]
-    if not has_digit(tail):
-        return None
-    if ":" in tail:
-        tail = _sub_at(_CLOCK, " ", tail, _digit_starts(tail))
-    # UUIDs, timestamps, hex runs and generated identifiers first: a random id's digit
-    # groups (``f652-4008-b7b4``) are not counts, and they change on every call.
-    tail = _mask_ids(tail)
-    if not has_digit(tail):
-        return None
-    ascii_tail = tail.isascii()
+    tail = _mask_ids(_CLOCK.sub(" ", text[-PROGRESS_TAIL_CHARS:]))
     numbers: list[float] = []
-    for match in _matches_at(_NUMBER, tail, _digit_starts(tail)):
+    for match in _NUMBER.finditer(tail):
         start, end = match.span()
         if _DURATION_UNIT.match(tail, end) and not _UNIT_NOT_DURATION.match(tail, end):
             continue
-        before = max(0, start - 24)
-        if (not ascii_tail or _may_be_labelled(tail[before:start])) and _VOLATILE_LABEL.search(
-            tail, before, start
-        ):
+        if _VOLATILE_LABEL.search(tail, max(0, start - 24), start):
             continue
         if _VOLATILE_AFTER.match(tail, end):
             continue

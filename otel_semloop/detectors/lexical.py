@@ -358,9 +358,9 @@ class LexicalDetector:
 
     def evaluate_trace(self, trace: Trace) -> LexicalResult:
         """``evaluate(trace.tree_view())``, without building the view (unless a subclass
-        overrides :meth:`evaluate`, which then gets the lazy view)."""
+        overrides :meth:`evaluate`, which then gets the view)."""
         if type(self).evaluate is not LexicalDetector.evaluate:
-            return self.evaluate(trace.tree_view(lazy=True))
+            return self.evaluate(trace.tree_view())
         return deepeval_score_trace(
             trace,
             threshold=self.threshold,

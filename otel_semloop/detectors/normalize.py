@@ -12,8 +12,7 @@ Masking (results, assistant text, output lines)
     digits interleaved such as ``8f3k2``, whatever their prefix ``req_``/``m-``/``run-``,
     and several of them joined by ``_`` or ``-`` as one) and finally every run of digits
     (``#``). Masked identifiers have one length, so their jitter is not "longer output".
-    Text without a digit is returned as is (every pattern needs one), which keeps the
-    common case cheap. Masking errs toward "same": a real change that is only numeric
+    Text without a digit is returned as is. Masking errs toward "same": a real change that is only numeric
     (``3 failed`` -> ``1 failed``) is invisible here; explicit progress (below) and novel
     actions are what let such work through.
 
@@ -83,28 +82,8 @@ _HAS_DIGIT = re.compile(r"\d")
 
 
 def has_digit(text: str) -> bool:
-    """``_HAS_DIGIT.search(text)``: ASCII text by ten substring tests (memchr speed), other
-    text by the pattern (``\\d`` also matches other scripts' digits)."""
-    if text.isascii():
-        return (
-            "0" in text or "1" in text or "2" in text or "3" in text or "4" in text
-            or "5" in text or "6" in text or "7" in text or "8" in text or "9" in text
-        )  # fmt: skip
+    """Whether ``text`` holds a digit (of any script)."""
     return _HAS_DIGIT.search(text) is not None
-
-
-#: ASCII digits to NUL, then runs of NUL to ``#``: ``_DIGITS.sub("#", text)`` for ASCII
-#: text without NUL, with one translation and a search for a literal (the digit pattern is
-#: a character set, which the regex engine tries at every position).
-_DIGITS_TO_NUL = bytes.maketrans(b"0123456789", b"\0" * 10)
-_NUL_RUN = re.compile(b"\0\0*")  # a literal first: the engine jumps from NUL to NUL
-
-
-def _mask_digits(text: str) -> str:
-    """``_DIGITS.sub("#", text)``."""
-    if text.isascii() and "\0" not in text:
-        return _NUL_RUN.sub(b"#", text.encode("ascii").translate(_DIGITS_TO_NUL)).decode("ascii")
-    return _DIGITS.sub("#", text)
 
 
 #: Punctuation becomes a blank (ASCII, plus the typographic quotes, dashes and bullets
@@ -116,41 +95,6 @@ _PUNCTUATION = str.maketrans(
         " ",
     )
 )
-
-
-#: :data:`_PUNCTUATION` for ASCII text, as a byte table (a byte translation is several
-#: times faster than a ``str`` one).
-_PUNCTUATION_BYTES = bytes(ord(" ") if c < 128 and _PUNCTUATION.get(c) == " " else c for c in range(256))
-
-
-def _drop_punctuation(text: str) -> str:
-    """``text.translate(_PUNCTUATION)``."""
-    if text.isascii():
-        return text.encode("ascii").translate(_PUNCTUATION_BYTES).decode("ascii")
-    return text.translate(_PUNCTUATION)
-
-
-#: ASCII as bytes: upper-case letters to lower case and every character ``str.split``
-#: splits on to a blank (``_FOLD``); the same, and punctuation to a blank too
-#: (``_FOLD_PUNCTUATION``). For ASCII text ``casefold`` is ``lower``.
-_FOLD = bytes(
-    c + 32 if 65 <= c <= 90 else ord(" ") if c < 128 and chr(c).isspace() else c for c in range(256)
-)
-_FOLD_PUNCTUATION = bytes(ord(" ") if _PUNCTUATION_BYTES[c] == ord(" ") else _FOLD[c] for c in range(256))
-_BLANKS = re.compile(b"  +")
-#: Two blanks in a row: searched for as a literal by the regex engine, several times faster
-#: than ``bytes.find`` of the two-byte needle on text holding many single blanks.
-_DOUBLE_BLANK = re.compile(b"  ")
-
-
-def _fold_ascii(text: str, table: bytes) -> str:
-    """``" ".join(text.casefold().split())`` of ASCII ``text`` (with :data:`_FOLD`;
-    punctuation dropped first with :data:`_FOLD_PUNCTUATION`): one byte translation, then
-    runs of blanks collapsed by a pattern that starts with a literal."""
-    folded = text.encode("ascii").translate(table)
-    if _DOUBLE_BLANK.search(folded) is not None:
-        folded = _BLANKS.sub(b" ", folded)
-    return folded.strip(b" ").decode("ascii")
 
 
 def _hex(match: re.Match[str]) -> str:
@@ -177,7 +121,6 @@ def mask(text: str) -> str:
     """``text`` with UUIDs, ISO timestamps, hex runs, generated identifiers and digit runs
     masked (see module doc).
 
-    Each pattern runs only when a substring test (done in C) says it could match.
     """
     if not has_digit(text):
         return text
@@ -221,16 +164,15 @@ _JOINED_MARKS = re.compile(r"#(?:[-_]#)+")
 
 def _volatile_marks(ids_masked: str) -> str:
     """``ids_masked`` (identifiers already masked) with digit runs and ``<id>`` as ``#``."""
-    text = _mask_digits(ids_masked).replace("<id>", "#")
-    # A joined mark holds ``-`` or ``_`` (one ``memchr`` each to rule it out); the pattern,
-    # which starts with the literal ``#``, then costs less than searching for both joins.
-    return _JOINED_MARKS.sub("#", text) if "-" in text or "_" in text else text
+    return _JOINED_MARKS.sub("#", _DIGITS.sub("#", ids_masked).replace("<id>", "#"))
 
 
 def _mask_ids(text: str) -> str:
     """``text`` with UUIDs, ISO timestamps, hex runs and generated identifiers masked,
     other numbers kept. Each mask runs only when its gate (above) says it could change
-    something (a hex run or identifier that is not masked is replaced by itself)."""
+    something (a hex run or identifier that is not masked is replaced by itself).
+    Kept for speed: without the gates the detectors take about twice as long in
+    ``bench/detector_speed.py`` (the plain masks are the oracle in tests/detectors)."""
     gated = text.isascii()  # O(1); masking only ever writes ASCII
     if "-" in text:  # (``memchr``; counting them is a slower loop)
         if text.count("-") >= 4 and not (gated and _UUID_GATE.search(text) is None):
@@ -259,12 +201,12 @@ def normalize_result_and_content(text: str) -> tuple[str, str]:
     """(:func:`normalize_result`, :func:`normalize_content`) of one result, masking its
     identifiers once for both."""
     if not has_digit(text):
-        folded = _fold_ascii(text, _FOLD) if text.isascii() else " ".join(text.casefold().split())
+        folded = " ".join(text.casefold().split())
         return folded, folded
     # Collapsing blanks commutes with masking (no mark holds a blank, and a collapsed
     # blank still separates what it separated): one split for result and content.
     masked = _mask_ids(text)
-    content = _fold_ascii(masked, _FOLD) if masked.isascii() else " ".join(masked.casefold().split())
+    content = " ".join(masked.casefold().split())
     return _volatile_marks(content), content
 
 
@@ -299,7 +241,7 @@ def is_acknowledgement(normalised: str) -> bool:
     and ``no results`` are answers, not acknowledgements."""
     if len(normalised) > 16 * ACK_MAX_WORDS:
         return False
-    words = _drop_punctuation(normalised).split()  # (by bytes: a str translation by dict is ~8x slower)
+    words = normalised.translate(_PUNCTUATION).split()
     if not words:
         return normalised.strip() not in ("[]", "{}")
     if len(words) == 1 and words[0] in ("null", "none"):
@@ -315,10 +257,7 @@ def normalize_result(text: str) -> str:
 def normalize_text(text: str) -> str:
     """Assistant text or an output line as compared by the detectors: like
     :func:`normalize_result`, and punctuation dropped (``Retrying.`` equals ``retrying!``)."""
-    masked = mask(text)
-    if masked.isascii():
-        return _fold_ascii(masked, _FOLD_PUNCTUATION)
-    return " ".join(_drop_punctuation(masked.casefold()).split())
+    return " ".join(mask(text).casefold().translate(_PUNCTUATION).split())
 
 
 def normalize_words(text: str) -> str:
@@ -327,7 +266,7 @@ def normalize_words(text: str) -> str:
     the same line. Identifiers, UUIDs, hex and timestamps are still masked."""
     if has_digit(text):
         text = _mask_ids(text)
-    return " ".join(_drop_punctuation(text.casefold()).split())
+    return " ".join(text.casefold().translate(_PUNCTUATION).split())
 
 
 def digest(text: str) -> int:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from difflib import SequenceMatcher
-from itertools import filterfalse
 from typing import Any
 
 from rapidfuzz.distance import LCSseq
@@ -50,25 +49,6 @@ STOP_WORDS = frozenset(
 )  # fmt: skip
 
 _END = object()
-
-#: The characters of a word of a lowered, split ASCII text: ASCII, neither a blank that
-#: ``str.split`` splits on (``str.isspace``, the same predicate) nor a capital.
-_WORD_CHARS = [c for c in map(chr, range(128)) if not c.isspace() and c == c.lower()]
-#: What the meaningful-word filter drops from an ASCII text, looked up in C: the stop words
-#: and every string of one or two :data:`_WORD_CHARS` (8,556 of them, about 1 MB in all).
-#: Made by :func:`_ascii_dropped` on the first ASCII output, not at import: an application
-#: that registers the span processor imports the detectors, and need not pay the 2 ms and
-#: the megabyte in its start-up.
-_ASCII_DROPPED: frozenset[str] | None = None
-
-
-def _ascii_dropped() -> frozenset[str]:
-    global _ASCII_DROPPED
-    if _ASCII_DROPPED is None:
-        pairs = {a + b for a in _WORD_CHARS for b in _WORD_CHARS}
-        _ASCII_DROPPED = STOP_WORDS | frozenset(_WORD_CHARS) | pairs
-    return _ASCII_DROPPED
-
 
 class _Output:
     """One LLM output, cleaned once: its meaningful words joined by spaces (``text``), the
@@ -101,26 +81,11 @@ def _lcs_length(a: str, b: _Output) -> int:
 def _prepare(output: Any) -> _Output | None:
     """The comparable form of an output, or None when deepeval would skip its pairs.
 
-    The meaningful words are some of the output's words: an output of fewer words than
-    :data:`MIN_MEANINGFUL_WORDS` is skipped without filtering them (the length of the
-    split list is read in O(1)). An ASCII text (``str.isascii`` reads a flag) is filtered
-    by one lookup per word in :data:`_ASCII_DROPPED`, run in C by ``filterfalse``: the
-    comprehension calls ``len`` and tests each word in bytecode, about 300 Ir a word
-    more (the lowered text is ASCII too, so each of its words is made of
-    :data:`_WORD_CHARS`, and one of at most two characters is in the set)."""
+    The meaningful words are its words longer than two characters that are not stop words,
+    lowered."""
     if not isinstance(output, str):
         return None
-    lowered = str(output).lower()
-    words = lowered.split()
-    if len(words) < MIN_MEANINGFUL_WORDS:
-        return None
-    if lowered.isascii():
-        # A word of at most two characters is one of ``_ASCII_DROPPED`` here, so one set
-        # lookup per word, run in C, is the filter below.
-        dropped = _ASCII_DROPPED or _ascii_dropped()
-        words = list(filterfalse(dropped.__contains__, words))
-    else:
-        words = [w for w in words if len(w) > 2 and w not in STOP_WORDS]
+    words = [w for w in str(output).lower().split() if len(w) > 2 and w not in STOP_WORDS]
     if len(words) < MIN_MEANINGFUL_WORDS:
         return None
     return _Output(words)

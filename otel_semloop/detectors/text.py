@@ -65,7 +65,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import sys
 from collections import Counter
 from typing import ClassVar
 
@@ -285,61 +284,17 @@ class RestatementDetector(IncrementalDetector):
 _FENCE = ("```", "~~~")
 _LIST_ITEM = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)]|[a-zA-Z][.)])\s")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_MAY_SPLIT = re.compile(r"[.!?]\s")
 
 
 #: What ``str.splitlines`` ends a line at, then what can end a sentence: the marks each
-#: of which can start at most one more unit (the usual ones first).
+#: of which can start at most one more unit.
 _UNIT_MARKS = ("\n", ".", "?", "!", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-#: The same for a text of ASCII characters alone (``str.isascii`` is a flag read).
-_ASCII_UNIT_MARKS = tuple(mark for mark in _UNIT_MARKS if mark.isascii())
-#: The marks of ASCII text without the rare line breaks (``\r`` and the control
-#: characters), which :func:`_most_units` rules out first.
-_USUAL_UNIT_MARKS = ("\n", ".", "?", "!")
-assert _ASCII_UNIT_MARKS[: len(_USUAL_UNIT_MARKS)] == _USUAL_UNIT_MARKS
 
 
-def _most_units(text: str, enough: int = sys.maxsize) -> int:
+def _most_units(text: str) -> int:
     """An upper bound on the units :func:`chant_units` can find in ``text``: one, plus one per
-    line break, plus one per sentence end in it (``[.!?]``, a unit is split only after one).
-    Counting stops at ``enough`` (the caller only asks whether there are that many).
-
-    Found by ``in`` and ``str.find`` (``memchr`` scans in C): a mark the text does not hold
-    costs one fast scan, one it holds a call per occurrence up to ``enough`` (past a few,
-    one ``str.count`` of the rest)."""
-    units = 1
-    if not text.isascii():
-        marks = _UNIT_MARKS
-    elif (
-        "\r" in text or "\x0b" in text or "\x0c" in text or "\x1c" in text or "\x1d" in text
-        or "\x1e" in text
-    ):  # fmt: skip
-        marks = _ASCII_UNIT_MARKS
-    else:
-        # The rare line breaks ruled out in one expression rather than one loop round
-        # each: the marks left are the usual ones, in the same order.
-        marks = _USUAL_UNIT_MARKS
-    for mark in marks:
-        if mark not in text:  # the cheapest call: most marks are absent
-            continue
-        at = text.find(mark)
-        found = 0
-        while at != -1:
-            units += 1
-            found += 1
-            if units >= enough:
-                return units
-            if found == _FIND_EACH:
-                units += text.count(mark, at + 1)
-                if units >= enough:
-                    return units
-                break
-            at = text.find(mark, at + 1)
-    return units
-
-
-#: Occurrences of one mark :func:`_most_units` finds one by one before counting the rest.
-_FIND_EACH = 8
+    line break, plus one per sentence end in it (``[.!?]``, a unit is split only after one)."""
+    return 1 + sum(text.count(mark) for mark in _UNIT_MARKS)
 
 
 #: Share of an output's units that repeated short units must make up for short units to
@@ -354,7 +309,7 @@ def chant_units(text: str, min_chars: int, min_units: int = 2) -> Counter[str]:
     short units make up :data:`SHORT_CHANT_SHARE` of all units (a degenerate output).
     Empty when there are fewer than ``min_units`` candidate units (no count could reach
     it), without normalising any."""
-    if _most_units(text, min_units) < min_units:
+    if _most_units(text) < min_units:
         return Counter()
     return _unit_counts(text, min_chars, min_units)
 
@@ -374,7 +329,7 @@ def _unit_counts(text: str, min_chars: int, min_units: int) -> Counter[str]:
             continue  # indented code block
         if _LIST_ITEM.match(stripped) or stripped.startswith("|") or stripped.count("|") >= 2:
             continue
-        units.extend(_SENTENCE_END.split(stripped) if _MAY_SPLIT.search(stripped) else (stripped,))
+        units.extend(_SENTENCE_END.split(stripped))
     counts: Counter[str] = Counter()
     if len(units) < min_units:
         return counts
@@ -397,10 +352,8 @@ def _unit_counts(text: str, min_chars: int, min_units: int) -> Counter[str]:
 RUN_UNIT_CHARS = 32
 #: Characters of the middle of an output examined for a run (see :func:`degenerate_run`).
 RUN_SAMPLE_CHARS = 2048
+#: Characters of the sample's start looked for again to find its period.
 _RUN_HEAD_CHARS = 8
-#: The least sample searched, and how far past its start the head is looked for.
-_RUN_MIN_SAMPLE = 2 * _RUN_HEAD_CHARS
-_RUN_SEARCH_CHARS = RUN_UNIT_CHARS + _RUN_HEAD_CHARS
 
 
 def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
@@ -413,31 +366,25 @@ def degenerate_run(text: str, min_chars: int) -> tuple[str, int] | None:
     A run that covers three quarters of the text covers its middle half, so the middle
     (at most :data:`RUN_SAMPLE_CHARS` characters of it) must be exactly periodic with a
     period of at most :data:`RUN_UNIT_CHARS`: found by looking for its first characters
-    again within that distance and comparing the sample with itself shifted. Cost: a
-    slice and at most a few string comparisons (done in C), then one ``str.count`` when a
-    period is found; a normal text is rejected after one bounded ``find``.
+    again within that distance and comparing the sample with itself shifted.
     """
     size = len(text)
     if size < min_chars:
         return None
-    # The sample is text[lo:hi], addressed in place (a normal text is never sliced).
-    lo = size // 4
-    hi = size - lo
-    if hi - lo > RUN_SAMPLE_CHARS:
-        lo += (hi - lo - RUN_SAMPLE_CHARS) // 2
-        hi = lo + RUN_SAMPLE_CHARS
-    elif hi - lo < _RUN_MIN_SAMPLE:
+    middle = text[size // 4 : size - size // 4]
+    if len(middle) > RUN_SAMPLE_CHARS:
+        start = (len(middle) - RUN_SAMPLE_CHARS) // 2
+        middle = middle[start : start + RUN_SAMPLE_CHARS]
+    if len(middle) < 2 * _RUN_HEAD_CHARS:
         return None
-    end = lo + _RUN_SEARCH_CHARS
-    if end > hi:
-        end = hi
-    head = text[lo : lo + _RUN_HEAD_CHARS]
-    at = text.find(head, lo + 1, end)
-    while at != -1 and text[at:hi] != text[lo : hi - (at - lo)]:
-        at = text.find(head, at + 1, end)
-    if at == -1:
+    head = middle[:_RUN_HEAD_CHARS]
+    limit = RUN_UNIT_CHARS + _RUN_HEAD_CHARS
+    period = middle.find(head, 1, limit)
+    while period != -1 and middle[period:] != middle[:-period]:
+        period = middle.find(head, period + 1, limit)
+    if period == -1:
         return None
-    unit = text[lo:at]
+    unit = middle[:period]
     if "\n" in unit or not any(c.isalpha() for c in unit):
         # Whole lines repeated are left to the line counts (which skip code and tables);
         # rules, separators and padding ("-----", "0000") say nothing.
@@ -508,7 +455,7 @@ class ChantingDetector(IncrementalDetector):
         # Fewer units than a warning needs cannot be reported (the bound is checked here so
         # that most outputs cost a few C scans and no counter).
         top = 0
-        if _most_units(text, floor) >= floor:
+        if _most_units(text) >= floor:
             counts = _unit_counts(text, config.chant_min_chars, floor)
             if counts:
                 top = max(counts.values())

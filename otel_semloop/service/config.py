@@ -13,6 +13,9 @@ never printed: they are left out of ``repr`` and :meth:`ServiceConfig.describe`,
 :func:`redact_url` hides URL credentials in every log line. Addresses are ``HOST:PORT``
 (``[::1]:4317`` for IPv6; port 0 picks a free port); ``export_endpoint`` is a URL
 (``https`` for TLS), to which OTLP/HTTP appends ``/v1/traces`` when it has no path.
+
+Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
+``${env:...}`` in files, secrets from files); each option is a few lines.
 """
 
 from __future__ import annotations

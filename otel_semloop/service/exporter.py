@@ -12,6 +12,9 @@ retryably while the downstream is down, so data waits upstream instead of being 
 ``settle(items)`` is called once for every item that leaves the queue for good. Nothing
 here raises. The delivery promise (at least once only across a timeout or a broken
 connection) is stated in ``docs/service.md`` ("Delivery semantics").
+
+Size: the export queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching
+and the retry rules, so they are read together here.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ DEADLINE_EXCEEDED, readable error bodies) is the contract of ``docs/service.md``
 ("Receivers", "Admission and memory"). A request that does not decode as a whole is
 decoded span by span (JSON by :func:`_salvage_json`, protobuf by :func:`parse_protobuf`),
 so one bad span costs only itself.
+
+Size: the two receivers (OTLP/gRPC and OTLP/HTTP) share admission, decoding and error
+answers, so they are read together here.
 """
 
 from __future__ import annotations

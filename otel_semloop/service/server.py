@@ -12,8 +12,10 @@ decoded off it too.
 Admission (:meth:`SemloopService.admit`: refuse retryably before anything is
 acknowledged), the connection limits and the shutdown order (stop accepting, release every
 held trace, score within 80% of ``shutdown_timeout_seconds``, send what is queued in the
-rest, count what is left) are described in ``docs/service.md``. Start and stop live
-together because shutdown undoes start in order.
+rest, count what is left) are described in ``docs/service.md``.
+
+Size: start and stop live together because shutdown undoes start in order, for both
+signals (spans and log records).
 """
 
 from __future__ import annotations

@@ -106,23 +106,17 @@ def _package_imports(path: Path) -> set[str]:
 def test_steps_are_read_in_layers_with_no_import_cycle() -> None:
     """envelopes.py (the value inside an attribute string) and handoffs.py import no
     package module, tool_calls.py (the calls an LLM requested) only envelopes.py,
-    messages.py (what was said) only those two, tree_node.py (the lazy tree-view node) none,
-    model.py (the Step that decodes itself on first read) only those four, conventions.py
-    (span to step) only those: none needs a function-level import to dodge a cycle."""
+    messages.py (what was said) only envelopes.py, model.py (the Step that decodes itself on
+    first read) only those three, conventions.py (span to step) only those: none needs a
+    function-level import to dodge a cycle."""
     envelopes, messages = "otel_semloop.envelopes", "otel_semloop.messages"
     tool_calls = "otel_semloop.tool_calls"
     assert _package_imports(PACKAGE / "envelopes.py") == set()
     assert _package_imports(PACKAGE / "handoffs.py") == set()
     assert _package_imports(PACKAGE / "tool_calls.py") == {envelopes}
-    assert _package_imports(PACKAGE / "messages.py") == {envelopes, tool_calls}
-    assert _package_imports(PACKAGE / "tree_node.py") == set()
+    assert _package_imports(PACKAGE / "messages.py") == {envelopes}
     assert _package_imports(PACKAGE / "lazy_exports.py") == set()  # (every package imports it)
-    assert _package_imports(PACKAGE / "model.py") == {
-        envelopes,
-        messages,
-        tool_calls,
-        "otel_semloop.tree_node",
-    }
+    assert _package_imports(PACKAGE / "model.py") == {envelopes, messages, tool_calls}
     assert _package_imports(PACKAGE / "conventions.py") == {
         envelopes,
         "otel_semloop.handoffs",

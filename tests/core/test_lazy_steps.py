@@ -26,7 +26,6 @@ from otel_semloop import messages as msg
 from otel_semloop import tool_calls as tc
 from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
-from otel_semloop.detectors.lexical import LexicalDetector, deepeval_score
 from otel_semloop.handoffs import handoff_target
 from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind, peek_input
 from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like
@@ -82,15 +81,6 @@ def test_tool_results_looked_up_in_the_next_input_leave_it_undecoded():
     got = [s.tool_result for s in synthetic[:-1]]
     assert got == [r[s.tool_calls[0].call_id] for r, s in zip(results, llm, strict=False)]
     assert all(got) and synthetic[-1].tool_result is None
-
-
-def test_the_lazy_tree_view_and_the_lexical_score_leave_inputs_undecoded():
-    trace = build_trace(genai_records(40))
-    view = trace.tree_view(lazy=True)
-    result = LexicalDetector().evaluate(view)
-    assert all(not s.is_decoded("input_text") for s in trace.steps if s.kind is StepKind.LLM)
-    # ... and score exactly as the eager view does.
-    assert result == LexicalDetector().evaluate(trace.tree_view())
 
 
 def test_reading_the_input_decodes_it_once_and_gives_what_an_eager_read_gives():
@@ -231,36 +221,6 @@ def test_a_message_list_attribute_comes_before_the_indexed_messages(messages: An
     for field in ("input", "input_text", "output", "output_text"):
         assert _same(getattr(step, field), expected[field]), field
     assert ("Fix the build." in step.input_text) is bool(messages)
-
-
-def test_lazy_tree_nodes_behave_as_the_eager_dicts():
-    trace = build_trace(genai_records(12))
-    eager = trace.tree_view()
-    for lazy in (
-        trace.tree_view(lazy=True),
-        build_trace(genai_records(12)).tree_view(lazy=True),
-    ):
-        assert lazy == eager and eager == lazy
-        assert json.dumps(lazy) == json.dumps(eager)  # key order too
-    fresh = build_trace(genai_records(12)).tree_view(lazy=True)["children"][0]
-    assert len(fresh) == 5 and "input" in fresh and bool(fresh)
-    assert list(fresh) == ["type", "name", "input", "output", "children"]
-    node = build_trace(genai_records(12)).tree_view(lazy=True)["children"][0]
-    assert node["input"] == eager["children"][0]["input"]
-    assert copy.deepcopy(build_trace(genai_records(12)).tree_view(lazy=True)) == eager
-
-
-def test_the_golden_traces_score_the_same_on_the_lazy_view():
-    from bench.deepeval_tree import trace_from_tree
-    from tests.support.repo_data import GOLDEN, read_jsonl
-
-    for row in read_jsonl(GOLDEN):
-        result = deepeval_score(trace_from_tree(row["trace"], row["case"]).tree_view(lazy=True))
-        assert (result.score, dict(result.breakdown), result.reason) == (
-            row["score"],
-            row["breakdown"],
-            row["reason"],
-        ), row["case"]
 
 
 # -- the eager reference ------------------------------------------------------------------
@@ -510,74 +470,3 @@ def test_lazy_and_eager_reads_give_the_same_step(
             assert _same(getattr(step, field), expected[field]), field
     for field, value in expected.items():
         assert _same(getattr(step, field), value), field
-
-
-def _flatten_reference(value: Any) -> str:
-    """flatten_text as first written (the specification its faster loop must equal)."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and value and all(isinstance(m, dict) for m in value):
-        texts = [_message_text_reference(m) for m in value]
-        if any(t is not None for t in texts):
-            return "\n".join(t for t in texts if t)
-    if isinstance(value, dict):
-        text = _message_text_reference(value)
-        if text is not None:
-            return text
-    if isinstance(value, (list, dict)):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
-        except TypeError:
-            return str(value)
-    return str(value)
-
-
-def _message_text_reference(message: dict) -> str | None:
-    parts = message.get("parts")
-    if isinstance(parts, list):
-        texts = []
-        for part in parts:
-            if isinstance(part, dict) and part.get("type") in ("text", "reasoning"):
-                content = part.get("content", part.get("text"))
-                if isinstance(content, str):
-                    texts.append(content)
-        return "\n".join(texts)
-    if "content" in message or "role" in message:
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return msg.block_text(content)
-        return ""
-    return None
-
-
-PARTS = st.lists(
-    st.fixed_dictionaries(
-        {},
-        optional={
-            "type": st.sampled_from(["text", "reasoning", "tool_call", "x"])
-            | st.lists(st.integers(), max_size=1),
-            "content": st.none() | st.text(max_size=5) | st.integers(),
-            "text": st.none() | st.text(max_size=5),
-        },
-    )
-    | json_values,
-    max_size=3,
-)
-MESSAGES = st.fixed_dictionaries(
-    {},
-    optional={
-        "role": st.sampled_from(["user", "assistant"]),
-        "parts": PARTS | json_values,
-        "content": json_values | PARTS,
-    },
-)
-
-
-@settings(max_examples=400, deadline=None)
-@given(st.one_of(st.lists(MESSAGES | json_values, max_size=4), MESSAGES, json_values))
-def test_flatten_text_equals_its_specification(value: Any) -> None:
-    assert msg.flatten_text(value) == _flatten_reference(value)

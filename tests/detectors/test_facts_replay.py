@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.facts import Fingerprinter, StepFacts
-from otel_semloop.messages import ToolCall
 from otel_semloop.model import Step, StepKind
+from otel_semloop.tool_calls import ToolCall
 
 #: Results whose figures move every way: percentages, n/m, work remaining, bare numbers,
 #: several numbers at once, an acknowledgement, nothing, an error.

@@ -11,40 +11,10 @@ from __future__ import annotations
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from otel_semloop.detectors import figures, normalize
+from otel_semloop.detectors import normalize
 from otel_semloop.detectors import text as text_detectors
-from otel_semloop.detectors.figures import PROGRESS_TAIL_CHARS, remaining_counts
 
-
-def plain_remaining_counts(text: str) -> tuple[int, ...] | None:
-    tail = text[-PROGRESS_TAIL_CHARS:]
-    counts = tuple(int(m.group(1) or m.group(2)) for m in figures._REMAINING_COUNT.finditer(tail))
-    if not counts or len(counts) > figures.MAX_COUNTS:
-        return None
-    return counts
-
-
-PIECES = [
-    "12", "3", " ", "  ", "\t", "\n", ":", "=", "files", "pending", "PENDING", "Remaining", "left",
-    "queued", "outstanding", "waiting", "to go", "TO\tGO", "todo", "unprocessed", "go", "to",
-    "lef\u0442", "rema\u0131n\u0131ng", "outstand\u0131ng", "\u212a", "\u017f", "out\u017ftanding",
-    "ok", "#", "-", "/", ".", "%", "jobs", "1234567",
-]  # fmt: skip
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(PIECES), max_size=30).map("".join))
-def test_remaining_counts_shortcut_is_exact(text: str) -> None:
-    assert remaining_counts(text) == plain_remaining_counts(text)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.text(max_size=200))
-def test_remaining_counts_shortcut_is_exact_on_any_text(text: str) -> None:
-    assert remaining_counts(text) == plain_remaining_counts(text)
-
-
-# -- masking: gates before the identifier masks, digit runs without the digit pattern ------
+# -- masking: gates before the identifier masks ----------------------------------------------
 
 
 def plain_mask_ids(text: str) -> str:
@@ -95,16 +65,7 @@ def test_identifier_mask_gates_are_exact(text: str) -> None:
 @given(st.text(max_size=120))
 def test_masks_are_exact_on_any_text(text: str) -> None:
     assert normalize._mask_ids(text) == plain_mask_ids(text)
-    assert normalize._mask_digits(text) == normalize._DIGITS.sub("#", text)
-    assert normalize.has_digit(text) == bool(normalize._HAS_DIGIT.search(text))
     assert normalize.normalize_result_and_content(text) == plain_result_and_content(text)
-
-
-@settings(max_examples=500, deadline=None)
-@given(MASK_TEXT)
-def test_digit_runs_mask_is_exact(text: str) -> None:
-    assert normalize._mask_digits(text) == normalize._DIGITS.sub("#", text)
-    assert normalize.has_digit(text) == bool(normalize._HAS_DIGIT.search(text))
 
 
 def test_hex_gate_finds_a_digit_anywhere_in_a_run_of_six() -> None:
@@ -115,18 +76,12 @@ def test_hex_gate_finds_a_digit_anywhere_in_a_run_of_six() -> None:
                 assert normalize._mask_ids(text) == plain_mask_ids(text), text
 
 
-# -- text: punctuation by bytes, the unit bound before chanting ------------------------------
+# -- text: the unit bound before chanting ---------------------------------------------------
 
 TEXT_PIECES = [
     "Checking", "the file", ".", "!", "?", " ", "  ", "\n", "\r\n", "\x0b", "\x85", "\u2028",
     "```", "    code", "- item", "| a | b |", "1.", "\u2026", "\u201cq\u201d", "caf\u00e9", "#", "<x>",
 ]  # fmt: skip
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(TEXT_PIECES), max_size=40).map("".join))
-def test_punctuation_by_bytes_is_exact(text: str) -> None:
-    assert normalize._drop_punctuation(text) == text.translate(normalize._PUNCTUATION)
 
 
 def plain_units(text: str) -> list[str]:
@@ -152,30 +107,6 @@ def test_unit_bound_is_an_upper_bound(text: str) -> None:
     assert text_detectors._most_units(text) >= len(plain_units(text))
     bounded = text_detectors.chant_units(text, 4, min_units=len(plain_units(text)))
     assert bounded == text_detectors.chant_units(text, 4, min_units=0)
-
-
-def plain_is_acknowledgement(normalised: str) -> bool:
-    if len(normalised) > 16 * normalize.ACK_MAX_WORDS:
-        return False
-    words = normalised.translate(normalize._PUNCTUATION).split()
-    if not words:
-        return normalised.strip() not in ("[]", "{}")
-    if len(words) == 1 and words[0] in ("null", "none"):
-        return True
-    return len(words) <= normalize.ACK_MAX_WORDS and all(word in normalize.ACK_WORDS for word in words)
-
-
-ACK_PIECES = [
-    "ok", "OK", "Saved", "saved", " ", "file", "written", "\t", "\n", "#", "<id>", "[]", "{}",
-    "null", "none", "not", "found",
-    ",", ".", "!", "\u2019", "\u2026", "\u00e9", "-", ":", "status", "\"", "done",
-]  # fmt: skip
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(ACK_PIECES), max_size=20).map("".join))
-def test_acknowledgement_by_bytes_is_exact(text: str) -> None:
-    assert normalize.is_acknowledgement(text) == plain_is_acknowledgement(text)
 
 
 # -- failure class: the first character before the error-result pattern -------------------

@@ -19,86 +19,11 @@ from otel_semloop.detectors.base import Episode
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.stagnation import (
-    MIN_MEANINGFUL_WORDS,
-    STOP_WORDS,
-    _prepare,
     score_reasoning_stagnation,
 )
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Label, LexicalResult
-
-# -- stagnation: an output of too few words is skipped before its words are filtered ------
-
-#: Meaningful words, stop words, short words, and every kind of blank ``str.split`` splits
-#: on (ASCII controls, Unicode spaces), some in capitals (lowered before filtering).
-_PIECES = [
-    "alpha", "Beta", "GAMMA", "delta", "the", "The", "a", "ok", "is", "on", "\u0130x",
-    " ", " ", " ", "  ", "\t", "\n", "\x1c", "\x1f", "\u2003", "\u3000", "\xa0",
-]  # fmt: skip
-
-
-def plain_prepared_words(output: object) -> list[str] | None:
-    if not isinstance(output, str):
-        return None
-    words = [w for w in str(output).lower().split() if len(w) > 2 and w not in STOP_WORDS]
-    return words if len(words) >= MIN_MEANINGFUL_WORDS else None
-
-
-@settings(max_examples=500, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=60).map("".join))
-@example(" ".join(["alpha"] * MIN_MEANINGFUL_WORDS))  # exactly enough words, all meaningful
-@example(" ".join(["alpha"] * (MIN_MEANINGFUL_WORDS - 1)))
-@example("\x1c".join(["alpha"] * MIN_MEANINGFUL_WORDS))
-def test_prepared_output_equals_the_plain_word_filter(text: str) -> None:
-    prepared = _prepare(text)
-    expected = plain_prepared_words(text)
-    if expected is None:
-        assert prepared is None
-    else:
-        assert prepared is not None
-        assert prepared.text == " ".join(expected)
-        assert prepared.vocab == frozenset(expected)
-        assert prepared.most == len(expected) - 1
-
-
-#: Any ASCII text (every control, blank, capital and punctuation mark), and some not ASCII,
-#: with enough long words around it that the filter runs: its short words must all be dropped.
-_ASCII_WORDS = st.lists(
-    st.one_of(
-        st.text(st.characters(max_codepoint=127), min_size=1, max_size=3),
-        st.sampled_from([*_PIECES, "\u00e9", "\u00e9x", "\u00c9t\u00e9"]),  # (short non-ASCII words)
-    ),
-    max_size=40,
-).map(lambda pieces: " ".join(["alpha"] * MIN_MEANINGFUL_WORDS + pieces))
-
-
-@settings(max_examples=1000, deadline=None)
-@given(_ASCII_WORDS)
-@example(" ".join(["alpha"] * MIN_MEANINGFUL_WORDS + ["\x7f", "!?", "A", "Zz", "\x00\x01", "ok"]))
-def test_an_ascii_output_drops_every_short_word_and_stop_word(text: str) -> None:
-    # ASCII texts are filtered by one set lookup per word (``_ASCII_DROPPED``), others by
-    # the plain comprehension: the words kept must be the plain filter's.
-    prepared = _prepare(text)
-    expected = plain_prepared_words(text)
-    assert prepared is not None and expected is not None
-    assert prepared.text == " ".join(expected)
-
-
-def test_the_ascii_filter_set_is_made_on_first_use_not_at_import() -> None:
-    # (an application importing the span processor imports the detectors: no megabyte set
-    # built in its start-up)
-    import subprocess
-    import sys
-
-    code = (
-        "import otel_semloop, otel_semloop.detectors.stagnation as s\n"
-        "assert s._ASCII_DROPPED is None\n"
-        "s._prepare(' '.join(['alpha beta'] * 10))\n"
-        "assert s._ASCII_DROPPED is not None and 'of' in s._ASCII_DROPPED\n"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
-
 
 # -- shell forms: a command of plain words is its own canonical and near form --------------
 
@@ -179,28 +104,6 @@ def test_an_episode_update_takes_the_step_end_else_its_start() -> None:
     assert (found.detected_step, found.detected_ns, found.repeats, found.severity) == (4, 40, 7, 1.75)
     assert (episode.detected_step, episode.detected_ns, episode.count) == (4, 40, 3.5)
     assert Episode("s", 0, ended, description="", config=config).update(5, ended) is None  # severity 0
-
-
-# -- chanting: the unit bound counts every mark (the rare line breaks ruled out at once) ---
-
-_UNIT_PIECES = [
-    "Checking", "the file", " ", ".", "?", "!", "...", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d",
-    "\x1e", "\x1f", "\t", "\x7f", "\x85", "\u2028", "\u2029", "\u00e9", "a",
-]  # fmt: skip
-
-
-def plain_most_units(text: str) -> int:
-    return 1 + sum(text.count(mark) for mark in text_detectors._UNIT_MARKS)
-
-
-@settings(max_examples=800, deadline=None)
-@given(st.lists(st.sampled_from(_UNIT_PIECES), max_size=40).map("".join), st.integers(1, 12))
-@example("Checking. Checking! Checking? a", 3)
-@example("Checking\nthe file. a", 3)
-@example("a\rb\x0bc\x0cd\x1ce\x1df\x1eg", 4)
-def test_unit_bound_counts_every_mark(text: str, enough: int) -> None:
-    assert text_detectors._most_units(text) == plain_most_units(text)
-    assert (text_detectors._most_units(text, enough) >= enough) == (plain_most_units(text) >= enough)
 
 
 # -- policy: no finding, no sorting or deciding ----------------------------------------------
@@ -285,7 +188,7 @@ def test_stale_time_counts_from_the_last_novel_steps_end_to_each_steps_end_or_st
 
 def test_an_llm_output_calling_tools_ends_a_monologue_run() -> None:
     from otel_semloop.detectors.text import MONOLOGUE, MonologueDetector
-    from otel_semloop.messages import ToolCall
+    from otel_semloop.tool_calls import ToolCall
 
     said = "I will check the build log again."
     calls = (ToolCall("read_log"),)
