@@ -733,6 +733,22 @@ def test_a_rewritten_question_bringing_new_documents_each_time_is_not_a_loop() -
     assert run.verdict().label is Label.NO_LOOP
 
 
+def test_different_questions_answered_by_the_same_documents_are_a_batch_not_a_loop() -> None:
+    rng = random.Random(8)
+    run = Scenario("answer the customer's five questions from the FAQ")
+    questions = (
+        "refund policy annual plans",
+        "shipping times Europe",
+        "warranty length laptops",
+        "invoice address change",
+        "student discount eligibility",
+    )
+    for query in questions:
+        run.tool("search_knowledge_base", {"query": query}, _retrieval(rng, PASSAGES[:3]))
+        run.think("Noted.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
 def test_pages_of_a_scored_search_are_not_the_same_answer() -> None:
     rng = random.Random(7)
     run = Scenario("collect every passage about agent memory")
