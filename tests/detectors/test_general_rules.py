@@ -17,7 +17,11 @@ a "nothing found" that quotes the question back is the same answer to every rewo
 while an answer naming what it is about (a status per job) stays about that; the same
 conclusion restated between messages that assert nothing new is still one conclusion; the
 same value set again and again is a loop a write reaches sooner than a read (which may be
-a poll), while new values, added items and polls are not.
+a poll), while new values, added items and polls are not. Batch 6: a retriever's scored
+documents are one answer whatever their order and scores (a rewrite bringing a new
+document, pages and different questions are not a loop), and a result restated by one
+agent across hand-offs to its checker is one conclusion (a pipeline of agents each
+restating once, a critic whose feedback changes, are not).
 """
 
 from __future__ import annotations
