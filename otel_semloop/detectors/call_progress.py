@@ -1,13 +1,15 @@
 """One tool call's results over a run: what a result reads as and whether it shows progress.
 
-:func:`without_echo` reads a "nothing found" (:func:`finds_nothing`) without the question
-it quotes back. :class:`ResultRead` is what one result text reads as (the digests of its
-normalised form and of its content, its size in words, whether it only acknowledges, its
-figures once read). :class:`CallProgress` is the state the fingerprinter keeps per call
-(tool and canonical arguments): the best figures and size the call ever showed, its last
-result and how many calls in a row it answered with results it had given before. From
-them each new call of the same call gets ``progressed`` (explicit progress beyond
-anything the call showed before), ``poll_ended`` and ``previous_action`` (see
+:func:`without_echo` reads a "nothing found" (:func:`finds_nothing`) without the
+question it quotes back. :class:`ResultRead` is what one result text reads as (the
+digests of its normalised form and of its content, a retriever's scored documents read
+as a set: :func:`~otel_semloop.detectors.retrieval.as_document_set`, its size in words,
+whether it only acknowledges, its figures once read). :class:`CallProgress` is the state
+the fingerprinter keeps per call (tool and canonical arguments): the best figures and
+size the call ever showed, its last result and how many calls in a row it answered with
+results it had given before. From them each new call of the same call gets
+``progressed`` (explicit progress beyond anything the call showed before),
+``poll_ended`` and ``previous_action`` (see
 :class:`~otel_semloop.detectors.facts.StepFacts`).
 
 Progress is measured against the best this call ever showed, not its last result: a
@@ -46,6 +48,7 @@ from otel_semloop.detectors.normalize import (
     normalize_result_and_content,
     says_none_found,
 )
+from otel_semloop.detectors.retrieval import as_document_set
 from otel_semloop.model import Step
 
 __all__ = [
@@ -146,9 +149,10 @@ def result_figures(raw: str) -> Figures:
 
 class ResultRead:
     """What one result text reads as: the digests of its normalised form (``result``) and
-    of its content (``content``, numbers kept), its size in words (:attr:`size`), whether
-    it only acknowledges, whether it says nothing beyond that (no figure, no "nothing
-    found"), whether it is empty, and its figures once read
+    of its content (``content``, numbers kept; both read a retrieval's documents as a set:
+    :func:`~otel_semloop.detectors.retrieval.as_document_set`), its size in words
+    (:attr:`size`), whether it only acknowledges, whether it says nothing beyond that (no
+    figure, no "nothing found"), whether it is empty, and its figures once read
     (:func:`result_figures`)."""
 
     __slots__ = (
@@ -163,7 +167,7 @@ class ResultRead:
     )
 
     def __init__(self, raw: str) -> None:
-        normalised, content = normalize_result_and_content(raw)
+        normalised, content = normalize_result_and_content(as_document_set(raw))
         if is_time_reading(normalised):
             # A clock reading: its time is the answer (see ``is_time_reading``).
             normalised = content = " ".join(raw.casefold().split())

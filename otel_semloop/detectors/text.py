@@ -34,8 +34,11 @@ Signals
         are one figure) and adds at most :data:`RESTATED_MAX_NEW` new ones. A model asked
         to confirm that reconsiders again and again, reaching the same total and the same
         names every time, worded differently each time. Conclusive at
-        ``restatement_repeats`` (4) messages. A tool call or a message that asserts
-        something new (a correction, the next subtotal) ends the run; a message that
+        ``restatement_repeats`` (4) messages of one agent: a loop of agents taking turns
+        (a worker and its checker) goes on across their hand-offs, while agents that each
+        restate the figures once (an analyst, a writer, a reviewer) are a pipeline. A tool
+        call or a message that asserts something new (a correction, the next subtotal, a
+        critique naming what to change) ends the run; a message that
         asserts nothing new and too little to compare ("Done. Nothing further to
         change.") neither counts nor ends it. Messages in a row that each say the work
         is over ("Inspection complete.", "Nothing is pending.", "I'll wait for your next
@@ -45,7 +48,8 @@ Signals
 
 Kept
     Monologue: the digest of the previous message and the run length. Restatement: the
-    hashes of the figures and names asserted in the current run of messages. Chanting: nothing
+    hashes of the figures and names asserted in the current run of messages, and how many
+    of them each agent said. Chanting: nothing
     between steps (one output's unit counts live only while that output is examined).
 
 Cost
@@ -167,6 +171,9 @@ class RestatementDetector(IncrementalDetector):
         self._run = 0
         self._episode: Episode | None = None
         self._first: StepFacts | None = None
+        # The agent speaking (the last agent step's name) and its messages in the run.
+        self._agent: str | None = None
+        self._spoken: dict[str | None, int] = {}
         # Completion statements in a row (see ``_done``).
         self._done_run = 0
         self._done_episode: Episode | None = None
@@ -176,9 +183,10 @@ class RestatementDetector(IncrementalDetector):
         self._asserted = frozenset()
         self._run = 0
         self._episode = None
+        self._spoken = {}
 
     def _act(self) -> None:
-        """An action (a tool call, a hand-off) ends both runs."""
+        """An action (a tool call, a tool call's hand-off) ends both runs."""
         if self._run:
             self._break()
         self._done_run = 0
@@ -187,7 +195,13 @@ class RestatementDetector(IncrementalDetector):
     def observe_facts(self, facts: StepFacts, step: Step) -> list[Finding]:
         kind = step.kind  # (not ``facts.kind``: see ``suite``, dispatch by step kind)
         if kind is not _LLM:
-            if kind is _AGENT or (kind is _TOOL and not facts.wait):
+            if kind is _AGENT:
+                # A turn handed to another agent of the crew or loop brings nothing new by
+                # itself: the run goes on, counted per agent (see the module doc).
+                self._agent = step.name
+                self._done_run = 0
+                self._done_episode = None
+            elif kind is _TOOL and not facts.wait:
                 self._act()
             return []
         if facts.has_tool_calls:
@@ -213,10 +227,12 @@ class RestatementDetector(IncrementalDetector):
             if len(asserted) >= RESTATED_MIN_SHARED:
                 self._asserted = asserted
                 self._run = 1
+                self._spoken = {self._agent: 1}
                 self._first = facts
             return out
         self._asserted = self._asserted | asserted
         self._run += 1
+        restated = self._spoken[self._agent] = self._spoken.get(self._agent, 0) + 1
         if self._episode is None:
             assert self._first is not None
             self._episode = Episode(
@@ -233,7 +249,7 @@ class RestatementDetector(IncrementalDetector):
                 span_ids=(self._first.span_id,),
             )
         self._episode.add(facts.span_id)
-        self._track(self._episode, self._run, facts, out)
+        self._track(self._episode, restated, facts, out)
         return out
 
     def _done(self, facts: StepFacts, text: str) -> list[Finding]:

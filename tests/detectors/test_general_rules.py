@@ -17,7 +17,11 @@ a "nothing found" that quotes the question back is the same answer to every rewo
 while an answer naming what it is about (a status per job) stays about that; the same
 conclusion restated between messages that assert nothing new is still one conclusion; the
 same value set again and again is a loop a write reaches sooner than a read (which may be
-a poll), while new values, added items and polls are not.
+a poll), while new values, added items and polls are not. Batch 6: a retriever's scored
+documents are one answer whatever their order and scores (a rewrite bringing a new
+document, pages and different questions are not a loop), and a result restated by one
+agent across hand-offs to its checker is one conclusion (a pipeline of agents each
+restating once, a critic whose feedback changes, are not).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from otel_semloop.detectors.call_progress import finds_nothing, without_echo
 from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.normalize import normalize_result_and_content
+from otel_semloop.detectors.retrieval import as_document_set
 from otel_semloop.model import Step, StepKind
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label, Verdict
@@ -665,3 +670,151 @@ def test_courtesies_and_progress_notes_are_not_statements_that_the_work_is_over(
     assert not declares_done("Thank you! Feel free to reach out anytime.")
     assert not declares_done("Step 1 done: schema.sql written, 3 tables.")
     assert not declares_done("Let me check the tests.")
+
+
+# --- lessons of the first look of batch 6 ----------------------------------------------------
+
+PASSAGES = (
+    "Memory can be defined as the processes used to acquire, store and retrieve information.",
+    "Long-term memory lets the agent retain and recall information over extended periods.",
+    "Maximum inner product search: common choices are LSH, ANNOY, HNSW, FAISS and ScaNN.",
+    "Section 4.3 Grounding: connect the protective earthing conductor before any other conductor.",
+)
+REWORDED = (
+    "How does LangGraph persist thread state between runs?",
+    "Persisting agent state between runs: setup of the storage",
+    "Where is agent state stored between runs?",
+    "Storage backend for agent state between sessions",
+    "How is agent state stored durably?",
+)
+
+
+def _retrieval(rng: random.Random, passages: tuple[str, ...]) -> str:
+    documents = [
+        {"source": "post.html", "content": p, "score": round(rng.uniform(0.5, 0.8), 2)} for p in passages
+    ]
+    rng.shuffle(documents)
+    return json.dumps(documents)
+
+
+def test_the_same_documents_in_another_order_with_other_scores_are_one_answer() -> None:
+    rng = random.Random(3)
+    first, again = _retrieval(rng, PASSAGES[:3]), _retrieval(rng, PASSAGES[:3])
+    assert first != again
+    assert as_document_set(first) == as_document_set(again)
+    wrapped = [json.dumps({"documents": json.loads(r), "took_ms": 12}) for r in (first, again)]
+    assert as_document_set(wrapped[0]) == as_document_set(wrapped[1])
+
+
+def test_a_new_document_unscored_lists_and_short_fields_are_not_one_answer() -> None:
+    rng = random.Random(4)
+    assert as_document_set(_retrieval(rng, PASSAGES[:3])) != as_document_set(_retrieval(rng, PASSAGES[1:]))
+    unscored = json.dumps([{"content": p} for p in PASSAGES[:3]])
+    assert as_document_set(unscored) == unscored
+    leaderboard = json.dumps([{"player": "ann", "score": 31}, {"player": "bob", "score": 30}])
+    assert as_document_set(leaderboard) == leaderboard
+    assert as_document_set("score: 0.7") == "score: 0.7"
+
+
+def test_a_rewritten_question_bringing_back_the_same_documents_is_a_loop() -> None:
+    rng = random.Random(5)
+    run = Scenario("How does LangGraph persist thread state between runs?")
+    for query in REWORDED:
+        run.tool("retriever_tool", {"query": query}, _retrieval(rng, PASSAGES[:3]))
+        run.think('{"binary_score": "no"}')
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "same_answer" in conclusive(verdict)
+
+
+def test_a_rewritten_question_bringing_new_documents_each_time_is_not_a_loop() -> None:
+    rng = random.Random(6)
+    run = Scenario("How does LangGraph persist thread state between runs?")
+    for i, query in enumerate(REWORDED):
+        passages = tuple(f"{p} (part {i}: {'abcdefghij'[i]} passage)" for p in PASSAGES[:3])
+        run.tool("retriever_tool", {"query": query}, _retrieval(rng, passages))
+        run.think('{"binary_score": "no"}')
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_different_questions_answered_by_the_same_documents_are_a_batch_not_a_loop() -> None:
+    rng = random.Random(8)
+    run = Scenario("answer the customer's five questions from the FAQ")
+    questions = (
+        "refund policy annual plans",
+        "shipping times Europe",
+        "warranty length laptops",
+        "invoice address change",
+        "student discount eligibility",
+    )
+    for query in questions:
+        run.tool("search_knowledge_base", {"query": query}, _retrieval(rng, PASSAGES[:3]))
+        run.think("Noted.")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_pages_of_a_scored_search_are_not_the_same_answer() -> None:
+    rng = random.Random(7)
+    run = Scenario("collect every passage about agent memory")
+    for page in range(5):
+        passages = tuple(
+            f"Page {page} passage {n}: agent memory stores and recalls information." for n in range(3)
+        )
+        run.tool("search_knowledge_base", {"query": "agent memory", "page": page}, _retrieval(rng, passages))
+    assert run.verdict().label is Label.NO_LOOP
+
+
+PLAN = "Documents/: invoice.pdf, budget.xlsx\nImages/: holiday.jpg, IMG_2041.png\nNotes/: notes.txt"
+PLAN_WORDINGS = (f"Proposed organisation:\n{PLAN}", f"Here is the organised structure:\n{PLAN}")
+APPROVALS = (
+    "The organisation is correct: every file is in the right folder. No changes needed.",
+    "Verified. All files are grouped correctly by type; the result is complete.",
+    "This output is correct and complete. Nothing to fix.",
+    "Looks good - documents, notes and images are separated as requested. Approved.",
+    "The structure satisfies the request. No further changes are required.",
+)
+
+
+def test_a_result_approved_in_new_words_every_iteration_of_an_agent_loop_is_a_loop() -> None:
+    """The worker restates its result across the hand-offs; the checker's approvals assert nothing new."""
+    run = Scenario("organise the files into folders by type")
+    for i, approval in enumerate(APPROVALS):
+        run.agent("organizer_agent").think(PLAN_WORDINGS[i % 2])
+        run.agent("validator_agent").think(approval)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_agents_of_a_pipeline_each_restating_the_figures_once_are_not_a_loop() -> None:
+    run = Scenario("report the quarter's margin")
+    for agent, text in (
+        ("Revenue Analyst", "Revenue for Q3 is 2,400,000 EUR and cost 1,680,000 EUR."),
+        ("Writer", "In Q3 revenue reached 2,400,000 EUR against 1,680,000 EUR of cost."),
+        ("Reviewer", "Checked: 2,400,000 EUR revenue and 1,680,000 EUR cost match the ledger."),
+        ("Editor", "Final: Q3 revenue 2,400,000 EUR, cost 1,680,000 EUR, margin 30%."),
+    ):
+        run.agent(agent).think(text)
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_critic_whose_feedback_changes_and_a_refiner_that_follows_it_are_not_a_loop() -> None:
+    run = Scenario("write a very short story about a lighthouse keeper")
+    drafts = (
+        "Once there was a keeper at Dunmore Head who found a strange light.",
+        "Every night the keeper at Dunmore Head watched the harbour; a green light blinked from Kerry.",
+        "Every night the keeper at Dunmore Head watched the harbour; a green light from Kerry spelt Aurora.",
+        "At Dunmore Head a green light from Kerry spelt Aurora, the ship that brought the keeper in 1986.",
+    )
+    critiques = (
+        "Add a concrete setting and a moment of tension.",
+        "The ending is flat: give the light a meaning, a Name perhaps.",
+        "Tie the Name to the Keeper's past so the ending lands.",
+    )
+    run.agent("InitialWriterAgent").think(drafts[0])
+    for critique, draft in zip(critiques, drafts[1:], strict=True):
+        run.agent("CriticAgent").think(critique)
+        run.agent("RefinerAgent").think(draft)
+    run.agent("CriticAgent").think("No major issues found.")
+    run.tool("exit_loop", {}, "{}")
+    assert run.verdict().label is Label.NO_LOOP
