@@ -5,7 +5,8 @@ Each situation is what happened in one public issue thread or pull request the c
 batches 1 to 6 had not cited (a LangChain pandas agent, an AutoGen two-agent chat, Lumen's
 SQL agent, smolagents' code agent and its ``final_answer``, any-agent's research agent, a
 mahilo multi-agent support team, a LlamaIndex ReAct agent over citation query engines, a
-GitHub Actions polling subgraph, a support agent's hand-off tool), labelled from the
+GitHub Actions polling subgraph, a support agent's hand-off tool, DroidRun's and OpenManus's
+planners, review agents on pull requests, a Cal.com booking agent), labelled from the
 situation itself: ``loop`` when the run spends its steps learning nothing new and ends
 without getting further, ``healthy`` when the repetition is the work.
 Registered in this batch's own registry, never the corpus's.
@@ -560,4 +561,221 @@ def support_agent_hands_off_once(k: Kit) -> Run:
         k.model(),
         turns,
         "I've passed this to our billing team with the details; they will reply right here in the chat, and duplicate charges are refunded within 5 business days.",
+    )
+
+
+# ======================================================================================
+# Planning, code-review and scheduling agents
+# ======================================================================================
+
+
+@situation(
+    "planner-reissues-same-plan-after-done",
+    LOOP,
+    "A phone agent's planner hands the executor the same two tasks again after they succeed, instead of declaring the goal complete, until max steps",
+    (gh("droidrun/mobilerun", 84),),
+    "The executor opens the settings and turns Wi-Fi off, and both steps report success. The planner, which alone "
+    "can end the run, then emits the same plan again (worded slightly differently), the executor repeats the taps "
+    "on a phone already in the target state and gets the same results, and so on; the goal is met after the first "
+    "round but never declared, and the run ends at its step limit.",
+)
+def planner_reissues_same_plan_after_done(k: Kit) -> Run:
+    planner, executor = "PlannerAgent", k.pick(("CodeActAgent", "executor"))
+    app = k.pick(("Settings", "com.android.settings"))
+    plans = (
+        f"1. Open the {app} app\n2. Turn off Wi-Fi",
+        f"Tasks:\n- open {app}\n- switch Wi-Fi off",
+        f"1. Launch {app}.\n2. Toggle Wi-Fi to off.",
+    )
+    turns: list[Turn] = []
+    for round_ in range(k.n(5, 9)):
+        plan = k.pick(plans)
+        turns.append(Turn(None, [ToolUse("set_tasks", {"tasks": plan.splitlines()}, "Tasks set: 2")], agent=planner))
+        turns.append(Turn(None, [ToolUse("start_app", {"package": "com.android.settings"}, "Started com.android.settings")], agent=executor))
+        toggled = "Tapped the 'Wi-Fi' toggle: Wi-Fi is now off" if round_ == 0 else "The 'Wi-Fi' toggle is already off; nothing to tap"
+        turns.append(Turn(None, [ToolUse("tap_by_text", {"text": "Wi-Fi"}, toggled)], agent=executor))
+        turns.append(Turn(k.pick(("Task completed successfully.", "Both tasks are done.", "Wi-Fi is now off.")), agent=executor))
+    return Run(
+        "Turn off Wi-Fi on the phone.",
+        "DroidAgent",
+        k.pick(("gemini-2.5-flash", "gpt-4o")),
+        turns,
+        None,
+        "MaxStepsReached: step_counter >= max_steps (15)",
+    )
+
+
+@situation(
+    "review-agent-resubmits-same-review",
+    LOOP,
+    "A code-review agent answers each new mention on a pull request by approving it again at the same head commit with the same review text",
+    (gh("hivemoot/hivemoot", 415),),
+    "Every mention wakes the agent, which reads the PR (same head SHA, same diff) and submits another approval with "
+    "the same summary; the API accepts each one. Nothing in the pull request changes between reviews, so each "
+    "review adds nothing but noise, and the run goes on answering mentions with copies.",
+)
+def review_agent_resubmits_same_review(k: Kit) -> Run:
+    number = k.n(150, 420)
+    sha = k.hex(40)
+    files = k.paths(3)
+    review = k.pick(("LGTM: the change is small, tests cover the new branch, and the docs are updated.", "Approving: the refactor keeps behaviour, and the new tests pass."))
+    pr_view = _j({"number": number, "headRefOid": sha, "files": files, "additions": k.n(10, 120), "deletions": k.n(0, 60), "checks": "passing"})
+    turns: list[Turn] = []
+    for _ in range(k.n(6, 10)):
+        turns.append(Turn(None, [ToolUse("get_notifications", {"unread": True}, _j([{"type": "mention", "pr": number, "by": k.pick(("heater", "forager", "nurse", "builder")), "id": k.volatile_id()}]))]))
+        turns.append(Turn(None, [ToolUse("gh_pr_view", {"number": number}, pr_view)]))
+        turns.append(Turn(k.say(("Reviewing the pull request.", "The PR looks good; approving."), 0.5), [ToolUse("gh_pr_review", {"number": number, "event": "APPROVE", "body": review}, _j({"state": "APPROVED", "commit_id": sha, "id": k.n(10**9, 2 * 10**9)}))]))
+    return Run(
+        f"Respond to mentions; review pull request #{number} when asked.",
+        k.pick(("hivemoot-heater", "review-agent")),
+        k.model(),
+        turns,
+        None,
+        k.pick((None, "run cancelled by scheduler")),
+    )
+
+
+@situation(
+    "booking-agent-same-slot-rejected",
+    LOOP,
+    "A scheduling agent tries to book the same free-looking slot again and again and is told each time that no user is available there",
+    (gh("calcom/cal.diy", 23391),),
+    "The availability lookup shows the slot as free, but booking it fails with 'No available users found. Could "
+    "you try another time slot?' The agent re-submits the same slot, sometimes with the time written another way "
+    "or a note changed, and gets the same refusal; it never tries another slot or tells the user, and the run ends "
+    "inside the retries.",
+)
+def booking_agent_same_slot_rejected(k: Kit) -> Run:
+    day = k.n(2, 27)
+    spellings = (f"2026-09-{day:02d}T13:00:00Z", f"2026-09-{day:02d}T13:00:00.000Z", f"2026-09-{day:02d} 13:00", f"2026-09-{day:02d}T15:00:00+02:00")
+    notes = ("Intro call", "intro call", "Introductory call with the customer", "")
+    turns = [Turn("Checking availability.", [ToolUse("get_available_slots", {"date": f"2026-09-{day:02d}", "event_type": "30min"}, _j({"slots": [f"2026-09-{day:02d}T{h}:00:00Z" for h in (9, 11, 13, 16)]}))])]
+    for _ in range(k.n(6, 10)):
+        turns.append(
+            Turn(
+                k.say(("13:00 is free; booking it.", "Retrying the booking.", "Let me try booking that slot again."), 0.4),
+                [ToolUse("create_booking", {"start": k.pick(spellings), "event_type": "30min", "attendee": "dana@example.com", "notes": k.pick(notes)}, error="Could not book the meeting. No available users found. Could you try another time slot?", error_type="HttpError", duration_ms=k.n(300, 900))],
+            )
+        )
+    return Run(
+        f"Book a 30 minute intro call with dana@example.com on September {day} at 13:00 UTC, or the nearest free time.",
+        k.pick(("scheduler", "calendar_agent")),
+        k.model(),
+        turns,
+        None,
+        k.pick((None, "MaxTurnsExceeded: Max turns (20) exceeded")),
+    )
+
+
+@situation(
+    "planning-flow-step-retried-then-done",
+    HEALTHY,
+    "A planning flow makes a four-step plan, one step fails and is retried once successfully, and each step is marked complete in turn until the summary",
+    (pr("FoundationAgents/OpenManus", 1323),),
+    "The planning tool is called after every step with the same plan id and only the step index and status changing, "
+    "which repeats; but each index is a different step whose work produced something new, the one failure is followed "
+    "by a retry that works, and the plan ends fully completed with a summary.",
+    ("planner-reissues-same-plan-after-done",),
+)
+def planning_flow_step_retried_then_done(k: Kit) -> Run:
+    plan_id = f"plan_{k.n(1700000000, 1799999999)}"
+    topic = k.pick(("electric scooters in Lisbon", "coworking prices in Berlin", "bike-share usage in Montreal"))
+    steps = [f"Search for recent data on {topic}", "Extract the key figures", "Write the figures to report.md", "Summarise the findings"]
+    turns = [Turn(None, [ToolUse("planning", {"command": "create", "plan_id": plan_id, "steps": steps}, f"Plan created successfully with ID: {plan_id}")])]
+    work = [
+        ("web_search", {"query": f"{topic} 2025 statistics"}, f"Found 6 results about {topic}", None),
+        ("browser_use", {"action": "extract_content", "goal": "key figures"}, None, "error: page load timed out"),
+        ("browser_use", {"action": "extract_content", "goal": "key figures"}, f"{k.n(3, 40)} thousand users; {k.n(5, 60)}% growth year on year", None),
+        ("str_replace_editor", {"command": "create", "path": "report.md"}, "File created successfully at: report.md", None),
+    ]
+    index = 0
+    for tool, args, result, error in work:
+        turns.append(Turn(None, [ToolUse(tool, args, result, error=error)]))
+        status = "blocked" if error else "completed"
+        if error:
+            turns.append(Turn("The extraction failed; retrying the step once.", [ToolUse("planning", {"command": "mark_step", "plan_id": plan_id, "step_index": index, "step_status": "in_progress", "step_notes": "retry 1 of 2"}, f"Step {index} updated in plan '{plan_id}'.")]))
+            continue
+        turns.append(Turn(None, [ToolUse("planning", {"command": "mark_step", "plan_id": plan_id, "step_index": index, "step_status": status}, f"Step {index} updated in plan '{plan_id}'.")]))
+        index += 1
+    turns.append(Turn(None, [ToolUse("planning", {"command": "mark_step", "plan_id": plan_id, "step_index": 3, "step_status": "completed"}, f"Step 3 updated in plan '{plan_id}'. Progress: 4/4 steps completed (100.0%)")]))
+    return Run(
+        f"Research {topic} and write a short report.",
+        k.pick(("PlanningFlow", "manus")),
+        k.model(),
+        turns,
+        f"The report on {topic} is in report.md: all four steps completed (one extraction retried after a timeout).",
+    )
+
+
+@situation(
+    "review-agent-updates-comment-per-push",
+    HEALTHY,
+    "A code-review agent reviews a pull request, waits for the author's pushes, and reviews each new head commit by editing its one review comment, until it approves",
+    (gh("fullsend-ai/fullsend", 452),),
+    "The agent checks the PR's head again and again with a sleep between, and edits the same comment several times, "
+    "which repeats; but it reviews only when the head SHA is new, each review is about a different diff (first two "
+    "problems, then one, then none), and the run ends with an approval.",
+    ("review-agent-resubmits-same-review",),
+)
+def review_agent_updates_comment_per_push(k: Kit) -> Run:
+    number = k.n(150, 9000)
+    shas = [k.hex(40) for _ in range(3)]
+    comment_id = k.n(10**9, 2 * 10**9)
+    findings = (
+        "Requested changes: 1) the retry loop never resets its counter; 2) the new endpoint has no test.",
+        "Requested changes: the endpoint test is there; the retry counter is still not reset on success.",
+        "All earlier findings are fixed. Approving.",
+    )
+    turns: list[Turn] = []
+    for i, sha in enumerate(shas):
+        if i:
+            for _ in range(k.n(1, 3)):
+                turns.append(Turn(None, [ToolUse("sleep", {"seconds": 120}, "slept 120s", duration_ms=120000)]))
+                turns.append(Turn(None, [ToolUse("gh_pr_view", {"number": number}, _j({"headRefOid": shas[i - 1], "state": "OPEN"}))]))
+            turns.append(Turn(None, [ToolUse("sleep", {"seconds": 120}, "slept 120s", duration_ms=120000)]))
+        turns.append(Turn(None, [ToolUse("gh_pr_view", {"number": number}, _j({"headRefOid": sha, "state": "OPEN"}))]))
+        changed = k.path()
+        turns.append(Turn(None, [ToolUse("gh_pr_diff", {"number": number}, f"diff --git a/{changed} b/{changed}\n@@ -{k.n(1, 90)},7 +{k.n(1, 90)},{k.n(8, 14)} @@\n+    {k.word(6)}_{k.word(5)} = {k.n(0, 9)}")]))
+        if i == 0:
+            turns.append(Turn(None, [ToolUse("gh_comment_create", {"number": number, "body": findings[0]}, _j({"id": comment_id}))]))
+        else:
+            turns.append(Turn(None, [ToolUse("gh_comment_edit", {"comment_id": comment_id, "body": f"Review of {sha[:7]}: {findings[i]}"}, _j({"id": comment_id, "updated": True}))]))
+    turns.append(Turn(None, [ToolUse("gh_pr_review", {"number": number, "event": "APPROVE"}, _j({"state": "APPROVED", "commit_id": shas[-1]}))]))
+    return Run(
+        f"Review pull request #{number} and keep the review up to date until it can be approved.",
+        k.pick(("review-agent", "fullsend-review")),
+        k.model(),
+        turns,
+        f"PR #{number} approved at {shas[-1][:7]}.",
+    )
+
+
+@situation(
+    "booking-agent-tries-next-slots",
+    HEALTHY,
+    "A scheduling agent's first booking is refused, it asks for fresh availability and tries the next slots in turn, and the third one books",
+    (gh("calcom/cal.diy", 20406),),
+    "The same booking call and the same refusal come back twice, like an agent stuck on one slot; but each attempt "
+    "is a different time taken from a fresh availability list, the third attempt is confirmed with a booking id, "
+    "and the agent tells the user which time it got.",
+    ("booking-agent-same-slot-rejected", "sql-agent-retries-same-missing-column"),
+)
+def booking_agent_tries_next_slots(k: Kit) -> Run:
+    day = k.n(2, 27)
+    hours = k.sample((9, 10, 11, 13, 14, 15, 16), 4)
+    hours.sort()
+    slots = [f"2026-09-{day:02d}T{h:02d}:00:00Z" for h in hours]
+    refusal = "Could not book the meeting. No available users found. Could you try another time slot?"
+    turns = [Turn(None, [ToolUse("get_available_slots", {"date": f"2026-09-{day:02d}", "event_type": "30min"}, _j({"slots": slots}))])]
+    for i in range(2):
+        turns.append(Turn(k.say(("Booking the earliest free slot.", "Trying the next slot.")), [ToolUse("create_booking", {"start": slots[i], "event_type": "30min", "attendee": "dana@example.com"}, error=refusal, error_type="HttpError")]))
+        turns.append(Turn(None, [ToolUse("get_available_slots", {"date": f"2026-09-{day:02d}", "event_type": "30min"}, _j({"slots": slots[i + 1 :]}))]))
+    uid = k.word(10)
+    turns.append(Turn(None, [ToolUse("create_booking", {"start": slots[2], "event_type": "30min", "attendee": "dana@example.com"}, _j({"status": "ACCEPTED", "uid": uid, "start": slots[2]}))]))
+    return Run(
+        f"Book a 30 minute intro call with dana@example.com on September {day}, any time.",
+        k.pick(("scheduler", "calendar_agent")),
+        k.model(),
+        turns,
+        f"Booked for {slots[2]} (booking {uid}); the two earlier slots were refused as unavailable.",
     )
