@@ -541,10 +541,10 @@ def ci_agent_polls_run_until_done(k: Kit) -> Run:
 @situation(
     "support-agent-hands-off-once",
     HEALTHY,
-    "A support agent looks up the customer's order and the refund policy, documents the bug, hands the conversation to a human once, and tells the customer",
+    "A support agent looks up the customer's order and the refund policy, documents the problem, hands the conversation to a human once, and tells the customer",
     (pr("stickerdaniel/saas-starter", 684),),
     "A support conversation with a message sent to humans, like a team forwarding questions to a human who never "
-    "answers; but here each lookup returns something new, the hand-off is made once with the bug documented, "
+    "answers; but here each lookup returns something new, the hand-off is made once with the problem documented, "
     "its confirmation is relayed to the customer, and the turn ends.",
     ("support-agents-relay-questions-to-absent-human",),
 )
