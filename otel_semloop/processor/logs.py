@@ -23,8 +23,8 @@ Bounds: :class:`~otel_semloop.grouping.HeldLogs` keeps at most ``max_log_events`
 oldest is dropped and counted (``stats()["logs.dropped"]``). A released trace takes its
 events with it; events of a trace whose spans never come, and a record that arrives after
 its trace was released (nothing will read it), stay only until the cap pushes them out.
-Cost on the application thread: one name check, a small attribute copy and an append under
-the span processor's lock (O(1)); ``on_emit`` never raises.
+Cost on the application thread: one name check, a small attribute copy and an append to
+the span processor's event queue, without a lock (O(1)); ``on_emit`` never raises.
 
 The collector service holds the GenAI records it receives on the logs signal the same
 way (:mod:`otel_semloop.service.logs`), and ``otel-semloop rescore`` joins a logs file's

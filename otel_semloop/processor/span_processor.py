@@ -193,7 +193,7 @@ class SemloopSpanProcessor(SpanProcessor):
         ``traces.loop``, ``releases.early.idle``, ``errors.downstream``, ``spans.held``."""
         snapshot = self._telemetry.snapshot()
         with self._lock:
-            self._events.apply(self._buffer)
+            self._events.apply(self._buffer, self._logs)
             errors = dict(self._app_errors)
             counts = dict(self._buffer.counts)
             logs_held, logs_dropped = self._logs.held, self._logs.dropped
@@ -222,19 +222,16 @@ class SemloopSpanProcessor(SpanProcessor):
         try:
             context = span.context
             if context.trace_flags.sampled and not self._events.full():  # full: its end passes
-                parent = span.parent
-                local_root = parent is None or parent.is_remote
-                self._events.append((context.trace_id, local_root, None, time.monotonic()))
+                self._events.append((context.trace_id, _is_local_root(span), None, time.monotonic()))
         except Exception:
             self._app_error("on_start")
 
     def _hold_log_event(self, trace_id: int, event: LogEvent) -> None:
         """A GenAI log record of ``trace_id``, kept until the trace is released (called by
         :class:`~otel_semloop.processor.logs.SemloopLogProcessor` on the application's
-        thread: O(1), under the one lock)."""
+        thread: queued without a lock, as the span hooks do)."""
         if self._active and not self._shutdown:
-            with self._lock:
-                self._logs.add(trace_id, event)
+            self._events.add_log(trace_id, event)
 
     def _on_ending(self, span: Span) -> None:
         try:
@@ -257,9 +254,7 @@ class SemloopSpanProcessor(SpanProcessor):
                 handed = True
                 self._pass_unheld(span)
                 return
-            parent = span.parent
-            local_root = parent is None or parent.is_remote
-            events.append((context.trace_id, local_root, span, time.monotonic()))
+            events.append((context.trace_id, _is_local_root(span), span, time.monotonic()))
             handed = True
         except Exception:
             self._app_error("on_end")
@@ -369,6 +364,12 @@ class SemloopSpanProcessor(SpanProcessor):
         if self._worker is not None and not self._shutdown:
             self._worker = Worker(self)
             self._worker.start()
+
+
+def _is_local_root(span: Span | ReadableSpan) -> bool:
+    """A span without a parent, or whose parent is in another process."""
+    parent = span.parent
+    return parent is None or parent.is_remote
 
 
 def _gauges_of(ref: weakref.ref[SemloopSpanProcessor]) -> Callable[[], dict[str, int]]:

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from otel_semloop.grouping import Release, ReleaseReason, TraceBuffer
+from otel_semloop.conventions import LogEvent
+from otel_semloop.grouping import HeldLogs, Release, ReleaseReason, TraceBuffer
 from otel_semloop.pool import ScoringPool
 from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
 from otel_semloop.release import SLICE, Outcome, yield_gil
@@ -44,20 +45,19 @@ _CATCH_UP_TIMEOUT_MILLIS = 5000
 
 
 class SpanEvents:
-    """The span starts and ends the application's threads report, queued without a lock
-    and handed to the trace buffer by whoever holds the processor's lock next (the worker
-    every tick, a flush, :meth:`~otel_semloop.processor.SemloopSpanProcessor.stats`).
+    """What the application's threads report (span starts and ends, GenAI log records),
+    queued without a lock and handed to the trace buffer and the held logs by whoever
+    holds the processor's lock next (the worker every tick, a flush,
+    :meth:`~otel_semloop.processor.SemloopSpanProcessor.stats`).
 
     Why a queue and not the buffer itself: ``deque.append`` is atomic, so the hooks never
-    wait for one another nor for the worker. With one lock around the buffer, threads
-    creating spans at once queue behind whichever holder the interpreter switched away
-    from, and each such wait lasts whole switch intervals. An event is a tuple of
-    ``(trace id, local root, span or None for a start, time)``; the span is the object
-    the buffer would hold anyway.
+    wait for one another nor for the worker. An event is a tuple of ``(trace id, local
+    root, item, time)``, the item being the ended span, None for a start, or a
+    :class:`~otel_semloop.conventions.LogEvent`.
     """
 
     def __init__(self, limit: int) -> None:
-        self._queue: deque[tuple[Hashable, bool, ReadableSpan | None, float]] = deque()
+        self._queue: deque[tuple[Hashable, bool, ReadableSpan | LogEvent | None, float]] = deque()
         #: Events past which an ending span is not held but passed straight downstream
         #: (the worker is not draining: the processor's bounds still hold).
         self.limit = limit
@@ -69,29 +69,37 @@ class SpanEvents:
     def full(self) -> bool:
         return len(self._queue) >= self.limit
 
-    def apply(self, buffer: TraceBuffer[ReadableSpan]) -> None:
-        """Hand the buffer the events queued so far, in order (the caller holds the lock;
-        events queued meanwhile wait for the next call)."""
+    def add_log(self, trace_key: Hashable, event: LogEvent) -> None:
+        """Queue a GenAI log record of ``trace_key``. Not when full: the trace's spans then
+        pass unheld, so nothing would read it."""
+        if len(self._queue) < self.limit:
+            self.append((trace_key, False, event, 0.0))
+
+    def apply(self, buffer: TraceBuffer[ReadableSpan], logs: HeldLogs[LogEvent]) -> None:
+        """Hand the buffer and the held logs the events queued so far, in order (the caller
+        holds the lock; events queued meanwhile wait for the next call)."""
         for _ in range(len(self._queue)):
             try:
-                trace_key, local_root, span, now = self._queue.popleft()
+                trace_key, local_root, item, now = self._queue.popleft()
             except IndexError:  # taken by shutdown meanwhile
                 return
-            if span is None:
+            if item is None:
                 buffer.start(trace_key, local_root, now)
+            elif isinstance(item, LogEvent):
+                logs.add(trace_key, item)
             else:
-                buffer.end(trace_key, local_root, span, now)
+                buffer.end(trace_key, local_root, item, now)
 
     def take_spans(self) -> list[ReadableSpan]:
         """Empty the queue; the ended spans in it (after shutdown: to pass them through)."""
         spans = []
         while True:
             try:
-                span = self._queue.popleft()[2]
+                item = self._queue.popleft()[2]
             except IndexError:
                 return spans
-            if span is not None:
-                spans.append(span)
+            if item is not None and not isinstance(item, LogEvent):
+                spans.append(item)
 
     def clear(self) -> None:
         self._queue.clear()
@@ -317,7 +325,7 @@ class Worker:
 
     def _drain_inline(self, reason: ReleaseReason) -> None:
         with self._lock:
-            self._events.apply(self._buffer)
+            self._events.apply(self._buffer, self._logs)
             self._buffer.release_all(reason)
             releases, late = self._buffer.take()
             self._flushes.clear()
@@ -343,7 +351,7 @@ class Worker:
                 # Garbage-collected without shutdown: forward what is held and exit.
                 self._stopping = True
                 with self._lock:
-                    self._events.apply(self._buffer)
+                    self._events.apply(self._buffer, self._logs)
                     self._buffer.release_all(ReleaseReason.SHUTDOWN)
             try:
                 self._cycle()
@@ -371,7 +379,7 @@ class Worker:
     def _cycle(self) -> None:
         now = time.monotonic()
         with self._lock:
-            self._events.apply(self._buffer)
+            self._events.apply(self._buffer, self._logs)
             self._buffer.expire(now)
             new_flushes = [f for f in self._flushes if not f.drained]
             if new_flushes:

@@ -5,6 +5,7 @@ emits them)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -113,6 +114,26 @@ def test_the_cap_drops_the_oldest_records_and_counts_them() -> None:
         line.wait_exported(1)
         assert len(logs.exported.get_finished_logs()) == 5  # dropped from semloop's hold only
         assert line.processor.stats()["logs.held"] == 0
+
+
+def test_emitting_a_record_does_not_wait_for_the_processor_lock() -> None:
+    with span_and_log_pipeline(idle_seconds=30) as (line, logs):
+        with line.tracer.start_as_current_span("chat fake-gpt", attributes=CHAT) as span:
+            emitted = threading.Event()
+
+            def emit() -> None:
+                context = set_span_in_context(span)  # another thread: the span passed explicitly
+                logs.logger.emit(event_name="gen_ai.user.message", body={"content": "hi"}, context=context)
+                emitted.set()
+
+            with line.processor._lock:  # the worker, a flush or stats() holding it
+                thread = threading.Thread(target=emit)
+                thread.start()
+                returned = emitted.wait(5)
+            thread.join()
+            assert returned
+            assert line.processor.stats()["logs.held"] == 1  # held once the lock is free
+        line.wait_exported(1)
 
 
 def event(span: int, text: str) -> LogEvent:
