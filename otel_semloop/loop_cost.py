@@ -47,9 +47,6 @@ from otel_semloop.verdict import Finding, Label, Verdict
 
 __all__ = ["LoopCost", "RunningSpend", "Usage", "loop_cost"]
 
-_LLM = StepKind.LLM
-_AGENT = StepKind.AGENT
-
 
 @dataclass(frozen=True, slots=True)
 class Usage:
@@ -144,7 +141,7 @@ def loop_cost(trace: Trace, verdict: Verdict) -> LoopCost | None:
         onset_ns=onset_ns,
         loop=_usage(steps[onset:], counted, recorded, onset_ns, end_ns),
         trace=_usage(steps, counted, recorded, first_ns, end_ns),
-        agent=steps[onset].agent or (root.name if root is not None and root.kind is _AGENT else ""),
+        agent=steps[onset].agent or (root.name if root is not None and root.kind is StepKind.AGENT else ""),
         signal=strongest.signal if strongest is not None else (fired[0] if fired else "unspecified"),
     )
 
@@ -173,7 +170,7 @@ def _deciding(verdict: Verdict) -> list[Finding]:
 
 def _model_calls(trace: Trace) -> list[Step]:
     """The LLM steps counted as model calls, in step order (see the module doc)."""
-    llm = [s for s in trace.steps if s.kind is _LLM and not s.synthetic]
+    llm = [s for s in trace.steps if s.kind is StepKind.LLM and not s.synthetic]
     chosen = [s for s in llm if _records_usage(s)] or llm
     chosen_spans = {s.span_id for s in chosen if s.span_id}
     parent_of = {span_id: record.parent_span_id for span_id, record in trace.spans.items()}
@@ -237,7 +234,7 @@ class RunningSpend:
         calls, inputs, outputs, cost, has_in, has_out, has_cost = (
             self._totals[-1] if self._totals else (0, 0, 0, 0.0, False, False, False)
         )
-        if step.kind is _LLM:
+        if step.kind is StepKind.LLM:
             calls += 1
             inputs += step.input_tokens or 0
             outputs += step.output_tokens or 0

@@ -77,15 +77,6 @@ class StepKind(str, enum.Enum):
     OTHER = "other"
 
 
-#: Enum members as module constants, here and in the modules that read a step's kind per
-#: step: on Python 3.11 a read through the class (``StepKind.LLM``) goes through the enum
-#: type's attribute hook, a global read does not (same objects, same ``is``).
-_AGENT = StepKind.AGENT
-_LLM = StepKind.LLM
-_OTHER = StepKind.OTHER
-_TOOL = StepKind.TOOL
-
-
 class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
@@ -179,7 +170,7 @@ class Step(_Deferrable):
         return top
 
     def _node(self) -> dict[str, Any]:
-        if self.kind is _TOOL:
+        if self.kind is StepKind.TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
         else:
             node_output = self.output_text
@@ -193,7 +184,7 @@ class Step(_Deferrable):
 
     def node_input(self) -> Any:
         """The tree-view ``input`` of this step (see :meth:`tree_view`)."""
-        if self.kind is _TOOL:
+        if self.kind is StepKind.TOOL:
             return self.tool_arguments if self.tool_arguments is not None else self.input
         return self.input_text if self.input is not None else None
 
@@ -228,7 +219,7 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
 def _deferred_input(deferred: tuple[Any, bool, Any]) -> Any:
     """The input decoded from a step's ``_deferred`` (see :func:`_resolve_deferred`)."""
     raw_input, envelope, _ = deferred
-    if raw_input.__class__ in _MADE_ON_READ:  # (an LLM span's indexed or event input messages)
+    if isinstance(raw_input, _MADE_ON_READ):  # an LLM span's indexed or event input messages
         raw_input = raw_input.messages()
     return decode_input(raw_input, envelope)
 
@@ -298,8 +289,8 @@ for _field_name, _member in _SLOTS.items():
 
 
 _INPUT_SLOT = _SLOTS["input"]
-#: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).
-_NODE_TYPES = {_AGENT: "agent", _LLM: "llm", _TOOL: "tool", _OTHER: "base"}
+#: A step kind's tree-view ``type``.
+_NODE_TYPES = {StepKind.AGENT: "agent", StepKind.LLM: "llm", StepKind.TOOL: "tool", StepKind.OTHER: "base"}
 
 
 @dataclass(slots=True, eq=False)
@@ -330,7 +321,7 @@ class Trace:
         ordered = list(steps)
         if goal is None:
             return cls(trace_id=trace_id, steps=ordered, roots=list(ordered))
-        root = Step(_AGENT, "agent", input=goal, input_text=goal, span_id="root")
+        root = Step(StepKind.AGENT, "agent", input=goal, input_text=goal, span_id="root")
         root.children = list(ordered)
         for step in ordered:
             step.depth = max(step.depth, 1)
@@ -341,7 +332,7 @@ class Trace:
     def root(self) -> Step | None:
         """The root agent step: the first top-level agent, else the first top-level step."""
         for step in self.roots:
-            if step.kind is _AGENT:
+            if step.kind is StepKind.AGENT:
                 return step
         return self.roots[0] if self.roots else None
 
@@ -353,7 +344,7 @@ class Trace:
         if root is not None and root.input_text:
             return root.input_text
         for step in self.steps:
-            if step.kind is _LLM and isinstance(step.input, list):
+            if step.kind is StepKind.LLM and isinstance(step.input, list):
                 for message in step.input:
                     if isinstance(message, dict) and message.get("role") == "user":
                         return flatten_text([message])
@@ -361,15 +352,15 @@ class Trace:
 
     @property
     def agents(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is _AGENT]
+        return [s for s in self.steps if s.kind is StepKind.AGENT]
 
     @property
     def tool_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is _TOOL]
+        return [s for s in self.steps if s.kind is StepKind.TOOL]
 
     @property
     def llm_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is _LLM]
+        return [s for s in self.steps if s.kind is StepKind.LLM]
 
     def tree_view(self) -> dict[str, Any]:
         """deepeval's nested span dict for the whole trace.

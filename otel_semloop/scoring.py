@@ -62,8 +62,6 @@ __all__ = [
 ]
 
 ScorerMode = Literal["default", "lexical"]
-#: Read once (an enum member through its class is slow on Python 3.11).
-_NO_LOOP = Label.NO_LOOP
 _MODES = ("default", "lexical")
 
 
@@ -175,7 +173,7 @@ class DetectorScorer:
         verdict = self.policy.verdict(
             findings, lexical=lexical, partial=trace.partial, calibration=calibration
         )
-        if verdict.label is _NO_LOOP:
+        if verdict.label is Label.NO_LOOP:
             unread = unreadable_steps(trace)
             if unread:
                 return replace(
