@@ -35,19 +35,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from otel_semloop.builder import build_trace
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
 from otel_semloop.detectors.suite import DetectorSuite
 from otel_semloop.errors import ConfigError
-from otel_semloop.model import SpanRecord, StepKind, Trace
+from otel_semloop.model import StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
-from otel_semloop.writeback import SpanPatch, patches_for
 
 __all__ = [
     "UNREADABLE_REASON",
@@ -56,7 +54,6 @@ __all__ = [
     "ScorerMode",
     "StagedScorer",
     "collector_paused",
-    "score_records",
     "stages_of",
     "unreadable_steps",
 ]
@@ -189,36 +186,6 @@ def _detector_scorer(
     return DetectorScorer(mode=mode, config=config, policy=policy, lexical=lexical)
 
 
-# -- a picklable entry point for process pools ----------------------------------------------
-
-_SCORERS: dict[ScorerMode, DetectorScorer] = {}
-
-
-def score_records(
-    records: Sequence[SpanRecord], *, partial: bool = False, mode: ScorerMode = "default"
-) -> tuple[Verdict, dict[str, SpanPatch]] | None:
-    """Score the span records of one trace: the verdict and the per-span patches
-    (:func:`~otel_semloop.writeback.patches_for`), or None when the trace has no agent
-    steps (nothing to write).
-
-    A top-level function of picklable arguments and results, for process pools (batch
-    rescoring, the collector service): send records without ``source`` (the worker never
-    reads it, and pickling the original span costs more than scoring it), apply the
-    patches in the parent. Each worker process builds one default :class:`DetectorScorer` per
-    mode on first use (thresholds from that process's ``SEMLOOP_DETECT_*`` variables)
-    and keeps it. Cost: the trace build and scoring, linear in the trace's size (see
-    ``bench/detector_speed.py``).
-    """
-    trace = build_trace(records, partial=partial)
-    if not trace.steps:
-        return None
-    scorer = _SCORERS.get(mode)
-    if scorer is None:
-        scorer = _SCORERS[mode] = DetectorScorer(mode=mode)
-    verdict = scorer.score(trace)
-    return verdict, patches_for(trace, verdict)
-
-
 #: The unscored reason of a trace whose LLM and tool steps carry nothing the detectors can
 #: compare: content capture off, or messages in a form the convention layer does not read.
 UNREADABLE_REASON = "step content not readable"
@@ -233,12 +200,11 @@ def unreadable_steps(trace: Trace) -> int:
     and visible rather than passing as healthy; a trace whose failures alone prove a loop
     (a retry storm read from span status) keeps that verdict."""
     count = 0
-    llm, tool = StepKind.LLM, StepKind.TOOL  # read once: enum class attributes are slow on 3.11
     for step in trace.steps:
-        if step.kind is llm:
+        if step.kind is StepKind.LLM:
             if step.output_text or step.tool_calls or step.input is not None:
                 return 0
-        elif step.kind is tool:
+        elif step.kind is StepKind.TOOL:
             if step.tool_arguments is not None or step.tool_result is not None or step.output_text:
                 return 0
         else:
