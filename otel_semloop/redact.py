@@ -120,30 +120,18 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     _p("email", r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}\b"),
 )
 
-# Characters that must be present for any default pattern to match: clean text skips them.
+#: What must be present for a default pattern to match (other than an AWS secret key):
+#: clean text skips the patterns.
 _MARKERS = re.compile(
     r"(?i)-----BEGIN|://|bearer|authorization|token|eyJ|sk-|rk-|pk-|gh[pousr]_|github_pat_|xox|"
     r"AKIA|ASIA|AIza|_live_|_test_|hf_|pass|pwd|secret|key|@"
 )
-#: The same markers as plain lower-case substrings, for ASCII text (see :func:`_may_hold_secret`).
-_MARKER_WORDS = (
-    "-----begin", "://", "bearer", "authorization", "token", "eyj", "sk-", "rk-", "pk-",
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "asia", "aiza",
-    "_live_", "_test_", "hf_", "pass", "pwd", "secret", "key", "@",
-)  # fmt: skip
 
 
 def _may_hold_secret(text: str) -> bool:
-    """Whether ``_MARKERS`` occurs in ``text``, or a run shaped as an unlabelled AWS
-    secret key (which has no marker). For ASCII text, a substring test of each marker in
-    the lower-cased text gives the same answer (a case-insensitive alternation is tried
-    branch by branch at every position). Other text keeps the regex: its
-    case-insensitive matching folds characters ``str.lower`` does not (``\u017f``
-    matches ``s``)."""
-    if text.isascii():
-        if any(map(text.lower().__contains__, _MARKER_WORDS)):
-            return True
-    elif _MARKERS.search(text) is not None:
+    """Whether a default pattern can match: a marker occurs, or a run shaped as an
+    unlabelled AWS secret key (which has no marker)."""
+    if _MARKERS.search(text) is not None:
         return True
     return len(text) >= 40 and _AWS_SECRET_SHAPE.search(text) is not None
 

@@ -94,28 +94,6 @@ def test_a_secret_anywhere_in_any_text_never_survives_and_no_control_character_d
     assert re.search("[\x00-\x1f\x7f-\x9f]", out) is None
 
 
-# Pieces of every marker (whole, cut, in other cases) and characters that case-fold onto
-# ASCII letters only in the regex (long s, Kelvin sign, dotless i): the fast check for
-# ASCII text must agree with the regex on every mix of them.
-_MARKER_PIECES = st.sampled_from(
-    [
-        "-----BEGIN", "-----begi", "://", ":/", "Bearer", "bEARER", "authorization", "TOKEN",
-        "tok", "eyJ", "EYJ", "ey", "sk-", "SK-", "rk-", "pk-", "ghp_", "GHO_", "ghu_", "ghs_",
-        "ghr_", "ghx_", "github_pat_", "GitHub_Pat", "xox", "XoX", "akia", "ASIA", "aiza",
-        "AIza", "_live_", "_LIVE", "_test_", "hf_", "HF_", "pass", "PaSs", "pwd", "secret",
-        "SECRE", "key", "KEY", "ke", "@", "a", " ", "-", "_", "\u017f", "\u212a", "\u0131",
-        "\u0130", "\u00e9",
-    ]
-)  # fmt: skip
-
-
-@given(st.lists(_MARKER_PIECES, max_size=12).map("".join))
-def test_the_fast_marker_check_agrees_with_the_marker_regex(text):
-    from otel_semloop.redact import _MARKERS, _may_hold_secret
-
-    assert _may_hold_secret(text) == (_MARKERS.search(text) is not None)
-
-
 _BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 #: Text around a secret: anything but the characters that would extend it.
 _AROUND = st.text(st.characters(blacklist_characters=_BASE64 + "=_-", blacklist_categories=("Cs",)))
