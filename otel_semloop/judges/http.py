@@ -39,7 +39,7 @@ from otel_semloop.judges.base import (
 )
 from otel_semloop.redact import safe_text
 
-__all__ = ["CircuitBreaker", "HttpJudgeClient", "RetryPolicy", "token_count"]
+__all__ = ["CircuitBreaker", "HttpBackend", "HttpJudgeClient", "RetryPolicy", "token_count"]
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -221,6 +221,41 @@ class HttpJudgeClient:
             await self._client.aclose()
             self._client = None
             self._semaphore = None
+
+
+class HttpBackend:
+    """What the remote judge backends share: their endpoint, model and client (a bearer
+    ``key``, none for a local server without one), a timed POST and ``aclose``."""
+
+    name = ""
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str,
+        model: str,
+        *,
+        timeout: float = 30.0,
+        max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        client: HttpJudgeClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.client = client or HttpJudgeClient.with_key(
+            self.base_url, key, timeout=timeout, max_concurrency=max_concurrency, retry=retry, breaker=breaker
+        )
+
+    async def post(self, path: str, payload: Any, deadline: float | None) -> tuple[Any, float]:
+        """The decoded body and the milliseconds the call took, retries included."""
+        started = time.monotonic()
+        body, _ = await self.client.post_json(path, payload, deadline=deadline)
+        return body, (time.monotonic() - started) * 1000.0
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 def token_count(value: Any) -> int:
