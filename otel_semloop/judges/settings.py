@@ -132,25 +132,23 @@ def _backend(settings: JudgeSettings) -> Any:
             raise ConfigError(
                 f"the {settings.judge} judge needs httpx: pip install 'otel-semloop[judge]'"
             ) from None
+    options = {
+        "base_url": settings.base_url,
+        "model": settings.model,
+        "timeout": settings.timeout,
+        "max_concurrency": settings.concurrency,
+    }
     if settings.judge == "system-one":
         from otel_semloop.judges.backends.system_one import SystemOneBackend
 
-        return SystemOneBackend(
-            base_url=settings.base_url,
-            model=settings.model,
-            timeout=settings.timeout,
-            max_concurrency=settings.concurrency,
-        )
+        return SystemOneBackend(**options)
     if settings.judge == "openai":
         from otel_semloop.judges.backends.openai import OpenAIBackend
 
         return OpenAIBackend(
-            base_url=settings.base_url,
-            model=settings.model,
             input_usd_per_million=settings.input_usd_per_million,
             output_usd_per_million=settings.output_usd_per_million,
-            timeout=settings.timeout,
-            max_concurrency=settings.concurrency,
+            **options,
         )
     from otel_semloop.judges.backends.local import LocalBackend
 

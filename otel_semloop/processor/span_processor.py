@@ -10,29 +10,26 @@ Wrap the application's export pipeline::
     provider = TracerProvider()
     provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
 
-Every span reaches the downstream processor exactly once: the spans of a scored trace
-after its verdict (the root span and the looping steps as new ``ReadableSpan`` copies
-carrying ``semloop.*`` attributes and a ``gen_ai.evaluation.result`` event, every other
-span as the original object), so a backend never sees a span twice. Do not also add the
-downstream processor to the provider.
+Every span reaches the downstream processor exactly once: a scored trace's spans after
+its verdict (the root and the looping steps as ``ReadableSpan`` copies carrying
+``semloop.*`` attributes and a ``gen_ai.evaluation.result`` event, every other span as the
+original object). Do not also add the downstream processor to the provider.
 
 Threads
     ``on_start``/``on_end`` run on the application's thread: they forward ``on_start``
-    downstream and append one event to a queue without a lock
+    downstream and queue one event without a lock
     (:class:`~otel_semloop.processor.worker.SpanEvents`); they never convert, score,
-    export, wake anything or raise. One daemon worker thread wakes every ``tick_seconds``,
-    hands the events to the trace buffer (:mod:`otel_semloop.grouping`: completion,
-    bounds, late spans), releases finished traces to the scoring threads and forwards
-    spans to ``downstream.on_end``, paced so a ``BatchSpanProcessor``'s queue does not
-    overflow. Background work runs in slices and offers the GIL between them
-    (:func:`~otel_semloop.release.yield_gil`). Unsampled spans go straight downstream.
+    export, wake anything or raise. A daemon worker thread hands the events to the trace
+    buffer (:mod:`otel_semloop.grouping`) every ``tick_seconds``, releases finished traces
+    to the scoring threads and forwards spans downstream, paced so a
+    ``BatchSpanProcessor``'s queue does not overflow. Unsampled spans go straight through.
 
 Scoring budget
-    Each trace gets ``scoring_budget_seconds`` from its release to its verdict
-    (:class:`~otel_semloop.pool.ScoringPool`); past it the trace is forwarded with a staged
-    scorer's latest verdict (``semloop.budget_exceeded=true``) or unscored. A scorer that
-    raises yields an unscored trace. Spans are held at most ``grace + budget`` (plus a
-    tick) after their trace completes.
+    Each trace gets ``scoring_budget_seconds`` from release to verdict
+    (:class:`~otel_semloop.pool.ScoringPool`); past it the trace leaves with a staged
+    scorer's latest verdict (``semloop.budget_exceeded=true``) or unscored, as it does when
+    a scorer raises. Spans are held at most ``grace + budget`` (plus a tick) after their
+    trace completes.
 
 GenAI log records, live guard
     :attr:`SemloopSpanProcessor.log_record_processor` puts GenAI log records on their spans
@@ -42,9 +39,9 @@ GenAI log records, live guard
 
 force_flush / shutdown
     ``force_flush(timeout_millis)`` releases every held trace (as partial if unfinished),
-    scores what fits in about 80% of the timeout, forwards everything, then flushes the
-    downstream with the rest; False if the timeout ran out. ``shutdown()`` does the same
-    within ``shutdown_timeout_seconds``, stops the threads and shuts the downstream down.
+    scores what fits in most of the timeout, forwards everything and flushes the
+    downstream; False if the timeout ran out. ``shutdown()`` does the same within
+    ``shutdown_timeout_seconds``, stops the threads and shuts the downstream down.
 """
 
 from __future__ import annotations
