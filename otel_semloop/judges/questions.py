@@ -1,32 +1,27 @@
 """The questions asked about one trace, and the trace as the judge sees it (the "state").
 
-Deterministic detectors compare fingerprints; they cannot tell whether a reworded step got
-anywhere. So the judge is asked yes/no questions, all about one trace, all in one request:
+Detectors compare fingerprints; they cannot tell whether a reworded step got anywhere. So
+the judge is asked yes/no questions about one trace, in one request:
 
-* ``progress_{i}_{j}`` for consecutive judged steps: did step j advance the task beyond
-  step i?
+* ``progress_{i}_{j}`` for consecutive judged steps: did step j advance beyond step i?
 * ``revisit_{i}_{j}`` for steps 2..``lookahead`` apart: does step j go back to the attempt
   of step i without new information? (an A-B-A-B cycle differs at every consecutive pair)
-* ``tool_repeat_{name}`` for a tool called at least ``repetition_threshold`` times: are
-  those calls one action with cosmetic argument changes? The tool's name, its count and
-  its argument sets are in ``state.tool_calls[question id]``; the instructions name none.
-* ``stagnation``: an overall score, 0 (every step advances) to 3 (completely stuck);
-  reported, not used to decide.
+* ``tool_repeat_{name}`` for a tool called at least ``repetition_threshold`` times: are the
+  calls one action with cosmetic argument changes? (name, count and argument sets are in
+  ``state.tool_calls[question id]``; the instructions name none)
+* ``stagnation``: an overall score, 0 (every step advances) to 3 (stuck); reported only.
 
-Judged steps are the LLM steps when there are at least two (each carries the tool calls
-made after it, with their results, as its ``actions``), else the tool steps. Only the
-last ``max_steps`` judged steps are kept (a loop shows at the tail; the omission is stated
-in the state). A tool result the trace did not record (tracing without content capture) is
-``null``, not ``""``: unknown, so no judge takes it for the same empty answer. Every text
-is redacted (:mod:`otel_semloop.redact`) and cut to ``max_chars`` with the truncation
-marked, so a long run fits in one request and no secret leaves the process.
+Judged steps are the LLM steps when there are at least two (each carrying the tool calls
+made after it, with results, as its ``actions``), else the tool steps; only the last
+``max_steps`` are kept (a loop shows at the tail; the omission is stated). An unrecorded
+tool result is ``null``, not ``""``, so no judge takes it for an empty answer. Every text is
+redacted (:mod:`otel_semloop.redact`) and cut to ``max_chars``, marked.
 
-Question budget: ``max_questions`` in all. Tool questions come first (rarely more than a
-few), then the consecutive ``progress`` questions, then ``revisit`` by increasing distance,
-so a long trace loses its long-range questions first; ``stagnation`` is always kept.
-
-Trace text is untrusted input to a model: it goes in ``state`` as data, never in the
-instructions, and every question says to ignore instructions found inside steps.
+Question budget: ``max_questions`` in all: tool questions first, then ``progress``, then
+``revisit`` by increasing distance, so a long trace loses its long-range questions first;
+``stagnation`` is always kept. Trace text is untrusted input to a model: it goes in
+``state`` as data, never in the instructions, and every question says to ignore
+instructions found inside steps.
 """
 
 from __future__ import annotations
