@@ -17,19 +17,13 @@ Supported, checked in this order on each span:
   ``ai.toolCall`` spans with ``ai.toolCall.name`` / ``.args`` / ``.result``).
 
 :func:`step_kind` classifies a span; :func:`read_step` reads it into a
-:class:`~otel_semloop.model.Step`: which attribute holds its input and output, its name,
-error, usage and hand-off target. A span that matches none of these is not a step (kind
-``OTHER``): HTTP, DB and framework spans stay in the trace for write-back and forwarding
-but detectors ignore them.
-
-Where the messages are
-    Span attributes first (the forms above). When an LLM or tool span has none, its span
-    events are read (the GenAI details and per-message events, OpenLLMetry's
-    ``gen_ai.content.*``), and GenAI events emitted as log records once
-    :func:`attach_log_records` has put them on their span. What the
-    messages say (their text, the tool calls requested) is read by
-    :mod:`otel_semloop.messages`, and the envelopes around arguments and results are taken
-    off by :mod:`otel_semloop.envelopes`: one definition for every convention.
+:class:`~otel_semloop.model.Step` (input, output, name, error, usage, hand-off target). A
+span that matches none is not a step (kind ``OTHER``): it stays in the trace for
+write-back and forwarding, and detectors ignore it. When an LLM or tool span has no
+message attributes, its span events are read (GenAI details and per-message events,
+OpenLLMetry's ``gen_ai.content.*``), including GenAI log records once
+:func:`attach_log_records` has put them on their span; :mod:`otel_semloop.messages` and
+:mod:`otel_semloop.envelopes` read what the messages say, for every convention.
 
 Size: the readers of every convention, one per step field, change together.
 """

@@ -1,31 +1,25 @@
 """What was said in a span: message content in every shape instrumentations record it.
 
-A step's input and output are read (by :mod:`otel_semloop.conventions`) from whichever
-attribute or event carries them; this module turns what it finds there into messages and
-text, one definition for every convention:
+:mod:`otel_semloop.conventions` finds the attribute or event that carries a step's input
+or output; this module turns it into messages and text, one definition for every
+convention:
 
-* messages in span events (the GenAI details event, the per-message GenAI events,
+* messages in span events (the GenAI details event, per-message GenAI events,
   OpenLLMetry's ``gen_ai.content.*``: :func:`event_messages`), log records included once
   :func:`otel_semloop.conventions.attach_log_records` has put them on their span;
 * indexed message attributes (``gen_ai.prompt.N.*``, ``llm.output_messages.N.*``:
   :func:`indexed_messages`);
 * for an LLM span, whose input is the whole history the agent resent, the same two with
-  the input made on first read (:func:`llm_event_messages`, :func:`llm_indexed_messages`);
-* the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
-  message lists are JSON, not text, and are flattened to their text contents (joined by
-  newlines) so detectors compare what was said, not the JSON around it;
-* an LLM output's text (the tool calls it requested and the results given back are
-  :mod:`otel_semloop.tool_calls`'s).
+  the input made on first read (:func:`llm_event_messages`, :func:`llm_indexed_messages`):
+  making it for every step would cost O(n^2) per trace;
+* the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`),
+  so detectors compare what was said, not the JSON around it.
 
-The values inside attribute strings (JSON, the envelopes around a call's arguments and a
-tool's result) are decoded by :mod:`otel_semloop.envelopes`.
+Malformed content (a part whose ``type`` is a list, ``"tool_calls": true``) reads as no
+text and no calls, never as an error: one odd span must not lose a trace's verdict.
 
-Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
-true``) as no text and no calls, never as an error: one odd span must not lose a trace's
-verdict.
-
-Size: each reader of a recorded form sits beside its LLM variant that leaves the input
-for its first read (the variant must give what the reader gives, so they change together).
+Each reader of a recorded form sits beside its LLM variant, which must give what the
+reader gives (``tests/core`` checks one against the other).
 """
 
 from __future__ import annotations

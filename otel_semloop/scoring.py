@@ -1,33 +1,25 @@
 """Score one trace: detectors, then policy, then a :class:`~otel_semloop.verdict.Verdict`.
 
-This is the one core every front door calls (the span processor, the collector service,
-``otel-semloop rescore``). It reads no clock and holds no state between traces, so it can
-run on any thread and be bounded by its caller's time budget.
+The one core every front door calls. It reads no clock and keeps no state between
+traces, so it runs on any thread under its caller's time budget.
 
 Two modes
     ``"default"``: the deterministic detectors (:mod:`otel_semloop.detectors.suite`) and
-    the :class:`~otel_semloop.policy.Policy` decide the label, score and action.
+    the :class:`~otel_semloop.policy.Policy` decide label, score and action.
     ``"lexical"``: deepeval's ``AgentLoopDetectionMetric`` alone decides, as deepeval
-    would (kept for comparison: the benchmark prints both columns).
+    would. Either way its result is kept on ``verdict.lexical`` (``semloop.deepeval.*``).
 
-A trace whose LLM and tool steps all lack readable content (no messages, tool calls,
-arguments or results: content capture off, or a form the convention layer does not read)
-is not passed as healthy: when the detectors find nothing conclusive it is ``unscored``
-with the reason ``step content not readable (N steps)`` (:func:`unreadable_steps`).
-
-In both modes the deepeval-compatible lexical result is computed and kept on
-``verdict.lexical`` (written as ``semloop.deepeval.*``), so results stay comparable with
-deepeval. Cost: linear in the trace's size for both (see ``bench/detector_speed.py``).
+A trace whose LLM and tool steps all lack readable content (content capture off, or a
+form the conventions do not read) is not passed as healthy: when nothing conclusive is
+found it is ``unscored``, ``step content not readable (N steps)`` (:func:`unreadable_steps`).
 
 The scorer interface
-    Front doors take any :class:`Scorer`: an object with ``score(trace) -> Verdict``. A
-    scorer that can refine a first verdict (a cheap deterministic verdict first, then a
-    remote judge's) is a :class:`StagedScorer`: ``score_stages(trace)`` yields verdicts,
-    each better than the last; a front door with a time budget writes back the latest one
-    yielded before the budget ran out (marked ``semloop.budget_exceeded=true`` when it
-    was cut). :func:`stages_of` is how callers iterate either kind. Scorers are called
-    from scoring threads, several traces at once: keep no per-trace state on the object.
-    :class:`DetectorScorer` is the default (``Scorer()`` still builds one).
+    Front doors take any :class:`Scorer` (``score(trace) -> Verdict``). A
+    :class:`StagedScorer` also yields verdicts in stages (``score_stages``, each better
+    than the last: a deterministic verdict, then a judge's); a front door writes back the
+    latest one yielded within its budget (``semloop.budget_exceeded=true`` when cut).
+    :func:`stages_of` iterates either kind. Scorers run on several threads at once: keep
+    no per-trace state on the object. :class:`DetectorScorer` is the default.
 """
 
 from __future__ import annotations
