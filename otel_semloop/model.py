@@ -81,15 +81,9 @@ class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
     ``output``) are decoded from on first read (see :class:`_DeferredField`); unset when
-    nothing is left.
-
-    (No ``__getattr__`` for that: a class with one has every attribute read of its
-    instances take the generic path, and the detectors read a step's fields many times.)"""
+    nothing is left."""
 
     __slots__ = ("_deferred",)
-
-
-_DEFERRED_SLOT = _Deferrable.__dict__["_deferred"]
 
 
 @dataclass(slots=True, eq=False)
@@ -232,18 +226,10 @@ def peek_input(step: Step) -> Any:
         return _INPUT_SLOT.__get__(step)
     except AttributeError:
         pass
-    deferred = _deferred_of(step)
+    deferred = getattr(step, "_deferred", None)
     if deferred is None:
         return step.input  # (raises as the read does)
     return _deferred_input(deferred)
-
-
-def _deferred_of(step: Step) -> Any:
-    """The step's ``_deferred`` (what its deferred fields decode from), None when unset."""
-    try:
-        return _DEFERRED_SLOT.__get__(step)
-    except AttributeError:
-        return None
 
 
 #: The input messages an LLM step's ``_deferred`` may hold unmade (see _deferred_input).
@@ -256,29 +242,29 @@ class _DeferredField:
     from ``_deferred`` (:func:`_resolve_deferred`), stored and returned; writes and deletes
     go to the slot."""
 
-    __slots__ = ("_delete", "_get", "_name", "_set")
+    __slots__ = ("_name", "_slot")
 
-    def __init__(self, name: str, member: Any) -> None:
+    def __init__(self, name: str, slot: Any) -> None:
         self._name = name
-        self._get, self._set, self._delete = member.__get__, member.__set__, member.__delete__
+        self._slot = slot
 
     def __get__(self, step: Step | None, owner: type | None = None) -> Any:
         if step is None:
             return self
         try:
-            return self._get(step)
+            return self._slot.__get__(step)
         except AttributeError:
             pass
-        deferred = _deferred_of(step)
+        deferred = getattr(step, "_deferred", None)
         if deferred is None:
             raise AttributeError(f"{type(step).__name__!r} object has no attribute {self._name!r}")
         return _resolve_deferred(step, deferred, self._name)
 
     def __set__(self, step: Step, value: Any) -> None:
-        self._set(step, value)
+        self._slot.__set__(step, value)
 
     def __delete__(self, step: Step) -> None:
-        self._delete(step)
+        self._slot.__delete__(step)
 
 
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
