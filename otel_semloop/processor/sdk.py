@@ -17,7 +17,9 @@ count limit the SDK rule applies; the original's dropped counts carry over.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -142,31 +144,18 @@ SDK_SPANS = SdkSpans()
 # -- limits ------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
 class _Limits:
-    __slots__ = (
-        "attribute_dropped",
-        "attribute_value_length",
-        "attributes",
-        "event_attributes",
-        "events",
-    )
-
-    def __init__(self) -> None:
-        self.attributes: int | None = None
-        self.attribute_value_length: int | None = None
-        self.attribute_dropped = 0
-        self.events: int | None = None
-        self.event_attributes: int | None = None
+    attributes: int | None = None
+    attribute_value_length: int | None = None
+    attribute_dropped: int = 0
+    events: int | None = None
+    event_attributes: int | None = None
 
 
-_DEFAULT_LIMITS: SpanLimits | None = None
-
-
+@functools.cache
 def _default_limits() -> SpanLimits:
-    global _DEFAULT_LIMITS
-    if _DEFAULT_LIMITS is None:
-        _DEFAULT_LIMITS = SpanLimits()
-    return _DEFAULT_LIMITS
+    return SpanLimits()
 
 
 def _limits_of(span: ReadableSpan) -> _Limits:
@@ -187,15 +176,11 @@ def _limits_of(span: ReadableSpan) -> _Limits:
 
 
 def _merged_attributes(span: ReadableSpan, extra: Mapping[str, Any], limits: _Limits) -> BoundedAttributes:
-    original = span.attributes or {}
-    if extra:
-        merged: dict[str, Any] = dict(original)
-        for key, value in extra.items():
-            # Re-adding a key moves it last, as the SDK does when a span sets it again.
-            merged.pop(key, None)
-            merged[key] = value
-    else:
-        merged = dict(original)
+    merged: dict[str, Any] = dict(span.attributes or {})
+    for key, value in extra.items():
+        # Re-adding a key moves it last, as the SDK does when a span sets it again.
+        merged.pop(key, None)
+        merged[key] = value
     attributes = BoundedAttributes(
         maxlen=limits.attributes,
         attributes=merged,
