@@ -74,23 +74,10 @@ class Spec:
     old_names: tuple[str, ...] = ()
 
 
-def setting(
-    default: Any = dataclasses.MISSING,
-    *,
-    kind: Kind,
-    minimum: float | None = None,
-    above: float | None = None,
-    maximum: float | None = None,
-    optional: bool = False,
-    choices: type[enum.Enum] | tuple[str, ...] | None = None,
-    env: str | None = None,
-    old_names: tuple[str, ...] = (),
-    secret: bool = False,
-) -> Any:
-    """A dataclass field with its :class:`Spec` in the metadata. A ``secret`` is left out
-    of the dataclass ``repr``."""
-    spec = Spec(kind, minimum, above, maximum, optional, choices, env, old_names)
-    return dataclasses.field(default=default, metadata={_KEY: spec}, repr=not secret)
+def setting(default: Any = dataclasses.MISSING, *, secret: bool = False, **spec: Any) -> Any:
+    """A dataclass field with its :class:`Spec` (``spec``: the Spec's fields) in the
+    metadata. A ``secret`` is left out of the dataclass ``repr``."""
+    return dataclasses.field(default=default, metadata={_KEY: Spec(**spec)}, repr=not secret)
 
 
 def setting_default(base: type, name: str, default: Any) -> Any:
