@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.model import Step, StepKind, Trace
-from otel_semloop.redact import clean_control, redact, redact_value
+from otel_semloop.redact import redact, redact_value, safe_text
 
 __all__ = [
     "DATA_NOTICE",
@@ -194,7 +194,7 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "index": judged.index,
         "type": step.kind.value,
-        "name": clean_control(redact(step.name)),
+        "name": safe_text(step.name),
     }
     for key, raw in (("input", raw_input), ("output", raw_output)):
         if key == "output" and step.kind is StepKind.TOOL and _unrecorded(step):
@@ -204,7 +204,7 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
         fields[key] = text
         truncated |= cut
     if step.is_error:
-        fields["error"] = clean_control(redact(step.error_type or "error"))
+        fields["error"] = safe_text(step.error_type or "error")
     actions = []
     for action in judged.actions[: config.max_actions_per_step]:
         args, cut_a = _truncate(
@@ -221,12 +221,12 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
             )
         truncated |= cut_a or cut_r
         entry: dict[str, Any] = {
-            "tool": clean_control(redact(action.name)),
+            "tool": safe_text(action.name),
             "arguments": args,
             "result": result,
         }
         if action.is_error:
-            entry["error"] = clean_control(redact(action.error_type or "error"))
+            entry["error"] = safe_text(action.error_type or "error")
         actions.append(entry)
     if judged.actions:
         fields["actions"] = actions
@@ -235,6 +235,30 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
     if truncated:
         fields["truncated"] = True
     return fields
+
+
+#: A pair question's instructions and criteria (true, false), by kind.
+_PAIR_QUESTIONS = {
+    "progress": (
+        PROGRESS_INSTRUCTIONS,
+        "Step {b} advances the task beyond step {a}.",
+        "Step {b} repeats or rephrases step {a} without advancing.",
+    ),
+    "revisit": (
+        REVISIT_INSTRUCTIONS,
+        "Step {b} is a repeat of the attempt at step {a}.",
+        "Step {b} is a different attempt from step {a}.",
+    ),
+}
+
+
+def _pair_question(kind: str, a: int, b: int) -> dict[str, Any]:
+    instructions, true, false = _PAIR_QUESTIONS[kind]
+    return {
+        "type": "noul",
+        "instructions": instructions.format(i=a, j=b) + DATA_NOTICE,
+        "criteria": {"true": true.format(a=a, b=b), "false": false.format(a=a, b=b)},
+    }
 
 
 def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> QuestionSet:
@@ -259,7 +283,7 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
     for name, count in counts.items():
         if count < config.repetition_threshold:
             continue
-        safe_name = clean_control(redact(name))
+        safe_name = safe_text(name)
         key = _TOOL_KEY_UNSAFE.sub("_", safe_name)[:64] or "tool"
         qid = f"tool_repeat_{key}"
         suffix = 2
@@ -278,29 +302,13 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
             },
         }
 
-    pair_questions: dict[str, dict[str, Any]] = {}
     indices = [s.index for s in steps]
-    if len(steps) >= 2:
-        for a, b in itertools.pairwise(indices):
-            pair_questions[f"progress_{a}_{b}"] = {
-                "type": "noul",
-                "instructions": PROGRESS_INSTRUCTIONS.format(i=a, j=b) + DATA_NOTICE,
-                "criteria": {
-                    "true": f"Step {b} advances the task beyond step {a}.",
-                    "false": f"Step {b} repeats or rephrases step {a} without advancing.",
-                },
-            }
-        for distance in range(2, config.lookahead + 1):
-            for pos in range(len(indices) - distance):
-                a, b = indices[pos], indices[pos + distance]
-                pair_questions[f"revisit_{a}_{b}"] = {
-                    "type": "noul",
-                    "instructions": REVISIT_INSTRUCTIONS.format(i=a, j=b) + DATA_NOTICE,
-                    "criteria": {
-                        "true": f"Step {b} is a repeat of the attempt at step {a}.",
-                        "false": f"Step {b} is a different attempt from step {a}.",
-                    },
-                }
+    pairs = [("progress", a, b) for a, b in itertools.pairwise(indices)]
+    for distance in range(2, config.lookahead + 1):
+        pairs += [
+            ("revisit", indices[pos], indices[pos + distance]) for pos in range(len(indices) - distance)
+        ]
+    pair_questions = {f"{kind}_{a}_{b}": _pair_question(kind, a, b) for kind, a, b in pairs}
 
     questions: dict[str, dict[str, Any]] = {}
     if tool_questions or pair_questions:
