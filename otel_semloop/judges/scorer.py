@@ -96,7 +96,7 @@ class JudgedScorer:
 
     def score_batch(self, traces: Sequence[Trace]) -> list[Verdict]:
         """Every trace's final verdict, with all judge requests in flight together (the
-        judge's concurrency limit applies): what ``otel-semloop rescore`` uses."""
+        judge's concurrency limit applies), for scoring a corpus at once."""
         pending: list[Any] = []
         for trace in traces:
             deterministic = self.base.score(trace)
