@@ -1,27 +1,21 @@
 """The one home for secret redaction and control-character cleaning.
 
 Trace text is untrusted: span names, tool names, ``error.type`` values, arguments and
-results are written by the agent (and by whatever the agent read). Two things go wrong when
-such text is copied somewhere else verbatim:
+results are written by the agent (and by whatever it read). Copied elsewhere verbatim:
 
-* **Secrets leak.** An API key inside an ``error.type`` or a tool argument ends up in
-  ``semloop.reason``, in the evaluation event, in a log line, or in a request to a judge
-  model run by a third party. :func:`redact` replaces what looks like a secret with
-  ``[REDACTED:<kind>]`` before any text leaves the process (judge requests) or lands in an
-  attribute or a log line.
-* **Output is forged.** A newline in a tool name writes a second, fake log line; an ANSI
-  escape sequence in a span name moves the cursor or recolours a terminal table.
-  :func:`clean_control` escapes every control character (C0, DEL, C1) and the Unicode
-  bidirectional overrides, so ``"a\\nb"`` is shown as the six characters ``a\\nb``.
+* **Secrets leak** into ``semloop.reason``, the evaluation event, a log line or a judge
+  request. :func:`redact` replaces what looks like a secret with ``[REDACTED:<kind>]``
+  before any text leaves the process or lands in an attribute or a log line.
+* **Output is forged**: a newline in a tool name writes a fake log line, an ANSI escape
+  recolours a terminal. :func:`clean_control` escapes every control character (C0, DEL,
+  C1) and the Unicode bidirectional overrides (``"a\\nb"`` shows as ``a\\nb``).
 
-:func:`safe_text` does both; it is what front doors call on text they copy out of a trace.
-Redaction errs toward hiding: a 40-character random token after ``token=`` is hidden even
-if it was harmless. What is *not* caught: secrets with no recognisable shape or label
-(a bare password word). Patterns are extensible: :meth:`Redactor.add` on
-:data:`DEFAULT_REDACTOR`, or a :class:`Redactor` of your own passed where text is cleaned.
-
-Cost: one pass of each pattern over the text (linear, patterns have no nested
-quantifiers); :func:`redact` first checks cheap markers so clean text costs a few scans.
+:func:`safe_text` does both; front doors call it on text they copy out of a trace.
+Redaction errs toward hiding (a 40-character random token after ``token=`` is hidden even
+if harmless); secrets with no recognisable shape or label (a bare password word) are not
+caught. Patterns are extensible: :meth:`Redactor.add` on :data:`DEFAULT_REDACTOR`, or a
+:class:`Redactor` of your own. Cost: one linear pass of each pattern, skipped for text
+without any marker.
 """
 
 from __future__ import annotations

@@ -108,14 +108,12 @@ class SpanEvents:
 class BoundedFlush:
     """``downstream.force_flush`` that returns by its deadline whatever the downstream does.
 
-    A ``BatchSpanProcessor`` whose exporter hangs (an OTLP exporter against a black-holed
-    collector) does not return from ``force_flush`` within its timeout; a thread waiting
-    in it stops forwarding, and every span released meanwhile stays alive behind it, past
-    every bound of the processor. So the call runs on a thread of its own, the caller
-    waits at most the timeout, and while a call is still running the next one is not made
-    (the caller goes on: the downstream's own queue then drops what it cannot take, and
-    counts it, as it does without this processor). Said once in the log; each time
-    counted in ``semloop.forward.catch_up{kind=timed_out}``."""
+    A ``BatchSpanProcessor`` whose exporter hangs does not return from ``force_flush``
+    within its timeout, and every span released meanwhile would stay alive behind the
+    waiting thread. So the call runs on a thread of its own, the caller waits at most the
+    timeout, and while a call still runs the next one is not made (the downstream's queue
+    then drops what it cannot take, as it does without this processor). Said once in the
+    log; counted in ``semloop.forward.catch_up{kind=timed_out}``."""
 
     def __init__(self, force_flush: Any, telemetry: SelfTelemetry) -> None:
         self._force_flush = force_flush
@@ -171,15 +169,11 @@ class BoundedFlush:
 class _Forwarder:
     """Hands spans to the downstream ``on_end``; one failure never stops the rest.
 
-    Backpressure: the application hands spans to a ``BatchSpanProcessor`` at its own
-    pace, but a flush, a big trace or a burst of completions hands them over all at once,
-    and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``, 2048 by default).
-    So after every half queue of spans forwarded in under a second, the forwarder calls
-    ``downstream.force_flush`` (blocking this background thread, never the application)
-    to let the exporter catch up. At an ordinary pace it never triggers. The queue size is
-    read from a ``BatchSpanProcessor`` downstream when it exposes it, else from the
-    environment variable. The flush is a :class:`BoundedFlush`: a downstream that hangs
-    delays forwarding by at most its timeout, once.
+    A flush, a big trace or a burst of completions hands a ``BatchSpanProcessor`` many
+    spans at once, and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``). So
+    after every half queue of spans forwarded in under a second, the forwarder calls the
+    downstream's ``force_flush`` (a :class:`BoundedFlush`, on this background thread) to
+    let the exporter catch up; at an ordinary pace it never does.
     """
 
     def __init__(self, downstream: SpanProcessor, telemetry: SelfTelemetry, flush: BoundedFlush) -> None:
