@@ -116,7 +116,7 @@ class SemloopSpanProcessor(SpanProcessor):
         if config is None:
             config = Config.from_env(**options)
         elif options:
-            config = Config.from_env(environ={}, **{**_fields_of(config), **options})
+            config = Config.from_env(environ={}, **{**dataclasses.asdict(config), **options})
         self.config = config
         self._downstream = downstream
         self._scorer: Scorer = scorer if scorer is not None else Scorer()
@@ -385,6 +385,3 @@ def _gauges_of(ref: weakref.ref[SemloopSpanProcessor]) -> Callable[[], dict[str,
 
     return gauges
 
-
-def _fields_of(config: Config) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
