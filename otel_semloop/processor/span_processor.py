@@ -193,7 +193,7 @@ class SemloopSpanProcessor(SpanProcessor):
             self._events.apply(self._buffer, self._logs)
             errors = dict(self._app_errors)
             counts = dict(self._buffer.counts)
-            logs_held, logs_dropped = self._logs.held, self._logs.dropped
+            logs_held, logs_dropped = self._logs.held, self._logs.dropped + self._events.logs_dropped
         for where, count in errors.items():
             key = f"semloop.errors.{where}"
             snapshot[key] = snapshot.get(key, 0) + count
@@ -384,4 +384,3 @@ def _gauges_of(ref: weakref.ref[SemloopSpanProcessor]) -> Callable[[], dict[str,
         }
 
     return gauges
-

@@ -61,6 +61,9 @@ class SpanEvents:
         #: Events past which an ending span is not held but passed straight downstream
         #: (the worker is not draining: the processor's bounds still hold).
         self.limit = limit
+        #: GenAI log records not queued because the queue was full (counted, not locked:
+        #: a figure for ``stats()``).
+        self.logs_dropped = 0
         self.append = self._queue.append
 
     def __len__(self) -> int:
@@ -71,9 +74,11 @@ class SpanEvents:
 
     def add_log(self, trace_key: Hashable, event: LogEvent) -> None:
         """Queue a GenAI log record of ``trace_key``. Not when full: the trace's spans then
-        pass unheld, so nothing would read it."""
+        pass unheld, so nothing would read it (counted in :attr:`logs_dropped`)."""
         if len(self._queue) < self.limit:
             self.append((trace_key, False, event, 0.0))
+        else:
+            self.logs_dropped += 1
 
     def apply(self, buffer: TraceBuffer[ReadableSpan], logs: HeldLogs[LogEvent]) -> None:
         """Hand the buffer and the held logs the events queued so far, in order (the caller

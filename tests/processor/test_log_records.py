@@ -17,7 +17,9 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from otel_semloop.conventions import LogEvent
+from otel_semloop.grouping import TraceBuffer
 from otel_semloop.processor.logs import HeldLogs
+from otel_semloop.processor.worker import SpanEvents
 from tests.support.log_record_agent import CHAT, ROUNDS, SPANS
 from tests.support.log_record_agent import chat_agent_with_log_records as log_record_agent
 from tests.support.processor_support import Pipeline, pipeline, root_of
@@ -158,6 +160,16 @@ def test_held_logs_drop_the_oldest_trace_oldest_event_first_and_release_by_trace
     assert held.take(2) == ()
     assert [e.body["content"] for e in held.take(3)] == ["e"]
     assert held.held == 0
+
+
+def test_a_record_past_a_full_event_queue_is_counted_not_queued() -> None:
+    events = SpanEvents(limit=1)
+    events.add_log(1, event(1, "a"))
+    events.add_log(1, event(1, "b"))  # the queue is full (the worker is not draining it)
+    held: HeldLogs[LogEvent] = HeldLogs(cap=10)
+    events.apply(TraceBuffer(), held)
+    assert [e.body["content"] for e in held.take(1)] == ["a"]
+    assert events.logs_dropped == 1
 
 
 class _Garbage:
