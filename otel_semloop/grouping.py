@@ -42,7 +42,7 @@ from __future__ import annotations
 import enum
 from collections import OrderedDict, deque
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 S = TypeVar("S")
@@ -112,20 +112,18 @@ class BufferLimits:
             raise ValueError("max_traces, max_spans_per_trace and max_spans must be >= 1, recent >= 0")
 
 
+@dataclass(slots=True, eq=False)
 class _Group:
     """One trace being grouped. ``ready_at`` is set while the grace period runs."""
 
-    __slots__ = ("chunk", "first_seen", "key", "last_seen", "open", "ready_at", "root_ended", "spans")
-
-    def __init__(self, key: Hashable, now: float) -> None:
-        self.key = key
-        self.spans: list = []
-        self.open = 0
-        self.root_ended = False
-        self.first_seen = now
-        self.last_seen = now
-        self.ready_at: float | None = None
-        self.chunk = 0
+    key: Hashable
+    first_seen: float
+    last_seen: float
+    spans: list = field(default_factory=list)
+    open: int = 0
+    root_ended: bool = False
+    ready_at: float | None = None
+    chunk: int = 0
 
 
 class TraceBuffer(Generic[S]):
@@ -296,7 +294,7 @@ class TraceBuffer(Generic[S]):
     def _new_group(self, trace_key: Hashable, now: float) -> _Group:
         if len(self._groups) >= self.limits.max_traces:
             self._make_room()
-        group = _Group(trace_key, now)
+        group = _Group(trace_key, now, now)
         self._groups[trace_key] = group
         self._activity[trace_key] = group
         return group

@@ -48,6 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from otel_semloop.grouping import Release
@@ -110,25 +111,23 @@ def process_context(
     return multiprocessing.get_context("spawn")
 
 
+@dataclass(slots=True, eq=False)
 class _Lane:
-    __slots__ = ("stuck",)
+    """One scoring thread, as its jobs see it."""
 
-    def __init__(self) -> None:
-        self.stuck = False
+    stuck: bool = False
 
 
+@dataclass(slots=True, eq=False)
 class _Job(Generic[S]):
-    __slots__ = ("best", "deadline", "finished", "lane", "release", "seq", "state")
-
-    def __init__(self, seq: int, release: Release[S], deadline: float) -> None:
-        self.seq = seq
-        self.release = release
-        self.deadline = deadline
-        self.state = _PENDING
-        self.finished = False
-        self.lane: _Lane | None = None
-        #: The latest verdict of a staged scorer, set by the scoring thread.
-        self.best: Evaluation | None = None
+    seq: int
+    release: Release[S]
+    deadline: float
+    state: int = _PENDING
+    finished: bool = False
+    lane: _Lane | None = None
+    #: The latest verdict of a staged scorer, set by the scoring thread.
+    best: Evaluation | None = None
 
 
 class ScoringPool(Generic[S]):

@@ -19,6 +19,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -250,15 +251,13 @@ def _scoring_threads(configured: int, scorer: object) -> int:
     return configured
 
 
+@dataclass(slots=True, eq=False)
 class _FlushRequest:
-    __slots__ = ("deadline", "done", "drained", "reason", "seq")
-
-    def __init__(self, reason: ReleaseReason, deadline: float) -> None:
-        self.reason = reason
-        self.deadline = deadline
-        self.done = threading.Event()
-        self.drained = False
-        self.seq = -1
+    reason: ReleaseReason
+    deadline: float
+    done: threading.Event = field(default_factory=threading.Event)
+    drained: bool = False
+    seq: int = -1
 
 
 class Worker:
