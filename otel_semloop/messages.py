@@ -62,10 +62,8 @@ def event_messages(events: Any) -> tuple[Any, Any]:
 
 def llm_event_messages(events: Any) -> tuple[Any, Any]:
     """:func:`event_messages` for an LLM span, whose input events are the whole history the
-    agent resent (read by the detectors only in rare cases): an input made from message
-    events comes as an :class:`EventMessages`, made on first read (the same loop, the input
-    side only noted: making every history message for every LLM span cost O(history) per
-    step, O(n^2) per trace)."""
+    agent resent: an input made from message events comes as an :class:`EventMessages`,
+    made on first read."""
     noted: list[Any] = []
     whole_in, outputs = _read_message_events(events, noted, make_inputs=False)
     if whole_in is not None:
@@ -197,12 +195,8 @@ def llm_indexed_messages(attrs: Mapping[str, Any]) -> tuple[IndexedMessages | No
     """``(input, output)`` of an LLM span's indexed message attributes: what
     ``first_indexed(indexed_messages(attrs), prefix, ...)`` gives for the input prefixes
     (``llm.input_messages``, ``gen_ai.prompt``) and the output ones (``llm.output_messages``,
-    ``gen_ai.completion``), None where there is none.
-
-    The input is the whole history the agent resent, read by the detectors only in rare
-    cases: it comes as an :class:`IndexedMessages`, whose messages are made on first read
-    from a copy of the attributes taken here (the history is not made into messages for
-    every LLM span, which would cost O(history) per step and O(n^2) per trace)."""
+    ``gen_ai.completion``), None where there is none. The input (the whole resent history)
+    comes as an :class:`IndexedMessages`, made on first read from the attributes copied here."""
     keys = tuple(attrs)
     found = _collect((key, attrs[key]) for key in keys if key.startswith(_OUTPUT_PREFIXES))
     output = None

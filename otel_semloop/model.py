@@ -97,13 +97,11 @@ class Step(_Deferrable):
     matching tool call requested by the preceding LLM output (``ToolCall``).
     ``agent`` is the name of the nearest enclosing agent step, if any.
 
-    Read lazily: a step read from a span (:func:`otel_semloop.conventions.read_step`)
-    may leave ``input``, ``input_text`` and ``output`` undecoded until first read (an LLM
-    call's input is the whole message history the agent resent, so decoding it for every
-    step costs O(history) per step and O(n^2) per trace, while detectors rarely read it).
-    The first read decodes and stores the value; assigning one replaces it as for any
-    field. Values, ``repr``, ``dataclasses.replace``, copies and pickles are as if
-    everything had been decoded at once.
+    A step read from a span (:func:`otel_semloop.conventions.read_step`) may leave
+    ``input``, ``input_text`` and ``output`` undecoded until first read: an LLM call's
+    input is the whole history the agent resent, and decoding it for every step would cost
+    O(n^2) per trace. Values, ``repr``, ``dataclasses.replace``, copies and pickles are as
+    if everything had been decoded at once.
     """
 
     kind: StepKind
@@ -186,12 +184,10 @@ class Step(_Deferrable):
 def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
     """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
     :func:`~otel_semloop.conventions.read_step` left undecoded, store it on the step and
-    return it: exactly what reading everything at once gave. ``deferred`` is the step's
-    ``(raw input, envelope, raw output)``: the attribute values themselves (strings, in the
-    common case), a tuple of which the garbage collector stops tracking, so a step keeps no
-    decoded messages and no extra tracked object; or, for indexed or event input messages,
-    what they are made from (:class:`~otel_semloop.messages.IndexedMessages`,
-    :class:`~otel_semloop.messages.EventMessages`), made here.
+    return it. ``deferred`` is the step's ``(raw input, envelope, raw output)``: the
+    attribute values themselves, or for indexed or event input messages what they are made
+    from (:class:`~otel_semloop.messages.IndexedMessages`,
+    :class:`~otel_semloop.messages.EventMessages`).
     """
     if name == "output":
         _, envelope, raw_output = deferred
