@@ -114,18 +114,23 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     _p("email", r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}\b"),
 )
 
-#: What must be present for a default pattern to match (other than an AWS secret key):
-#: clean text skips the patterns.
-_MARKERS = re.compile(
-    r"(?i)-----BEGIN|://|bearer|authorization|token|eyJ|sk-|rk-|pk-|gh[pousr]_|github_pat_|xox|"
-    r"AKIA|ASIA|AIza|_live_|_test_|hf_|pass|pwd|secret|key|@"
-)
+#: What must be present, in any case, for a default pattern to match (other than an AWS
+#: secret key): clean text skips the patterns.
+_MARKERS = (
+    "-----begin", "://", "bearer", "authorization", "token", "eyj", "sk-", "rk-", "pk-",
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "asia", "aiza",
+    "_live_", "_test_", "hf_", "pass", "pwd", "secret", "key", "@",
+)  # fmt: skip
 
 
 def _may_hold_secret(text: str) -> bool:
     """Whether a default pattern can match: a marker occurs, or a run shaped as an
-    unlabelled AWS secret key (which has no marker)."""
-    if _MARKERS.search(text) is not None:
+    unlabelled AWS secret key (which has no marker). Text that is not ASCII always runs
+    the patterns (their case-insensitive matching folds characters ``str.lower`` keeps)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    if any(marker in lowered for marker in _MARKERS):
         return True
     return len(text) >= 40 and _AWS_SECRET_SHAPE.search(text) is not None
 
