@@ -55,8 +55,8 @@ MUTATIONS = (
     Mutation(
         "verdict-loop-becomes-suspected",
         "otel_semloop/policy.py",
-        "            label = _LOOP\n",
-        "            label = _SUSPECTED\n",
+        "            label = Label.LOOP\n",
+        "            label = Label.SUSPECTED\n",
         ("tests/core/test_policy.py", *SHARED),
         "the policy never says loop",
     ),
