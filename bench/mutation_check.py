@@ -278,8 +278,8 @@ MUTATIONS = (
     Mutation(
         "durable-replay-resends-delivered",
         "otel_semloop/service/durable.py",
-        "result = (logs.receive if is_logs else pipeline.accept)(request, size, ticket, skip=keys)",
-        "result = (logs.receive if is_logs else pipeline.accept)(request, size, ticket, skip=None)",
+        "result = intake.receive(request, size, ticket, skip=keys, signal=signal)",
+        "result = intake.receive(request, size, ticket, skip=None, signal=signal)",
         ("tests/service/test_durable.py",),
         "a durable replay re-sends the spans of a request already delivered",
     ),

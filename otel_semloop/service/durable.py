@@ -32,10 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
 from otel_semloop.errors import StartupError
+from otel_semloop.service.held import WIRE
 from otel_semloop.telemetry import get_logger
 
 __all__ = ["DurableQueue"]
@@ -95,11 +93,9 @@ class DurableQueue:
     def full(self, size: int) -> bool:
         return bool(self._sizes) and self._bytes + size > self._max_bytes
 
-    def replay(self, pipeline: Any, logs: Any = None) -> dict[int, int]:
-        """Feed every unfinished request to ``pipeline.accept`` (a logs request to
-        ``logs.receive``), skipping spans and records already delivered, and start the
-        writer. Returns ``{request id: bytes}`` replayed."""
-        replayed: dict[int, int] = {}
+    def replay(self, intake: Any) -> int:
+        """Feed every unfinished request to ``intake.receive`` (the service's), skipping the
+        items already delivered, and start the writer. Returns the requests replayed."""
         try:
             rows = self._db.execute("SELECT id, body, size, signal FROM requests ORDER BY id").fetchall()
             sent = self._db.execute("SELECT request, key FROM sent").fetchall()
@@ -110,26 +106,19 @@ class DurableQueue:
         delivered: dict[int, set[bytes]] = defaultdict(set)
         for ticket, key in sent:
             delivered[ticket].add(key)
+        replayed = 0
         for ticket, body, size, signal in rows:
             keys = delivered.get(ticket, set())
-            is_logs = signal == "logs"
-            if is_logs and logs is None:  # pragma: no cover - the service always passes it
-                continue
-            request = (
-                logs_service_pb2.ExportLogsServiceRequest()
-                if is_logs
-                else trace_service_pb2.ExportTraceServiceRequest()
-            )
             try:
-                request.ParseFromString(body)
+                request = WIRE[signal].request.FromString(body)
             except Exception:  # pragma: no cover - only valid requests are stored
                 _logger.error("otel-semloop: durable queue: request %d unreadable; removed", ticket)
                 self._delete_now(ticket)
                 continue
-            result = (logs.receive if is_logs else pipeline.accept)(request, size, ticket, skip=keys)
+            result = intake.receive(request, size, ticket, skip=keys, signal=signal)
             if result.accepted:
                 self._remaining[ticket] = result.accepted
-                replayed[ticket] = size
+                replayed += 1
             else:
                 self._delete_now(ticket)
         self._thread = threading.Thread(target=self._write, name="semloop-durable", daemon=True)
@@ -168,7 +157,7 @@ class DurableQueue:
         keys: dict[int, list[bytes]] = defaultdict(list)
         for held in batch:
             if held.ticket:
-                keys[held.ticket].append(held.key or held.view().trace_id + held.view().span_id)
+                keys[held.ticket].append(held.key)
         partial: dict[int, list[bytes]] = {}
         finished: list[int] = []
         for ticket, done in keys.items():

@@ -28,12 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
 from otel_semloop.judges.http import parse_retry_after
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
-from otel_semloop.service.held import Held
+from otel_semloop.service.held import SHALLOW, WIRE, Held
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
@@ -49,19 +46,6 @@ _TIMEOUT_GROWTH = 8
 _LINGER_SECONDS = 0.2
 
 
-#: Per signal: the gRPC method and the response message.
-_SERVICES: dict[Signal, tuple[str, Any]] = {
-    "traces": (
-        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-        trace_service_pb2.ExportTraceServiceResponse,
-    ),
-    "logs": (
-        "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
-        logs_service_pb2.ExportLogsServiceResponse,
-    ),
-}
-
-
 @dataclass(frozen=True, slots=True)
 class SendResult:
     """The outcome of one export attempt. ``retry_after`` is the downstream's own hint."""
@@ -74,59 +58,34 @@ class SendResult:
 
 
 def encode_request(batch: list[Held]) -> bytes:
-    """The wire bytes of an ``ExportTraceServiceRequest`` with ``batch`` under the
-    envelopes they arrived in.
-
-    Spans from the same received ``ResourceSpans``/``ScopeSpans`` share one entry; the
-    Resource, InstrumentationScope and schema URLs are copied unchanged. A span still held
-    as its received bytes is framed as it is (never decoded and encoded again): protobuf
-    messages are fields of ``tag, length, bytes``, so a request is their concatenation.
-    An ``ExportLogsServiceRequest`` has the same field numbers (``resource_logs``,
-    ``scope_logs``, ``log_records``), so held log records under their ``ResourceLogs`` /
-    ``ScopeLogs`` envelopes are framed the same way."""
+    """The wire bytes of an export request with ``batch`` under the envelopes they arrived
+    in (items from the same received envelopes share one entry). Items go in as the bytes
+    they are held as, through :data:`~otel_semloop.service.held.SHALLOW`, never decoded and
+    encoded again; spans and log records nest alike, so this frames both signals."""
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
     for held in batch:
-        rs = held.resource_spans
-        entry = groups.get(id(rs))
-        if entry is None:
-            entry = groups[id(rs)] = (rs, {})
-        scopes = entry[1]
-        ss = held.scope_spans
-        scope = scopes.get(id(ss))
-        if scope is None:
-            scope = scopes[id(ss)] = (ss, [])
+        resource = groups.setdefault(id(held.resource), (held.resource, {}))
+        scope = resource[1].setdefault(id(held.scope), (held.scope, []))
         scope[1].append(held.serialized())
-    out = []
-    for rs, scopes in groups.values():
-        rs_parts = []
-        if rs.HasField("resource"):
-            rs_parts.append(_field(1, rs.resource.SerializeToString()))
-        for ss, spans in scopes.values():
-            ss_parts = [_field(1, ss.scope.SerializeToString())] if ss.HasField("scope") else []
-            for span in spans:  # field 2: its tag and length, then the span's bytes as they are
-                ss_parts += (b"\x12" + varint(len(span)), span)
-            if ss.schema_url:
-                ss_parts.append(_field(3, ss.schema_url.encode()))
-            rs_parts.append(_field(2, b"".join(ss_parts)))
-        if rs.schema_url:
-            rs_parts.append(_field(3, rs.schema_url.encode()))
-        out.append(_field(1, b"".join(rs_parts)))
-    return b"".join(out)
+    request = SHALLOW.request()
+    for envelope, scopes in groups.values():
+        out = _shallow(envelope, "resource")
+        for scope_envelope, items in scopes.values():
+            scope = _shallow(scope_envelope, "scope")
+            scope.items.extend(items)
+            out.items.append(scope.SerializeToString())
+        request.items.append(out.SerializeToString())
+    return request.SerializeToString()  # type: ignore[no-any-return]
 
 
-def varint(value: int) -> bytes:
-    """A protobuf base-128 varint (a tag or a length)."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field (wire type 2): tag, varint length, bytes."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
+def _shallow(envelope: Any, head: str) -> Any:
+    """A shallow envelope with ``envelope``'s head (its resource or scope) and schema URL."""
+    out = SHALLOW.envelope()
+    if envelope.HasField(head):
+        out.head = getattr(envelope, head).SerializeToString()
+    if envelope.schema_url:
+        out.schema_url = envelope.schema_url.encode()
+    return out
 
 
 class ExportQueue:
@@ -342,7 +301,7 @@ class HttpSender:
         target = config.export_target(signal)
         self._url = target.url
         self._gzip = target.compression
-        self._response = _SERVICES[signal][1]
+        self._response = WIRE[signal].response
         headers = {"Content-Type": "application/x-protobuf", **dict(target.headers)}
         if self._gzip:
             headers["Content-Encoding"] = "gzip"
@@ -429,11 +388,10 @@ class GrpcSender:
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         else:
             self._channel = grpc.aio.insecure_channel(target, options=options)
-        method, response = _SERVICES[signal]
         self._export = self._channel.unary_unary(
-            method,
+            f"/{WIRE[signal].service}/Export",
             request_serializer=None,  # bytes go out as they are
-            response_deserializer=response.FromString,
+            response_deserializer=WIRE[signal].response.FromString,
         )
         self._timeout = config.export_timeout
         self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH

@@ -27,37 +27,18 @@ from typing import Any, Protocol
 
 import grpc
 import orjson
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
 from otel_semloop.otlp.codec import json_to_logs
 from otel_semloop.service.config import Signal
-from otel_semloop.service.held import Accepted
+from otel_semloop.service.held import SHALLOW, WIRE, Accepted
 
 __all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_handler", "http_app"]
 
 _logger = logging.getLogger("otel_semloop.service")
 
-_Request = trace_service_pb2.ExportTraceServiceRequest
-_LogsRequest = logs_service_pb2.ExportLogsServiceRequest
-#: Per signal: the gRPC service, the HTTP path, the request and response messages.
-_WIRE: dict[Signal, tuple[str, str, Any, Any]] = {
-    "traces": (
-        "opentelemetry.proto.collector.trace.v1.TraceService",
-        "/v1/traces",
-        _Request,
-        trace_service_pb2.ExportTraceServiceResponse,
-    ),
-    "logs": (
-        "opentelemetry.proto.collector.logs.v1.LogsService",
-        "/v1/logs",
-        _LogsRequest,
-        logs_service_pb2.ExportLogsServiceResponse,
-    ),
-}
+_Request = WIRE["traces"].request
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
 # google.rpc.Code values
@@ -94,16 +75,16 @@ class Refusal(Exception):
 
 class Ingest(Protocol):
     """What the receivers call (implemented by :class:`~otel_semloop.service.SemloopService`):
-    ``admit(size)`` raises :class:`Refusal` when a request of ``size`` bytes must be refused
-    retryably; ``accept`` holds a request's valid spans (``size``: its body's bytes, counted
+    ``admit`` raises :class:`Refusal` when a request of ``size`` bytes must be refused
+    retryably; ``accept`` holds a request's valid items (``size``: its body's bytes, counted
     against the memory limit until they are forwarded) and says how many were rejected and
     why; it may also raise :class:`Refusal` (e.g. the durable queue is full)."""
 
-    def admit(self, size: int) -> None: ...
+    def admit(self, size: int, signal: Signal) -> None: ...
 
-    async def accept(self, request: Any, size: int, raw: bytes | None = None) -> Accepted: ...
+    async def accept(self, request: Any, size: int, raw: bytes | None, signal: Signal) -> Accepted: ...
 
-    def refused(self, reason: str, spans: int = 0) -> None: ...
+    def refused(self, reason: str) -> None: ...
 
 
 def check_bearer(expected: str, header: str | None) -> bool:
@@ -192,38 +173,10 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
 _ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
-_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-_REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-_OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-
-
-def _shallow_messages() -> tuple[Any, Any]:
-    """Message types that read the nesting of an export request without decoding it: a
-    request is repeated field 1 (resource spans); resource spans and scope spans are each a
-    head (field 1: resource or scope), repeated items (field 2: scope spans or spans) and a
-    schema URL (field 3). Each is kept as bytes, to be parsed one by one."""
-    file = descriptor_pb2.FileDescriptorProto(name="otel_semloop/shallow.proto", package="otel_semloop")
-    request = file.message_type.add(name="ShallowRequest")
-    request.field.add(name="items", number=1, type=_BYTES, label=_REPEATED)
-    envelope = file.message_type.add(name="ShallowEnvelope")
-    envelope.field.add(name="head", number=1, type=_BYTES, label=_OPTIONAL)
-    envelope.field.add(name="items", number=2, type=_BYTES, label=_REPEATED)
-    envelope.field.add(name="schema_url", number=3, type=_BYTES, label=_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return tuple(  # type: ignore[return-value]
-        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"otel_semloop.{name}"))
-        for name in ("ShallowRequest", "ShallowEnvelope")
-    )
-
-
-_ShallowRequest, _ShallowEnvelope = _shallow_messages()
-
-
 def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     """A protobuf ``ExportTraceServiceRequest`` as ``(request, rejected spans, first
     error)``. When the request does not parse as a whole, its spans are parsed one by one
-    (through the shallow message types above), so that a span nested deeper than the
+    (through :data:`~otel_semloop.service.held.SHALLOW`), so that a span nested deeper than the
     parser allows, or otherwise unreadable, costs only itself, as a bad span does in JSON.
     Raises ``DecodeError`` when even the nesting is broken (the body is not a request)."""
     request = _Request()
@@ -236,15 +189,15 @@ def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     rejected = 0
     first = ""
     try:
-        for i, rs_bytes in enumerate(_ShallowRequest.FromString(body).items):
+        for i, rs_bytes in enumerate(SHALLOW.request.FromString(body).items):
             out_rs = request.resource_spans.add()
-            rs = _ShallowEnvelope.FromString(rs_bytes)
+            rs = SHALLOW.envelope.FromString(rs_bytes)
             if rs.HasField("head"):
                 out_rs.resource.ParseFromString(rs.head)
             out_rs.schema_url = rs.schema_url.decode()
             for j, ss_bytes in enumerate(rs.items):
                 out_ss = out_rs.scope_spans.add()
-                ss = _ShallowEnvelope.FromString(ss_bytes)
+                ss = SHALLOW.envelope.FromString(ss_bytes)
                 if ss.HasField("head"):
                     out_ss.scope.ParseFromString(ss.head)
                 out_ss.schema_url = ss.schema_url.decode()
@@ -269,9 +222,7 @@ def parse_request(body: bytes, signal: Signal = "traces") -> tuple[Any, int, str
     forwarded as they are, none is rejected). Raises ``DecodeError``."""
     if signal == "traces":
         return parse_protobuf(body)
-    request = _LogsRequest()
-    request.ParseFromString(body)
-    return request, 0, ""
+    return WIRE["logs"].request.FromString(body), 0, ""
 
 
 def decode_http_body(
@@ -283,7 +234,7 @@ def decode_http_body(
         body = _gunzip(body, limit)
     elif encoding not in ("", "identity"):
         raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none")
-    request_type = _WIRE[signal][2]
+    request_type = WIRE[signal].request
     if content_type == _PROTOBUF:
         try:
             return parse_request(body, signal)
@@ -295,7 +246,7 @@ def decode_http_body(
         raise BadRequest(400, f"body is not JSON: {exc}") from None
     if signal == "logs":
         try:
-            return json_to_logs(obj, message_type=_LogsRequest), 0, ""
+            return json_to_logs(obj, message_type=request_type), 0, ""
         except OTLPDecodeError as exc:
             raise BadRequest(400, f"body is not an OTLP JSON ExportLogsServiceRequest: {exc}") from None
     try:
@@ -306,7 +257,7 @@ def decode_http_body(
 
 def _reply(signal: Signal, rejected: int, message: str) -> bytes:
     """The protobuf export response, with ``partial_success`` when items were rejected."""
-    response = _WIRE[signal][3]()
+    response = WIRE[signal].response()
     if rejected:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = message
@@ -354,7 +305,7 @@ def grpc_handler(
     within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
     gets 408. Without this a stream whose message never comes holds its connection for as
     long as the sender likes."""
-    service, _, request_type, _ = _WIRE[signal]
+    service, _, request_type, _ = WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
         if auth_token:
@@ -388,7 +339,7 @@ def grpc_handler(
                 f"max_decompressed_bytes={max_decompressed_bytes}",
             )
         try:
-            ingest.admit(len(body))
+            ingest.admit(len(body), signal)
         except Refusal as refusal:
             # The common refusal under load: a status without raising (abort costs more).
             context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
@@ -405,7 +356,7 @@ def grpc_handler(
             )
         try:
             # The raw body is stored as it is (durable queue) only when all of it was read.
-            result = await ingest.accept(request, len(body), None if unreadable else body)
+            result = await ingest.accept(request, len(body), None if unreadable else body, signal)
         except Refusal as refusal:
             context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
             await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
@@ -447,19 +398,14 @@ def http_app(
     max_decompressed_bytes: int,
     auth_token: str = "",
     body_timeout: float = 30.0,
-    logs: Ingest | None = None,
 ) -> Callable[[dict[str, Any], _Receive, _Send], Awaitable[None]]:
-    """The ASGI app serving ``POST /v1/traces`` (to ``ingest``) and, given ``logs``,
-    ``POST /v1/logs`` (to ``logs``)."""
-    ingests: dict[str, tuple[Signal, Ingest]] = {"/v1/traces": ("traces", ingest)}
-    if logs is not None:
-        ingests["/v1/logs"] = ("logs", logs)
-    traces_ingest = ingest
+    """The ASGI app serving ``POST /v1/traces`` and ``POST /v1/logs``."""
+    signals: dict[str, Signal] = {wire.path: signal for signal, wire in WIRE.items()}
 
     async def app(scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":
             return
-        signal, ingest = ingests.get(scope["path"], ("traces", traces_ingest))
+        signal = signals.get(scope["path"], "traces")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         json = content_type == _JSON
@@ -474,8 +420,8 @@ def http_app(
                 body, kind = message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
             await _respond(send, status, body, kind, extra)
 
-        if scope["path"] not in ingests:
-            paths = " and ".join(f"POST {path}" for path in ingests)
+        if scope["path"] not in signals:
+            paths = " and ".join(f"POST {path}" for path in signals)
             await error(404, _NOT_FOUND, f"no such path {scope['path']!r}: OTLP goes to {paths}")
             return
         if scope["method"] != "POST":
@@ -513,7 +459,7 @@ def http_app(
             )
             return
         try:
-            ingest.admit(int(length) if length.isdigit() else 0)
+            ingest.admit(int(length) if length.isdigit() else 0, signal)
         except Refusal as refusal:
             await _refuse(error, refusal)
             return
@@ -568,7 +514,7 @@ def http_app(
             await error(exc.status, _HTTP_TO_CODE.get(exc.status, _INVALID_ARGUMENT), exc.message)
             return
         try:
-            result = await ingest.accept(request, len(body))
+            result = await ingest.accept(request, len(body), None, signal)
         except Refusal as refusal:
             await _refuse(error, refusal)
             return

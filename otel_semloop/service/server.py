@@ -31,11 +31,11 @@ from opentelemetry import metrics
 
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
-from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.config import ServiceConfig, Signal
 from otel_semloop.service.exporter import ExportQueue, make_sender
-from otel_semloop.service.held import Accepted, Held, prepare
+from otel_semloop.service.held import Accepted, Held, Prepared, count_items, prepare
 from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
-from otel_semloop.service.logs import LogRecords
+from otel_semloop.service.logs import LogRecords, PreparedLogs, prepare_logs
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
 from otel_semloop.service.pipeline import Pipeline
 from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
@@ -44,8 +44,9 @@ from otel_semloop.service.receiver import Refusal
 __all__ = ["SemloopService"]
 
 _logger = logging.getLogger("otel_semloop.service")
-#: Requests with more spans than this are checked and copied on a thread.
-_INLINE_SPANS = 2000
+#: Requests with more items than this are checked and copied on a thread.
+_INLINE_ITEMS = 2000
+_PREPARE = {"traces": prepare, "logs": prepare_logs}
 _SCORING_SHARE = 0.8
 #: Receivers push back once the oldest trace waiting for its verdict has used this share of
 #: its scoring budget (scoring fell behind).
@@ -104,25 +105,14 @@ class SemloopService:
 
     # -- Ingest (what the receivers call) ----------------------------------------------------
 
-    @property
-    def full(self) -> bool:
-        """True while receivers must refuse retryably (export queue at its watermark)."""
-        return self._exports is not None and self._exports.full
-
-    @property
-    def durable(self) -> Any:
-        """The durable queue, or None."""
-        return self._durable
-
-    def admit(self, size: int, exports: ExportQueue | None = None) -> None:
+    def admit(self, size: int, signal: Signal = "traces") -> None:
         """Raise :class:`Refusal` if a request of ``size`` bytes must wait (see the module
-        docstring); nothing is held yet. ``exports``: the queue the request's data goes to
-        (default: the spans' one)."""
+        docstring); nothing is held yet."""
         reason = None
-        full = self.full if exports is None else exports.full
-        if self._draining or self._pipeline is None:
+        exports = self._exports if signal == "traces" else self._log_exports
+        if self._draining or self._pipeline is None or exports is None:
             reason, message = "draining", "otel-semloop: shutting down; send to another replica or retry"
-        elif full:
+        elif exports.full:
             reason, message = "export_queue_full", "otel-semloop: export queue full (downstream slow or down)"
         elif self.accepted_bytes and self.accepted_bytes + size > self.config.memory_limit_bytes:
             reason, message = "memory", "otel-semloop: memory limit reached; retry later"
@@ -149,31 +139,47 @@ class SemloopService:
         slack = self._pipeline.scoring_slack(now)
         return slack is not None and slack < budget * _SLACK_SHARE
 
-    def refused(self, reason: str, spans: int = 0) -> None:
+    def refused(self, reason: str) -> None:
         self._telemetry.add("semloop.requests.refused", reason)
-        if spans:
-            self._telemetry.add("semloop.spans.refused", reason, spans)
 
-    async def accept(self, request: Any, size: int, raw: bytes | None = None) -> Accepted:
-        """Hold a decoded request's spans (after :meth:`admit`). With a durable queue the
-        request is on disk before this returns (and so before the sender's ack)."""
-        assert self._pipeline is not None
-        self.admit(size)
+    async def accept(
+        self, request: Any, size: int, raw: bytes | None = None, signal: Signal = "traces"
+    ) -> Accepted:
+        """Hold a decoded request of ``signal`` (after :meth:`admit`). With a durable queue
+        the request is on disk before this returns (and so before the sender's ack)."""
+        self.admit(size, signal)
         ticket = 0
         if self._durable is not None:
-            ticket = await self._durable.append(raw if raw is not None else request.SerializeToString())
-        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        if spans > _INLINE_SPANS:
-            # Checking and copying a large request's spans takes a while: on a thread, so
-            # that the loop keeps serving the other requests meanwhile.
+            ticket = await self._durable.append(
+                raw if raw is not None else request.SerializeToString(), signal
+            )
+        prepare = _PREPARE[signal]
+        if count_items(request) > _INLINE_ITEMS:
+            # Copying a large request's items takes a while: on a thread, so that the loop
+            # keeps serving the other requests meanwhile.
             prepared = await asyncio.to_thread(prepare, request, size, ticket)
         else:
             prepared = prepare(request, size, ticket)
-        result = self._pipeline.hold(prepared)
+        result = self._hold(prepared)
         if self._durable is not None:
             self._durable.track(ticket, result.accepted)
-        self.accepted_bytes += sum(held.cost for _, _, held in prepared.spans)
-        self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
+        return result
+
+    def receive(
+        self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None, signal: Signal = "traces"
+    ) -> Accepted:
+        """Hold a request without admission or the durable queue (a durable replay); ``skip``
+        names the items already delivered."""
+        return self._hold(_PREPARE[signal](request, size, ticket, skip))
+
+    def _hold(self, prepared: Prepared | PreparedLogs) -> Accepted:
+        assert self._pipeline is not None and self.logs is not None
+        if isinstance(prepared, PreparedLogs):
+            result = self.logs.hold(prepared)
+        else:
+            result = self._pipeline.hold(prepared)
+            self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
+        self.accepted_bytes += prepared.cost
         return result
 
     def _settle(self, batch: list[Held]) -> Any:
@@ -221,30 +227,26 @@ class SemloopService:
                     _logger.warning("otel-semloop: scoring on threads: %s", error)
                     self._processes = None
             self._pipeline = Pipeline(
-                config, self._forward, self._scorer, self._telemetry, self._evaluations, self._processes
+                config, self._exports.put, self._scorer, self._telemetry, self._evaluations, self._processes
             )
-            self.logs = LogRecords(
-                self, self._pipeline, self._log_exports, self._telemetry, config.max_log_events
-            )
+            self.logs = LogRecords(self._pipeline, self._log_exports, self._telemetry, config.max_log_events)
             self._start_admin()
             if config.durable_queue:
                 from otel_semloop.service.durable import DurableQueue
 
                 self._durable = DurableQueue(config.durable_queue, config.durable_queue_bytes)
-                replayed = self._durable.replay(self._pipeline, self.logs)
-                for size in replayed.values():
-                    self.accepted_bytes += size
+                replayed = self._durable.replay(self)
                 if replayed:
                     self._pipeline.release_held()  # nothing else is held yet
                     _logger.info(
                         "otel-semloop: durable queue %s: %d unfinished requests replayed",
                         config.durable_queue,
-                        len(replayed),
+                        replayed,
                     )
             if config.grpc:
                 self._grpc_server, self.grpc_port = await start_grpc(self, config)
             if config.http:
-                self._http = await start_http(self, config, self.refused)
+                self._http = await start_http(self, config)
                 self.http_port = self._http.port
         except BaseException:
             await self._close_receivers()
@@ -360,10 +362,6 @@ class SemloopService:
         while True:
             self.health.beat()
             await asyncio.sleep(min(1.0, self.config.tick_seconds * 10))
-
-    def _forward(self, spans: list[Any]) -> None:
-        assert self._exports is not None
-        self._exports.put(spans)
 
     def _gauges(self) -> dict[str, int]:
         pipeline, exports = self._pipeline, self._exports
