@@ -244,15 +244,15 @@ MUTATIONS = (
     Mutation(
         "oversized-body-gets-400",
         "otel_semloop/service/receiver.py",
-        '413,\n                _RESOURCE_EXHAUSTED,\n                f"body of {length}',
-        '400,\n                _INVALID_ARGUMENT,\n                f"body of {length}',
+        'raise BadRequest(413, f"body of {length} bytes',
+        'raise BadRequest(400, f"body of {length} bytes',
         ("tests/service/test_limits.py", "tests/service/test_security.py", "tests/service/test_service.py"),
         "an oversized body answered 400 instead of 413",
     ),
     Mutation(
         "no-request-size-limit",
         "otel_semloop/service/receiver.py",
-        "        if length.isdigit() and int(length) > max_request_bytes:",
+        "        if declared > max_request_bytes:",
         "        if False:",
         ("tests/service/test_limits.py", "tests/service/test_security.py", "tests/service/test_service.py"),
         "no request size limit on a declared length",

@@ -41,25 +41,36 @@ _logger = logging.getLogger("otel_semloop.service")
 _Request = WIRE["traces"].request
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
-# google.rpc.Code values
 _INVALID_ARGUMENT = 3
-_RESOURCE_EXHAUSTED = 8
-_UNAUTHENTICATED = 16
-_UNAVAILABLE = 14
-_NOT_FOUND = 5
-_DEADLINE_EXCEEDED = 4
+#: The google.rpc.Code (HTTP error bodies) and the gRPC status of an HTTP status.
+_RPC_CODE = {401: 16, 404: 5, 408: 4, 413: 8, 503: 14}
+_GRPC_STATUS = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    408: grpc.StatusCode.DEADLINE_EXCEEDED,
+    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
 #: Protobuf bodies up to this size are decoded on the loop (a C parse of microseconds).
 _INLINE_DECODE_BYTES = 256 * 1024
-_HTTP_TO_CODE = {400: _INVALID_ARGUMENT, 413: _RESOURCE_EXHAUSTED, 415: _INVALID_ARGUMENT}
 
 
 class BadRequest(Exception):
-    """A request the receivers refuse; ``status`` is the HTTP status."""
+    """A request the receivers refuse: ``status`` is the HTTP status, ``reason`` the
+    refusal metric's attribute (default by status; empty: not counted), ``headers`` extra
+    HTTP response headers."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        reason: str | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.reason = ("too_large" if status == 413 else "malformed") if reason is None else reason
+        self.headers = headers
 
 
 class Refusal(Exception):
@@ -267,7 +278,7 @@ def _reply(signal: Signal, rejected: int, message: str) -> bytes:
 # -- gRPC ------------------------------------------------------------------------------------
 
 
-def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
+def _retry_trailer(message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
     """``grpc-status-details-bin`` carrying a ``RetryInfo``: how a gRPC server tells an OTLP
     exporter when to retry (the Collector's and the Go and Java exporters read it there,
     the Python one from ``google.rpc.retryinfo-bin``, also sent)."""
@@ -277,7 +288,7 @@ def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[s
     info = error_details_pb2.RetryInfo(
         retry_delay=duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
     )
-    status = status_pb2.Status(code=code, message=message)
+    status = status_pb2.Status(code=_RPC_CODE[503], message=message)
     status.details.add().Pack(info)
     # The OTel Python exporter reads the RetryInfo from its own trailer instead.
     return (
@@ -300,70 +311,58 @@ def grpc_handler(
     log a traceback per request).
 
     Registered as a client-streaming handler (the wire is the same as a unary call's), so
-    that it runs when the call's headers arrive rather than once its message has: the
-    bearer token is checked before any body is read, and a message that does not arrive
-    within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
-    gets 408. Without this a stream whose message never comes holds its connection for as
-    long as the sender likes."""
+    that it runs when the call's headers arrive: the bearer token is checked before any
+    body is read, and a message that does not arrive within ``body_timeout`` ends the call
+    (DEADLINE_EXCEEDED), as an HTTP body that stalls gets 408."""
     service, _, request_type, _ = WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
-        if auth_token:
-            header = dict(context.invocation_metadata() or ()).get("authorization")
-            if not check_bearer(auth_token, header if isinstance(header, str) else None):
-                ingest.refused("unauthenticated")
-                await context.abort(
-                    grpc.StatusCode.UNAUTHENTICATED, "otel-semloop: missing or wrong bearer token"
-                )
+        try:
+            return await handle(requests, context)
+        except Refusal as refusal:
+            # A status without raising: the common refusal under load, and abort costs more.
+            context.set_trailing_metadata(_retry_trailer(refusal.message, refusal.retry_after))
+            context.set_code(grpc.StatusCode.UNAVAILABLE)
+            context.set_details(refusal.message)
+            return b""
+        except BadRequest as exc:
+            if exc.reason:
+                ingest.refused(exc.reason)
+            await context.abort(_GRPC_STATUS[exc.status], exc.message)
+            raise  # pragma: no cover - abort raises
+
+    async def handle(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
+        header = dict(context.invocation_metadata() or ()).get("authorization")
+        if not check_bearer(auth_token, header if isinstance(header, str) else None):
+            raise BadRequest(401, "otel-semloop: missing or wrong bearer token", "unauthenticated")
         try:
             body = await asyncio.wait_for(anext(requests), body_timeout)
         except asyncio.TimeoutError:
-            ingest.refused("slow_body")
-            await context.abort(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                f"otel-semloop: no request message within body_timeout={body_timeout:g} s",
-            )
+            message = f"otel-semloop: no request message within body_timeout={body_timeout:g} s"
+            raise BadRequest(408, message, "slow_body") from None
         except StopAsyncIteration:
-            ingest.refused("malformed")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "otel-semloop: the call carried no message")
+            raise BadRequest(400, "otel-semloop: the call carried no message") from None
         except Exception as exc:  # grpcio failed the read and ended the call itself
             # (a message past max_receive_message_length answered RESOURCE_EXHAUSTED, or the
             # peer gone): the sender already has its status; nothing was acknowledged.
             _logger.debug("%s: the call ended while its message was read: %r", signal, exc)
             return b""
         if len(body) > max_decompressed_bytes:  # grpcio checks the limit too; be explicit
-            ingest.refused("too_large")
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"otel-semloop: request of {len(body)} bytes exceeds "
-                f"max_decompressed_bytes={max_decompressed_bytes}",
-            )
-        try:
-            ingest.admit(len(body), signal)
-        except Refusal as refusal:
-            # The common refusal under load: a status without raising (abort costs more).
-            context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
-            context.set_code(grpc.StatusCode.UNAVAILABLE)
-            context.set_details(refusal.message)
-            return b""
+            message = f"request of {len(body)} bytes exceeds max_decompressed_bytes={max_decompressed_bytes}"
+            raise BadRequest(413, f"otel-semloop: {message}")
+        ingest.admit(len(body), signal)
         try:
             request, unreadable, first = parse_request(body, signal)
         except Exception as exc:
-            ingest.refused("malformed")
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"otel-semloop: body is not a protobuf {request_type.__name__}: {exc}",
-            )
-        try:
-            # The raw body is stored as it is (durable queue) only when all of it was read.
-            result = await ingest.accept(request, len(body), None if unreadable else body, signal)
-        except Refusal as refusal:
-            context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
-            await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
+            raise BadRequest(
+                400, f"otel-semloop: body is not a protobuf {request_type.__name__}: {exc}"
+            ) from None
+        # The raw body is stored as it is (durable queue) only when all of it was read.
+        result = await ingest.accept(request, len(body), None if unreadable else body, signal)
         rejected = unreadable + result.rejected
         message = first or result.message
         if rejected and not result.accepted:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+            raise BadRequest(400, message, "")
         return _reply(signal, rejected, message)
 
     method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
@@ -376,19 +375,10 @@ def grpc_handler(
 #: seconds (bytes a second; the rule of Apache's mod_reqtimeout ``MinRate``): the body's
 #: deadline is ``body_timeout`` plus one second per this many bytes received.
 MIN_BODY_RATE = 16 * 1024
+_CLOSE = ((b"connection", b"close"),)
 
 _Receive = Callable[[], Awaitable[dict[str, Any]]]
 _Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-async def _respond(
-    send: _Send, status: int, body: bytes, content_type: str, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def http_app(
@@ -405,137 +395,103 @@ def http_app(
     async def app(scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":
             return
-        signal = signals.get(scope["path"], "traces")
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         json = content_type == _JSON
-        reply_type = _JSON if json else _PROTOBUF
-
-        async def error(
-            status: int, code: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
-        ) -> None:
-            if json:
-                body, kind = orjson.dumps({"code": code, "message": message}), _JSON
+        try:
+            body = await export(scope, headers, content_type, receive)
+            if body is None:  # the client went away
+                return
+            status, extra, reply_type = 200, (), _JSON if json else _PROTOBUF
+        except (Refusal, BadRequest) as exc:
+            if isinstance(exc, Refusal):
+                status, extra = 503, ((b"retry-after", str(max(1, round(exc.retry_after))).encode()),)
             else:
-                body, kind = message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
-            await _respond(send, status, body, kind, extra)
+                if exc.reason:
+                    ingest.refused(exc.reason)
+                status, extra = exc.status, exc.headers
+            code = _RPC_CODE.get(status, _INVALID_ARGUMENT)
+            if json:
+                body, reply_type = orjson.dumps({"code": code, "message": exc.message}), _JSON
+            else:
+                body, reply_type = exc.message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
+        response = [(b"content-type", reply_type.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": [*response, *extra]})
+        await send({"type": "http.response.body", "body": body})
 
-        if scope["path"] not in signals:
+    async def export(
+        scope: dict[str, Any], headers: dict[str, str], content_type: str, receive: _Receive
+    ) -> bytes | None:
+        """The reply to a request, None if the client went away; raises :class:`BadRequest`
+        or :class:`Refusal`."""
+        path = scope["path"]
+        if path not in signals:
             paths = " and ".join(f"POST {path}" for path in signals)
-            await error(404, _NOT_FOUND, f"no such path {scope['path']!r}: OTLP goes to {paths}")
-            return
+            raise BadRequest(404, f"no such path {path!r}: OTLP goes to {paths}", "")
         if scope["method"] != "POST":
-            await error(405, _INVALID_ARGUMENT, "use POST", [(b"allow", b"POST")])
-            return
-        if auth_token and not check_bearer(auth_token, headers.get("authorization")):
-            ingest.refused("unauthenticated")
-            await error(
-                401,
-                _UNAUTHENTICATED,
-                "missing or wrong bearer token",
-                [(b"www-authenticate", b'Bearer realm="otel-semloop"')],
-            )
-            return
+            raise BadRequest(405, "use POST", "", ((b"allow", b"POST"),))
+        if not check_bearer(auth_token, headers.get("authorization")):
+            challenge = ((b"www-authenticate", b'Bearer realm="otel-semloop"'),)
+            raise BadRequest(401, "missing or wrong bearer token", "unauthenticated", challenge)
         if content_type not in (_PROTOBUF, _JSON):
-            await error(
-                415,
-                _INVALID_ARGUMENT,
-                f"unsupported Content-Type {content_type!r}: use {_PROTOBUF} or {_JSON}",
+            raise BadRequest(
+                415, f"unsupported Content-Type {content_type!r}: use {_PROTOBUF} or {_JSON}", ""
             )
-            return
         encoding = headers.get("content-encoding", "").strip().lower()
         if encoding not in ("", "identity", "gzip"):
-            await error(
-                415, _INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}: use gzip or none"
-            )
-            return
+            raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none", "")
         length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > max_request_bytes:
-            ingest.refused("too_large")
-            await error(
-                413,
-                _RESOURCE_EXHAUSTED,
-                f"body of {length} bytes exceeds max_request_bytes={max_request_bytes}",
-            )
-            return
-        try:
-            ingest.admit(int(length) if length.isdigit() else 0, signal)
-        except Refusal as refusal:
-            await _refuse(error, refusal)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        started = time.monotonic()
-        while True:
-            # Each chunk within body_timeout, and the whole body by a deadline that grows
-            # with what arrived (MIN_BODY_RATE): a byte every few seconds cannot hold a slot.
-            left = started + body_timeout + size / MIN_BODY_RATE - time.monotonic()
-            try:
-                message = await asyncio.wait_for(receive(), max(0.0, min(body_timeout, left)))
-            except asyncio.TimeoutError:
-                ingest.refused("slow_body")
-                why = (
-                    f"no body data for {body_timeout:g} s"
-                    if left > body_timeout
-                    else f"body slower than {MIN_BODY_RATE // 1024} KiB/s after {body_timeout:g} s"
-                )
-                await error(408, _DEADLINE_EXCEEDED, why, [(b"connection", b"close")])
-                return
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > max_request_bytes:
-                ingest.refused("too_large")
-                await error(
-                    413,
-                    _RESOURCE_EXHAUSTED,
-                    f"body exceeds max_request_bytes={max_request_bytes}",
-                    [(b"connection", b"close")],
-                )
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        del chunks
-        try:
-            if len(body) > _INLINE_DECODE_BYTES or json:
-                # Large or JSON bodies are decoded on a thread: the loop keeps serving.
-                request, rejected, first = await asyncio.to_thread(
-                    decode_http_body, body, content_type, encoding, max_decompressed_bytes, signal
-                )
-            else:
-                request, rejected, first = decode_http_body(
-                    body, content_type, encoding, max_decompressed_bytes, signal
-                )
-        except BadRequest as exc:
-            ingest.refused("too_large" if exc.status == 413 else "malformed")
-            await error(exc.status, _HTTP_TO_CODE.get(exc.status, _INVALID_ARGUMENT), exc.message)
-            return
-        try:
-            result = await ingest.accept(request, len(body), None, signal)
-        except Refusal as refusal:
-            await _refuse(error, refusal)
-            return
+        declared = int(length) if length.isdigit() else 0
+        if declared > max_request_bytes:
+            raise BadRequest(413, f"body of {length} bytes exceeds max_request_bytes={max_request_bytes}")
+        signal = signals[path]
+        ingest.admit(declared, signal)
+        body = await _read_body(receive, max_request_bytes, body_timeout)
+        if body is None:
+            return None
+        decode = (body, content_type, encoding, max_decompressed_bytes, signal)
+        if len(body) > _INLINE_DECODE_BYTES or content_type == _JSON:
+            # Large or JSON bodies are decoded on a thread: the loop keeps serving.
+            request, rejected, first = await asyncio.to_thread(decode_http_body, *decode)
+        else:
+            request, rejected, first = decode_http_body(*decode)
+        result = await ingest.accept(request, len(body), None, signal)
         rejected += result.rejected
         first = first or result.message
         if rejected and not result.accepted:
-            await error(400, _INVALID_ARGUMENT, first)
-            return
-        if json:
-            body = (
-                orjson.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": first}})
-                if rejected
-                else b"{}"
-            )
-        else:
-            body = _reply(signal, rejected, first)
-        await _respond(send, 200, body, reply_type)
+            raise BadRequest(400, first, "")
+        if content_type == _PROTOBUF:
+            return _reply(signal, rejected, first)
+        if not rejected:
+            return b"{}"
+        return orjson.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": first}})
 
     return app
 
 
-async def _refuse(error: Callable[..., Awaitable[None]], refusal: Refusal) -> None:
-    seconds = str(max(1, round(refusal.retry_after))).encode()
-    await error(503, _UNAVAILABLE, refusal.message, [(b"retry-after", seconds)])
+async def _read_body(receive: _Receive, limit: int, body_timeout: float) -> bytes | None:
+    """A request's body, None if the client went away. Each chunk must come within
+    ``body_timeout``, and the whole body by a deadline that grows with what arrived
+    (:data:`MIN_BODY_RATE`): a byte every few seconds cannot hold a slot."""
+    chunks: list[bytes] = []
+    size = 0
+    started = time.monotonic()
+    while True:
+        left = started + body_timeout + size / MIN_BODY_RATE - time.monotonic()
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, min(body_timeout, left)))
+        except asyncio.TimeoutError:
+            why = (
+                f"no body data for {body_timeout:g} s"
+                if left > body_timeout
+                else f"body slower than {MIN_BODY_RATE // 1024} KiB/s after {body_timeout:g} s"
+            )
+            raise BadRequest(408, why, "slow_body", _CLOSE) from None
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            raise BadRequest(413, f"body exceeds max_request_bytes={limit}", "too_large", _CLOSE)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
