@@ -105,8 +105,8 @@ class ExportQueue:
         self._config = config
         self._signal = signal
         #: What the log lines call the items: spans or log records.
-        self._items = "log records" if signal == "logs" else "spans"
-        self._sender = sender
+        self.items = "log records" if signal == "logs" else "spans"
+        self.sender = sender
         self._telemetry = telemetry
         self._settle = settle
         self._queue: collections.deque[Held] = collections.deque()
@@ -194,23 +194,23 @@ class ExportQueue:
         attempt = 0
         while True:
             try:
-                result = await self._sender.send(request)
+                result = await self.sender.send(request)
             except Exception as exc:  # a sender bug counts as a retryable failure
                 result = SendResult(False, True, f"{type(exc).__name__}: {exc}")
             if result.ok:
                 if self.down:
-                    _logger.info("otel-semloop: downstream %s is back", self._sender.describe())
+                    _logger.info("otel-semloop: downstream %s is back", self.sender.describe())
                 self.down = False
                 self._count_sent(len(batch) - result.rejected)
                 if result.rejected:
-                    self._count_dropped("rejected_by_downstream", result.rejected)
+                    self.count_dropped("rejected_by_downstream", result.rejected)
                     self._log(
                         "partial",
                         "downstream %s rejected %d of %d %s: %s",
-                        self._sender.describe(),
+                        self.sender.describe(),
                         result.rejected,
                         len(batch),
-                        self._items,
+                        self.items,
                         result.message,
                     )
                 return
@@ -226,13 +226,13 @@ class ExportQueue:
             give_up = not result.retryable or (limit and now - first_failure >= limit)
             if give_up:
                 why = "permanent_error" if not result.retryable else "retries_exhausted"
-                self._count_dropped(why, len(batch))
+                self.count_dropped(why, len(batch))
                 self._log(
                     why,
                     "dropped %d %s: downstream %s failed (%s)%s",
                     len(batch),
-                    self._items,
-                    self._sender.describe(),
+                    self.items,
+                    self.sender.describe(),
                     result.message,
                     "" if not result.retryable else f" and still failed after {now - first_failure:.1f} s",
                 )
@@ -248,27 +248,22 @@ class ExportQueue:
             self._log(
                 "retry",
                 "downstream %s unavailable (%s); %d %s waiting; retrying in %.1f s",
-                self._sender.describe(),
+                self.sender.describe(),
                 result.message,
                 self.pending,
-                self._items,
+                self.items,
                 delay,
             )
             await asyncio.sleep(delay)
 
     def _count_sent(self, items: int) -> None:
-        """Spans or log records the downstream accepted, under the signal's counter."""
-        if self._signal == "logs":
-            self._telemetry.add("semloop.export.log_records", "sent", items)
-        else:
-            self._telemetry.add("semloop.export.spans", "sent", items)
+        sent = "semloop.export.log_records" if self._signal == "logs" else "semloop.export.spans"
+        self._telemetry.add(sent, "sent", items)
 
-    def _count_dropped(self, reason: str, items: int) -> None:
-        """Spans or log records dropped, under the signal's counter."""
-        if self._signal == "logs":
-            self._telemetry.add("semloop.export.log_records.dropped", reason, items)
-        else:
-            self._telemetry.add("semloop.export.dropped", reason, items)
+    def count_dropped(self, reason: str, items: int) -> None:
+        """Count ``items`` dropped for ``reason`` under the signal's counter."""
+        dropped = "semloop.export.log_records.dropped" if self._signal == "logs" else "semloop.export.dropped"
+        self._telemetry.add(dropped, reason, items)
 
     def _log(self, key: str, message: str, *args: Any) -> None:
         """One line per kind a minute (the package's one limiter); every event is counted."""

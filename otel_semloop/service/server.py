@@ -33,7 +33,7 @@ from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.config import ServiceConfig, Signal
 from otel_semloop.service.exporter import ExportQueue, make_sender
-from otel_semloop.service.held import Accepted, Held, Prepared, count_items, prepare
+from otel_semloop.service.held import WIRE, Accepted, Held, Prepared, count_items, prepare
 from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
 from otel_semloop.service.logs import LogRecords, PreparedLogs, prepare_logs
 from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
@@ -83,14 +83,12 @@ class SemloopService:
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
         self._evaluations: EvaluationPublisher | None = None
-        self._exports: ExportQueue | None = None
-        #: The logs signal: its ingest and hold, its export queue and sender.
+        #: Each signal's export queue (with its sender).
+        self._exports: dict[Signal, ExportQueue] = {}
+        #: The GenAI log events held for their traces.
         self.logs: LogRecords | None = None
-        self._log_exports: ExportQueue | None = None
-        self._log_sender: Any = None
         self._durable: Any = None
         self._processes: ScoringProcesses | None = None
-        self._sender: Any = None
         self._grpc_server: grpc.aio.Server | None = None
         self._http: HttpListener | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -109,7 +107,7 @@ class SemloopService:
         """Raise :class:`Refusal` if a request of ``size`` bytes must wait (see the module
         docstring); nothing is held yet."""
         reason = None
-        exports = self._exports if signal == "traces" else self._log_exports
+        exports = self._exports.get(signal)
         if self._draining or self._pipeline is None or exports is None:
             reason, message = "draining", "otel-semloop: shutting down; send to another replica or retry"
         elif exports.full:
@@ -197,18 +195,15 @@ class SemloopService:
         cannot be bound (nothing is left running then)."""
         config = self.config
         loop = asyncio.get_running_loop()
-        self._sender = make_sender(config)
         self._evaluations = EvaluationPublisher.for_exporter(
             config.export_endpoint,
             config.export_protocol,
             config.export_headers,
             config.export_timeout,
         )
-        self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
-        self._log_sender = make_sender(config, "logs")
-        self._log_exports = ExportQueue(
-            config, self._log_sender, self._telemetry, settle=self._settle, signal="logs"
-        )
+        for signal in WIRE:
+            sender = make_sender(config, signal)
+            self._exports[signal] = ExportQueue(config, sender, self._telemetry, self._settle, signal)
         try:
             if config.scoring_processes and runs_in_workers(self._scorer):
                 # Warm workers before ready: the first traces must not wait for a boot.
@@ -227,9 +222,16 @@ class SemloopService:
                     _logger.warning("otel-semloop: scoring on threads: %s", error)
                     self._processes = None
             self._pipeline = Pipeline(
-                config, self._exports.put, self._scorer, self._telemetry, self._evaluations, self._processes
+                config,
+                self._exports["traces"].put,
+                self._scorer,
+                self._telemetry,
+                self._evaluations,
+                self._processes,
             )
-            self.logs = LogRecords(self._pipeline, self._log_exports, self._telemetry, config.max_log_events)
+            self.logs = LogRecords(
+                self._pipeline, self._exports["logs"], self._telemetry, config.max_log_events
+            )
             self._start_admin()
             if config.durable_queue:
                 from otel_semloop.service.durable import DurableQueue
@@ -253,16 +255,15 @@ class SemloopService:
             await self._close_rest()
             raise
         self._tasks.append(loop.create_task(self._pipeline.run()))
-        self._tasks.append(loop.create_task(self._exports.run()))
-        self._tasks.append(loop.create_task(self._log_exports.run()))
+        self._tasks.extend(loop.create_task(exports.run()) for exports in self._exports.values())
         self._tasks.append(loop.create_task(self._heartbeat()))
         self.health.set("ready")
         _logger.info(
             "otel-semloop: serving OTLP on grpc %s, http %s; exporting traces to %s, logs to %s",
             f"{config.grpc} (port {self.grpc_port})" if config.grpc else "-",
             f"{config.http} (port {self.http_port})" if config.http else "-",
-            self._sender.describe(),
-            self._log_sender.describe(),
+            self._exports["traces"].sender.describe(),
+            self._exports["logs"].sender.describe(),
         )
         _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
 
@@ -296,45 +297,15 @@ class SemloopService:
         deadline = started + timeout
         await self._close_receivers()
         clean = True
-        if self._pipeline is not None and self._exports is not None and self._log_exports is not None:
+        if self._pipeline is not None and self._exports:
             scoring_deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) * _SCORING_SHARE
             clean = await self._pipeline.drain(scoring_deadline)
-            left_spans, left_logs = await asyncio.gather(
-                self._exports.drain(deadline),
-                self._log_exports.drain(deadline),
-            )
-            if left_logs:
-                clean = False
-                if self._durable is None:
-                    self._telemetry.add("semloop.export.log_records.dropped", "shutdown", left_logs)
-                _logger.error(
-                    "otel-semloop: shutdown: %d log records not delivered to %s within %.1f s%s",
-                    left_logs,
-                    self._log_sender.describe(),
-                    timeout,
-                    "; they stay in the durable queue" if self._durable is not None else "; dropped",
-                )
-            left = left_spans
-            if left:
-                clean = False
-                if self._durable is None:
-                    self._telemetry.add("semloop.export.dropped", "shutdown", left)
-                    _logger.error(
-                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; dropped "
-                        "(acknowledged spans survive a slow or down downstream with --durable-queue "
-                        "FILE; or give the drain more time: --shutdown-timeout-seconds)",
-                        left,
-                        self._sender.describe(),
-                        timeout,
-                    )
-                else:
-                    _logger.warning(
-                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; they stay in "
-                        "the durable queue and go out after the restart",
-                        left,
-                        self._sender.describe(),
-                        timeout,
-                    )
+            queues = list(self._exports.values())
+            left = await asyncio.gather(*(exports.drain(deadline) for exports in queues))
+            for exports, items in zip(queues, left, strict=True):
+                if items:
+                    clean = False
+                    self._left_at_shutdown(exports, items, timeout)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -344,6 +315,21 @@ class SemloopService:
         await self._close_rest()
         self.health.set("stopped")
         return clean
+
+    def _left_at_shutdown(self, exports: ExportQueue, items: int, timeout: float) -> None:
+        where = f"{items} {exports.items} not delivered to {exports.sender.describe()} within {timeout:.1f} s"
+        if self._durable is not None:
+            _logger.warning(
+                "otel-semloop: shutdown: %s; they stay in the durable queue and go out after the restart",
+                where,
+            )
+            return
+        exports.count_dropped("shutdown", items)
+        _logger.error(
+            "otel-semloop: shutdown: %s; dropped (acknowledged data survives a slow or down downstream "
+            "with --durable-queue FILE; or give the drain more time: --shutdown-timeout-seconds)",
+            where,
+        )
 
     def stats(self) -> dict[str, int]:
         """Counters and gauges as a flat dict without the ``semloop.`` prefix, e.g.
@@ -364,16 +350,14 @@ class SemloopService:
             await asyncio.sleep(min(1.0, self.config.tick_seconds * 10))
 
     def _gauges(self) -> dict[str, int]:
-        pipeline, exports = self._pipeline, self._exports
+        pipeline, exports, logs = self._pipeline, self._exports, self._exports.get("logs")
         return {
             "semloop.spans.held": pipeline.buffer.held_spans if pipeline is not None else 0,
             "semloop.traces.held": pipeline.buffer.held_traces if pipeline is not None else 0,
-            "semloop.export.pending": exports.pending if exports is not None else 0,
-            "semloop.export.log_records.pending": self._log_exports.pending
-            if self._log_exports is not None
-            else 0,
+            "semloop.export.pending": exports["traces"].pending if exports else 0,
+            "semloop.export.log_records.pending": logs.pending if logs is not None else 0,
             "semloop.log_records.held": self.logs.held.held if self.logs is not None else 0,
-            "semloop.export.down": int(exports.down) if exports is not None else 0,
+            "semloop.export.down": int(exports["traces"].down) if exports else 0,
             "semloop.scorers.stuck": pipeline.stuck if pipeline is not None else 0,
             "semloop.memory.accepted": self.accepted_bytes,
             "semloop.durable.pending": self._durable.pending if self._durable is not None else 0,
@@ -391,10 +375,9 @@ class SemloopService:
         if self._processes is not None:
             await asyncio.to_thread(self._processes.close)
             self._processes = None
-        for sender in (self._sender, self._log_sender):
-            if sender is not None:
-                with contextlib.suppress(Exception):
-                    await sender.close()
+        for exports in self._exports.values():
+            with contextlib.suppress(Exception):
+                await exports.sender.close()
         if self._durable is not None:
             with contextlib.suppress(Exception):
                 await self._durable.close()
