@@ -1,21 +1,14 @@
 """Configuration of the collector service (``otel-semloop serve``).
 
-One frozen dataclass, :class:`ServiceConfig`, checked once, here: a bad value raises
+One frozen dataclass, :class:`ServiceConfig`, checked once: a bad value raises
 :class:`~otel_semloop.errors.ConfigError` naming the field, before any socket is opened.
-:meth:`ServiceConfig.load` layers, lowest precedence first, the defaults, the environment
-(the OpenTelemetry exporter variables for the next hop, ``OTEL_METRICS_EXPORTER``, then
-``SEMLOOP_<OPTION>`` read by :mod:`otel_semloop.settings` as the span processor's settings
-are), a TOML file (``${env:NAME}`` expanded, so a file can name a secret without holding
-it) and command-line flags; ``docs/service.md`` ("Configuration") gives the rules.
+:meth:`ServiceConfig.load` layers the defaults, the environment (the OpenTelemetry exporter
+variables, ``OTEL_METRICS_EXPORTER``, then ``SEMLOOP_<OPTION>``), a TOML file (with
+``${env:NAME}`` expanded, so a file can name a secret without holding it) and
+command-line flags; ``docs/service.md`` ("Configuration") gives the rules. Secrets
+(``export_headers`` values, ``auth_token``, a password in a URL) are never printed.
 
-Secrets (``export_headers`` values, ``auth_token``, a password in ``export_endpoint``) are
-never printed: they are left out of ``repr`` and :meth:`ServiceConfig.describe`, and
-:func:`redact_url` hides URL credentials in every log line. Addresses are ``HOST:PORT``
-(``[::1]:4317`` for IPv6; port 0 picks a free port); ``export_endpoint`` is a URL
-(``https`` for TLS), to which OTLP/HTTP appends ``/v1/traces`` when it has no path.
-
-Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
-``${env:...}`` in files, secrets from files); each option is a few lines.
+Size: one table of options with its reading rules; each option is a few lines.
 """
 
 from __future__ import annotations
@@ -217,23 +210,14 @@ class ServiceConfig(BufferingSettings):
         if not isinstance(self.auth_token, str) or any(c.isspace() for c in self.auth_token):
             raise ConfigError("serve: auth_token must be a string without whitespace")
 
-    @property
-    def export_url(self) -> str:
-        """The downstream URL as used: ``/v1/traces`` appended for OTLP/HTTP when the
-        endpoint has no path."""
-        if self.export_protocol == "http/protobuf":
-            split = urlsplit(self.export_endpoint)
-            if split.path in ("", "/"):
-                return self.export_endpoint.rstrip("/") + "/v1/traces"
-        return self.export_endpoint
-
     def export_target(self, signal: Signal) -> ExportTarget:
-        """The downstream of ``signal`` (``traces`` or ``logs``) as used: URL (for OTLP/HTTP
-        with the signal's path), protocol, headers and compression."""
+        """The downstream of ``signal`` as used: URL (for OTLP/HTTP with the signal's path
+        when the endpoint has none), protocol, headers and compression."""
         if signal == "traces":
-            return ExportTarget(
-                self.export_url, self.export_protocol, self.export_headers, self.export_compression
-            )
+            url = self.export_endpoint
+            if self.export_protocol == "http/protobuf" and urlsplit(url).path in ("", "/"):
+                url = url.rstrip("/") + "/v1/traces"
+            return ExportTarget(url, self.export_protocol, self.export_headers, self.export_compression)
         protocol = self.export_logs_protocol or self.export_protocol
         headers = self.export_headers if self.export_logs_headers is None else self.export_logs_headers
         compression = (

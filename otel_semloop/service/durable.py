@@ -1,22 +1,18 @@
-"""The optional durable queue: acknowledged spans survive a crash (``kill -9``, OOM kill,
-power loss) and are delivered after the restart.
+"""The optional durable queue: acknowledged data survives a crash and is delivered after
+the restart.
 
-Why SQLite: it is in the standard library, one file, crash-safe by design, and in WAL
-mode a commit is one sequential append plus an fsync. No server to run beside the service.
-
+SQLite (standard library, one crash-safe file, a WAL commit is one append and an fsync).
 A request is committed (``synchronous=FULL``) before the receiver acknowledges it;
 concurrent requests share one commit on a writer thread. A request whose items have all
-left for good is deleted; while only some have, their ``trace_id + span_id`` keys are
-recorded and a replay skips them. At start, unfinished requests are replayed in arrival
-order. Past ``durable_queue_bytes`` the receivers refuse retryably.
+left for good is deleted; while only some have, their keys are recorded and a replay skips
+them. At start, unfinished requests are replayed in arrival order. Past
+``durable_queue_bytes`` the receivers refuse retryably.
 
-The files (the database, SQLite's ``-wal`` and ``-shm``, and ``<queue>.id``, the queue's
+The files (the database, its ``-wal`` and ``-shm``, and ``<queue>.id``, the queue's
 generation, also kept inside the database) are checked at start: a queue truncated,
-deleted, replaced, or whose log was deleted after a crash is refused with one line and
-``serve`` exits 2, never a silent loss. A full disk refuses requests until space returns;
-delivery marks that cannot be written are written again once they can. What is not
-promised (the at-least-once window of a batch in flight at the kill) is stated in
-``docs/service.md`` ("Delivery semantics").
+deleted, replaced, or whose log was deleted after a crash is refused with one line
+(``serve`` exits 2). A full disk refuses requests until space returns. The delivery
+promise is in ``docs/service.md`` ("Delivery semantics").
 """
 
 from __future__ import annotations

@@ -1,20 +1,17 @@
-"""Forward scored spans (and log records) to the downstream OTLP backend: a bounded queue,
-batches that keep each item's Resource and InstrumentationScope, and retries on retryable
-failures. The two senders (OTLP/HTTP and OTLP/gRPC) share the batching and the retry rules.
+"""Forward scored spans and log records downstream: a bounded queue, batches that keep each
+item's Resource and InstrumentationScope, and retries.
 
 :meth:`ExportQueue.put` (loop thread) queues items; one task sends them in requests of at
-most ``export_batch_spans``, retrying a retryable failure after the downstream's own hint
-(``Retry-After``, ``RetryInfo``) or an exponential backoff for up to
-``retry_max_elapsed``, later items waiting behind it in order. A timed-out attempt doubles
-the sender's timeout (up to ``8 x export_timeout``), so that a slow downstream is waited
-for rather than sent every batch again. :attr:`ExportQueue.full` makes the receivers refuse
-retryably while the downstream is down, so data waits upstream instead of being lost.
-``settle(items)`` is called once for every item that leaves the queue for good. Nothing
-here raises. The delivery promise (at least once only across a timeout or a broken
-connection) is stated in ``docs/service.md`` ("Delivery semantics").
+most ``export_batch_spans``, retrying a retryable failure after the downstream's hint
+(``Retry-After``, ``RetryInfo``) or an exponential backoff for up to ``retry_max_elapsed``,
+later items waiting behind it in order. A timed-out attempt doubles the sender's timeout
+(up to ``8 x export_timeout``), so a slow downstream is waited for rather than sent every
+batch again. :attr:`ExportQueue.full` makes the receivers refuse retryably while the
+downstream is down. ``settle(items)`` is called once for every item that leaves for good.
+Nothing here raises. The delivery promise is in ``docs/service.md`` ("Delivery semantics").
 
-Size: the export queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching
-and the retry rules, so they are read together here.
+Size: the queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching and the
+retry rules, so they are read together.
 """
 
 from __future__ import annotations

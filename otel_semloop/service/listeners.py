@@ -1,13 +1,10 @@
 """The receivers' servers: a ``grpc.aio`` server and uvicorn, bound, limited and started.
 
-What the receivers answer (decoding, auth, error replies) is :mod:`.receiver`; this is the
-socket side: addresses, TLS (server certificate, optional client certificates), and the
-connection limits of the service's module docstring (:mod:`.server`). gRPC:
-``max_connections`` (gRPC core closes connections past it at once), ``header_timeout`` for
-the TLS/HTTP2 handshake, ``max_concurrent_streams`` per connection. HTTP: uvicorn with its
-h11 protocol wrapped (:func:`_guarded_protocol`) for a connection cap and a request-header
-deadline, ``body_timeout`` in the ASGI app, ``keepalive_timeout`` for idle connections.
-Both run on the caller's event loop; neither installs signal handlers (the service owns
+:mod:`.receiver` answers requests; this is the socket side: addresses, TLS (optionally
+with client certificates) and connection limits. gRPC: ``max_connections``,
+``header_timeout`` for the handshake, ``max_concurrent_streams``. HTTP: uvicorn's h11
+protocol wrapped (:func:`_guarded_protocol`) for a connection cap and a request-header
+deadline, and ``keepalive_timeout``. Neither installs signal handlers (the service owns
 SIGINT/SIGTERM).
 """
 

@@ -1,16 +1,12 @@
-"""The service's logs signal: OTLP log records in, every one forwarded as it came, and the
-GenAI ones held with their trace until it is scored.
+"""The service's logs signal: every OTLP log record forwarded as it came, and the GenAI ones
+held with their trace until it is scored.
 
-OpenTelemetry's GenAI instrumentations put an LLM call's messages and tool calls in log
-records (``gen_ai.user.message``, ``gen_ai.choice``, ...) in the chat span's context, so
-the service receives logs beside traces. :class:`LogRecords` forwards every record at once,
-unchanged, through a logs :class:`~otel_semloop.service.exporter.ExportQueue` (records are
-never patched, so nothing about their trace delays them), and keeps the ``gen_ai.`` ones
-that carry a trace and span id, decoded, under their trace id
-(:class:`~otel_semloop.grouping.HeldLogs`, at most ``max_log_events``) until the pipeline
-releases the trace and scoring puts them on their spans
-(:func:`~otel_semloop.conventions.attach_log_records`). Arrival order, late records, the
-cap and the counters are described in ``docs/service.md`` ("OTLP logs").
+GenAI instrumentations put an LLM call's messages and tool calls in log records in the
+chat span's context. :class:`LogRecords` queues every record for the logs downstream at
+once, unchanged (records are never patched), and keeps the ``gen_ai.`` events that carry a
+trace id (:class:`~otel_semloop.grouping.HeldLogs`, at most ``max_log_events``) until the
+pipeline releases their trace and scoring puts them on their spans. Late records, the cap
+and the counters are described in ``docs/service.md`` ("OTLP logs").
 """
 
 from __future__ import annotations

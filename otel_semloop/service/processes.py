@@ -1,22 +1,19 @@
-"""Scoring in worker processes: the service's side (the pool of workers, the pipe's parent end).
+"""Scoring in worker processes: the service's side of the pipes.
 
-Why: the receivers, the buffer and the exporter share one event loop, and scoring threads
-in the same process share its GIL, so a service scoring on threads uses about one core
-however many the host has. With :class:`ScoringProcesses` the
+Scoring threads in the service process share its GIL with the receivers and the exporter,
+so a service scoring on threads uses about one core. With :class:`ScoringProcesses` the
 :class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each checks out a worker
-process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
-``batch_evaluator``), sends their spans over a pipe as serialized protobuf and waits with
-the GIL free. What a worker does is :mod:`otel_semloop.service.scoring_worker`; what comes
-back per release is a small :class:`~otel_semloop.service.scoring_worker.Scored`, and each
-patched span becomes a new :class:`~otel_semloop.service.held.Held` (the original is
-untouched, so a thread abandoned past its budget changed nothing that left).
+for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
+``batch_evaluator``), sends their spans' wire bytes over a pipe and waits with the GIL
+free. A worker (:mod:`otel_semloop.service.scoring_worker`) sends back a small
+:class:`~otel_semloop.service.scoring_worker.Scored` per release, and each patched span
+becomes a new :class:`~otel_semloop.service.held.Held` (the original is untouched, so a
+thread abandoned past its budget changed nothing that left).
 
-Workers start from a fork server (:func:`~otel_semloop.pool.process_context`: no gRPC or
-asyncio state inherited) and are warm before the service reports ready. A worker that dies
-costs only the traces it held (``scoring failed: WorkerDied``); a watchdog terminates one
-busy on a batch past ``kill_after``; each takes up to ``depth`` batches so it does not idle
-between replies. Only the default deterministic scorer runs in workers
-(:func:`runs_in_workers`); ``docs/service.md`` ("Scoring") describes the whole path.
+Workers start from a fork server (:func:`~otel_semloop.pool.process_context`) and are warm
+before the service reports ready. A worker that dies costs only the traces it held; a
+watchdog terminates one busy on a batch past ``kill_after``. Only the default scorer runs
+in workers (:func:`runs_in_workers`).
 """
 
 from __future__ import annotations

@@ -1,18 +1,12 @@
-"""The OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export`` (``grpc.aio``)
-and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served by uvicorn), all
-on the service's asyncio loop. Both transports and both signals get the same limits,
-authentication, admission and answers, so they live together here; a logs request goes
-to its own :class:`Ingest` (:mod:`otel_semloop.service.logs`), which rejects no record.
-
-What a sender gets back (success with ``partial_success``, 400 / INVALID_ARGUMENT, 503 /
-UNAVAILABLE with retry information, 413 / RESOURCE_EXHAUSTED, 401 / UNAUTHENTICATED, 408 /
-DEADLINE_EXCEEDED, readable error bodies) is the contract of ``docs/service.md``
-("Receivers", "Admission and memory"). A request that does not decode as a whole is
-decoded span by span (JSON by :func:`_salvage_json`, protobuf by :func:`parse_protobuf`),
+"""The OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export`` and OTLP/HTTP
+``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served by uvicorn), on the service's
+loop. Both transports and both signals get the same limits, authentication, admission and
+answers (the contract of ``docs/service.md``, "Receivers"). A traces request that does not
+decode as a whole is decoded span by span (:func:`_salvage_json`, :func:`parse_protobuf`),
 so one bad span costs only itself.
 
-Size: the two receivers (OTLP/gRPC and OTLP/HTTP) share admission, decoding and error
-answers, so they are read together here.
+Size: the two transports share admission, decoding and error answers, so they are read
+together.
 """
 
 from __future__ import annotations

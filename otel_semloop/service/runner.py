@@ -1,15 +1,11 @@
 """Running the service: as the whole process until a signal (:func:`serve`, ``otel-semloop
-serve``), or on a background thread (:class:`ServiceThread`: tests, embedding in a
-program that has its own main loop).
+serve``), or on a background thread (:class:`ServiceThread`: tests, embedding).
 
-Signals: SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and
-wake the loop; they do not depend on asyncio's wakeup pipe, which a burst of traffic can
-fill ("Exception ignored when trying to write to the signal wakeup fd"), losing the
-signal. A watcher also polls the flag, so the first SIGTERM always starts the drain.
-
-What only a process that is the service does: raise the file-descriptor soft limit to the
-hard one (the exporter can always open its sockets), and once started freeze what exists
-out of the cyclic garbage collector (:func:`_settle_collector`).
+SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and wake the
+loop, and a watcher polls the flag too: asyncio's wakeup pipe can be full under load, and
+the first SIGTERM must always start the drain. A process that is the service also raises
+its file-descriptor soft limit to the hard one and, once started, freezes what exists out
+of the cyclic garbage collector (:func:`_settle_collector`).
 """
 
 from __future__ import annotations

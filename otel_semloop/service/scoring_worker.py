@@ -1,17 +1,11 @@
 """A scoring process: the worker's side of :mod:`otel_semloop.service.processes`' pipe.
 
-A batch comes in pickled, as each release's spans (protobuf wire bytes), whether the
-release is partial and its GenAI log events (:mod:`otel_semloop.service.logs`; put on
-their spans by ``evaluate``). Each release is scored as every front door scores one: its spans held
-as :class:`~otel_semloop.service.held.Held` (without envelopes), read and scored by
-:func:`~otel_semloop.release.evaluate` and patched by
-:func:`~otel_semloop.release.written_back` through the service's own adapter, with the
-cyclic collector paused for the batch. Per release a :class:`Scored` goes back (None
-without agent steps, or the exception its scoring raised): the service process then only
-swaps the patched spans' bytes in and reads no finding.
-
-This module imports no gRPC or asyncio machinery: the fork server preloads it, and the
-workers forked from it start with the scoring code imported.
+A batch comes in pickled: per release its spans' wire bytes, whether it is partial and its
+GenAI log events. Each release is scored as every front door scores one, by
+:func:`~otel_semloop.release.evaluate` and :func:`~otel_semloop.release.written_back`
+through the service's own adapter; a :class:`Scored` goes back per release (None without
+agent steps, or the exception its scoring raised). This module imports no gRPC or asyncio:
+the fork server preloads it.
 """
 
 from __future__ import annotations

@@ -1,21 +1,15 @@
-"""The collector service: receivers, pipeline and exporter on one asyncio loop.
+"""The collector service: receivers, pipeline and exporters on one asyncio loop.
 
-:class:`SemloopService` is the whole thing as an object (``await start()``,
-``await stop()``); :mod:`.runner` runs it until SIGINT/SIGTERM (``otel-semloop serve``)
-or on a background thread; :mod:`.listeners` builds the gRPC server and uvicorn.
+:class:`SemloopService` is the whole thing as an object (``await start()``, ``await
+stop()``); :mod:`.runner` runs it until SIGINT/SIGTERM or on a background thread. The
+receivers, the buffer's tick and the exporters share the loop's thread, so the
+:class:`~otel_semloop.grouping.TraceBuffer` needs no lock; scoring and large decodes run
+off it. Admission (refuse retryably before anything is acknowledged) and the shutdown
+order (stop accepting, release every held trace, score within 80% of
+``shutdown_timeout_seconds``, send what is queued in the rest, count what is left) are
+described in ``docs/service.md``.
 
-Why one loop: ``grpc.aio`` and uvicorn both run on asyncio, so the receivers, the buffer's
-tick and the exporter share one thread and the :class:`~otel_semloop.grouping.TraceBuffer`
-is used without a lock, as it requires. Scoring runs off the loop; large JSON bodies are
-decoded off it too.
-
-Admission (:meth:`SemloopService.admit`: refuse retryably before anything is
-acknowledged), the connection limits and the shutdown order (stop accepting, release every
-held trace, score within 80% of ``shutdown_timeout_seconds``, send what is queued in the
-rest, count what is left) are described in ``docs/service.md``.
-
-Size: start and stop live together because shutdown undoes start in order, for both
-signals (spans and log records).
+Size: start and stop live together because shutdown undoes start in order.
 """
 
 from __future__ import annotations
@@ -36,10 +30,11 @@ from otel_semloop.service.exporter import ExportQueue, make_sender
 from otel_semloop.service.held import WIRE, Accepted, Held, Prepared, count_items, prepare
 from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
 from otel_semloop.service.logs import LogRecords, PreparedLogs, prepare_logs
-from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
+from otel_semloop.service.observability import AdminServer, Health, build_meter_provider
 from otel_semloop.service.pipeline import Pipeline
 from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
 from otel_semloop.service.receiver import Refusal
+from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = ["SemloopService"]
 
@@ -78,7 +73,7 @@ class SemloopService:
         if meter_provider is None:
             self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
             meter_provider = self._own_meter_provider
-        self._telemetry = ServiceTelemetry(meter_provider, self._gauges, config.metric_agent_names)
+        self._telemetry = SelfTelemetry(meter_provider, self._gauges, "service", config.metric_agent_names)
         self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
