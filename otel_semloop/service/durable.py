@@ -70,9 +70,7 @@ class DurableQueue:
             _check_generation(self.path, self._db, id_file)
             sizes = self._db.execute("SELECT id, size FROM requests").fetchall()
         except sqlite3.DatabaseError as error:
-            raise StartupError(
-                f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
-            ) from None
+            raise self._unreadable(error) from None
         self._sizes: dict[int, int] = dict(sizes)
         self._bytes = sum(self._sizes.values())
         self._remaining: dict[int, int] = {}
@@ -96,9 +94,7 @@ class DurableQueue:
             rows = self._db.execute("SELECT id, body, size, signal FROM requests ORDER BY id").fetchall()
             sent = self._db.execute("SELECT request, key FROM sent").fetchall()
         except sqlite3.DatabaseError as error:
-            raise StartupError(
-                f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
-            ) from None
+            raise self._unreadable(error) from None
         delivered: dict[int, set[bytes]] = defaultdict(set)
         for ticket, key in sent:
             delivered[ticket].add(key)
@@ -178,16 +174,19 @@ class DurableQueue:
             await asyncio.to_thread(self._thread.join, 10)
         self._db.close()
 
+    def _unreadable(self, error: Exception) -> StartupError:
+        return StartupError(
+            f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
+        )
+
     def _forget(self, ticket: int) -> None:
         self._remaining.pop(ticket, None)
-        size = self._sizes.pop(ticket, 0)
-        self._bytes -= size
-        self._jobs.put(("delete", ticket))
+        self._bytes -= self._sizes.pop(ticket, 0)
+        self._jobs.put(("settle", [ticket], {}, None, None))
 
     def _delete_now(self, ticket: int) -> None:
         self._bytes -= self._sizes.pop(ticket, 0)
-        self._db.execute("DELETE FROM requests WHERE id = ?", (ticket,))
-        self._db.execute("DELETE FROM sent WHERE request = ?", (ticket,))
+        _delete(self._db, [ticket])
 
     # -- the writer thread -----------------------------------------------------------------
 
@@ -207,17 +206,14 @@ class DurableQueue:
                 for job in jobs:
                     if job is _STOP:
                         continue
-                    kind = job[0]
-                    if kind == "append":
+                    if job[0] == "append":
                         _, body, signal, loop, future = job
                         cursor = db.execute(
                             "INSERT INTO requests (body, size, signal) VALUES (?, ?, ?)",
                             (body, len(body), signal),
                         )
                         done.append((loop, future, cursor.lastrowid))
-                    elif kind == "delete":
-                        _delete(db, [job[1]])
-                    elif kind == "settle":
+                    else:
                         _, finished, partial, loop, future = job
                         _delete(db, finished)
                         for ticket, keys in partial.items():

@@ -73,10 +73,9 @@ class Pipeline:
         scorers = threads = config.scoring_threads
         workers: dict[str, Any] = {}
         if processes is not None:
-            # A thread per batch a worker holds; whole roots only for evaluation records.
+            # A thread per batch a worker holds.
             scorers, threads = config.scoring_processes, config.scoring_processes * processes.depth
             workers = {"evaluator": processes.evaluate, "batch_evaluator": processes.evaluate_many}
-            processes.full_roots = self._publish
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,

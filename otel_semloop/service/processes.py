@@ -131,9 +131,6 @@ class ScoringProcesses:
         self.started = 0
         #: Workers terminated for holding one trace past ``kill_after``.
         self.killed = 0
-        #: Whether an evaluation's root is the whole span, decoded here (an evaluation
-        #: record reads it); else it holds only ids, name and ``gen_ai.agent.name``.
-        self.full_roots = True
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -329,8 +326,7 @@ class ScoringProcesses:
         """What the pool writes back: each patched span as a new :class:`Held` of the bytes
         the worker patched (an empty patch each: nothing is left to apply, and a thread
         abandoned past its budget has changed no span that left), references holding only
-        the sources of the others, and a trace of the root alone (decoded from its patched
-        bytes when :attr:`full_roots`: an evaluation record reads the whole span)."""
+        the sources of the others, and a trace of the root alone, decoded here."""
         spans = release.spans
         records: list[Any] = [_Ref("", held) for held in spans]
         patches: dict[str, SpanPatch] = {}
@@ -338,11 +334,10 @@ class ScoringProcesses:
             key = f"#{index}"  # patches are keyed by these references' ids, not span ids
             records[index] = _Ref(key, spans[index].replaced(wire))
             patches[key] = SpanPatch()
-        root = scored.root
-        if root is not None:
+        root = None
+        if scored.root_index >= 0:
+            root = adapter.record(records[scored.root_index].source)
             records[scored.root_index].span_id = root.span_id
             patches[root.span_id] = patches.pop(f"#{scored.root_index}", SpanPatch())
-            if self.full_roots:
-                root = adapter.record(records[scored.root_index].source)
         trace = root_trace(root, release.partial)
         return Evaluation(trace, records, scored.verdict, patches, scored.summary, scored.loop_cost)

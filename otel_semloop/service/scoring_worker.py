@@ -18,7 +18,7 @@ from typing import Any
 
 from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import Release, ReleaseReason
-from otel_semloop.model import SpanRecord, Trace
+from otel_semloop.model import Trace
 from otel_semloop.redact import safe_text
 from otel_semloop.release import evaluate, written_back
 from otel_semloop.scoring import DetectorScorer, collector_paused
@@ -44,9 +44,6 @@ class Scored:
     #: The index of the root span (the one the verdict is written on) among the
     #: release's spans, -1 when there is none.
     root_index: int
-    #: The root as the loop log line reads it (ids, name, ``gen_ai.agent.name``), None
-    #: when there is no root.
-    root: SpanRecord | None
     #: ``(span index, patched wire bytes)`` for each span the verdict changed.
     patched: list[tuple[int, bytes]]
     #: The service's loop log line (:func:`loop_summary`) for a loop, else None.
@@ -106,20 +103,8 @@ def score_release(
     # PROTO_SPANS patches a span in place, decoding it: a span without its bytes changed.
     patched = [(index, span.serialized()) for index, span in enumerate(held) if span.wire is None]
     trace, verdict = evaluation.trace, evaluation.verdict
-    root_record = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
-    root_index, root = -1, None
-    if root_record is not None:
-        root_index = held.index(root_record.source)
-        agent = root_record.attributes.get("gen_ai.agent.name")
-        root = SpanRecord(
-            root_record.trace_id,
-            root_record.span_id,
-            "",
-            root_record.name,
-            0,
-            0,
-            {"gen_ai.agent.name": agent} if isinstance(agent, str) and agent else {},
-        )
+    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
+    root_index = held.index(root.source) if root is not None else -1
     summary = loop_summary(trace, verdict) if verdict.label is Label.LOOP else None
     gained = outcome.root_attributes.items()
     cost = {key: value for key, value in gained if key.startswith(("semloop.loop.", "semloop.trace."))}
@@ -127,7 +112,7 @@ def score_release(
     sent = dataclasses.replace(
         verdict, findings=(), lexical=None, in_loop_span_ids=frozenset(), calibration={}
     )
-    return Scored(sent, root_index, root, patched, summary, cost)
+    return Scored(sent, root_index, patched, summary, cost)
 
 
 def loop_summary(trace: Trace, verdict: Verdict) -> str:

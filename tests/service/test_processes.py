@@ -102,35 +102,29 @@ def test_a_worker_process_writes_what_the_in_process_path_writes(workers: Scorin
     assert workers.started == 1
 
 
-def test_without_evaluation_records_the_root_is_not_decoded_and_the_loop_line_is_the_same(
-    workers: ScoringProcesses,
-) -> None:
-    """Without evaluation records the worker makes the loop log line and the service
-    decodes no root, and logs and writes what the in-process path does."""
+def test_the_worker_makes_the_loop_line_the_in_process_path_would_log(workers: ScoringProcesses) -> None:
+    """The worker makes the loop log line, and the service logs and writes what the
+    in-process path does."""
     from otel_semloop.service.scoring_worker import loop_summary
 
-    workers.full_roots = False
-    try:
-        for index, loop in ((7, True), (8, False)):
-            local = evaluate(_release(index, loop), PROTO_SPANS, Scorer())
-            remote = workers.evaluate(_release(index, loop), PROTO_SPANS, Scorer())
-            assert remote is not None and local is not None
-            root = remote.trace.spans[remote.trace.root_span_id]
-            assert root.attributes == {"gen_ai.agent.name": "researcher"}
-            assert root.name == "invoke_agent researcher"
-            assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, index).hex()
-            if loop:
-                assert local.verdict.fired_signals  # the line names them
-                assert remote.summary == loop_summary(local.trace, local.verdict)
-            else:
-                assert remote.summary is None
-            _assert_same_verdict_as_the_service_reads_it(remote.verdict, local.verdict)
-            # and the spans written back are still the in-process ones
-            out = written_back(_release(index, loop), PROTO_SPANS, remote)
-            assert out.label == local.verdict.label.value
-            assert _attributes(out) == _attributes(written_back(_release(index, loop), PROTO_SPANS, local))
-    finally:
-        workers.full_roots = True
+    for index, loop in ((7, True), (8, False)):
+        local = evaluate(_release(index, loop), PROTO_SPANS, Scorer())
+        remote = workers.evaluate(_release(index, loop), PROTO_SPANS, Scorer())
+        assert remote is not None and local is not None
+        root = remote.trace.spans[remote.trace.root_span_id]
+        assert root.attributes["gen_ai.agent.name"] == "researcher"
+        assert root.name == "invoke_agent researcher"
+        assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, index).hex()
+        if loop:
+            assert local.verdict.fired_signals  # the line names them
+            assert remote.summary == loop_summary(local.trace, local.verdict)
+        else:
+            assert remote.summary is None
+        _assert_same_verdict_as_the_service_reads_it(remote.verdict, local.verdict)
+        # and the spans written back are still the in-process ones
+        out = written_back(_release(index, loop), PROTO_SPANS, remote)
+        assert out.label == local.verdict.label.value
+        assert _attributes(out) == _attributes(written_back(_release(index, loop), PROTO_SPANS, local))
 
 
 def test_a_loop_span_already_carrying_semloop_in_loop_keeps_one_such_attribute(
