@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from otel_semloop.judges.http import parse_retry_after
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
-from otel_semloop.service.held import SHALLOW, WIRE, Held
+from otel_semloop.service.held import SHALLOW_ENVELOPE, SHALLOW_REQUEST, WIRE, Held
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
@@ -57,14 +57,14 @@ class SendResult:
 def encode_request(batch: list[Held]) -> bytes:
     """The wire bytes of an export request with ``batch`` under the envelopes they arrived
     in (items from the same received envelopes share one entry). Items go in as the bytes
-    they are held as, through :data:`~otel_semloop.service.held.SHALLOW`, never decoded and
+    they are held as, through :data:`~otel_semloop.service.held.SHALLOW_REQUEST`, never decoded and
     encoded again; spans and log records nest alike, so this frames both signals."""
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
     for held in batch:
         resource = groups.setdefault(id(held.resource), (held.resource, {}))
         scope = resource[1].setdefault(id(held.scope), (held.scope, []))
         scope[1].append(held.serialized())
-    request = SHALLOW.request()
+    request = SHALLOW_REQUEST()
     for envelope, scopes in groups.values():
         out = _shallow(envelope, "resource")
         for scope_envelope, items in scopes.values():
@@ -77,7 +77,7 @@ def encode_request(batch: list[Held]) -> bytes:
 
 def _shallow(envelope: Any, head: str) -> Any:
     """A shallow envelope with ``envelope``'s head (its resource or scope) and schema URL."""
-    out = SHALLOW.envelope()
+    out = SHALLOW_ENVELOPE()
     if envelope.HasField(head):
         out.head = getattr(envelope, head).SerializeToString()
     if envelope.schema_url:

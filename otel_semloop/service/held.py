@@ -10,7 +10,8 @@ request alive. ``cost`` is its share of its request's bytes (counted against
 first reason) and copies the good ones out, touching no shared state, so a large request
 is prepared on a thread. :data:`PROTO_SPANS` is the :class:`~otel_semloop.release.SpanAdapter`
 the scoring pool reads spans through. :data:`WIRE` names each signal's OTLP service and
-messages, and :data:`SHALLOW` reads or writes a request's nesting with its items as bytes.
+messages; :data:`SHALLOW_REQUEST` and :data:`SHALLOW_ENVELOPE` read or write a request's
+nesting with its items as bytes.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from otel_semloop.writeback import SpanPatch
 __all__ = [
     "KIND_KEYS",
     "PROTO_SPANS",
-    "SHALLOW",
+    "SHALLOW_ENVELOPE",
+    "SHALLOW_REQUEST",
     "SPAN_OVERHEAD_BYTES",
     "WIRE",
     "Accepted",
@@ -98,13 +100,8 @@ def _shallow_messages() -> tuple[Any, Any]:
     )
 
 
-class _Shallow(NamedTuple):
-    request: Any
-    envelope: Any
-
-
 #: The shallow request and envelope types (see :func:`_shallow_messages`).
-SHALLOW = _Shallow(*_shallow_messages())
+SHALLOW_REQUEST, SHALLOW_ENVELOPE = _shallow_messages()
 
 _ZERO_TRACE_ID = bytes(16)
 #: The attributes :func:`~otel_semloop.conventions.step_kind` reads to classify a span.

@@ -26,7 +26,7 @@ from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
 from otel_semloop.otlp.codec import json_to_logs
 from otel_semloop.service.config import Signal
-from otel_semloop.service.held import SHALLOW, WIRE, Accepted
+from otel_semloop.service.held import SHALLOW_ENVELOPE, SHALLOW_REQUEST, WIRE, Accepted
 
 __all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_handler", "http_app"]
 
@@ -181,7 +181,7 @@ _ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     """A protobuf ``ExportTraceServiceRequest`` as ``(request, rejected spans, first
     error)``. When the request does not parse as a whole, its spans are parsed one by one
-    (through :data:`~otel_semloop.service.held.SHALLOW`), so that a span nested deeper than the
+    (through :data:`~otel_semloop.service.held.SHALLOW_REQUEST`), so that a span nested deeper than the
     parser allows, or otherwise unreadable, costs only itself, as a bad span does in JSON.
     Raises ``DecodeError`` when even the nesting is broken (the body is not a request)."""
     request = _Request()
@@ -194,15 +194,15 @@ def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     rejected = 0
     first = ""
     try:
-        for i, rs_bytes in enumerate(SHALLOW.request.FromString(body).items):
+        for i, rs_bytes in enumerate(SHALLOW_REQUEST.FromString(body).items):
             out_rs = request.resource_spans.add()
-            rs = SHALLOW.envelope.FromString(rs_bytes)
+            rs = SHALLOW_ENVELOPE.FromString(rs_bytes)
             if rs.HasField("head"):
                 out_rs.resource.ParseFromString(rs.head)
             out_rs.schema_url = rs.schema_url.decode()
             for j, ss_bytes in enumerate(rs.items):
                 out_ss = out_rs.scope_spans.add()
-                ss = SHALLOW.envelope.FromString(ss_bytes)
+                ss = SHALLOW_ENVELOPE.FromString(ss_bytes)
                 if ss.HasField("head"):
                     out_ss.scope.ParseFromString(ss.head)
                 out_ss.schema_url = ss.schema_url.decode()

@@ -263,18 +263,17 @@ class SemloopService:
         _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
 
     def _start_admin(self) -> None:
-        config = self.config
-        if config.health and config.prometheus and config.health == config.prometheus:
-            server = AdminServer(config.health, "health", self.health, self._prometheus_registry).start()
-            self._admin.append(server)
-            self.health_port = self.prometheus_port = server.port
-            return
+        """The health and Prometheus endpoints, on one listener when they share an address."""
+        config, registry = self.config, self._prometheus_registry
+        shared = config.health is not None and config.health == config.prometheus
         if config.health:
-            server = AdminServer(config.health, "health", self.health).start()
+            server = AdminServer(config.health, "health", self.health, registry if shared else None).start()
             self._admin.append(server)
             self.health_port = server.port
-        if config.prometheus and self._prometheus_registry is not None:
-            server = AdminServer(config.prometheus, "prometheus", None, self._prometheus_registry).start()
+            if shared:
+                self.prometheus_port = server.port
+        if config.prometheus and registry is not None and not shared:
+            server = AdminServer(config.prometheus, "prometheus", None, registry).start()
             self._admin.append(server)
             self.prometheus_port = server.port
 
