@@ -162,7 +162,7 @@ class ExportQueue:
                 raise
             except Exception as exc:  # pragma: no cover - never let the sender die
                 self._telemetry.add("semloop.errors", "export")
-                self._log("export_bug", "export failed unexpectedly: %r", exc)
+                self._log("export_bug", f": export failed unexpectedly: {exc!r}")
             finally:
                 self._in_flight = 0
             if self._settle is not None and not self._halted:
@@ -174,7 +174,7 @@ class ExportQueue:
                     raise
                 except Exception as exc:  # pragma: no cover - accounting must not stop sending
                     self._telemetry.add("semloop.errors", "settle")
-                    self._log("settle", "settling a batch failed: %r", exc)
+                    self._log("settle", f": settling a batch failed: {exc!r}")
 
     async def drain(self, deadline: float) -> int:
         """Send what is queued until ``deadline``; returns the spans left unsent (counted
@@ -203,12 +203,7 @@ class ExportQueue:
                     self.count_dropped("rejected_by_downstream", result.rejected)
                     self._log(
                         "partial",
-                        "downstream %s rejected %d of %d %s: %s",
-                        self.sender.describe(),
-                        result.rejected,
-                        len(batch),
-                        self.items,
-                        result.message,
+                        f"rejected {result.rejected} of {len(batch)} {self.items}: {result.message}",
                     )
                 return
             self.down = True
@@ -224,15 +219,8 @@ class ExportQueue:
             if give_up:
                 why = "permanent_error" if not result.retryable else "retries_exhausted"
                 self.count_dropped(why, len(batch))
-                self._log(
-                    why,
-                    "dropped %d %s: downstream %s failed (%s)%s",
-                    len(batch),
-                    self.items,
-                    self.sender.describe(),
-                    result.message,
-                    "" if not result.retryable else f" and still failed after {now - first_failure:.1f} s",
-                )
+                after = f" and still failed after {now - first_failure:.1f} s" if result.retryable else ""
+                self._log(why, f"failed ({result.message}){after}; dropped {len(batch)} {self.items}")
                 return
             delay = self._config.retry_initial_backoff * (2**attempt)
             delay = min(delay, self._config.retry_max_backoff)
@@ -242,15 +230,8 @@ class ExportQueue:
                 delay = min(delay, max(0.0, self._closing_deadline - now))
             attempt += 1
             self._telemetry.add("semloop.export.retries", "retryable")
-            self._log(
-                "retry",
-                "downstream %s unavailable (%s); %d %s waiting; retrying in %.1f s",
-                self.sender.describe(),
-                result.message,
-                self.pending,
-                self.items,
-                delay,
-            )
+            waiting = f"{self.pending} {self.items} waiting; retrying in {delay:.1f} s"
+            self._log("retry", f"unavailable ({result.message}); {waiting}")
             await asyncio.sleep(delay)
 
     def _count_sent(self, items: int) -> None:
@@ -262,11 +243,13 @@ class ExportQueue:
         dropped = "semloop.export.log_records.dropped" if self._signal == "logs" else "semloop.export.dropped"
         self._telemetry.add(dropped, reason, items)
 
-    def _log(self, key: str, message: str, *args: Any) -> None:
-        """One line per kind a minute (the package's one limiter); every event is counted."""
+    def _log(self, key: str, message: str) -> None:
+        """One line per kind a minute (the package's one limiter), naming the downstream;
+        every event is counted."""
         _logger.warning(
-            "otel-semloop: " + message + " (counted; further reports of this kind limited to one a minute)",
-            *args,
+            "otel-semloop: downstream %s %s (counted; further reports of this kind limited to one a minute)",
+            self.sender.describe(),
+            message,
             extra={"semloop_limit": f"export.{key}"},
         )
 
