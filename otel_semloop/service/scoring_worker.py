@@ -11,7 +11,6 @@ the fork server preloads it.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import pickle
 from typing import Any
@@ -58,9 +57,6 @@ def worker_main(conn: Any, mode: str) -> None:
     or an exception out, until the pipe closes."""
     scorer = DetectorScorer(mode=mode)  # type: ignore[arg-type]
     score_release([], False, scorer)  # imports done before the worker reports ready
-    # What start-up left alive lives as long as the process: out of the collector's sight.
-    gc.collect()
-    gc.freeze()
     conn.send_bytes(READY)
     while True:
         try:
