@@ -20,10 +20,15 @@ import asyncio
 import collections
 import contextlib
 import gzip
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
+
+import grpc
+import httpx
+from google.rpc import error_details_pb2, status_pb2
 
 from otel_semloop.judges.http import parse_retry_after
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
@@ -34,6 +39,16 @@ __all__ = ["ExportQueue", "SendResult"]
 
 _logger = get_logger("otel_semloop.service")
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
+_RETRYABLE_GRPC = frozenset(
+    {
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
 #: A timed-out export attempt doubles the timeout, up to this many times export_timeout.
 _TIMEOUT_GROWTH = 8
 #: A part-filled batch waits up to this long for a full one before it goes (not while
@@ -270,9 +285,6 @@ class HttpSender:
     """OTLP/HTTP protobuf via ``httpx.AsyncClient`` (one attempt per :meth:`send`)."""
 
     def __init__(self, config: ServiceConfig, signal: Signal = "traces") -> None:
-        import httpx
-
-        self._httpx = httpx
         target = config.export_target(signal)
         self._url = target.url
         self._gzip = target.compression
@@ -282,8 +294,6 @@ class HttpSender:
             headers["Content-Encoding"] = "gzip"
         verify: Any = True
         if config.export_certificate or config.export_client_certificate:
-            import ssl
-
             verify = ssl.create_default_context(cafile=config.export_certificate)
             if config.export_client_certificate:
                 verify.load_cert_chain(config.export_client_certificate, config.export_client_key)
@@ -299,10 +309,10 @@ class HttpSender:
             body = gzip.compress(body, compresslevel=5)
         try:
             response = await self._client.post(self._url, content=body, timeout=self._timeout)
-        except self._httpx.TimeoutException as exc:
+        except httpx.TimeoutException as exc:
             self._timeout = min(self._timeout * 2, self._max_timeout)
             return SendResult(False, True, f"{type(exc).__name__}: {exc} (timeout now {self._timeout:g} s)")
-        except self._httpx.TransportError as exc:
+        except httpx.TransportError as exc:
             return SendResult(False, True, f"{type(exc).__name__}: {exc}")
         status = response.status_code
         if 200 <= status < 300:
@@ -326,19 +336,7 @@ class HttpSender:
 class GrpcSender:
     """OTLP/gRPC via a ``grpc.aio`` channel (one attempt per :meth:`send`)."""
 
-    _RETRYABLE = (
-        "CANCELLED",
-        "DEADLINE_EXCEEDED",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-    )
-
     def __init__(self, config: ServiceConfig, signal: Signal = "traces") -> None:
-        import grpc
-
-        self._grpc = grpc
         downstream = config.export_target(signal)
         split = urlsplit(downstream.url)
         port = split.port or (443 if split.scheme == "https" else 4317)
@@ -372,13 +370,11 @@ class GrpcSender:
         self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH
         self._metadata = tuple((k.lower(), v) for k, v in dict(downstream.headers).items())
         self._compression = grpc.Compression.Gzip if downstream.compression else None
-        self._retryable = {getattr(grpc.StatusCode, name) for name in self._RETRYABLE}
 
     def describe(self) -> str:
         return f"grpc {self._target}"
 
     async def send(self, body: bytes) -> SendResult:
-        grpc = self._grpc
         try:
             response = await self._export(
                 body, timeout=self._timeout, metadata=self._metadata or None, compression=self._compression
@@ -390,7 +386,7 @@ class GrpcSender:
                 self._timeout = min(self._timeout * 2, self._max_timeout)
                 message += f" (timeout now {self._timeout:g} s)"
             retry_after = _retry_info(exc)
-            retryable = code in self._retryable or (
+            retryable = code in _RETRYABLE_GRPC or (
                 code is grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None
             )
             return SendResult(False, retryable, message, retry_after)
@@ -403,10 +399,6 @@ class GrpcSender:
 
 def _retry_info(exc: Any) -> float | None:
     """The ``RetryInfo.retry_delay`` a gRPC server attached to its error, if any."""
-    try:
-        from google.rpc import error_details_pb2, status_pb2
-    except ImportError:  # pragma: no cover - googleapis-common-protos ships with the exporter
-        return None
     for key, value in exc.trailing_metadata() or ():
         if key != "grpc-status-details-bin":
             continue

@@ -21,6 +21,8 @@ from typing import Any, Protocol
 
 import grpc
 import orjson
+from google.protobuf import duration_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
@@ -276,9 +278,6 @@ def _retry_trailer(message: str, retry_after: float) -> tuple[tuple[str, bytes],
     """``grpc-status-details-bin`` carrying a ``RetryInfo``: how a gRPC server tells an OTLP
     exporter when to retry (the Collector's and the Go and Java exporters read it there,
     the Python one from ``google.rpc.retryinfo-bin``, also sent)."""
-    from google.protobuf import duration_pb2
-    from google.rpc import error_details_pb2, status_pb2
-
     info = error_details_pb2.RetryInfo(
         retry_delay=duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
     )
