@@ -90,9 +90,6 @@ class Pipeline:
         #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.
         self._submitting = False
         self._delivered_now = False
-        #: Outcomes scoring threads delivered, for the loop to take in one callback.
-        self._inbox: list[Outcome[Held]] = []
-        self._inbox_lock = threading.Lock()
         #: GenAI log events held by trace id (:mod:`otel_semloop.service.logs`): a release
         #: takes its trace's events to be put on its spans before scoring.
         self.log_events: HeldLogs[LogEvent] | None = None
@@ -190,30 +187,22 @@ class Pipeline:
     def _deliver(self, outcome: Outcome[Held]) -> None:
         """The pool's delivery: on the loop, or handed to it from a scoring thread."""
         if threading.get_ident() != self._loop_thread:
-            # One wake-up of the loop for all the outcomes delivered until it runs.
-            with self._inbox_lock:
-                self._inbox.append(outcome)
-                first = len(self._inbox) == 1
-            if first:
-                self._loop.call_soon_threadsafe(self._take_inbox)
+            self._loop.call_soon_threadsafe(self._take_scored, outcome)
         elif self._submitting:
             self._delivered_now = True
             self._delivered(outcome, False)
         else:
             self._delivered(outcome, True)  # past its budget, or at the end of a drain
 
-    def _take_inbox(self) -> None:
-        with self._inbox_lock:
-            outcomes, self._inbox = self._inbox, []
-        for outcome in outcomes:
-            try:
-                self._delivered(outcome, True, True)
-            except Exception:  # as a callback of its own would: the others still go out
-                self._telemetry.add("semloop.errors", "pipeline")
-                _logger.exception(
-                    "otel-semloop: error forwarding a scored trace (counted in semloop.errors)",
-                    extra={"semloop_limit": "pipeline"},
-                )
+    def _take_scored(self, outcome: Outcome[Held]) -> None:
+        try:
+            self._delivered(outcome, True, True)
+        except Exception:
+            self._telemetry.add("semloop.errors", "pipeline")
+            _logger.exception(
+                "otel-semloop: error forwarding a scored trace (counted in semloop.errors)",
+                extra={"semloop_limit": "pipeline"},
+            )
 
     def _delivered(self, outcome: Outcome[Held], queued: bool, scored: bool = False) -> None:
         if queued:
