@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import pickle
 import threading
 import time
@@ -94,14 +95,12 @@ class _Worker:
             self.process.join(1)
 
 
+@dataclasses.dataclass(slots=True)
 class _Ref:
     """What :func:`~otel_semloop.release.written_back` reads of a record: id and source."""
 
-    __slots__ = ("source", "span_id")
-
-    def __init__(self, span_id: str, source: Any) -> None:
-        self.span_id = span_id
-        self.source = source
+    span_id: str
+    source: Any
 
 
 class ScoringProcesses:
@@ -119,7 +118,8 @@ class ScoringProcesses:
         depth: int = 1,
     ) -> None:
         self._processes = processes
-        self._depth = max(1, depth)
+        #: Batches one worker holds at a time (see :meth:`evaluate_many`).
+        self.depth = max(1, depth)
         self._serialize = serialize
         self._mode = mode
         self._kill_after = kill_after
@@ -157,11 +157,6 @@ class ScoringProcesses:
             workers, self._workers = self._workers, []
         for worker in workers:
             worker.close()
-
-    @property
-    def depth(self) -> int:
-        """Batches one worker holds at a time (see :meth:`evaluate_many`)."""
-        return self._depth
 
     def pids(self) -> list[int]:
         """Process ids of the live workers (idle and busy)."""
@@ -213,7 +208,7 @@ class ScoringProcesses:
         with self._lock:
             if self._closed.is_set():
                 raise WorkerDied("scoring processes closed")
-            room = [w for w in self._workers if not w.dead and w.inflight < self._depth]
+            room = [w for w in self._workers if not w.dead and w.inflight < self.depth]
             worker = min(room, key=lambda w: w.inflight) if room else None
             if worker is not None:
                 worker.inflight += 1
