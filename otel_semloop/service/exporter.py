@@ -250,13 +250,17 @@ class ExportQueue:
             await asyncio.sleep(delay)
 
     def _count_sent(self, items: int) -> None:
-        sent = "semloop.export.log_records" if self._signal == "logs" else "semloop.export.spans"
-        self._telemetry.add(sent, "sent", items)
+        if self._signal == "logs":
+            self._telemetry.add("semloop.export.log_records", "sent", items)
+        else:
+            self._telemetry.add("semloop.export.spans", "sent", items)
 
     def count_dropped(self, reason: str, items: int) -> None:
         """Count ``items`` dropped for ``reason`` under the signal's counter."""
-        dropped = "semloop.export.log_records.dropped" if self._signal == "logs" else "semloop.export.dropped"
-        self._telemetry.add(dropped, reason, items)
+        if self._signal == "logs":
+            self._telemetry.add("semloop.export.log_records.dropped", reason, items)
+        else:
+            self._telemetry.add("semloop.export.dropped", reason, items)
 
     def _log(self, key: str, message: str) -> None:
         """One line per kind a minute (the package's one limiter), naming the downstream;
