@@ -77,20 +77,16 @@ def _otlp_metric_exporter() -> Any:
 
 
 class Health:
-    """The service's state for the health endpoint (thread-safe reads)."""
+    """The service's state for the health endpoint (thread-safe reads): ``state`` is
+    ``starting``, ``ready``, ``draining`` or ``stopped``."""
 
     def __init__(self, stall_after: float = 10.0) -> None:
         self.state = "starting"
-        self.detail = ""
         self._stall_after = stall_after
         self._last_beat = time.monotonic()
 
     def beat(self) -> None:
         self._last_beat = time.monotonic()
-
-    def set(self, state: str, detail: str = "") -> None:
-        self.state = state
-        self.detail = detail
 
     @property
     def live(self) -> bool:
@@ -106,7 +102,6 @@ class Health:
             "live": self.live,
             "ready": self.ready,
             "loop_lag_seconds": round(time.monotonic() - self._last_beat, 3),
-            **({"detail": self.detail} if self.detail else {}),
         }
 
 

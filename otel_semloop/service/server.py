@@ -252,7 +252,7 @@ class SemloopService:
         self._tasks.append(loop.create_task(self._pipeline.run()))
         self._tasks.extend(loop.create_task(exports.run()) for exports in self._exports.values())
         self._tasks.append(loop.create_task(self._heartbeat()))
-        self.health.set("ready")
+        self.health.state = "ready"
         _logger.info(
             "otel-semloop: serving OTLP on grpc %s, http %s; exporting traces to %s, logs to %s",
             f"{config.grpc} (port {self.grpc_port})" if config.grpc else "-",
@@ -285,10 +285,9 @@ class SemloopService:
             return True
         self._stopped = True
         self._draining = True
-        self.health.set("draining")
+        self.health.state = "draining"
         timeout = self.config.shutdown_timeout_seconds if timeout is None else timeout
-        started = time.monotonic()
-        deadline = started + timeout
+        deadline = time.monotonic() + timeout
         await self._close_receivers()
         clean = True
         if self._pipeline is not None and self._exports:
@@ -307,7 +306,7 @@ class SemloopService:
                 await task
         self._tasks.clear()
         await self._close_rest()
-        self.health.set("stopped")
+        self.health.state = "stopped"
         return clean
 
     def _left_at_shutdown(self, exports: ExportQueue, items: int, timeout: float) -> None:
