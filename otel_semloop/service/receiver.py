@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 import grpc
 import orjson
-from google.protobuf import duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 
 from otel_semloop.errors import OTLPDecodeError
@@ -275,15 +274,12 @@ def _reply(signal: Signal, rejected: int, message: str) -> bytes:
 
 
 def _retry_trailer(message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
-    """``grpc-status-details-bin`` carrying a ``RetryInfo``: how a gRPC server tells an OTLP
-    exporter when to retry (the Collector's and the Go and Java exporters read it there,
-    the Python one from ``google.rpc.retryinfo-bin``, also sent)."""
-    info = error_details_pb2.RetryInfo(
-        retry_delay=duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
-    )
+    """The ``RetryInfo`` that tells an OTLP exporter when to retry, in the trailer the
+    Collector's, Go and Java exporters read and in the one the Python exporter reads."""
+    info = error_details_pb2.RetryInfo()
+    info.retry_delay.FromNanoseconds(int(retry_after * 1e9))
     status = status_pb2.Status(code=_RPC_CODE[503], message=message)
     status.details.add().Pack(info)
-    # The OTel Python exporter reads the RetryInfo from its own trailer instead.
     return (
         ("grpc-status-details-bin", status.SerializeToString()),
         ("google.rpc.retryinfo-bin", info.SerializeToString()),
@@ -298,15 +294,11 @@ def grpc_handler(
     body_timeout: float = 30.0,
     signal: Signal = "traces",
 ) -> grpc.GenericRpcHandler:
-    """``TraceService/Export`` (``LogsService/Export`` for ``signal="logs"``) taking the raw
-    request bytes, so that a body that is not a protobuf export request gets
-    INVALID_ARGUMENT with the reason (grpcio's own deserialiser would answer UNKNOWN and
-    log a traceback per request).
-
-    Registered as a client-streaming handler (the wire is the same as a unary call's), so
-    that it runs when the call's headers arrive: the bearer token is checked before any
-    body is read, and a message that does not arrive within ``body_timeout`` ends the call
-    (DEADLINE_EXCEEDED), as an HTTP body that stalls gets 408."""
+    """``signal``'s ``Export`` method taking the raw request bytes, so that a body that is not
+    an export request gets INVALID_ARGUMENT with the reason (grpcio's own deserialiser would
+    answer UNKNOWN and log a traceback). Registered as client-streaming (the same wire as a
+    unary call) so that it runs when the headers arrive: the token is checked before any
+    body is read, and a message not there within ``body_timeout`` ends the call."""
     service, _, request_type, _ = WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
