@@ -75,17 +75,16 @@ class LogRecords:
         self._exports.put(records)
         telemetry = self._telemetry
         telemetry.add("semloop.log_records", "received", len(records))
-        released = self._pipeline.buffer.released
         held = late = 0
+        dropped = self.held.dropped
         for trace_id, event in prepared.events:
-            if released(trace_id):
+            if self._pipeline.buffer.released(trace_id):
                 late += 1
-                continue
-            dropped = self.held.dropped
-            self.held.add(trace_id, event)
-            held += 1
-            if self.held.dropped != dropped:
-                telemetry.add("semloop.log_records", "dropped")
+            else:
+                self.held.add(trace_id, event)
+                held += 1
+        if self.held.dropped > dropped:
+            telemetry.add("semloop.log_records", "dropped", self.held.dropped - dropped)
         if held:
             telemetry.add("semloop.log_records", "kept", held)
         if late:
