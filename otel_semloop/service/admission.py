@@ -109,9 +109,8 @@ class ScoringLoad:
         self._window_start = now
         self._released = self._to_scorers = 0
         if not self.measured:
-            # Until the first measurement, busy time adds up across windows: while the low
-            # guess admits only short bursts, no single window holds enough of it, and
-            # resetting here kept the guess (and the refusals) for seconds.
+            # Busy time adds up across windows until the first measurement: while the low
+            # guess admits only short bursts, no single window holds enough of it.
             return
         self._scored = 0
         self._busy = 0.0
