@@ -75,7 +75,7 @@ class Pipeline:
         if processes is not None:
             # A thread per batch a worker holds.
             scorers, threads = config.scoring_processes, config.scoring_processes * processes.depth
-            workers = {"evaluator": processes.evaluate, "batch_evaluator": processes.evaluate_many}
+            workers = {"batch_evaluator": processes.evaluate_many}
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,

@@ -104,9 +104,9 @@ class _Ref:
 
 
 class ScoringProcesses:
-    """Worker processes and the pool ``evaluator`` that scores in them (see the module
-    docstring). ``serialize`` gives a held span's protobuf wire bytes. Thread-safe: any
-    scoring thread may call :meth:`evaluate`."""
+    """Worker processes and the pool's ``batch_evaluator`` that scores in them (see the
+    module docstring). ``serialize`` gives a held span's protobuf wire bytes. Thread-safe:
+    any scoring thread may call :meth:`evaluate_many`."""
 
     def __init__(
         self,
@@ -275,22 +275,6 @@ class ScoringProcesses:
         return reply  # type: ignore[no-any-return]
 
     # -- the pool's evaluator ----------------------------------------------------------------
-
-    def evaluate(
-        self,
-        release: Release[Any],
-        adapter: SpanAdapter[Any],
-        scorer: Scorer,
-        on_stage: Callable[[Evaluation], None] | None = None,
-    ) -> Evaluation | None:
-        """Score ``release`` in a worker (runs on a scoring thread; ``scorer`` is the one
-        the workers rebuild, ``on_stage`` unused: the default scorer has one stage).
-        None when the trace has no agent steps. Raises what the scorer raised, or
-        :class:`WorkerDied`."""
-        (result,) = self.evaluate_many([release], adapter, scorer)
-        if isinstance(result, Exception):
-            raise result
-        return result
 
     def evaluate_many(
         self, releases: list[Release[Any]], adapter: SpanAdapter[Any], scorer: Scorer
