@@ -214,7 +214,7 @@ class Engine:
         self._scoring[trace_id] = spans
         roots = tuple(span.span_id for span in spans if span.root)
         logs = self.options.log_events.get(trace_id, ())
-        self._jobs.append(trace_job(trace_id, [(span.kind, span.data()) for span in spans], roots, logs))
+        self._jobs.append(trace_job(trace_id, [span.span for span in spans], roots, logs))
         if len(self._jobs) >= JOBS_PER_TASK:
             self._submit()
 

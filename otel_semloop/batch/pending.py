@@ -18,7 +18,7 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.scan import ScannedSpan, scan_json, scan_proto
-from otel_semloop.batch.spans import dump_json, load_json
+from otel_semloop.batch.spans import load_json
 from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto
@@ -58,13 +58,9 @@ class UnitSpan:
     root: bool
 
     @property
-    def kind(self) -> str:
-        return self.unit.unit.kind
-
-    def data(self) -> bytes:
-        """The span's bytes: compact JSON or protobuf, as its unit's ``kind``."""
-        span = self.unit.spans[self.index]
-        return dump_json(span) if self.kind == "json" else span.SerializeToString()
+    def span(self) -> Any:
+        """The span dict (JSON) or protobuf ``Span``."""
+        return self.unit.spans[self.index]
 
 
 def parse_unit(unit: Unit) -> tuple[Any, list[ScannedSpan]]:

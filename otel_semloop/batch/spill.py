@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
 import orjson
-from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
 from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans
-from otel_semloop.batch.spans import dump_json
+from otel_semloop.batch.spans import dump_json, load_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
 from otel_semloop.batch.writer import OutputError
@@ -77,9 +77,10 @@ class Spill:
 
     def add(self, tid: str, span: UnitSpan) -> None:
         """A span of spilled trace ``tid`` to its partition."""
-        data = span.data()
+        json = span.unit.unit.kind == "json"
+        data = dump_json(span.span) if json else span.span.SerializeToString()
         fp = self._part(tid)
-        kind = b"j" if span.kind == "json" else b"p"
+        kind = b"j" if json else b"p"
         with _spill_io(self.where):
             fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
             fp.write(data)
@@ -133,7 +134,7 @@ class Spill:
             jobs = []
             for tid, items in by_trace.items():
                 roots = tuple(self.traces.get(tid, ()))
-                spans = [("json" if kind == b"j" else "proto", data) for kind, data in items]
+                spans = [load_json(data) if kind == b"j" else Span.FromString(data) for kind, data in items]
                 jobs.append(trace_job(tid, spans, roots, log_events.get(tid, ())))
             with _spill_io(self.where):
                 fp.truncate(0)

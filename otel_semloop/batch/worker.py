@@ -75,9 +75,10 @@ class ScorerSpec:
 
 @dataclass(frozen=True, slots=True)
 class TraceJob:
-    """One trace to score: its spans' bytes in input order, all compact JSON or all
-    protobuf (``kind``), its local roots' span ids (none: the trace is partial) and the
-    GenAI log events of its spans (``evaluate`` puts them on their spans)."""
+    """One trace to score: its spans in input order (``kind`` "json": one JSON array of
+    span objects; "proto": each span's protobuf bytes), its local roots' span ids (none:
+    the trace is partial) and the GenAI log events of its spans (``evaluate`` puts them on
+    their spans)."""
 
     trace_id: str
     kind: str
@@ -128,19 +129,17 @@ class Scored:
 
 def trace_job(
     trace_id: str,
-    spans: Sequence[tuple[str, bytes]],
+    spans: Sequence[Any],
     roots: tuple[str, ...],
     logs: tuple[LogEvent, ...] = (),
 ) -> TraceJob:
-    """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order and
-    its GenAI log events; a trace with both JSON and protobuf spans is scored as JSON."""
-    kinds = {kind for kind, _ in spans}
-    if kinds == {"proto"}:
-        return TraceJob(trace_id, "proto", [data for _, data in spans], roots, logs)
-    as_json = [
-        data if kind == "json" else dump_json(span_to_json(Span.FromString(data))) for kind, data in spans
-    ]
-    return TraceJob(trace_id, "json", as_json, roots, logs)
+    """The scoring job of a trace from its spans in input order (span dicts as decoded
+    from OTLP JSON, or protobuf ``Span``s) and its GenAI log events; a trace with both
+    kinds of span is scored as JSON. The JSON spans are encoded together, in one array."""
+    if all(isinstance(span, Span) for span in spans):
+        return TraceJob(trace_id, "proto", [span.SerializeToString() for span in spans], roots, logs)
+    as_json = [span_to_json(span) if isinstance(span, Span) else span for span in spans]
+    return TraceJob(trace_id, "json", [dump_json(as_json)], roots, logs)
 
 
 _SCORER: Scorer | None = None
@@ -231,7 +230,8 @@ def score_job(job: TraceJob, scorer: Scorer) -> Scored:
     json_spans = JsonSpans([])
     try:
         if job.kind == "json":
-            spans: list[Any] = orjson.loads(b"".join([b"[", b",".join(job.spans), b"]"]))
+            (array,) = job.spans
+            spans: list[Any] = orjson.loads(array)
             json_spans = JsonSpans(spans)
             adapter: Any = json_spans
         else:
