@@ -74,14 +74,6 @@ class Bad(Exception):
         return OTLPDecodeError(self.message, where or path)
 
 
-def index_of(seq: Any, item: Any) -> int:
-    """Position of ``item`` in ``seq`` by identity (only called on the error path)."""
-    for i, x in enumerate(seq):
-        if x is item:
-            return i
-    return -1
-
-
 def describe(value: Any) -> str:
     """A short, safe description of an unexpected JSON value for error messages."""
     if value is None:
