@@ -52,6 +52,7 @@ from otel_semloop.batch.worker import (
 )
 from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import BufferLimits, Release, ReleaseReason, TraceBuffer
+from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -142,6 +143,8 @@ class Engine:
         self._workers = options.workers or (os.cpu_count() or 1)
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._spill: Spill | None = None
+        #: the spilled traces' patches, for their units replayed at the end
+        self._spilled_patches: dict[str, dict[str, SpanPatch]] = {}
 
     # -- input -------------------------------------------------------------------------
 
@@ -207,14 +210,18 @@ class Engine:
 
     def _dispatch(self, release: Release[UnitSpan]) -> None:
         trace_id = str(release.trace_key)
-        self._released += 1
-        self._order[trace_id] = self._released
-        self.stats.traces += 1
         spans = release.spans
-        self._scoring[trace_id] = spans
         roots = tuple(span.span_id for span in spans if span.root)
         logs = self.options.log_events.get(trace_id, ())
-        self._jobs.append(trace_job(trace_id, [span.span for span in spans], roots, logs))
+        self._enqueue(trace_job(trace_id, [span.span for span in spans], roots, logs), spans)
+
+    def _enqueue(self, job: TraceJob, spans: list[UnitSpan]) -> None:
+        """Score ``job``; ``spans``: the trace's held spans (none when it was spilled)."""
+        self._released += 1
+        self._order[job.trace_id] = self._released
+        self.stats.traces += 1
+        self._scoring[job.trace_id] = spans
+        self._jobs.append(job)
         if len(self._jobs) >= JOBS_PER_TASK:
             self._submit()
 
@@ -251,6 +258,8 @@ class Engine:
                 self._rows.append((order, scored.row))
                 self.stats.loops += scored.row.label == "loop"
             patches = scored.patches or {}
+            if self._spill is not None and scored.trace_id in self._spill.traces:
+                self._spilled_patches[scored.trace_id] = patches
             for span in spans:
                 patch = patches.get(span.span_id)
                 if patch is not None:
@@ -316,29 +325,12 @@ class Engine:
         return waited, last.unit.number, last.index
 
     def _finish_spill(self, spill: Spill) -> None:
-        patches: dict[str, dict[str, Any]] = {}
-        for jobs in spill.jobs(self.options.log_events):
+        for jobs in spill.jobs(self.options.log_events):  # a partition at a time
             for job in jobs:
-                self._released += 1
-                self._order[job.trace_id] = self._released
-                self.stats.traces += 1
-            if self._pool is None:
-                results = score_jobs(jobs, self.options.spec)
-            else:
-                tasks = [
-                    self._pool.submit(score_jobs, jobs[i : i + JOBS_PER_TASK])
-                    for i in range(0, len(jobs), JOBS_PER_TASK)
-                ]
-                results = [scored for task in tasks for scored in task.result()]
-            for scored in results:
-                if scored.patches:
-                    patches[scored.trace_id] = scored.patches
-                order = self._order.pop(scored.trace_id)
-                if scored.row is not None:
-                    self._rows.append((order, scored.row))
-                    self.stats.loops += scored.row.label == "loop"
+                self._enqueue(job, [])
+            self._collect(block=True)
         self.stats.spilled_units = spill.held_units
-        spill.write_back(patches, self._write)
+        spill.write_back(self._spilled_patches, self._write)
         spill.close()
 
     def close(self) -> None:

@@ -13,14 +13,14 @@ whatever its traces look like.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import struct
+import pickle
 import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
-import orjson
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
 from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans
@@ -77,13 +77,10 @@ class Spill:
 
     def add(self, tid: str, span: UnitSpan) -> None:
         """A span of spilled trace ``tid`` to its partition."""
-        json = span.unit.unit.kind == "json"
+        json = type(span.span) is dict  # as bytes: a span may nest deeper than pickle goes
         data = dump_json(span.span) if json else span.span.SerializeToString()
-        fp = self._part(tid)
-        kind = b"j" if json else b"p"
         with _spill_io(self.where):
-            fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
-            fp.write(data)
+            pickle.dump((tid, json, data), self._part(tid))
         if span.root:
             self.traces[tid].append(span.span_id)
 
@@ -103,84 +100,50 @@ class Spill:
         data = unit.raw
         if doc is not None:
             data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
-        meta = orjson.dumps(
-            {
-                "s": unit.source,
-                "q": unit.seq,
-                "k": unit.kind,
-                "d": unit.document,
-                "e": unit.error,
-                "l": bool(pending.spilled),
-                "x": bool(pending.patches),
-                "r": doc is not None,
-                "sp": list(unit.spooled[1:]) if unit.spooled else None,
-            }
-        )
+        spooled = unit.spooled
+        held = dataclasses.replace(unit, raw=data, spooled=None)
+        late, dirty = bool(pending.spilled), bool(pending.patches)
         assert self.units is not None
         with _spill_io(self.where):
-            self.units.write(struct.pack(">II", len(meta), len(data)))
-            self.units.write(meta)
-            self.units.write(data)
+            pickle.dump((held, spooled[1:] if spooled else None, late, dirty, doc is not None), self.units)
         self.held_units += 1
-        if unit.spooled:
-            self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
+        if spooled:
+            self._spooled[(unit.source, unit.seq)] = spooled[0]
 
     def jobs(self, log_events: Mapping[str, tuple[LogEvent, ...]]) -> Iterable[list[TraceJob]]:
         """The spilled traces' scoring jobs, a partition at a time, each with its GenAI log
         events from ``log_events``."""
         for fp in self.parts:
-            with _spill_io(self.where):
-                by_trace = self._read_partition(fp)
-            jobs = []
-            for tid, items in by_trace.items():
-                roots = tuple(self.traces.get(tid, ()))
-                spans = [load_json(data) if kind == b"j" else Span.FromString(data) for kind, data in items]
-                jobs.append(trace_job(tid, spans, roots, log_events.get(tid, ())))
+            by_trace: dict[str, list[Any]] = {}
+            for tid, json, data in self._read(fp):
+                by_trace.setdefault(tid, []).append(load_json(data) if json else Span.FromString(data))
+            yield [
+                trace_job(tid, spans, tuple(self.traces.get(tid, ())), log_events.get(tid, ()))
+                for tid, spans in by_trace.items()
+            ]
             with _spill_io(self.where):
                 fp.truncate(0)
-            yield jobs
 
-    @staticmethod
-    def _read_partition(fp: IO[bytes]) -> dict[str, list[tuple[bytes, bytes]]]:
-        fp.flush()
-        fp.seek(0)
-        by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
-        header = struct.calcsize(">32sc?I")
-        while True:
-            head = fp.read(header)
-            if not head:
-                break
-            tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
-            by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
-        return by_trace
-
-    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
-        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
-        fp = self.units
-        assert fp is not None
+    def _read(self, fp: IO[bytes]) -> Iterator[Any]:
+        """What was pickled to ``fp``, in order."""
         with _spill_io(self.where):
             fp.flush()
             fp.seek(0)
-        spooled = self._spooled
         while True:
             with _spill_io(self.where):
-                head = fp.read(8)
-                if not head:
+                try:
+                    item = pickle.load(fp)
+                except EOFError:
                     return
-                n_meta, n_data = struct.unpack(">II", head)
-                meta = orjson.loads(fp.read(n_meta))
-                data = fp.read(n_data)
-            sp = meta["sp"]
-            unit = Unit(
-                meta["s"],
-                meta["q"],
-                meta["k"],
-                data,
-                document=meta["d"],
-                spooled=(spooled[(meta["s"], meta["q"])], sp[0], sp[1]) if sp else None,
-                error=meta["e"],
-            )
-            yield unit, meta["l"], meta["x"], meta["r"]
+            yield item
+
+    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
+        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
+        assert self.units is not None
+        for unit, spooled, late, dirty, rendered in self._read(self.units):
+            if spooled:
+                unit.spooled = (self._spooled[(unit.source, unit.seq)], *spooled)
+            yield unit, late, dirty, rendered
 
     def write_back(
         self, patches: dict[str, dict[str, SpanPatch]], write: Callable[[Unit, Any, bool], None]

@@ -93,23 +93,24 @@ class TraceJob:
 
 @dataclass(slots=True)
 class TraceRow:
-    """One scored agent trace, for the summary, the table and the report."""
+    """One scored agent trace, for the summary, the table and the report (the defaults:
+    a trace that was not scored)."""
 
     trace_id: str
     root_span_id: str
-    root_name: str
-    agent: str
-    steps: int
-    label: str
-    score: float
-    deepeval: float | None
-    action: str
-    signals: tuple[str, ...]
-    reason: str
-    tools: tuple[str, ...]
-    start_ns: int
-    end_ns: int
-    partial: bool
+    root_name: str = ""
+    agent: str = ""
+    steps: int = 0
+    label: str = "unscored"
+    score: float = 1.0
+    deepeval: float | None = None
+    action: str = "continue"
+    signals: tuple[str, ...] = ()
+    reason: str = ""
+    tools: tuple[str, ...] = ()
+    start_ns: int = 0
+    end_ns: int = 0
+    partial: bool = False
     unscored_reason: str = ""
     event_ns: int = 0
     evaluation: dict[str, Any] = field(default_factory=dict)
@@ -227,12 +228,11 @@ class _Isolated:
 
 def score_job(job: TraceJob, scorer: Scorer) -> Scored:
     """Score one trace (see the module docstring)."""
-    json_spans = JsonSpans([])
+    json_spans = JsonSpans()
     try:
         if job.kind == "json":
             (array,) = job.spans
             spans: list[Any] = orjson.loads(array)
-            json_spans = JsonSpans(spans)
             adapter: Any = json_spans
         else:
             spans = [Held(data, None, None) for data in job.spans]
@@ -272,18 +272,7 @@ def _unscored(job: TraceJob, reason: str) -> Scored:
     row = TraceRow(
         trace_id=job.trace_id,
         root_span_id=job.roots[0] if job.roots else "",
-        root_name="",
-        agent="",
-        steps=0,
-        label="unscored",
-        score=1.0,
-        deepeval=None,
-        action="continue",
-        signals=(),
         reason=reason,
-        tools=(),
-        start_ns=0,
-        end_ns=0,
         partial=job.partial,
         unscored_reason=reason,
         evaluation=evaluation_attributes(verdict),

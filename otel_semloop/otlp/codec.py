@@ -406,11 +406,6 @@ def span_to_json(s: Span) -> dict[str, Any]:
     return _SPAN.to_json(s)
 
 
-def fill_span(pb: Span, item: Any) -> None:
-    """Fill protobuf ``pb`` from one OTLP JSON span dict (raises :class:`Bad`)."""
-    _SPAN.fill(pb, item)
-
-
 def traces_to_json(msg: TracesData | ExportTraceServiceRequest) -> dict[str, Any]:
     """A ``TracesData`` or ``ExportTraceServiceRequest`` as an OTLP JSON dict.
 
