@@ -21,7 +21,7 @@ from typing import Any
 
 from otel_semloop.batch.engine import EngineOptions, EngineStats
 from otel_semloop.batch.inputs import ReadState, Source, iter_units
-from otel_semloop.batch.pending import PendingUnit, read_unit, rendered
+from otel_semloop.batch.pending import PendingUnit, patches_by_index, read_unit, rendered
 from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import Scored, ScorerSpec, score_jobs, trace_job
 
@@ -146,9 +146,5 @@ def _rewrite(
             pending.doc, scanned = read
             pending.spans = [span.span for span in scanned]
             stats.spans += len(scanned)
-            pending.patches = {
-                index: patches[span.trace_id][span.span_id]
-                for index, span in enumerate(scanned)
-                if span.span_id in patches.get(span.trace_id, {})
-            }
+            pending.patches = patches_by_index(scanned, patches)
         write(unit, rendered(pending, output_format), bool(pending.patches))

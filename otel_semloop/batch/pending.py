@@ -24,7 +24,15 @@ from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["PendingUnit", "UnitSpan", "parse_unit", "patch_spans", "read_unit", "rendered"]
+__all__ = [
+    "PendingUnit",
+    "UnitSpan",
+    "parse_unit",
+    "patch_spans",
+    "patches_by_index",
+    "read_unit",
+    "rendered",
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -96,6 +104,17 @@ def patch_spans(spans: list[Any], patches: dict[int, SpanPatch]) -> None:
             apply_patch_json(span, patch, replace_previous=True)
         else:
             apply_patch_proto(span, patch, replace_previous=True)
+
+
+def patches_by_index(
+    scanned: list[ScannedSpan], patches: dict[str, dict[str, SpanPatch]]
+) -> dict[int, SpanPatch]:
+    """The patches (trace id -> span id -> patch) of a unit's spans, by span index."""
+    return {
+        index: patches[span.trace_id][span.span_id]
+        for index, span in enumerate(scanned)
+        if span.span_id in patches.get(span.trace_id, {})
+    }
 
 
 def rendered(pending: PendingUnit, output_format: str) -> Any:

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
-from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans
+from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans, patches_by_index
 from otel_semloop.batch.spans import dump_json, load_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
@@ -157,11 +157,7 @@ class Spill:
                 pass
             elif late:
                 parsed, scanned = parse_unit(unit)
-                found = {
-                    index: patches[span.trace_id][span.span_id]
-                    for index, span in enumerate(scanned)
-                    if span.span_id in patches.get(span.trace_id, {})
-                }
+                found = patches_by_index(scanned, patches)
                 patch_spans([span.span for span in scanned], found)
                 if found or rendered:
                     dirty = dirty or bool(found)

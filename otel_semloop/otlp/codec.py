@@ -49,25 +49,17 @@ L = TypeVar("L", LogsData, ExportLogsServiceRequest)
 def any_pb_to_json(v: AnyValue) -> dict[str, Any]:
     """A protobuf ``AnyValue`` as its OTLP JSON dict (structure preserved exactly)."""
     which = v.WhichOneof("value")
-    if which == "string_value":
-        return {"stringValue": v.string_value}
-    if which == "int_value":
-        return {"intValue": str(v.int_value)}
-    if which == "bool_value":
-        return {"boolValue": v.bool_value}
-    if which == "double_value":
-        return {"doubleValue": c.double_json(v.double_value)}
     if which == "array_value":
         values = v.array_value.values
         return {"arrayValue": {"values": [any_pb_to_json(x) for x in values]} if values else {}}
     if which == "kvlist_value":
         kvs = v.kvlist_value.values
         return {"kvlistValue": {"values": _kvs_json(kvs)} if kvs else {}}
-    if which == "bytes_value":
-        return {"bytesValue": c.b64encode(v.bytes_value)}
-    if which == "string_value_strindex":
-        return {"stringValueStrindex": v.string_value_strindex}
-    return {}
+    if which is None:
+        return {}
+    scalar = _ANY_SCALARS[which]
+    value = getattr(v, which)
+    return {scalar.key: scalar.out(value) if scalar.out else value}
 
 
 def _kvs_json(kvs: Any) -> list[dict[str, Any]]:
@@ -119,71 +111,24 @@ def any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
     found = value_key(d)
     if found is None:
         return
-    x = d[found]
+    if found != "arrayValue" and found != "kvlistValue":
+        scalar = _ANY_SCALARS[found]
+        setattr(pb, scalar.name, field(d, found, scalar.parse))
+        return
+    if depth >= MAX_DEPTH:
+        raise Bad(f"AnyValue nested deeper than {MAX_DEPTH} levels", found)
     try:
-        if found == "arrayValue" or found == "kvlistValue":
-            if depth >= MAX_DEPTH:
-                raise Bad(f"AnyValue nested deeper than {MAX_DEPTH} levels")
-            if found == "arrayValue":
-                _fill_array(pb, x, depth + 1)
-            else:
-                _fill_kvlist(pb, x, depth + 1)
+        if found == "arrayValue":
+            x = _obj(d[found], "an arrayValue")
+            pb.array_value.SetInParent()
+            _each(x, "values", lambda p, item: any_json_to_pb(item, p, depth + 1), pb.array_value, "values")
         else:
-            _ANY_FILLERS[found](pb, x)
+            x = _obj(d[found], "a kvlistValue")
+            pb.kvlist_value.SetInParent()
+            _each(x, "values", lambda p, item: _fill_kv(p, item, depth + 1), pb.kvlist_value, "values")
     except Bad as e:
         e.path.append(found)
         raise
-
-
-def _fill_bool(pb: AnyValue, x: Any) -> None:
-    if type(x) is not bool:
-        c.bad_type("true or false", x)
-    pb.bool_value = x
-
-
-def _fill_array(pb: AnyValue, x: Any, depth: int) -> None:
-    d = _obj(x, "an arrayValue")
-    pb.array_value.SetInParent()
-    _each(d, "values", lambda p, item: any_json_to_pb(item, p, depth), pb.array_value, "values")
-
-
-def _fill_kvlist(pb: AnyValue, x: Any, depth: int) -> None:
-    d = _obj(x, "a kvlistValue")
-    pb.kvlist_value.SetInParent()
-    _each(d, "values", lambda p, item: _fill_kv(p, item, depth), pb.kvlist_value, "values")
-
-
-def _set_string(pb: AnyValue, x: Any) -> None:
-    pb.string_value = c.string(x)
-
-
-def _set_int(pb: AnyValue, x: Any) -> None:
-    pb.int_value = c.i64(x)
-
-
-def _set_double(pb: AnyValue, x: Any) -> None:
-    pb.double_value = c.double(x)
-
-
-def _set_bytes(pb: AnyValue, x: Any) -> None:
-    pb.bytes_value = c.b64decode(x)
-
-
-def _set_strindex(pb: AnyValue, x: Any) -> None:
-    pb.string_value_strindex = c.i32(x)
-
-
-#: One filler per ``AnyValue`` key (the keys of ``anyvalue.value_key``).
-_ANY_FILLERS = {
-    "stringValue": _set_string,
-    "boolValue": _fill_bool,
-    "intValue": _set_int,
-    "doubleValue": _set_double,
-    "arrayValue": None,  # handled in any_json_to_pb (nesting depth)
-    "kvlistValue": None,
-    "bytesValue": _set_bytes,
-    "stringValueStrindex": _set_strindex,
-}
 
 
 def _fill_kv(pb: Any, item: Any, depth: int = 0) -> None:
@@ -333,6 +278,26 @@ def _ids(*keys: str) -> tuple[_Scalar, ...]:
     return tuple(_Scalar(key, _id16 if key == "traceId" else _id8, bytes.hex) for key in keys)
 
 
+def _bool(value: Any) -> bool:
+    if type(value) is not bool:
+        c.bad_type("true or false", value)
+    return value
+
+
+#: The scalars an ``AnyValue`` holds, by JSON key and by protobuf field (the keys of
+#: ``anyvalue.value_key``; arrays and kvlists nest, and are written apart).
+_ANY_SCALARS = {
+    name: scalar
+    for scalar in (
+        _Scalar("stringValue"),
+        _Scalar("boolValue", _bool),
+        _Scalar("intValue", c.i64, str),
+        _Scalar("doubleValue", c.double, c.double_json),
+        _Scalar("bytesValue", c.b64decode, c.b64encode),
+        _Scalar("stringValueStrindex", c.i32),
+    )
+    for name in (scalar.key, scalar.name)
+}
 _ATTRIBUTES = (_Repeated("attributes"), _Scalar("droppedAttributesCount", c.u32))
 _ENTITY_REF = _Message(
     "an entityRef", (_Scalar("schemaUrl"), _Scalar("type"), _Strings("idKeys"), _Strings("descriptionKeys"))
