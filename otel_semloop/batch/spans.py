@@ -1,11 +1,8 @@
 """OTLP JSON spans as the core sees them: :class:`JsonSpans`, the
-:class:`~otel_semloop.release.SpanAdapter` for span dicts as decoded from a file line, and
-JSON (de)serialisation past orjson's nesting limits. Protobuf spans go through the
-service's adapter, :data:`~otel_semloop.service.held.PROTO_SPANS`.
-
-A value that does not decode concerns only itself, not its trace: :meth:`JsonSpans.record`
-drops the attributes and events of a span that do not decode and notes what it dropped
-(:attr:`JsonSpans.dropped`, written on the trace's root as ``semloop.input.dropped``).
+:class:`~otel_semloop.release.SpanAdapter` for span dicts as decoded from a file line
+(protobuf spans go through the service's :data:`~otel_semloop.service.held.PROTO_SPANS`),
+and JSON (de)serialisation past orjson's nesting limits. What does not decode is dropped
+from its span and noted on the trace's root (``semloop.input.dropped``).
 """
 
 from __future__ import annotations

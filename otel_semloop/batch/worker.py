@@ -1,17 +1,10 @@
 """Scoring one closed trace, in a worker process or in-process: its spans read through a
-span adapter and scored by :func:`otel_semloop.release.evaluate`, isolated per trace.
-
-Why isolated here: one hostile value (a ``doubleValue`` of "NaN" in a token count, message
-``parts`` that are a number) must cost only its own trace. A value that does not decode
-is dropped from its span (:class:`~otel_semloop.batch.spans.JsonSpans`); whatever the
-builder or a detector raises makes the trace go out unscored with
-``semloop.unscored.reason`` saying why; every other trace is unaffected and every span is
-written out.
-
-What crosses the process boundary is small both ways: a trace's spans as bytes in
-(:class:`TraceJob`, with the GenAI log events the logs files hold for it:
-:mod:`otel_semloop.batch.logs`), per-span patches and one summary row out
-(:class:`Scored`).
+span adapter and scored by :func:`otel_semloop.release.evaluate`, isolated per trace: a
+value that does not decode is dropped from its span
+(:class:`~otel_semloop.batch.spans.JsonSpans`), and whatever the builder or a detector
+raises makes only that trace go out unscored, with ``semloop.unscored.reason`` saying why.
+A trace's spans go in as bytes (:class:`TraceJob`, with its GenAI log events); its
+per-span patches and summary row come out (:class:`Scored`).
 """
 
 from __future__ import annotations

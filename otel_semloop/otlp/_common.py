@@ -58,8 +58,7 @@ class Bad(Exception):
     """Internal: an invalid value, with the path to it collected innermost first.
 
     Decoders raise it at the leaf; each enclosing level appends its own segment on the
-    way out (``try`` costs nothing in CPython 3.11 until something is raised), and the
-    public entry point turns it into :class:`OTLPDecodeError`.
+    way out, and the public entry point turns it into :class:`OTLPDecodeError`.
     """
 
     def __init__(self, message: str, *segments: str) -> None:
