@@ -26,7 +26,7 @@ from otel_semloop.writeback import SpanPatch
 
 __all__ = [
     "PendingUnit",
-    "UnitSpan",
+    "UnitSpans",
     "parse_unit",
     "patch_spans",
     "patches_by_index",
@@ -48,7 +48,7 @@ class PendingUnit:
     spans: list[Any] = field(default_factory=list)
     #: the traces its spans were handed to the trace buffer for
     trace_ids: list[str] = field(default_factory=list)
-    #: its spans still held for undecided traces
+    #: its traces' spans still held for undecided traces (one :class:`UnitSpans` each)
     waiting: int = 0
     #: span index -> the patch it gained
     patches: dict[int, SpanPatch] = field(default_factory=dict)
@@ -57,18 +57,25 @@ class PendingUnit:
 
 
 @dataclass(slots=True, eq=False)
-class UnitSpan:
-    """A span as the trace buffer holds it: where it stands and its ids."""
+class UnitSpans:
+    """The spans of one trace in one unit, as the trace buffer holds them: where they
+    stand in the unit and their ids."""
 
     unit: PendingUnit
-    index: int
-    span_id: str
-    root: bool
+    indexes: list[int] = field(default_factory=list)
+    span_ids: list[str] = field(default_factory=list)
+    #: the span ids of its local roots
+    roots: list[str] = field(default_factory=list)
 
-    @property
-    def span(self) -> Any:
-        """The span dict (JSON) or protobuf ``Span``."""
-        return self.unit.spans[self.index]
+    def add(self, index: int, found: ScannedSpan) -> None:
+        self.indexes.append(index)
+        self.span_ids.append(found.span_id)
+        if found.root:
+            self.roots.append(found.span_id)
+
+    def spans(self) -> list[Any]:
+        """The span dicts (JSON) or protobuf ``Span`` s."""
+        return [self.unit.spans[index] for index in self.indexes]
 
 
 def parse_unit(unit: Unit) -> tuple[Any, list[ScannedSpan]]:

@@ -23,7 +23,7 @@ from typing import IO, Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
-from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans, patches_by_index
+from otel_semloop.batch.pending import PendingUnit, UnitSpans, parse_unit, patch_spans, patches_by_index
 from otel_semloop.batch.spans import dump_json, load_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
@@ -75,23 +75,24 @@ class Spill:
     def _part(self, tid: str) -> IO[bytes]:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
-    def add(self, tid: str, span: UnitSpan) -> None:
-        """A span of spilled trace ``tid`` to its partition."""
-        json = type(span.span) is dict  # as bytes: a span may nest deeper than pickle goes
-        data = dump_json(span.span) if json else span.span.SerializeToString()
-        with _spill_io(self.where):
-            pickle.dump((tid, json, data), self._part(tid))
-        if span.root:
-            self.traces[tid].append(span.span_id)
+    def add(self, tid: str, spans: UnitSpans) -> None:
+        """Spans of spilled trace ``tid`` (of one unit) to its partition."""
+        fp = self._part(tid)
+        for span in spans.spans():
+            json = type(span) is dict  # as bytes: a span may nest deeper than pickle goes
+            data = dump_json(span) if json else span.SerializeToString()
+            with _spill_io(self.where):
+                pickle.dump((tid, json, data), fp)
+        self.traces[tid].extend(spans.roots)
 
-    def spill(self, tid: str, spans: list[UnitSpan]) -> None:
+    def spill(self, tid: str, held: list[UnitSpans]) -> None:
         """Move trace ``tid``'s held spans to its partition; their units no longer wait
         for them, but will need the trace's patches when replayed."""
         self.traces[tid] = []
-        for span in spans:
-            self.add(tid, span)
-            span.unit.waiting -= 1
-            span.unit.spilled.add(tid)
+        for spans in held:
+            self.add(tid, spans)
+            spans.unit.waiting -= 1
+            spans.unit.spilled.add(tid)
 
     def hold(self, pending: PendingUnit, doc: Any) -> None:
         """Write a decided unit to the spill file (in order), as
