@@ -190,11 +190,10 @@ class Engine:
                 by_trace[found.trace_id] = UnitSpans(pending)
             by_trace[found.trace_id].add(index, found)
         spill = self._spill
-        spilled = {tid for tid in by_trace if spill is not None and tid in spill.traces}
-        pending.trace_ids = [tid for tid in by_trace if tid not in spilled]
+        pending.trace_ids = [tid for tid in by_trace if spill is None or tid not in spill.traces]
         # to the buffer in the order of each trace's last span (its place among the ready ones)
         for trace_id, spans in sorted(by_trace.items(), key=lambda item: item[1].indexes[-1]):
-            if spill is not None and trace_id in spilled:
+            if spill is not None and trace_id in spill.traces:
                 spill.add(trace_id, spans)
                 pending.spilled.add(trace_id)
                 continue
