@@ -149,14 +149,6 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         ("service",),
     ),
     Instrument(
-        "semloop.spans.refused",
-        "counter",
-        "{span}",
-        "Spans refused before acknowledgement (backpressure, limits, auth), by reason.",
-        "semloop.refusal.reason",
-        ("service",),
-    ),
-    Instrument(
         "semloop.spans.rejected",
         "counter",
         "{span}",
