@@ -21,7 +21,10 @@ a poll), while new values, added items and polls are not. Batch 6: a retriever's
 documents are one answer whatever their order and scores (a rewrite bringing a new
 document, pages and different questions are not a loop), and a result restated by one
 agent across hand-offs to its checker is one conclusion (a pipeline of agents each
-restating once, a critic whose feedback changes, are not).
+restating once, a critic whose feedback changes, are not). Batch 7: an answer that names
+the same thing (a revision, a head commit) over several polls and then names another one
+is new, though masking reads both the same (identifiers that change on every answer, or
+that were never named twice, are not).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_to
 from otel_semloop.detectors.call_progress import finds_nothing, without_echo
 from otel_semloop.detectors.claims import claims, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
-from otel_semloop.detectors.normalize import normalize_result_and_content
+from otel_semloop.detectors.normalize import identifiers, normalize_result_and_content
 from otel_semloop.detectors.retrieval import as_document_set
 from otel_semloop.model import Step, StepKind
 from otel_semloop.scoring import Scorer
@@ -818,3 +821,61 @@ def test_a_critic_whose_feedback_changes_and_a_refiner_that_follows_it_are_not_a
     run.agent("CriticAgent").think("No major issues found.")
     run.tool("exit_loop", {}, "{}")
     assert run.verdict().label is Label.NO_LOOP
+
+
+# --- batch 7: the thing an answer names changed ----------------------------------------------
+
+REVISIONS = ("9f2c4e1a7b3d", "4b8e0c6d2f1a", "c3d5f7a9e1b2")
+
+
+def _document(revision: str) -> str:
+    return json.dumps({"revision": revision, "state": "published"})
+
+
+def _watch_revisions(run: Scenario, polls_per_revision: int) -> None:
+    """A sync agent that polls a document's revision and, at each new one, re-indexes it
+    (``polls_per_revision`` answers name each revision before the next one)."""
+    for number, revision in enumerate(REVISIONS):
+        for poll in range(polls_per_revision if number < len(REVISIONS) - 1 else 1):
+            run.tool("get_document", {"doc": "handbook"}, _document(revision))
+            if poll == 0:
+                run.tool("reindex", {"doc": "handbook", "revision": revision}, f"indexed {40 + number} parts")
+            run.tool("sleep", {"seconds": 60}, "slept 60s")
+
+
+def test_identifiers_are_what_masking_hides_except_the_time() -> None:
+    assert identifiers('{"revision": "9f2c4e1a7b3d", "at": "2026-05-01T10:00:00Z"}') == "9f2c4e1a7b3d"
+    assert identifiers("run 123e4567-e89b-12d3-a456-426614174000 by req_8f3k2 with python3") == (
+        "123e4567-e89b-12d3-a456-426614174000 8f3k2"
+    )
+    assert identifiers("42 rows at 2026-05-01T10:00:00Z") == ""
+
+
+def test_a_poll_whose_answer_names_a_new_revision_after_holding_one_is_not_a_loop() -> None:
+    run = Scenario("keep the handbook index current")
+    _watch_revisions(run, polls_per_revision=4)
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_poll_whose_answer_names_the_same_revision_every_time_is_a_loop() -> None:
+    run = Scenario("keep the handbook index current")
+    for _ in range(8):
+        run.tool("sleep", {"seconds": 60}, "slept 60s")
+        run.tool("get_document", {"doc": "handbook"}, _document(REVISIONS[0]))
+    assert run.verdict().label is Label.LOOP
+
+
+def test_identifiers_new_on_every_answer_are_volatile_not_news() -> None:
+    run = Scenario("wait for the export")
+    for number in range(8):
+        run.tool("sleep", {"seconds": 30}, "slept 30s")
+        request = f"req_{number}f{number + 3}a9c{number}"
+        run.tool("get_export", {"id": "exp-1"}, json.dumps({"status": "pending", "request": request}))
+    assert run.verdict().label is Label.LOOP
+
+
+def test_an_identifier_first_named_after_answers_naming_none_is_not_news() -> None:
+    run = Scenario("remember the seat preference")
+    for stored in ("run-1865", "run-1778", "run-512b", "run-1902", "run-77e1"):
+        run.tool("upsert_memory", {"content": "User prefers window seats."}, f"Stored memory {stored}.")
+    assert run.verdict().label is Label.LOOP
