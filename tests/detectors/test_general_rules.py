@@ -879,3 +879,46 @@ def test_an_identifier_first_named_after_answers_naming_none_is_not_news() -> No
     for stored in ("run-1865", "run-1778", "run-512b", "run-1902", "run-77e1"):
         run.tool("upsert_memory", {"content": "User prefers window seats."}, f"Stored memory {stored}.")
     assert run.verdict().label is Label.LOOP
+
+
+def _mentions(run: Scenario, senders: tuple[str, ...], pulls: tuple[int, ...]) -> None:
+    """A review bot woken by mentions: each one read, the pull request viewed and approved."""
+    for sender, pull in zip(senders, pulls, strict=True):
+        run.tool("get_notifications", {"unread": True}, json.dumps([{"pr": pull, "by": sender}]))
+        run.tool("view_pull", {"number": pull}, json.dumps({"number": pull, "head": f"{pull}f3c9a1e7d2b4"}))
+        approval = {"number": pull, "event": "APPROVE", "body": "LGTM."}
+        run.tool("submit_review", approval, '{"state": "APPROVED"}')
+
+
+def test_a_new_mention_answered_by_the_same_review_of_the_same_commit_is_still_a_loop() -> None:
+    run = Scenario("answer mentions")
+    _mentions(run, ("ana", "bo", "ana", "bo", "ana", "bo", "cy"), (7,) * 7)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "repeated_result" in conclusive(verdict)
+
+
+def test_mentions_each_about_another_pull_request_are_work_not_a_loop() -> None:
+    run = Scenario("answer mentions")
+    _mentions(run, ("ana", "bo", "ana", "bo", "ana", "bo", "cy"), tuple(range(7, 14)))
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_wait_whose_end_is_followed_by_new_work_stays_resolved() -> None:
+    run = Scenario("ship the build")
+    for status in ["running"] * 5 + ["succeeded"]:
+        run.tool("get_build", {"id": "b-9"}, json.dumps({"status": status}))
+        if status == "running":
+            run.tool("read_config", {"path": "ci.yml"}, "stages: build, test")
+    run.tool("download_artifact", {"build": "b-9"}, "app.tar.gz (12 MB)")
+    run.tool("create_release", {"tag": "v1.4.0"}, "release v1.4.0 created")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_wait_whose_end_is_followed_by_one_more_read_and_then_new_work_stays_resolved() -> None:
+    run = Scenario("ship the build")
+    for status in ["running"] * 5 + ["succeeded"]:
+        run.tool("get_build", {"id": "b-9"}, json.dumps({"status": status}))
+        run.tool("read_config", {"path": "ci.yml"}, "stages: build, test")
+    run.tool("download_artifact", {"build": "b-9"}, "app.tar.gz (12 MB)")
+    assert run.verdict().label is Label.NO_LOOP
