@@ -3140,6 +3140,161 @@ def same_item_added_thrice(k: Kit) -> Run:
     return Run(f"Buy three {item}s.", k.agent(), k.model(), turns, f"Ordered three {item}s.")
 
 
+
+# ======================================================================================
+# What an answer names: a revision that changes, a trigger answered by the same work
+# ======================================================================================
+
+
+def _health(k: Kit, sha: str, version: str) -> str:
+    return _j({"status": "ok", "commit": sha, "version": version, "uptime_s": k.n(20, 4000)})
+
+
+def _deploy_polls(k: Kit, old: str, polls: int) -> tuple[str, str, list[Turn]]:
+    """A deploy started, then ``polls`` health checks (a sleep before each) still naming ``old``."""
+    tool = k.pick(("http_get", "fetch_url", "check_health"))
+    url = k.pick(("https://staging.example.com/health", "https://api.example.org/readyz"))
+    turns = [
+        Turn(
+            k.say(("Triggering the deploy.", "Deploying the merged commit.")),
+            [ToolUse("trigger_deploy", {"environment": "staging"}, _j({"deployment": k.n(1000, 9999), "state": "in_progress"}))],
+        )
+    ]
+    for _ in range(polls):
+        turns.append(Turn(None, [ToolUse("sleep", {"seconds": k.pick((15, 30))}, "")]))
+        turns.append(
+            Turn(
+                k.say(("Still the old commit; waiting.", "Not rolled over yet."), 0.6),
+                [ToolUse(tool, {"url": url}, _health(k, old, "1.8.2"))],
+            )
+        )
+    return tool, url, turns
+
+
+@situation(
+    "deploy-health-reports-new-commit",
+    HEALTHY,
+    "A deploy agent polls the service's health until it reports the commit just deployed, then runs the smoke tests",
+    (gh("BUGS-NYU/schedge", 262), gh("yontrack/yontrack", 1666)),
+    "The health endpoint answers the same 'ok' with the old commit's hash for several polls (a sleep between "
+    "each), which masking reads as the same answer; then it names the new commit: the rollout finished, and "
+    "the agent runs the smoke tests against it and reports. A hash that held over several answers and then "
+    "changed is news, not a volatile id.",
+    ("deploy-health-never-reports-new-commit",),
+)
+def deploy_health_reports_new_commit(k: Kit) -> Run:
+    old, new = k.hex(40), k.hex(40)
+    tool, url, turns = _deploy_polls(k, old, k.n(3, 6))
+    turns.append(Turn(None, [ToolUse("sleep", {"seconds": 30}, "")]))
+    turns.append(Turn("The new commit is live.", [ToolUse(tool, {"url": url}, _health(k, new, "1.9.0"))]))
+    passed = k.n(12, 40)
+    turns.append(
+        Turn(None, [ToolUse("run_smoke_tests", {"environment": "staging", "expect_commit": new[:12]}, f"{passed} passed, 0 failed")])
+    )
+    return Run(
+        "Deploy the merged commit to staging and smoke-test it once it is serving.",
+        k.pick(("deploy-agent", "release_bot")),
+        k.model(),
+        turns,
+        f"Staging serves {new[:7]} (1.9.0); {passed} smoke tests passed.",
+    )
+
+
+@situation(
+    "deploy-health-never-reports-new-commit",
+    LOOP,
+    "A deploy agent polls the service's health for the new commit, but the old one keeps answering until the run is cut off",
+    (gh("fullsend-ai/fullsend", 6945), gh("BUGS-NYU/schedge", 262)),
+    "The rollout never completes (traffic stays pinned to the old revision), so every health check names the same old "
+    "commit, a sleep between each; the agent neither looks at the rollout nor gives up, and the run ends still "
+    "polling. The same answer naming the same commit every time: nothing new arrives.",
+)
+def deploy_health_never_reports_new_commit(k: Kit) -> Run:
+    _, _, turns = _deploy_polls(k, k.hex(40), k.n(7, 11))
+    final, failure = k.give_up()
+    return Run(
+        "Deploy the merged commit to staging and smoke-test it once it is serving.",
+        k.pick(("deploy-agent", "release_bot")),
+        k.model(),
+        turns,
+        final,
+        failure,
+    )
+
+
+def _commit_events(k: Kit, sha: str, branches: list[str]) -> str:
+    return _j([{"type": "push", "commit": sha, "branch": b, "delivery": k.uuid()} for b in branches])
+
+
+@situation(
+    "commit-bot-same-comment-per-event",
+    LOOP,
+    "A ticket bot gets the same commit in event after event (merged across branches) and posts the same comment on the ticket each time",
+    (gh("trac-hacks/trac-github", 2), gh("allenta/gitlab-listener", 7)),
+    "The commit's message references a ticket. Every event naming that commit (pushed to a branch, merged into "
+    "another, merged back) wakes the bot, which reads the same commit and posts the same comment on the same "
+    "ticket; the tracker accepts each. An event on a branch not seen before is new, but it leads to the same "
+    "read and the same comment: the ticket fills with identical comments and nothing else happens.",
+)
+def commit_bot_same_comment_per_event(k: Kit) -> Run:
+    sha = k.hex(40)
+    ticket = k.n(100, 9999)
+    known = k.sample(("main", "develop", "release/2.3", "feature/sync"), 2)
+    fresh = k.pick(("hotfix/2.3.1", "staging"))
+    rounds = k.n(7, 9)
+    late = k.n(5, rounds - 1)  # the round whose event names a branch not seen before
+    body = f"Referenced by commit {sha[:10]}: fix session expiry on refresh (refs #{ticket})."
+    turns: list[Turn] = []
+    for i in range(rounds):
+        branch = fresh if i == late else known[i % 2]
+        turns.append(Turn(None, [ToolUse("get_events", {"source": "git", "unread": True}, _commit_events(k, sha, [branch]))]))
+        turns.append(Turn(None, [ToolUse("get_commit", {"sha": sha}, _j({"sha": sha, "message": f"Fix session expiry on refresh (refs #{ticket})", "files": 2}))]))
+        turns.append(
+            Turn(k.say(("Linking the commit to the ticket.",), 0.6), [ToolUse("add_ticket_comment", {"ticket": ticket, "body": body}, _j({"ok": True, "ticket": ticket}))])
+        )
+    return Run(
+        "Link each pushed commit to the tickets it references.",
+        k.pick(("ticket-bot", "tracker_agent")),
+        k.model(),
+        turns,
+        None,
+        k.pick((None, "run cancelled by scheduler")),
+    )
+
+
+@situation(
+    "commit-bot-comments-each-new-commit",
+    HEALTHY,
+    "A ticket bot gets push events, each naming a new commit, and links each commit once to the ticket it references",
+    (gh("allenta/gitlab-listener", 66), gh("babel/babel-bot", 41)),
+    "The event feed answers in the same shape every time (a push to the same branch) and the tracker acknowledges "
+    "every comment the same way, which repeats; but each event names a commit not seen before, the bot reads that "
+    "commit and writes a comment about it (a different body each time), and an event about a commit already "
+    "linked is skipped.",
+    ("commit-bot-same-comment-per-event",),
+)
+def commit_bot_comments_each_new_commit(k: Kit) -> Run:
+    ticket = k.n(100, 9999)
+    branch = k.pick(("main", "develop"))
+    subjects = k.sample(("fix session expiry", "retry token refresh", "log refresh failures", "add expiry test", "drop the old cookie"), 4)
+    turns: list[Turn] = []
+    for subject in subjects:
+        sha = k.hex(40)
+        turns.append(Turn(None, [ToolUse("get_events", {"source": "git", "unread": True}, _commit_events(k, sha, [branch]))]))
+        turns.append(Turn(None, [ToolUse("get_commit", {"sha": sha}, _j({"sha": sha, "message": f"{subject.capitalize()} (refs #{ticket})", "files": k.n(1, 6)}))]))
+        turns.append(
+            Turn(None, [ToolUse("add_ticket_comment", {"ticket": ticket, "body": f"Referenced by commit {sha[:10]}: {subject}."}, _j({"ok": True, "ticket": ticket}))])
+        )
+    turns.append(Turn("No new commits.", [ToolUse("get_events", {"source": "git", "unread": True}, "[]")]))
+    return Run(
+        "Link each pushed commit to the tickets it references.",
+        k.pick(("ticket-bot", "tracker_agent")),
+        k.model(),
+        turns,
+        f"Linked {len(subjects)} commits to ticket #{ticket}.",
+    )
+
+
 def loops() -> list[Situation]:
     return [s for s in SITUATIONS.values() if s.label == LOOP]
 
