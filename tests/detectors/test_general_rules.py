@@ -24,7 +24,10 @@ agent across hand-offs to its checker is one conclusion (a pipeline of agents ea
 restating once, a critic whose feedback changes, are not). Batch 7: an answer that names
 the same thing (a revision, a head commit) over several polls and then names another one
 is new, though masking reads both the same (identifiers that change on every answer, or
-that were never named twice, are not).
+that were never named twice, are not); a new trigger answered by the same work (the same
+read, the same write) does not end the repetition, while new work after it does; and the
+same result reached again and again by other working is one conclusion restated (running
+subtotals, each a new result, are not).
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_tool
 from otel_semloop.detectors.call_progress import finds_nothing, without_echo
-from otel_semloop.detectors.claims import claims, declares_done
+from otel_semloop.detectors.claims import claims, conclusion, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
 from otel_semloop.detectors.normalize import identifiers, normalize_result_and_content
 from otel_semloop.detectors.retrieval import as_document_set
@@ -921,4 +924,50 @@ def test_a_wait_whose_end_is_followed_by_one_more_read_and_then_new_work_stays_r
         run.tool("get_build", {"id": "b-9"}, json.dumps({"status": status}))
         run.tool("read_config", {"path": "ci.yml"}, "stages: build, test")
     run.tool("download_artifact", {"build": "b-9"}, "app.tar.gz (12 MB)")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+# --- batch 7: the same result reached by other working ---------------------------------------
+
+RECOUNTS = (
+    "Adding the three invoices: 120 + 340 + 90 = 550. The total is 550.",
+    "In cents: 12000 + 34000 + 9000 = 55000, so 120 plus 340 plus 90 gives a total of 550.",
+    "Averaging: 550 / 3 = 183.33 per invoice, times 3 = 550; 340 is the largest of them.",
+    "Backwards: 550 - 90 = 460, 460 - 340 = 120, 120 - 120 = 0. Final answer: 550.",
+    "Pairing: 340 + 90 = 430, 430 + 120 = 550. The sum is 550.",
+)
+
+
+def test_a_message_concludes_with_the_result_it_gives_last() -> None:
+    assert conclusion(RECOUNTS[2]) == conclusion("= 550") == conclusion("The answer is 550.")
+    assert conclusion("There are 550 of them.") is None
+    assert conclusion("x = 3, then y = 4") == conclusion("= 4") != conclusion("= 3")
+
+
+def test_the_same_result_recomputed_by_other_working_again_and_again_is_a_loop() -> None:
+    run = Scenario("total the invoices")
+    for text in RECOUNTS:
+        run.think(text)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_running_subtotals_each_with_a_new_result_are_not_a_loop() -> None:
+    run = Scenario("total the invoices")
+    for text in (
+        "First two: 120 + 340 = 460.",
+        "Adding the third: 460 + 90 = 550.",
+        "With the credit note: 550 - 75 = 475.",
+        "With shipping: 475 + 25 = 500.",
+        "Tax at 20%: 500 x 1.2 = 600. The total due is 600.",
+    ):
+        run.think(text)
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_result_recomputed_three_times_is_below_the_threshold() -> None:
+    run = Scenario("total the invoices")
+    for text in RECOUNTS[:3]:
+        run.think(text)
     assert run.verdict().label is Label.NO_LOOP
