@@ -3295,6 +3295,72 @@ def commit_bot_comments_each_new_commit(k: Kit) -> Run:
     )
 
 
+
+@situation(
+    "verification-reopened-same-result",
+    LOOP,
+    "Asked for one arithmetic result, the model gets it, then reopens the verification again and again by other working, reaching the same number each time",
+    (gh("jwbron/egg", 3595), gh("gauss5930/LLM-Agora", 2)),
+    "Model calls only. The first message evaluates the expression correctly. Each later one announces a check and "
+    "works it another way (the products split up differently each time), which brings in new "
+    "intermediate numbers, but ends on the same result; nothing is asked between, no tool is called, and the run "
+    "ends when its budget does. A settled result verified over and over is the same conclusion restated.",
+)
+def verification_reopened_same_result(k: Kit) -> Run:
+    a, b, c, d, e = k.n(5, 30), k.n(11, 19), k.n(21, 29), k.n(2, 4), k.n(21, 29)
+    bc, de = b * c, d * e
+    total = a + bc - de
+    turns = [Turn(f"{b}*{c} = {bc} and {d}*{e} = {de}, so {a} + {bc} - {de} = {total}. The result is {total}.")]
+    openers = ("Let me verify", "Re-checking", "To be sure, another way", "Verifying once more", "Checking again")
+    for _ in range(k.n(5, 8)):
+        x, y = k.n(2, c - 2), k.n(2, e - 2)  # the products split another way each time
+        turns.append(
+            Turn(
+                f"{k.pick(openers)}: {b}*{c} = {b * x} + {b * (c - x)} = {bc}, {d}*{e} = {d * y} + {d * (e - y)} = {de}, "
+                f"and {a} + {bc} - {de} = {total}. {k.pick(('The answer is', 'Final answer:', 'The result is still'))} {total}."
+            )
+        )
+    final, failure = k.pick(((None, "token budget exhausted"), (None, "MaxTurnsExceeded: Max turns (10) exceeded"), (None, None)))
+    return Run(
+        f"What is {a}+{b}*{c}-{d}*{e}? State your answer at the end.",
+        k.agent(),
+        k.model(),
+        turns,
+        final,
+        failure,
+    )
+
+
+@situation(
+    "expression-worked-step-by-step",
+    HEALTHY,
+    "Asked for one arithmetic result, the model works it out one step per message, checks it once, and answers",
+    (gh("gauss5930/LLM-Agora", 2), gh("microsoft/autogen", 1130)),
+    "Several model messages in a row, each with figures and an '= result', like a model re-verifying a settled "
+    "answer; but each step gives a new result (the products, the sum, the difference), the one check comes "
+    "back to the result once, and the run ends with the answer.",
+    ("verification-reopened-same-result",),
+)
+def expression_worked_step_by_step(k: Kit) -> Run:
+    a, b, c, d, e = k.n(5, 30), k.n(11, 19), k.n(21, 29), k.n(2, 4), k.n(21, 29)
+    bc, de = b * c, d * e
+    total = a + bc - de
+    turns = [
+        Turn(f"First the products: {b}*{c} = {bc}."),
+        Turn(f"Then {d}*{e} = {de}."),
+        Turn(f"Adding {a}: {a} + {bc} = {a + bc}."),
+        Turn(f"Subtracting: {a + bc} - {de} = {total}."),
+        Turn(f"Check: {total} + {de} = {a + bc}, which matches."),
+    ]
+    return Run(
+        f"What is {a}+{b}*{c}-{d}*{e}? State your answer at the end.",
+        k.agent(),
+        k.model(),
+        turns,
+        f"The result is {total}.",
+    )
+
+
 def loops() -> list[Situation]:
     return [s for s in SITUATIONS.values() if s.label == LOOP]
 
