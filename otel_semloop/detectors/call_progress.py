@@ -12,6 +12,11 @@ results it had given before. From them each new call of the same call gets
 ``poll_ended`` and ``previous_action`` (see
 :class:`~otel_semloop.detectors.facts.StepFacts`).
 
+An answer that reads as the last one but names other identifiers (:meth:`ResultRead.ids`)
+than the answers before it, which all named the same ones, shows progress and ends a
+wait: a head commit or a revision that held over several polls and then changed is news,
+though masking reads both alike; identifiers new on every answer (request ids) never hold.
+
 Progress is measured against the best this call ever showed, not its last result: a
 result alternating between a short and a long form, or a percentage going down and up
 again, must not count as progress on every upswing. Counts (work remaining) are compared
@@ -168,7 +173,6 @@ class ResultRead:
         "content",
         "empty",
         "figures",
-        "names_ids",
         "result",
         "says_nothing",
     )
@@ -189,9 +193,9 @@ class ResultRead:
         self.says_nothing = not has_digit(content) and not says_none_found(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
-        #: Whether masking hid an identifier in it (see :meth:`ids`).
-        self.names_ids = "<" in content and ("<hex>" in content or "<id>" in content or "<uuid>" in content)
-        self._ids: int | None = _UNREAD if self.names_ids else None
+        # Identifiers are read (:meth:`ids`) only where masking hid one.
+        names_ids = "<" in content and ("<hex>" in content or "<id>" in content or "<uuid>" in content)
+        self._ids: int | None = _UNREAD if names_ids else None
 
     def ids(self, raw: str) -> int | None:
         """The digest of the identifiers the masks hide in ``raw`` (this read's text),
@@ -226,7 +230,8 @@ class CallProgress:
     """One call's state: the best progress figure it showed (or its first result's text,
     unread, as a 1-tuple), its best size, its last counts and numbers, its top numbers,
     its last result digest and its streak (calls in a row answered with results it had
-    already given: the same one again, or a status flapping between known states).
+    already given: the same one again, or a status flapping between known states), and
+    the identifiers its last answer named with how many answers in a row named them.
 
     Made by :meth:`first` for a call's first occurrence and moved on by :meth:`next` for
     each later one (no ``__init__``: one is made per new call, the usual tool step)."""
@@ -295,7 +300,7 @@ class CallProgress:
             text = best_progress[0]  # type: ignore[index]
             if self.last_result is not None:
                 last_ids = ids if raw == text else read_result(text).ids(text)
-                self.ids_held = 1
+                self.ids_held = 1 if last_ids is not None else 0
             if raw is not None and raw == text:
                 # Every result of this call so far was this same text (a call repeated
                 # verbatim, as loops do): its figures and size equal the best, the last
