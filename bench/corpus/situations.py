@@ -3335,7 +3335,7 @@ def verification_reopened_same_result(k: Kit) -> Run:
     "expression-worked-step-by-step",
     HEALTHY,
     "Asked for one arithmetic result, the model works it out one step per message, checks it once, and answers",
-    (gh("gauss5930/LLM-Agora", 2), gh("microsoft/autogen", 1130)),
+    (gh("gauss5930/LLM-Agora", 2),),
     "Several model messages in a row, each with figures and an '= result', like a model re-verifying a settled "
     "answer; but each step gives a new result (the products, the sum, the difference), the one check comes "
     "back to the result once, and the run ends with the answer.",
