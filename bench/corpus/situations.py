@@ -3361,6 +3361,47 @@ def expression_worked_step_by_step(k: Kit) -> Run:
     )
 
 
+
+@situation(
+    "scroll-at-page-bottom",
+    LOOP,
+    "A browser agent looking for an item keeps scrolling down a page that has already reached its bottom, told 'scrolled' each time",
+    (gh("camel-ai/owl", 427), gh("web-infra-dev/midscene", 704)),
+    "The page ends after two screens; the item is not on it. Every further scroll is acknowledged the same way and "
+    "the page it shows is the same, but the agent scrolls again instead of searching or going back, until its step "
+    "limit. The same action with the same answer, again and again: nothing new arrives.",
+)
+def scroll_at_page_bottom(k: Kit) -> Run:
+    tool, ack = k.pick((("scroll_down", "Scrolled down the page by one page"), ("browser_scroll", "Scrolled down.")))
+    url = k.pick(("https://shop.example.com/catalog?page=3", "https://docs.example.org/changelog"))
+    turns = [Turn(None, [ToolUse("go_to_url", {"url": url}, f"Navigated to {url}")])]
+    for _ in range(k.n(6, 10)):
+        turns.append(Turn(k.say(("Scrolling to find it.", "Scroll down again to see more of the page."), 0.4), [ToolUse(tool, {}, ack)]))
+    final, failure = k.give_up()
+    return Run(f"Find the 'Export settings' link on {url}.", k.pick(("browser_agent", "Agent")), k.model(), turns, final, failure)
+
+
+@situation(
+    "scroll-three-times-then-click",
+    HEALTHY,
+    "A browser agent scrolls down a long page three times, each acknowledged the same way, sees the button it wants and clicks it",
+    (gh("browser-use/browser-use", 1481), gh("nanobrowser/nanobrowser", 149)),
+    "Three identical scroll calls with the same acknowledgement, like an agent scrolling at a page's bottom; but the "
+    "page is long and each scroll moves it on (the acknowledgement does not say what is shown), the button appears "
+    "after the third, the agent clicks it and the task is done.",
+    ("scroll-at-page-bottom",),
+)
+def scroll_three_times_then_click(k: Kit) -> Run:
+    tool, ack = k.pick((("scroll_down", "Scrolled down the page by one page"), ("browser_scroll", "Scrolled down.")))
+    url = k.pick(("https://router.example.net/settings", "https://app.example.com/admin"))
+    turns = [Turn(None, [ToolUse("go_to_url", {"url": url}, f"Navigated to {url}")])]
+    for _ in range(3):
+        turns.append(Turn(k.say(("Scrolling to find the button.",), 0.5), [ToolUse(tool, {}, ack)]))
+    index = k.n(12, 80)
+    turns.append(Turn("The button is visible now.", [ToolUse("click_element", {"index": index}, f"Clicked button with index {index}: Speed test")]))
+    return Run(f"Open {url} and press the speed test button.", k.pick(("browser_agent", "Agent")), k.model(), turns, "Started the speed test.")
+
+
 def loops() -> list[Situation]:
     return [s for s in SITUATIONS.values() if s.label == LOOP]
 
