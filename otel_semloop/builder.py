@@ -91,26 +91,20 @@ def build_trace(records: Iterable[SpanRecord], *, partial: bool = False) -> Trac
 
 
 def _link_tool_calls(steps: list[Step]) -> list[Step]:
-    """The tool calls LLM outputs requested, linked to the tool steps (one pass over the
-    ordered steps, O(steps + calls)); returns the steps, with a step added for each call
-    no tool span recorded.
+    """The tool calls LLM outputs requested, linked to the tool steps (one pass,
+    O(steps + calls)); returns the steps, with a step added for each call no tool span
+    recorded.
 
-    Filled from the requests: tool arguments and results are opt-in in the GenAI
-    conventions, so when a tool step lacks its arguments they are taken from the matching
-    call requested by the latest LLM output before it (matched by tool name, each request
-    used once); when it lacks its result too, from the result the next LLM call was given
-    for that call's id (a ``tool`` message or a ``tool_call_response`` part: AutoGen
-    records its tool spans with neither).
+    Tool arguments and results are opt-in in the GenAI conventions, so a tool step that
+    lacks its arguments takes them from the matching call the latest LLM output requested
+    (by tool name, each request used once), and one that lacks its result too takes the
+    result the next LLM call was given for that call's id (AutoGen records neither).
 
-    Unrecorded calls: an application instrumented only at the LLM client
-    (``openinference-instrumentation-openai``, OpenLLMetry's ``openai`` instrumentation)
-    records no tool spans: its agent's actions exist only as tool calls inside LLM outputs,
-    and their results as tool messages in the next LLM call's input. Without steps for them
-    a tool loop there would be invisible. A call counts as recorded when any tool step runs
-    before the next LLM step. The synthetic step carries the LLM span's id (write-back
-    marks that span) and sits between the two LLM calls; it is not added to the deepeval
-    tree view, which deepeval would not see either.
-
+    An application instrumented only at the LLM client records no tool spans: its actions
+    exist only as tool calls in LLM outputs, and a tool loop there would be invisible. A
+    call counts as recorded when any tool step runs before the next LLM step; otherwise a
+    synthetic step, carrying the LLM span's id (write-back marks that span), sits between
+    the two LLM calls. It is not in the deepeval tree view, as deepeval would not see it.
     """
     pending: list[ToolCall] = []  # the latest requested calls not matched to a tool step
     waiting: list[tuple[Step, str]] = []  # tool steps without a result, and their call id

@@ -17,19 +17,13 @@ Supported, checked in this order on each span:
   ``ai.toolCall`` spans with ``ai.toolCall.name`` / ``.args`` / ``.result``).
 
 :func:`step_kind` classifies a span; :func:`read_step` reads it into a
-:class:`~otel_semloop.model.Step`: which attribute holds its input and output, its name,
-error, usage and hand-off target. A span that matches none of these is not a step (kind
-``OTHER``): HTTP, DB and framework spans stay in the trace for write-back and forwarding
-but detectors ignore them.
-
-Where the messages are
-    Span attributes first (the forms above). When an LLM or tool span has none, its span
-    events are read (the GenAI details and per-message events, OpenLLMetry's
-    ``gen_ai.content.*``), and GenAI events emitted as log records once
-    :func:`attach_log_records` has put them on their span. What the
-    messages say (their text, the tool calls requested) is read by
-    :mod:`otel_semloop.messages`, and the envelopes around arguments and results are taken
-    off by :mod:`otel_semloop.envelopes`: one definition for every convention.
+:class:`~otel_semloop.model.Step` (input, output, name, error, usage, hand-off target). A
+span that matches none is not a step (kind ``OTHER``): it stays in the trace for
+write-back and forwarding, and detectors ignore it. When an LLM or tool span has no
+message attributes, its span events are read (GenAI details and per-message events,
+OpenLLMetry's ``gen_ai.content.*``), including GenAI log records once
+:func:`attach_log_records` has put them on their span; :mod:`otel_semloop.messages` and
+:mod:`otel_semloop.envelopes` read what the messages say, for every convention.
 
 Size: the readers of every convention, one per step field, change together.
 """
@@ -67,36 +61,32 @@ from otel_semloop.model import (
 )
 from otel_semloop.tool_calls import requested_tool_calls
 
-_AGENT = StepKind.AGENT
-_LLM = StepKind.LLM
-_OTHER = StepKind.OTHER
-_TOOL = StepKind.TOOL
 _GENAI_LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion"})
 _GENAI_AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 _OPENINFERENCE_KINDS = {
-    "AGENT": _AGENT,
-    "LLM": _LLM,
-    "TOOL": _TOOL,
+    "AGENT": StepKind.AGENT,
+    "LLM": StepKind.LLM,
+    "TOOL": StepKind.TOOL,
     # A retriever call is an action whose repetition is loop evidence like a tool's.
-    "RETRIEVER": _TOOL,
+    "RETRIEVER": StepKind.TOOL,
 }
-_TRACELOOP_KINDS = {"agent": _AGENT, "workflow": _AGENT, "tool": _TOOL}
+_TRACELOOP_KINDS = {"agent": StepKind.AGENT, "workflow": StepKind.AGENT, "tool": StepKind.TOOL}
 _CONFIDENT_KINDS = {
-    "agent": _AGENT,
-    "llm": _LLM,
-    "tool": _TOOL,
-    "retriever": _TOOL,
+    "agent": StepKind.AGENT,
+    "llm": StepKind.LLM,
+    "tool": StepKind.TOOL,
+    "retriever": StepKind.TOOL,
 }
 #: The Vercel AI SDK's ``ai.operationId``: a run with its tool loop, its model calls, its
 #: tool executions (embedding and the other operations are not agent steps).
 _AI_SDK_KINDS = {
-    "ai.generateText": _AGENT,
-    "ai.streamText": _AGENT,
-    "ai.generateText.doGenerate": _LLM,
-    "ai.streamText.doStream": _LLM,
-    "ai.generateObject.doGenerate": _LLM,
-    "ai.streamObject.doStream": _LLM,
-    "ai.toolCall": _TOOL,
+    "ai.generateText": StepKind.AGENT,
+    "ai.streamText": StepKind.AGENT,
+    "ai.generateText.doGenerate": StepKind.LLM,
+    "ai.streamText.doStream": StepKind.LLM,
+    "ai.generateObject.doGenerate": StepKind.LLM,
+    "ai.streamObject.doStream": StepKind.LLM,
+    "ai.toolCall": StepKind.TOOL,
 }
 
 
@@ -112,8 +102,8 @@ def step_kind(attributes: Mapping[str, Any], top_level: bool = False) -> StepKin
         if oi_kind in _OPENINFERENCE_KINDS:
             return _OPENINFERENCE_KINDS[oi_kind]
         if oi_kind == "CHAIN" and top_level:
-            return _AGENT
-        return _OTHER
+            return StepKind.AGENT
+        return StepKind.OTHER
     tl_kind = attributes.get("traceloop.span.kind")
     if isinstance(tl_kind, str) and tl_kind in _TRACELOOP_KINDS:
         return _TRACELOOP_KINDS[tl_kind]
@@ -124,12 +114,12 @@ def step_kind(attributes: Mapping[str, Any], top_level: bool = False) -> StepKin
     if not isinstance(operation, str):
         operation = ""
     if operation == "execute_tool":
-        return _TOOL
+        return StepKind.TOOL
     if operation in _GENAI_AGENT_OPERATIONS:
-        return _AGENT
+        return StepKind.AGENT
     if operation in _GENAI_LLM_OPERATIONS or "llm.request.type" in attributes:
-        return _LLM
-    return _OTHER
+        return StepKind.LLM
+    return StepKind.OTHER
 
 
 def read_step(record: SpanRecord, kind: StepKind) -> Step:
@@ -149,7 +139,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
             name = value
             break
     raw_in = raw_out = None
-    if kind is _LLM:
+    if kind is StepKind.LLM:
         # Message lists first: OpenInference's input.value/output.value on an LLM span is
         # the whole request/response body, not what was said.
         # Indexed messages are collected only when a message list attribute is missing; the
@@ -164,14 +154,14 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     if raw_out is None:
         raw_out = _first_value(attrs, _OUTPUT_KEYS)
     events = record.events
-    if kind is _LLM and _LISTED_EVENTS in attrs and (raw_in is None or raw_out is None):
+    if kind is StepKind.LLM and _LISTED_EVENTS in attrs and (raw_in is None or raw_out is None):
         events = [*events, *_listed_events(get(_LISTED_EVENTS))]
-    if events and kind is not _AGENT and (raw_in is None or raw_out is None):
-        if kind is _LLM:  # (input messages made on first read: see llm_event_messages)
+    if events and kind is not StepKind.AGENT and (raw_in is None or raw_out is None):
+        if kind is StepKind.LLM:  # (input messages made on first read: see llm_event_messages)
             events_in, events_out = llm_event_messages(events)
         else:
             events_in, events_out = event_messages(events)
-        if kind is _TOOL:
+        if kind is StepKind.TOOL:
             # On a tool span the tool message holds the arguments, the choice the result.
             events_in, events_out = message_content(events_in), message_content(events_out)
         if raw_in is None:
@@ -183,7 +173,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     envelope = "traceloop.entity.input" in attrs or "traceloop.entity.output" in attrs
 
     output = decode_json(raw_out)
-    if envelope or (kind is _TOOL and _AI_SDK_RESULT in attrs):
+    if envelope or (kind is StepKind.TOOL and _AI_SDK_RESULT in attrs):
         # (the AI SDK records a tool's result as JSON: a text result as a quoted string)
         output = decode_json_string(output)
 
@@ -192,7 +182,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
     step_input: Any = _UNREAD
     # The input is kept undecoded unless it is plain text (its own text) or nothing.
     defer_input = raw_in is not None and not (isinstance(raw_in, str) and raw_in[:1] not in _JSON_OPENERS)
-    if kind is _TOOL:
+    if kind is StepKind.TOOL:
         # Not OpenInference's ``tool.parameters``: that is the tool's JSON *schema*, the same
         # on every call (set by OITracer's @tool and the openai-agents instrumentor), so
         # reading it as arguments would make every call of a tool look identical.
@@ -216,7 +206,7 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
         defer_output = False
         output_text = flatten_text(output)
     else:
-        if kind is _LLM:
+        if kind is StepKind.LLM:
             output_text, tool_calls = flatten_text(output), tuple(requested_tool_calls(output))
             listed = get(_AI_SDK_TOOL_CALLS)  # (the AI SDK: the text and the calls apart)
             if listed is not None:
@@ -284,14 +274,14 @@ def read_step(record: SpanRecord, kind: StepKind) -> Step:
 _JSON_OPENERS = ("{", "[")
 _UNREAD: Any = object()
 _NAME_KEYS = {
-    _TOOL: (
+    StepKind.TOOL: (
         "confident.tool.name",
         "gen_ai.tool.name",
         "tool.name",
         "traceloop.entity.name",
         "ai.toolCall.name",
     ),
-    _AGENT: (
+    StepKind.AGENT: (
         "confident.agent.name",
         "gen_ai.agent.name",
         "agent.name",

@@ -1,22 +1,19 @@
 """The value inside an attribute string: JSON decoded, and the call's arguments or the
 tool's result taken out of the envelopes instrumentations wrap them in.
 
-Instrumentations record structured values as strings: a message list or a tool's arguments
-as JSON (:func:`decode_json`), a tool's result sometimes as a JSON-encoded string
-(:func:`decode_json_string`). Around the value they often put their own wrapper, which
-changes on every call (a run id, a tool call id, a checkpoint id) and would make every call
-look new to the detectors:
+Instrumentations record structured values as strings: JSON (:func:`decode_json`), a
+tool's result sometimes as a JSON-encoded string (:func:`decode_json_string`). Around the
+value they often put a wrapper that changes on every call (a run id, a tool call id) and
+would make every call look new to the detectors:
 
 * OpenLLMetry's decorator envelope (``{"args": [...], "kwargs": {...}}``,
   :func:`unwrap_envelope`, :func:`decode_input`);
 * LangChain's tool-start callback payload (:func:`unwrap_callback_input`);
-* the framework objects around a tool's result (LangChain's tool-end payload and serialized
+* the objects around a tool's result (LangChain's tool-end payload and serialized
   messages, LlamaIndex's ``ToolOutput``: :func:`unwrap_tool_result`).
 
-Every reader returns what it cannot take apart unchanged, never raises on malformed
-content. What the values say as messages (their text, the tool calls requested) is
-:mod:`otel_semloop.messages`'s concern, built on this one; this module imports no other
-module of the package.
+Every reader returns what it cannot take apart unchanged and never raises on malformed
+content. Imports no other module of the package.
 """
 
 from __future__ import annotations

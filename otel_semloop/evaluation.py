@@ -1,28 +1,20 @@
 """The evaluation record: one ``gen_ai.evaluation.result`` per scored trace, built once and
 delivered every way a backend can read it.
 
-Why two (or three) ways: the OpenTelemetry GenAI conventions define the evaluation result as
-an *event* parented to the evaluated span, and OpenTelemetry now carries new events as log
-records (``event_name`` plus the evaluated span's trace and span ids) rather than span
-events. Backends differ in what they show: Jaeger shows only span events (as span logs),
-Honeycomb shows span events as rows of the trace, log-aware backends join log records to
-the span by its ids, and Arize Phoenix lists *span annotations* among its evaluations. So
-the same record is written:
+The GenAI conventions define the evaluation result as an event parented to the evaluated
+span; OpenTelemetry carries new events as log records, Jaeger and Honeycomb show span
+events, and Arize Phoenix lists span annotations among its evaluations. So the record is
+written:
 
-* as a span event on the root span, always (:func:`evaluation_event`, used by the
-  write-back in :mod:`otel_semloop.writeback`);
+* as a span event on the root span, always (:func:`evaluation_event`, through
+  :mod:`otel_semloop.writeback`);
 * as a log record, when a ``LoggerProvider`` is configured or ``SEMLOOP_EVALUATION_LOGS``
-  is ``true`` (:func:`emit_log_record` through the OTel logs API; :func:`logs_data_json` for
-  files written by ``otel-semloop rescore``);
+  is ``true`` (:func:`emit_log_record`; :func:`logs_data_json` for ``rescore``'s files);
 * as a Phoenix span annotation, opt-in (:mod:`otel_semloop.phoenix`).
 
-Every front door (the span processor, the service, ``rescore``) builds the record with
-:func:`evaluation_record` and hands it to an :class:`EvaluationPublisher`, so the record
-has one shape wherever it lands (its attributes: ``docs/architecture.md``, "Contracts").
-
-Size: one record's shape and the publisher that delivers it every way above; split apart,
-the deliveries (log record JSON, the OTel logs API, Phoenix) would each need the shape's
-private pieces.
+Every front door builds it with :func:`evaluation_record` and hands it to an
+:class:`EvaluationPublisher`, so it has one shape wherever it lands (attributes:
+``docs/architecture.md``, "Contracts").
 """
 
 from __future__ import annotations

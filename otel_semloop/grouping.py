@@ -1,54 +1,40 @@
 """Group spans by trace until the trace is complete: a bounded buffer with visible eviction.
 
-The in-process span processor and the collector service both need the same thing: hold
-the spans of each trace until the whole trace can be scored, never hold too much, and
-never lose a span. :class:`TraceBuffer` is that core. It knows nothing about the SDK or
-OTLP: callers pass a hashable trace key, whether the span is a local root, an opaque span
-object, and the current time. It reads no clock, starts no thread and takes no lock, so
-tests are exact and the caller decides the threading (the processor calls it under one
-lock from the application's threads and its worker).
+:class:`TraceBuffer` holds each trace's spans until the whole trace can be scored, never
+holds too much and never loses a span. It knows nothing about the SDK or OTLP (callers
+pass a hashable trace key, whether the span is a local root, an opaque span and the
+time), reads no clock, starts no thread and takes no lock: the caller decides the
+threading.
 
 Completion rule
     A trace is *complete* when a local root has ended (a span without a parent, or whose
-    parent is remote) and no span of the trace is open (started and not yet ended). It is
-    released ``grace`` seconds later, so stragglers (spans that end without having been
-    seen starting) join it; any start within the grace period cancels it, any end re-arms
-    it. This beats groupbytrace's fixed wait from the first span: agent traces run for
-    minutes, and most of them finish cleanly.
+    parent is remote) and no span of it is open. It is released ``grace`` seconds later so
+    that stragglers join it; a start within the grace period cancels the release, an end
+    re-arms it. Agent traces run for minutes, so a fixed wait from the first span (as
+    groupbytrace does) would cut most of them.
 
 Traces that never finish
-    ``idle``: no span started or ended for that long; ``max_age``: that long since the
-    first span, however busy. Both release the trace as partial.
+    ``idle`` (no span started or ended for that long) and ``max_age`` (that long since the
+    first span) release the trace as partial.
 
 Bounds (each release is counted by reason in :attr:`TraceBuffer.counts`)
-    ``max_traces`` traces and ``max_spans`` spans held in all: on overflow a trace whose
-    grace is running is released first (it is complete, nothing is lost by cutting the
-    wait, counted as ``grace_cut``), otherwise the oldest trace (reason ``overflow``).
-    ``max_spans_per_trace``: the spans held for that trace are released as a partial chunk
-    (reason ``span_limit``) and grouping goes on with an empty list; a 100k-span trace
-    costs bounded memory and every span is still forwarded once.
+    ``max_traces`` and ``max_spans`` in all: on overflow a trace whose grace is running
+    goes first (``grace_cut``), else the oldest (``overflow``). ``max_spans_per_trace``:
+    the held spans leave as a partial chunk (``span_limit``) and grouping goes on, so a
+    huge trace costs bounded memory and every span is still forwarded once.
 
 Late spans
-    Released trace keys are remembered (up to ``recent`` of them, oldest forgotten first).
-    A span that ends in a remembered trace is *late*: it is handed out on its own, to be
-    forwarded marked, never held and never forwarded twice. A new local root that starts
-    in a remembered trace opens a new group (a second request of a distributed trace
-    reaching this process), not a late span. A span of a forgotten trace opens a new group
-    that is released later (at its completion or idle timeout) as partial.
+    Released trace keys are remembered (up to ``recent``). A span ending in a remembered
+    trace is *late*: handed out on its own, to be forwarded marked. A new local root
+    starting in one opens a new group (a second request of a distributed trace). A span
+    of a forgotten trace opens a new group, released later as partial.
 
 Log events
-    :class:`HeldLogs` keeps a trace's GenAI log events (message content emitted as log
-    records) until its release takes them for scoring: bounded by a count, oldest dropped
-    and counted. Both buffering front doors use it beside their buffer.
+    :class:`HeldLogs` keeps a trace's GenAI log events until its release takes them:
+    bounded by a count, oldest dropped and counted.
 
-Cost
-    O(1) per :meth:`TraceBuffer.start` and :meth:`TraceBuffer.end` (dict and ordered-dict
-    operations, amortised); :meth:`TraceBuffer.expire` is O(1) plus O(k) for the k traces
-    it releases. Memory: the spans held (at most ``max_spans``) plus about 200 bytes per
-    trace and 100 bytes per remembered key.
-
-Size: the buffer, its release record and limits, and the log events held beside it until
-a release takes them: what both buffering front doors hold per trace, read together.
+Cost: O(1) per :meth:`TraceBuffer.start` and :meth:`TraceBuffer.end` (amortised);
+:meth:`TraceBuffer.expire` is O(1) plus O(k) for the k traces it releases.
 """
 
 from __future__ import annotations
@@ -126,33 +112,25 @@ class BufferLimits:
             raise ValueError("max_traces, max_spans_per_trace and max_spans must be >= 1, recent >= 0")
 
 
+@dataclass(slots=True, eq=False)
 class _Group:
     """One trace being grouped. ``ready_at`` is set while the grace period runs."""
 
-    __slots__ = ("chunk", "first_seen", "key", "last_seen", "open", "ready_at", "root_ended", "spans")
-
-    def __init__(self, key: Hashable, now: float) -> None:
-        self.key = key
-        self.spans: list = []
-        self.open = 0
-        self.root_ended = False
-        self.first_seen = now
-        self.last_seen = now
-        self.ready_at: float | None = None
-        self.chunk = 0
-
-
-@dataclass(slots=True)
-class _Outbox(Generic[S]):
-    releases: list[Release[S]] = field(default_factory=list)
-    late: list[S] = field(default_factory=list)
+    key: Hashable
+    first_seen: float
+    last_seen: float
+    spans: list = field(default_factory=list)
+    open: int = 0
+    root_ended: bool = False
+    ready_at: float | None = None
+    chunk: int = 0
 
 
 class TraceBuffer(Generic[S]):
     """Holds spans per trace until complete; see the module docstring for the rules.
 
     Not thread-safe: callers serialise access (one lock around every call). Releases and
-    late spans accumulate in an outbox that :meth:`take` empties; nothing is ever
+    late spans accumulate until :meth:`take` empties them; nothing is ever
     dropped, so the caller must call :meth:`take` regularly.
     """
 
@@ -166,7 +144,9 @@ class TraceBuffer(Generic[S]):
         # re-armed trace moves to the end).
         self._ready: OrderedDict[Hashable, _Group] = OrderedDict()
         self._recent: OrderedDict[Hashable, None] = OrderedDict()
-        self._outbox: _Outbox[S] = _Outbox()
+        # What take() hands out next.
+        self._releases: list[Release[S]] = []
+        self._late: list[S] = []
         self.held_spans = 0
         #: Releases by reason value, plus ``late`` (late spans), ``grace_cut`` (complete
         #: traces released before their grace ended to make room) and ``segments``
@@ -200,7 +180,7 @@ class TraceBuffer(Generic[S]):
         group = self._groups.get(trace_key)
         if group is None:
             if trace_key in self._recent:
-                self._outbox.late.append(span)
+                self._late.append(span)
                 self.counts["late"] += 1
                 return
             # Never seen starting (the processor was added mid-trace, or the trace was
@@ -257,12 +237,10 @@ class TraceBuffer(Generic[S]):
             self._release(next(iter(self._groups.values())), reason)
 
     def take(self) -> tuple[list[Release[S]], list[S]]:
-        """Empty the outbox: the releases and the late spans since the last call."""
-        outbox = self._outbox
-        if not outbox.releases and not outbox.late:
-            return [], []
-        self._outbox = _Outbox()
-        return outbox.releases, outbox.late
+        """The releases and the late spans since the last call."""
+        releases, late = self._releases, self._late
+        self._releases, self._late = [], []
+        return releases, late
 
     def evict(self, trace_key: Hashable) -> list[S] | None:
         """Take a held trace's spans out without releasing it (None when it is not held):
@@ -284,7 +262,7 @@ class TraceBuffer(Generic[S]):
         self._activity.clear()
         self._ready.clear()
         self._recent.clear()
-        self._outbox = _Outbox()
+        self._releases, self._late = [], []
         self.held_spans = 0
 
     # -- introspection -----------------------------------------------------------------
@@ -316,7 +294,7 @@ class TraceBuffer(Generic[S]):
     def _new_group(self, trace_key: Hashable, now: float) -> _Group:
         if len(self._groups) >= self.limits.max_traces:
             self._make_room()
-        group = _Group(trace_key, now)
+        group = _Group(trace_key, now, now)
         self._groups[trace_key] = group
         self._activity[trace_key] = group
         return group
@@ -333,18 +311,7 @@ class TraceBuffer(Generic[S]):
         spans = group.spans
         group.spans = []
         self.held_spans -= len(spans)
-        self._outbox.releases.append(
-            Release(
-                group.key,
-                spans,
-                ReleaseReason.SPAN_LIMIT,
-                open_spans=group.open,
-                root_ended=group.root_ended,
-                final=False,
-                chunk=group.chunk,
-                first_seen=group.first_seen,
-            )
-        )
+        self._hand_out(group, spans, ReleaseReason.SPAN_LIMIT, final=False)
         group.chunk += 1
         self.counts[ReleaseReason.SPAN_LIMIT.value] += 1
 
@@ -362,18 +329,21 @@ class TraceBuffer(Generic[S]):
             if len(self._recent) > self.limits.recent:
                 self._recent.popitem(last=False)
         if group.spans:
-            self._outbox.releases.append(
-                Release(
-                    key,
-                    group.spans,
-                    reason,
-                    open_spans=group.open,
-                    root_ended=group.root_ended,
-                    final=True,
-                    chunk=group.chunk,
-                    first_seen=group.first_seen,
-                )
+            self._hand_out(group, group.spans, reason, final=True)
+
+    def _hand_out(self, group: _Group, spans: list, reason: ReleaseReason, final: bool) -> None:
+        self._releases.append(
+            Release(
+                group.key,
+                spans,
+                reason,
+                open_spans=group.open,
+                root_ended=group.root_ended,
+                final=final,
+                chunk=group.chunk,
+                first_seen=group.first_seen,
             )
+        )
 
 
 class HeldLogs(Generic[E]):

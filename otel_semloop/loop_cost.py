@@ -1,40 +1,29 @@
 """What a loop cost: the spend from the step where the loop began to the end of the trace.
 
-A user's first question after "is it looping?" is "what did it cost, and what would stopping
-it have saved?". :func:`loop_cost` answers it from a scored trace: the *onset* is the
-earliest step of the findings that decided the label (the same findings whose steps get
-``semloop.in_loop``), and everything from that step on is what the loop burned. Every front
-door writes the answer on the root span (:meth:`LoopCost.attributes`, through
-:mod:`otel_semloop.writeback`), counts it in its metrics and totals it in ``rescore``'s
-summary, all from this one computation.
+"Is it looping?" is followed by "what did it cost, and what would stopping it have
+saved?". :func:`loop_cost` answers from a scored trace: the *onset* is the earliest step of
+the findings that decided the label (those whose steps get ``semloop.in_loop``), and
+everything from it on is what the loop burned. Every front door writes the answer on the
+root span (:meth:`LoopCost.attributes`), counts it in its metrics and totals it in
+``rescore``'s summary, from this one computation.
 
-What is counted, and why:
+What is counted:
 
-* **Model calls** are LLM steps. A trace that records token usage on some LLM steps counts
-  only those: frameworks wrap a model call in extra LLM spans that carry no usage
-  (LlamaIndex's ``_prepare_chat_with_tool`` beside its ``astream_chat``), and counting them
-  would double the calls. An LLM step inside another counted LLM step is the same call seen
-  twice (a framework's span around the client library's) and is not counted again.
-* **Tokens and cost** are summed over the counted model calls only: agent spans often carry
-  the run's aggregate usage (Strands' agent span, pydantic-ai's
-  ``gen_ai.aggregated_usage.*``), which would count every token twice. The attributes read
-  are those :mod:`otel_semloop.conventions` reads into a step: input tokens from
-  ``gen_ai.usage.input_tokens``, ``gen_ai.usage.prompt_tokens`` (OpenLLMetry),
-  ``llm.token_count.prompt`` (OpenInference), ``confident.llm.input_token_count``,
-  ``ai.usage.inputTokens`` (Vercel AI SDK); output
-  tokens from their ``output`` / ``completion`` twins; cost (US dollars) from
-  ``gen_ai.usage.cost`` (OpenLIT, Langfuse's mapping), ``llm.cost.total`` (OpenInference)
-  and ``operation.cost`` (pydantic-ai, Logfire). Tokens are written only when some model call
-  records them, cost only when some records it: an absent figure is not a zero.
-* **Wall time** runs from the onset step's start to the end of the last span of the trace.
+* **Model calls** are LLM steps. When some LLM steps record token usage, only those count:
+  frameworks wrap a model call in extra LLM spans without usage (LlamaIndex's
+  ``_prepare_chat_with_tool``), and an LLM step inside another counted one is the same call
+  seen twice.
+* **Tokens and cost** are summed over the counted model calls only (agent spans often carry
+  the run's aggregate usage, which would count every token twice), from the usage fields
+  :mod:`otel_semloop.conventions` reads into a step. Tokens are written only when some
+  model call records them, cost likewise: an absent figure is not a zero.
+* **Wall time** runs from the onset step's start to the end of the trace's last span.
 
-The onset is reported 1-based (the first step of the trace is step 1). Nothing here reads a
-clock or the text of a step: it costs one pass over the steps.
+The onset is 1-based (the first step is step 1). One pass over the steps, no clock, no text.
 
 While an agent runs, :class:`RunningSpend` keeps the same figures step by step for the live
-guard (what its ``on_loop`` callback is told the loop has spent so far). It sees each step
-once, as its span ends, so it cannot know yet whether a later LLM span will record usage:
-it counts every LLM step as a model call and reads tokens and cost from LLM steps only.
+guard's ``on_loop``. It sees each step once, as its span ends, so it counts every LLM step
+as a model call and reads tokens and cost from LLM steps only.
 """
 
 from __future__ import annotations
@@ -46,9 +35,6 @@ from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.verdict import Finding, Label, Verdict
 
 __all__ = ["LoopCost", "RunningSpend", "Usage", "loop_cost"]
-
-_LLM = StepKind.LLM
-_AGENT = StepKind.AGENT
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +130,7 @@ def loop_cost(trace: Trace, verdict: Verdict) -> LoopCost | None:
         onset_ns=onset_ns,
         loop=_usage(steps[onset:], counted, recorded, onset_ns, end_ns),
         trace=_usage(steps, counted, recorded, first_ns, end_ns),
-        agent=steps[onset].agent or (root.name if root is not None and root.kind is _AGENT else ""),
+        agent=steps[onset].agent or (root.name if root is not None and root.kind is StepKind.AGENT else ""),
         signal=strongest.signal if strongest is not None else (fired[0] if fired else "unspecified"),
     )
 
@@ -173,7 +159,7 @@ def _deciding(verdict: Verdict) -> list[Finding]:
 
 def _model_calls(trace: Trace) -> list[Step]:
     """The LLM steps counted as model calls, in step order (see the module doc)."""
-    llm = [s for s in trace.steps if s.kind is _LLM and not s.synthetic]
+    llm = [s for s in trace.steps if s.kind is StepKind.LLM and not s.synthetic]
     chosen = [s for s in llm if _records_usage(s)] or llm
     chosen_spans = {s.span_id for s in chosen if s.span_id}
     parent_of = {span_id: record.parent_span_id for span_id, record in trace.spans.items()}
@@ -237,7 +223,7 @@ class RunningSpend:
         calls, inputs, outputs, cost, has_in, has_out, has_cost = (
             self._totals[-1] if self._totals else (0, 0, 0, 0.0, False, False, False)
         )
-        if step.kind is _LLM:
+        if step.kind is StepKind.LLM:
             calls += 1
             inputs += step.input_tokens or 0
             outputs += step.output_tokens or 0

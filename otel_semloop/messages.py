@@ -1,31 +1,24 @@
 """What was said in a span: message content in every shape instrumentations record it.
 
-A step's input and output are read (by :mod:`otel_semloop.conventions`) from whichever
-attribute or event carries them; this module turns what it finds there into messages and
-text, one definition for every convention:
+:mod:`otel_semloop.conventions` finds the attribute or event that carries a step's input
+or output; this module turns it into messages and text, one definition for every
+convention:
 
-* messages in span events (the GenAI details event, the per-message GenAI events,
+* messages in span events (the GenAI details event, per-message GenAI events,
   OpenLLMetry's ``gen_ai.content.*``: :func:`event_messages`), log records included once
   :func:`otel_semloop.conventions.attach_log_records` has put them on their span;
 * indexed message attributes (``gen_ai.prompt.N.*``, ``llm.output_messages.N.*``:
-  :func:`indexed_messages`);
-* for an LLM span, whose input is the whole history the agent resent, the same two with
-  the input made on first read (:func:`llm_event_messages`, :func:`llm_indexed_messages`);
-* the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`):
-  message lists are JSON, not text, and are flattened to their text contents (joined by
-  newlines) so detectors compare what was said, not the JSON around it;
-* an LLM output's text (the tool calls it requested and the results given back are
-  :mod:`otel_semloop.tool_calls`'s).
+  :func:`llm_indexed_messages`, the output made at once);
+* for an LLM span, whose input is the whole history the agent resent, the input made on
+  first read (:func:`llm_event_messages`, :func:`llm_indexed_messages`): making it for
+  every step would cost O(n^2) per trace;
+* the text of a message list or content blocks (:func:`flatten_text`, :func:`block_text`),
+  so detectors compare what was said, not the JSON around it.
 
-The values inside attribute strings (JSON, the envelopes around a call's arguments and a
-tool's result) are decoded by :mod:`otel_semloop.envelopes`.
+Malformed content (a part whose ``type`` is a list, ``"tool_calls": true``) reads as no
+text and no calls, never as an error: one odd span must not lose a trace's verdict.
 
-Every reader takes malformed content (a part whose ``type`` is a list, ``"tool_calls":
-true``) as no text and no calls, never as an error: one odd span must not lose a trace's
-verdict.
-
-Size: each reader of a recorded form sits beside its LLM variant that leaves the input
-for its first read (the variant must give what the reader gives, so they change together).
+``tests/core/test_build_fast_paths.py`` holds each LLM variant to the plain reading.
 """
 
 from __future__ import annotations
@@ -68,10 +61,8 @@ def event_messages(events: Any) -> tuple[Any, Any]:
 
 def llm_event_messages(events: Any) -> tuple[Any, Any]:
     """:func:`event_messages` for an LLM span, whose input events are the whole history the
-    agent resent (read by the detectors only in rare cases): an input made from message
-    events comes as an :class:`EventMessages`, made on first read (the same loop, the input
-    side only noted: making every history message for every LLM span cost O(history) per
-    step, O(n^2) per trace)."""
+    agent resent: an input made from message events comes as an :class:`EventMessages`,
+    made on first read."""
     noted: list[Any] = []
     whole_in, outputs = _read_message_events(events, noted, make_inputs=False)
     if whole_in is not None:
@@ -182,33 +173,12 @@ _INDEXED_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.(.+)$")
 _INDEXED = re.compile(r"^(gen_ai\.(?:prompt|completion)|llm\.(?:input|output)_messages)\.(\d+)\.(.+)$")
 
 
-def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
-    """The messages of the first of ``prefixes`` that has any (the plain reading that
-    :func:`llm_indexed_messages` does in one pass)."""
-    for prefix in prefixes:
-        if indexed.get(prefix):
-            return indexed[prefix]
-    return None
-
-
-def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """Collect indexed message attributes (``gen_ai.completion.0.content``,
-    ``llm.output_messages.0.message.tool_calls.1.tool_call.function.name``) into message
-    dicts per prefix, in index order."""
-    found = _collect(attrs.items())
-    return {prefix: _in_order(by_index) for prefix, by_index in found.items()}
-
-
 def llm_indexed_messages(attrs: Mapping[str, Any]) -> tuple[IndexedMessages | None, Any]:
-    """``(input, output)`` of an LLM span's indexed message attributes: what
-    ``first_indexed(indexed_messages(attrs), prefix, ...)`` gives for the input prefixes
+    """``(input, output)`` of an LLM span's indexed message attributes: the messages of
+    the first prefix that has any, for the input prefixes
     (``llm.input_messages``, ``gen_ai.prompt``) and the output ones (``llm.output_messages``,
-    ``gen_ai.completion``), None where there is none.
-
-    The input is the whole history the agent resent, read by the detectors only in rare
-    cases: it comes as an :class:`IndexedMessages`, whose messages are made on first read
-    from a copy of the attributes taken here (the history is not made into messages for
-    every LLM span, which would cost O(history) per step and O(n^2) per trace)."""
+    ``gen_ai.completion``), None where there is none. The input (the whole resent history)
+    comes as an :class:`IndexedMessages`, made on first read from the attributes copied here."""
     keys = tuple(attrs)
     found = _collect((key, attrs[key]) for key in keys if key.startswith(_OUTPUT_PREFIXES))
     output = None
@@ -230,8 +200,7 @@ def llm_indexed_messages(attrs: Mapping[str, Any]) -> tuple[IndexedMessages | No
 
 class IndexedMessages:
     """An LLM span's indexed input messages not made yet (see :func:`llm_indexed_messages`):
-    the span's attribute keys and values, and the prefix. :meth:`messages` gives what
-    ``indexed_messages(attrs)[prefix]`` gives."""
+    the span's attribute keys and values, and the prefix; :meth:`messages` makes them."""
 
     __slots__ = ("keys", "prefix", "values")
 

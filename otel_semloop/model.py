@@ -77,28 +77,13 @@ class StepKind(str, enum.Enum):
     OTHER = "other"
 
 
-#: Enum members as module constants, here and in the modules that read a step's kind per
-#: step: on Python 3.11 a read through the class (``StepKind.LLM``) goes through the enum
-#: type's attribute hook, a global read does not (same objects, same ``is``).
-_AGENT = StepKind.AGENT
-_LLM = StepKind.LLM
-_OTHER = StepKind.OTHER
-_TOOL = StepKind.TOOL
-
-
 class _Deferrable:
     """Step's base: the slot ``_deferred`` (not a dataclass field, so not in ``fields``,
     ``asdict`` or ``replace``) holds what the fields left unset (``input``, ``input_text``,
     ``output``) are decoded from on first read (see :class:`_DeferredField`); unset when
-    nothing is left.
-
-    (No ``__getattr__`` for that: a class with one has every attribute read of its
-    instances take the generic path, and the detectors read a step's fields many times.)"""
+    nothing is left."""
 
     __slots__ = ("_deferred",)
-
-
-_DEFERRED_SLOT = _Deferrable.__dict__["_deferred"]
 
 
 @dataclass(slots=True, eq=False)
@@ -112,13 +97,11 @@ class Step(_Deferrable):
     matching tool call requested by the preceding LLM output (``ToolCall``).
     ``agent`` is the name of the nearest enclosing agent step, if any.
 
-    Read lazily: a step read from a span (:func:`otel_semloop.conventions.read_step`)
-    may leave ``input``, ``input_text`` and ``output`` undecoded until first read (an LLM
-    call's input is the whole message history the agent resent, so decoding it for every
-    step costs O(history) per step and O(n^2) per trace, while detectors rarely read it).
-    The first read decodes and stores the value; assigning one replaces it as for any
-    field. Values, ``repr``, ``dataclasses.replace``, copies and pickles are as if
-    everything had been decoded at once.
+    A step read from a span (:func:`otel_semloop.conventions.read_step`) may leave
+    ``input``, ``input_text`` and ``output`` undecoded until first read: an LLM call's
+    input is the whole history the agent resent, and decoding it for every step would cost
+    O(n^2) per trace. Values, ``repr``, ``dataclasses.replace``, copies and pickles are as
+    if everything had been decoded at once.
     """
 
     kind: StepKind
@@ -179,7 +162,7 @@ class Step(_Deferrable):
         return top
 
     def _node(self) -> dict[str, Any]:
-        if self.kind is _TOOL:
+        if self.kind is StepKind.TOOL:
             node_output = self.tool_result if self.tool_result is not None else self.output_text
         else:
             node_output = self.output_text
@@ -193,7 +176,7 @@ class Step(_Deferrable):
 
     def node_input(self) -> Any:
         """The tree-view ``input`` of this step (see :meth:`tree_view`)."""
-        if self.kind is _TOOL:
+        if self.kind is StepKind.TOOL:
             return self.tool_arguments if self.tool_arguments is not None else self.input
         return self.input_text if self.input is not None else None
 
@@ -201,12 +184,10 @@ class Step(_Deferrable):
 def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) -> Any:
     """Decode field ``name`` (``input``, ``input_text`` or ``output``) of a step that
     :func:`~otel_semloop.conventions.read_step` left undecoded, store it on the step and
-    return it: exactly what reading everything at once gave. ``deferred`` is the step's
-    ``(raw input, envelope, raw output)``: the attribute values themselves (strings, in the
-    common case), a tuple of which the garbage collector stops tracking, so a step keeps no
-    decoded messages and no extra tracked object; or, for indexed or event input messages,
-    what they are made from (:class:`~otel_semloop.messages.IndexedMessages`,
-    :class:`~otel_semloop.messages.EventMessages`), made here.
+    return it. ``deferred`` is the step's ``(raw input, envelope, raw output)``: the
+    attribute values themselves, or for indexed or event input messages what they are made
+    from (:class:`~otel_semloop.messages.IndexedMessages`,
+    :class:`~otel_semloop.messages.EventMessages`).
     """
     if name == "output":
         _, envelope, raw_output = deferred
@@ -228,7 +209,7 @@ def _resolve_deferred(step: Step, deferred: tuple[Any, bool, Any], name: str) ->
 def _deferred_input(deferred: tuple[Any, bool, Any]) -> Any:
     """The input decoded from a step's ``_deferred`` (see :func:`_resolve_deferred`)."""
     raw_input, envelope, _ = deferred
-    if raw_input.__class__ in _MADE_ON_READ:  # (an LLM span's indexed or event input messages)
+    if isinstance(raw_input, _MADE_ON_READ):  # an LLM span's indexed or event input messages
         raw_input = raw_input.messages()
     return decode_input(raw_input, envelope)
 
@@ -241,18 +222,10 @@ def peek_input(step: Step) -> Any:
         return _INPUT_SLOT.__get__(step)
     except AttributeError:
         pass
-    deferred = _deferred_of(step)
+    deferred = getattr(step, "_deferred", None)
     if deferred is None:
         return step.input  # (raises as the read does)
     return _deferred_input(deferred)
-
-
-def _deferred_of(step: Step) -> Any:
-    """The step's ``_deferred`` (what its deferred fields decode from), None when unset."""
-    try:
-        return _DEFERRED_SLOT.__get__(step)
-    except AttributeError:
-        return None
 
 
 #: The input messages an LLM step's ``_deferred`` may hold unmade (see _deferred_input).
@@ -265,29 +238,29 @@ class _DeferredField:
     from ``_deferred`` (:func:`_resolve_deferred`), stored and returned; writes and deletes
     go to the slot."""
 
-    __slots__ = ("_delete", "_get", "_name", "_set")
+    __slots__ = ("_name", "_slot")
 
-    def __init__(self, name: str, member: Any) -> None:
+    def __init__(self, name: str, slot: Any) -> None:
         self._name = name
-        self._get, self._set, self._delete = member.__get__, member.__set__, member.__delete__
+        self._slot = slot
 
     def __get__(self, step: Step | None, owner: type | None = None) -> Any:
         if step is None:
             return self
         try:
-            return self._get(step)
+            return self._slot.__get__(step)
         except AttributeError:
             pass
-        deferred = _deferred_of(step)
+        deferred = getattr(step, "_deferred", None)
         if deferred is None:
             raise AttributeError(f"{type(step).__name__!r} object has no attribute {self._name!r}")
         return _resolve_deferred(step, deferred, self._name)
 
     def __set__(self, step: Step, value: Any) -> None:
-        self._set(step, value)
+        self._slot.__set__(step, value)
 
     def __delete__(self, step: Step) -> None:
-        self._delete(step)
+        self._slot.__delete__(step)
 
 
 _DEFERRED_FIELDS = frozenset({"input", "input_text", "output"})
@@ -298,8 +271,8 @@ for _field_name, _member in _SLOTS.items():
 
 
 _INPUT_SLOT = _SLOTS["input"]
-#: A step kind's tree-view ``type`` (a dict: an enum's ``value`` is a slow property on 3.11).
-_NODE_TYPES = {_AGENT: "agent", _LLM: "llm", _TOOL: "tool", _OTHER: "base"}
+#: A step kind's tree-view ``type``.
+_NODE_TYPES = {StepKind.AGENT: "agent", StepKind.LLM: "llm", StepKind.TOOL: "tool", StepKind.OTHER: "base"}
 
 
 @dataclass(slots=True, eq=False)
@@ -330,7 +303,7 @@ class Trace:
         ordered = list(steps)
         if goal is None:
             return cls(trace_id=trace_id, steps=ordered, roots=list(ordered))
-        root = Step(_AGENT, "agent", input=goal, input_text=goal, span_id="root")
+        root = Step(StepKind.AGENT, "agent", input=goal, input_text=goal, span_id="root")
         root.children = list(ordered)
         for step in ordered:
             step.depth = max(step.depth, 1)
@@ -341,7 +314,7 @@ class Trace:
     def root(self) -> Step | None:
         """The root agent step: the first top-level agent, else the first top-level step."""
         for step in self.roots:
-            if step.kind is _AGENT:
+            if step.kind is StepKind.AGENT:
                 return step
         return self.roots[0] if self.roots else None
 
@@ -353,7 +326,7 @@ class Trace:
         if root is not None and root.input_text:
             return root.input_text
         for step in self.steps:
-            if step.kind is _LLM and isinstance(step.input, list):
+            if step.kind is StepKind.LLM and isinstance(step.input, list):
                 for message in step.input:
                     if isinstance(message, dict) and message.get("role") == "user":
                         return flatten_text([message])
@@ -361,15 +334,15 @@ class Trace:
 
     @property
     def agents(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is _AGENT]
+        return [s for s in self.steps if s.kind is StepKind.AGENT]
 
     @property
     def tool_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is _TOOL]
+        return [s for s in self.steps if s.kind is StepKind.TOOL]
 
     @property
     def llm_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is _LLM]
+        return [s for s in self.steps if s.kind is StepKind.LLM]
 
     def tree_view(self) -> dict[str, Any]:
         """deepeval's nested span dict for the whole trace.

@@ -1,27 +1,20 @@
 """The verdict as an Arize Phoenix span annotation, so it shows among Phoenix's evaluations.
 
-Phoenix stores span attributes, but its annotation columns, its evaluations panel and
-filters such as ``annotations['semloop.loop'].label == 'loop'`` read *span annotations*,
-which arrive through its REST API (``POST /v1/span_annotations``), not through OTLP. This
-module posts one annotation per evaluated trace on the root span: ``name`` ``semloop.loop``
-(the ``gen_ai.evaluation.name``), ``annotator_kind`` ``CODE``, ``result`` = label, score and
-explanation of the :class:`~otel_semloop.evaluation.EvaluationRecord`, and the fixed
-``identifier`` ``otel-semloop`` so rescoring a trace replaces its annotation instead of
-adding one.
+Phoenix's annotation columns, evaluations panel and filters (``annotations['semloop.loop']
+.label == 'loop'``) read *span annotations*, which arrive through its REST API (``POST
+/v1/span_annotations``), not OTLP. One annotation per evaluated trace goes on the root span:
+``name`` ``semloop.loop``, ``annotator_kind`` ``CODE``, the record's label, score and
+explanation, and the fixed ``identifier`` ``otel-semloop`` so rescoring replaces it.
 
-Opt-in: ``SEMLOOP_PHOENIX_URL`` is Phoenix's base URL (``http://localhost:6006``); the API
-key, when Phoenix has auth on, comes from ``SEMLOOP_PHOENIX_API_KEY`` or Phoenix's own
-``PHOENIX_API_KEY`` and is sent as ``Authorization: Bearer``.
+Opt-in: ``SEMLOOP_PHOENIX_URL`` is Phoenix's base URL (``http://localhost:6006``); an API
+key (``SEMLOOP_PHOENIX_API_KEY`` or ``PHOENIX_API_KEY``) is sent as ``Authorization: Bearer``.
 
-Delivery runs on one daemon thread with the standard library's HTTP client (no dependency),
-never on the caller's thread. An annotation can be ready before Phoenix has ingested its span
-(the spans are still in the exporter's batch), and Phoenix's synchronous insert answers 404
-for a span it does not know yet, so the sender retries those with a backoff for
-``retry_seconds`` (60) and then hands them to Phoenix's asynchronous insert, which keeps
-retrying server-side (every 10 s for 10 minutes in Phoenix 20). Other failures are retried
-within ``retry_seconds`` and then dropped and counted: an annotation is a view of the
-verdict, which the span attributes still carry. The queue is bounded (``max_pending``);
-past it the oldest annotation is dropped and counted.
+Delivery runs on one daemon thread with the standard library's HTTP client. An annotation
+can be ready before Phoenix has ingested its span, and the synchronous insert answers 404
+for such a span, so those are retried with a backoff for ``retry_seconds`` (60) and then
+handed to the asynchronous insert, which retries server-side. Other failures are retried
+within ``retry_seconds``, then dropped and counted (the span attributes still carry the
+verdict). The queue is bounded (``max_pending``); past it the oldest is dropped and counted.
 """
 
 from __future__ import annotations

@@ -58,9 +58,7 @@ SUSPECTED_SCORE_SPAN = 0.2
 WARNING_SCORE_SPAN = 0.25
 NO_LOOP_REASON = "No loop patterns detected."
 
-_CONTINUE = Action.CONTINUE
-_LOOP, _SUSPECTED, _NO_LOOP = Label.LOOP, Label.SUSPECTED, Label.NO_LOOP
-_PREFIXES = {_LOOP: "Loop", _SUSPECTED: "Suspected loop", _NO_LOOP: "Warning"}
+_PREFIXES = {Label.LOOP: "Loop", Label.SUSPECTED: "Suspected loop", Label.NO_LOOP: "Warning"}
 #: Findings quoted in the reason text; the rest are in the findings and attributes.
 REASON_FINDINGS = 3
 
@@ -93,7 +91,7 @@ class Policy:
     def action_for(self, finding: Finding) -> Action:
         """The action one finding calls for."""
         if finding.severity < self.warn_at:
-            return _CONTINUE
+            return Action.CONTINUE
         if not finding.conclusive:
             return self.on_warning
         override = self.signal_actions.get(finding.signal)
@@ -118,7 +116,7 @@ class Policy:
         best: Decision | None = None
         for finding in findings:
             action = self.action_for(finding)
-            if action is _CONTINUE:
+            if action is Action.CONTINUE:
                 continue
             if (
                 best is None
@@ -144,15 +142,15 @@ class Policy:
         loops = [f for f in kept if self.is_loop_evidence(f)]
         conclusive = [f for f in kept if f.conclusive]
         if loops:
-            label = _LOOP
+            label = Label.LOOP
             deciding = loops
             score = LOOP_SCORE_AT_THRESHOLD / max(f.severity for f in loops)
         elif conclusive:
-            label = _SUSPECTED
+            label = Label.SUSPECTED
             deciding = conclusive
             score = 0.5 + SUSPECTED_SCORE_SPAN / max(f.severity for f in conclusive)
         else:
-            label = _NO_LOOP
+            label = Label.NO_LOOP
             deciding = []
             strongest = max((f.severity for f in kept), default=0.0)
             score = 1.0 - WARNING_SCORE_SPAN * min(strongest, 1.0)
@@ -161,7 +159,7 @@ class Policy:
         return Verdict(
             label=label,
             score=round(score, 4),
-            action=decision.action if decision else _CONTINUE,
+            action=decision.action if decision else Action.CONTINUE,
             reason=self._reason(label, deciding or kept),
             findings=tuple(kept),
             lexical=lexical,

@@ -1,52 +1,37 @@
 """The scoring pool: released traces scored on background threads under a time budget.
 
-Both buffering front doors use this one pool: the span processor's worker thread calls
-it directly, the collector service calls it from its event loop and awaits its drain.
-The caller that owns the pool (one thread: the worker, or the event loop) submits
-releases and calls :meth:`ScoringPool.expire` on its tick; every release is then
-*delivered* exactly once, as an :class:`~otel_semloop.release.Outcome`, through the
-``deliver`` callback the front door gives, from whichever thread settles it.
-A scoring thread scores with :func:`~otel_semloop.release.evaluate` in this process, or
-with another ``evaluator`` of the same signature (the service's hands the release to a
-worker process and waits: :mod:`otel_semloop.service.processes`); the rules below hold
-either way.
+Both buffering front doors use it: the span processor's worker thread and the service's
+event loop (the *owner*, one thread) submit releases and call :meth:`ScoringPool.expire`
+on their tick; every release is then *delivered* exactly once, as an
+:class:`~otel_semloop.release.Outcome`, through the front door's ``deliver`` callback, from
+whichever thread settles it. A scoring thread runs :func:`~otel_semloop.release.evaluate`
+or another ``evaluator`` of its signature (the service's hands the release to a worker
+process: :mod:`otel_semloop.service.processes`).
 
 Rules (each has an exact test in ``tests/core/test_pool.py``)
-    * Budget: a release has ``budget`` seconds from :meth:`submit` to its verdict,
-      queueing for a thread included. Past it, :meth:`expire` delivers it at once: with
-      the latest verdict of a staged scorer (``semloop.budget_exceeded=true``) when there
-      is one, else unscored (``semloop.unscored.reason="scoring budget exceeded"``).
-    * Stuck threads: a Python thread cannot be killed. A thread whose release outlived
-      its budget is *stuck*; it is replaced while fewer than ``max_stuck`` are stuck.
-      While every thread is stuck and the cap is reached, a submitted release is
-      delivered unscored at once ("scorers stuck"), never queued behind them. A stuck
-      thread that returns has its late verdict discarded (counted) and rejoins, or
-      retires when the pool is full again.
-    * A scorer that raises: delivered unscored ("scoring failed: <error type>").
-    * No agent steps: delivered untouched (label ``none``); small releases are checked
-      with the adapter's cheap :meth:`~otel_semloop.release.SpanAdapter.may_have_steps`
-      on the caller's thread and never reach a scoring thread.
-    * Drain: :meth:`cap_deadlines` shortens every pending budget to a flush or shutdown
-      deadline; :meth:`expire` at that deadline delivers what is still scoring (as budget
-      exceeded). :meth:`settled_through` tells a flush when everything it covered left.
+    * Budget: ``budget`` seconds from :meth:`submit` to the verdict, queueing included.
+      Past it, :meth:`expire` delivers the release with a staged scorer's latest verdict
+      (``semloop.budget_exceeded=true``), else unscored ("scoring budget exceeded").
+    * Stuck threads: a thread whose release outlived its budget is *stuck* (Python cannot
+      kill it) and is replaced while fewer than ``max_stuck`` are stuck. When every thread
+      is stuck and the cap is reached, a release is delivered unscored at once ("scorers
+      stuck"). A stuck thread that returns has its verdict discarded (counted) and rejoins,
+      or retires when the pool is full again.
+    * A scorer that raises: unscored ("scoring failed: <error type>").
+    * No agent steps: delivered untouched (label ``none``); small releases are checked with
+      :meth:`~otel_semloop.release.SpanAdapter.may_have_steps` on the owner's thread.
+    * Drain: :meth:`cap_deadlines` shortens every budget to a flush or shutdown deadline;
+      :meth:`settled_through` tells a flush when everything it covered left.
 
-Exactly once: a release moves PENDING -> RUNNING (a thread claimed it) -> DONE (claimed
-by whoever settles it: the scoring thread with a verdict, or the owner past the budget).
-Claims are made under one lock, so exactly one thread delivers each release. A scoring
-thread only reads the spans until it wins the claim (:func:`~otel_semloop.release.evaluate`);
-patches are applied after, so a thread abandoned past its budget never changes a span
-that already left.
+Exactly once: a release moves PENDING -> RUNNING -> DONE, each claim under one lock, so
+one thread delivers it. A scoring thread only reads the spans until it wins the claim, so
+a thread abandoned past its budget never changes a span that already left. Threads
+deliver their own results; the owner is woken only while a flush waits
+(:attr:`ScoringPool.waiting`).
 
-Threads deliver their own results: the owner is not woken per release (only when a
-flush waits: :attr:`ScoringPool.waiting`), which keeps thread switches, and GIL hand-offs
-on an application's thread, to a few per tick.
-
-Batches: with a ``batch_evaluator`` (the service's worker processes), a scoring thread
-that takes a release also takes the releases queued behind it, up to ``batch`` of them
-and its fair share of the queue (so that every thread gets work), claims each one, and
-scores them all in one call: one round trip to a worker process per batch instead of per
-release. Every rule above holds per release (each is claimed, settled and counted on its
-own; a batch past the budget makes its thread stuck once).
+Batches: with a ``batch_evaluator`` (the service's worker processes) a thread also takes
+the releases queued behind it (up to ``batch`` and its fair share of the queue) and scores
+them in one call, one round trip per batch; every rule above holds per release.
 
 Size: one state machine (a job's claim, its budget, the stuck-thread accounting and the
 batches a thread takes) under one lock; split apart, each piece would need the others'
@@ -63,6 +48,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from otel_semloop.grouping import Release
@@ -125,25 +111,23 @@ def process_context(
     return multiprocessing.get_context("spawn")
 
 
+@dataclass(slots=True, eq=False)
 class _Lane:
-    __slots__ = ("stuck",)
+    """One scoring thread, as its jobs see it."""
 
-    def __init__(self) -> None:
-        self.stuck = False
+    stuck: bool = False
 
 
+@dataclass(slots=True, eq=False)
 class _Job(Generic[S]):
-    __slots__ = ("best", "deadline", "finished", "lane", "release", "seq", "state")
-
-    def __init__(self, seq: int, release: Release[S], deadline: float) -> None:
-        self.seq = seq
-        self.release = release
-        self.deadline = deadline
-        self.state = _PENDING
-        self.finished = False
-        self.lane: _Lane | None = None
-        #: The latest verdict of a staged scorer, set by the scoring thread.
-        self.best: Evaluation | None = None
+    seq: int
+    release: Release[S]
+    deadline: float
+    state: int = _PENDING
+    finished: bool = False
+    lane: _Lane | None = None
+    #: The latest verdict of a staged scorer, set by the scoring thread.
+    best: Evaluation | None = None
 
 
 class ScoringPool(Generic[S]):

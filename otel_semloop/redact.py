@@ -1,27 +1,21 @@
 """The one home for secret redaction and control-character cleaning.
 
 Trace text is untrusted: span names, tool names, ``error.type`` values, arguments and
-results are written by the agent (and by whatever the agent read). Two things go wrong when
-such text is copied somewhere else verbatim:
+results are written by the agent (and by whatever it read). Copied elsewhere verbatim:
 
-* **Secrets leak.** An API key inside an ``error.type`` or a tool argument ends up in
-  ``semloop.reason``, in the evaluation event, in a log line, or in a request to a judge
-  model run by a third party. :func:`redact` replaces what looks like a secret with
-  ``[REDACTED:<kind>]`` before any text leaves the process (judge requests) or lands in an
-  attribute or a log line.
-* **Output is forged.** A newline in a tool name writes a second, fake log line; an ANSI
-  escape sequence in a span name moves the cursor or recolours a terminal table.
-  :func:`clean_control` escapes every control character (C0, DEL, C1) and the Unicode
-  bidirectional overrides, so ``"a\\nb"`` is shown as the six characters ``a\\nb``.
+* **Secrets leak** into ``semloop.reason``, the evaluation event, a log line or a judge
+  request. :func:`redact` replaces what looks like a secret with ``[REDACTED:<kind>]``
+  before any text leaves the process or lands in an attribute or a log line.
+* **Output is forged**: a newline in a tool name writes a fake log line, an ANSI escape
+  recolours a terminal. :func:`clean_control` escapes every control character (C0, DEL,
+  C1) and the Unicode bidirectional overrides (``"a\\nb"`` shows as ``a\\nb``).
 
-:func:`safe_text` does both; it is what front doors call on text they copy out of a trace.
-Redaction errs toward hiding: a 40-character random token after ``token=`` is hidden even
-if it was harmless. What is *not* caught: secrets with no recognisable shape or label
-(a bare password word). Patterns are extensible: :meth:`Redactor.add` on
-:data:`DEFAULT_REDACTOR`, or a :class:`Redactor` of your own passed where text is cleaned.
-
-Cost: one pass of each pattern over the text (linear, patterns have no nested
-quantifiers); :func:`redact` first checks cheap markers so clean text costs a few scans.
+:func:`safe_text` does both; front doors call it on text they copy out of a trace.
+Redaction errs toward hiding (a 40-character random token after ``token=`` is hidden even
+if harmless); secrets with no recognisable shape or label (a bare password word) are not
+caught. Patterns are extensible: :meth:`Redactor.add` on :data:`DEFAULT_REDACTOR`, or a
+:class:`Redactor` of your own. Cost: one linear pass of each pattern, skipped for text
+without any marker.
 """
 
 from __future__ import annotations
@@ -120,13 +114,9 @@ DEFAULT_PATTERNS: tuple[Pattern, ...] = (
     _p("email", r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z]{2,24}\b"),
 )
 
-# Characters that must be present for any default pattern to match: clean text skips them.
-_MARKERS = re.compile(
-    r"(?i)-----BEGIN|://|bearer|authorization|token|eyJ|sk-|rk-|pk-|gh[pousr]_|github_pat_|xox|"
-    r"AKIA|ASIA|AIza|_live_|_test_|hf_|pass|pwd|secret|key|@"
-)
-#: The same markers as plain lower-case substrings, for ASCII text (see :func:`_may_hold_secret`).
-_MARKER_WORDS = (
+#: What must be present, in any case, for a default pattern to match (other than an AWS
+#: secret key): clean text skips the patterns.
+_MARKERS = (
     "-----begin", "://", "bearer", "authorization", "token", "eyj", "sk-", "rk-", "pk-",
     "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "asia", "aiza",
     "_live_", "_test_", "hf_", "pass", "pwd", "secret", "key", "@",
@@ -134,16 +124,13 @@ _MARKER_WORDS = (
 
 
 def _may_hold_secret(text: str) -> bool:
-    """Whether ``_MARKERS`` occurs in ``text``, or a run shaped as an unlabelled AWS
-    secret key (which has no marker). For ASCII text, a substring test of each marker in
-    the lower-cased text gives the same answer (a case-insensitive alternation is tried
-    branch by branch at every position). Other text keeps the regex: its
-    case-insensitive matching folds characters ``str.lower`` does not (``\u017f``
-    matches ``s``)."""
-    if text.isascii():
-        if any(map(text.lower().__contains__, _MARKER_WORDS)):
-            return True
-    elif _MARKERS.search(text) is not None:
+    """Whether a default pattern can match: a marker occurs, or a run shaped as an
+    unlabelled AWS secret key (which has no marker). Text that is not ASCII always runs
+    the patterns (their case-insensitive matching folds characters ``str.lower`` keeps)."""
+    if not text.isascii():
+        return True
+    lowered = text.lower()
+    if any(marker in lowered for marker in _MARKERS):
         return True
     return len(text) >= 40 and _AWS_SECRET_SHAPE.search(text) is not None
 

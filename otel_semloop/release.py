@@ -1,25 +1,19 @@
 """Turn one released trace (a :class:`~otel_semloop.grouping.Release`) into the spans to forward.
 
-Both buffering front doors (the in-app span processor and the collector service) hold
-spans in their own representation: SDK ``ReadableSpan`` objects, or protobuf spans with
-the envelope they arrived in. A :class:`SpanAdapter` is what the core needs from such a
-representation: read a span as a :class:`~otel_semloop.model.SpanRecord`, give back a span
-carrying a :class:`~otel_semloop.writeback.SpanPatch`, and tell its identity and parent so
-that the local root of a release can be found without building the trace. Everything
-else happens once, here:
+Each front door holds spans in its own representation (SDK ``ReadableSpan`` objects,
+protobuf spans, OTLP JSON span dicts). A :class:`SpanAdapter` is what the core needs from
+one: read a span as a :class:`~otel_semloop.model.SpanRecord`, give back a span carrying
+a :class:`~otel_semloop.writeback.SpanPatch`, and tell its identity and parent so the
+local root is found without building the trace. Everything else happens once, here:
 
-* :func:`evaluate` (on a scoring thread): records (the release's log events put on their
-  spans: :func:`~otel_semloop.conventions.attach_log_records`),
-  :func:`~otel_semloop.builder.build_trace`, the :class:`~otel_semloop.scoring.Scorer`,
-  staged verdicts reported as they come. It reads the spans and never changes them, so a
-  thread abandoned past its budget cannot touch spans that already left.
-* :func:`written_back` (whoever forwards the release, once): the verdict's patches
-  applied, every other span forwarded as the original object.
-* :func:`unscored` (budget exceeded, scorers stuck, scorer failed, shutdown): only the
-  local root is read and marked ``semloop.label=unscored`` with the reason.
+* :func:`evaluate` (on a scoring thread): records (with the release's log events on their
+  spans), :func:`~otel_semloop.builder.build_trace`, the scorer, staged verdicts reported
+  as they come. It never changes the spans, so a thread abandoned past its budget cannot
+  touch spans that already left.
+* :func:`written_back` (whoever forwards the release, once): the patches applied, every
+  other span forwarded as the original object.
+* :func:`unscored`: only the local root is read and marked ``semloop.label=unscored``.
 * :func:`local_root`: the span a verdict goes on when the trace was not built.
-
-Adapters: ``otel_semloop.processor.sdk.SDK_SPANS`` and ``otel_semloop.service.held.PROTO_SPANS``.
 """
 
 from __future__ import annotations

@@ -1,33 +1,25 @@
 """Score one trace: detectors, then policy, then a :class:`~otel_semloop.verdict.Verdict`.
 
-This is the one core every front door calls (the span processor, the collector service,
-``otel-semloop rescore``). It reads no clock and holds no state between traces, so it can
-run on any thread and be bounded by its caller's time budget.
+The one core every front door calls. It reads no clock and keeps no state between
+traces, so it runs on any thread under its caller's time budget.
 
 Two modes
     ``"default"``: the deterministic detectors (:mod:`otel_semloop.detectors.suite`) and
-    the :class:`~otel_semloop.policy.Policy` decide the label, score and action.
+    the :class:`~otel_semloop.policy.Policy` decide label, score and action.
     ``"lexical"``: deepeval's ``AgentLoopDetectionMetric`` alone decides, as deepeval
-    would (kept for comparison: the benchmark prints both columns).
+    would. Either way its result is kept on ``verdict.lexical`` (``semloop.deepeval.*``).
 
-A trace whose LLM and tool steps all lack readable content (no messages, tool calls,
-arguments or results: content capture off, or a form the convention layer does not read)
-is not passed as healthy: when the detectors find nothing conclusive it is ``unscored``
-with the reason ``step content not readable (N steps)`` (:func:`unreadable_steps`).
-
-In both modes the deepeval-compatible lexical result is computed and kept on
-``verdict.lexical`` (written as ``semloop.deepeval.*``), so results stay comparable with
-deepeval. Cost: linear in the trace's size for both (see ``bench/detector_speed.py``).
+A trace whose LLM and tool steps all lack readable content (content capture off, or a
+form the conventions do not read) is not passed as healthy: when nothing conclusive is
+found it is ``unscored``, ``step content not readable (N steps)`` (:func:`unreadable_steps`).
 
 The scorer interface
-    Front doors take any :class:`Scorer`: an object with ``score(trace) -> Verdict``. A
-    scorer that can refine a first verdict (a cheap deterministic verdict first, then a
-    remote judge's) is a :class:`StagedScorer`: ``score_stages(trace)`` yields verdicts,
-    each better than the last; a front door with a time budget writes back the latest one
-    yielded before the budget ran out (marked ``semloop.budget_exceeded=true`` when it
-    was cut). :func:`stages_of` is how callers iterate either kind. Scorers are called
-    from scoring threads, several traces at once: keep no per-trace state on the object.
-    :class:`DetectorScorer` is the default (``Scorer()`` still builds one).
+    Front doors take any :class:`Scorer` (``score(trace) -> Verdict``). A
+    :class:`StagedScorer` also yields verdicts in stages (``score_stages``, each better
+    than the last: a deterministic verdict, then a judge's); a front door writes back the
+    latest one yielded within its budget (``semloop.budget_exceeded=true`` when cut).
+    :func:`stages_of` iterates either kind. Scorers run on several threads at once: keep
+    no per-trace state on the object. :class:`DetectorScorer` is the default.
 """
 
 from __future__ import annotations
@@ -35,19 +27,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from otel_semloop.builder import build_trace
 from otel_semloop.detectors.config import DetectorConfig
 from otel_semloop.detectors.lexical import LexicalDetector
 from otel_semloop.detectors.suite import DetectorSuite
 from otel_semloop.errors import ConfigError
-from otel_semloop.model import SpanRecord, StepKind, Trace
+from otel_semloop.model import StepKind, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Action, Label, Verdict
-from otel_semloop.writeback import SpanPatch, patches_for
 
 __all__ = [
     "UNREADABLE_REASON",
@@ -56,14 +46,11 @@ __all__ = [
     "ScorerMode",
     "StagedScorer",
     "collector_paused",
-    "score_records",
     "stages_of",
     "unreadable_steps",
 ]
 
 ScorerMode = Literal["default", "lexical"]
-#: Read once (an enum member through its class is slow on Python 3.11).
-_NO_LOOP = Label.NO_LOOP
 _MODES = ("default", "lexical")
 
 
@@ -175,7 +162,7 @@ class DetectorScorer:
         verdict = self.policy.verdict(
             findings, lexical=lexical, partial=trace.partial, calibration=calibration
         )
-        if verdict.label is _NO_LOOP:
+        if verdict.label is Label.NO_LOOP:
             unread = unreadable_steps(trace)
             if unread:
                 return replace(
@@ -189,36 +176,6 @@ def _detector_scorer(
     mode: ScorerMode, config: DetectorConfig, policy: Policy, lexical: LexicalDetector
 ) -> DetectorScorer:
     return DetectorScorer(mode=mode, config=config, policy=policy, lexical=lexical)
-
-
-# -- a picklable entry point for process pools ----------------------------------------------
-
-_SCORERS: dict[ScorerMode, DetectorScorer] = {}
-
-
-def score_records(
-    records: Sequence[SpanRecord], *, partial: bool = False, mode: ScorerMode = "default"
-) -> tuple[Verdict, dict[str, SpanPatch]] | None:
-    """Score the span records of one trace: the verdict and the per-span patches
-    (:func:`~otel_semloop.writeback.patches_for`), or None when the trace has no agent
-    steps (nothing to write).
-
-    A top-level function of picklable arguments and results, for process pools (batch
-    rescoring, the collector service): send records without ``source`` (the worker never
-    reads it, and pickling the original span costs more than scoring it), apply the
-    patches in the parent. Each worker process builds one default :class:`DetectorScorer` per
-    mode on first use (thresholds from that process's ``SEMLOOP_DETECT_*`` variables)
-    and keeps it. Cost: the trace build and scoring, linear in the trace's size (see
-    ``bench/detector_speed.py``).
-    """
-    trace = build_trace(records, partial=partial)
-    if not trace.steps:
-        return None
-    scorer = _SCORERS.get(mode)
-    if scorer is None:
-        scorer = _SCORERS[mode] = DetectorScorer(mode=mode)
-    verdict = scorer.score(trace)
-    return verdict, patches_for(trace, verdict)
 
 
 #: The unscored reason of a trace whose LLM and tool steps carry nothing the detectors can
@@ -235,12 +192,11 @@ def unreadable_steps(trace: Trace) -> int:
     and visible rather than passing as healthy; a trace whose failures alone prove a loop
     (a retry storm read from span status) keeps that verdict."""
     count = 0
-    llm, tool = StepKind.LLM, StepKind.TOOL  # read once: enum class attributes are slow on 3.11
     for step in trace.steps:
-        if step.kind is llm:
+        if step.kind is StepKind.LLM:
             if step.output_text or step.tool_calls or step.input is not None:
                 return 0
-        elif step.kind is tool:
+        elif step.kind is StepKind.TOOL:
             if step.tool_arguments is not None or step.tool_result is not None or step.output_text:
                 return 0
         else:

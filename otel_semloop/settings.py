@@ -1,25 +1,20 @@
 """One settings mechanism for every configuration: field metadata and one reader.
 
 A configuration is a frozen dataclass whose tunable fields are declared with
-:func:`setting` (type, bounds, environment variable, former names). The same code then
-reads them from everywhere for every front door:
+:func:`setting` (type, bounds, environment variable, former names), read the same way for
+every front door:
 
-* :func:`load` - defaults, overridden by environment variables (``<prefix><FIELD>``, e.g.
-  ``SEMLOOP_GRACE_SECONDS``, ``SEMLOOP_DETECT_MAX_STEPS``), overridden by each layer of
-  explicit values in order (a config file, constructor options, command-line flags).
-  Text is parsed by type; a former name is accepted with a ``DeprecationWarning``; an
-  unknown name raises.
-* :func:`validate` - from ``__post_init__``: every field is checked against its bounds
-  and normalised (``5`` seconds becomes ``5.0``, ``"warn"`` the enum member), so a config
+* :func:`load`: defaults, then environment variables (``<prefix><FIELD>``, e.g.
+  ``SEMLOOP_GRACE_SECONDS``), then each layer of explicit values in order (a config file,
+  constructor options, flags). Text is parsed by type; a former name is accepted with a
+  ``DeprecationWarning``; an unknown name raises.
+* :func:`validate`, from ``__post_init__``: every field is checked against its bounds and
+  normalised (``5`` seconds becomes ``5.0``, ``"warn"`` the enum member), so a config
   built directly is held to the same rules.
 
-A bad value raises :class:`~otel_semloop.errors.ConfigError` naming where it came from
-(the variable, the option or the file key), at construction, never later.
-
-The same setting has the same name in both buffering front doors (``grace_seconds``,
-``idle_seconds``, ``max_age_seconds``, ``scoring_budget_seconds``, ``scoring_threads``,
-``max_stuck_scorers``, ``tick_seconds``, ``shutdown_timeout_seconds``, the ``max_*``
-bounds), and so the same ``SEMLOOP_*`` variable.
+A bad value raises :class:`~otel_semloop.errors.ConfigError` naming where it came from (the
+variable, the option or the file key), at construction. Both buffering front doors share
+:class:`BufferingSettings`: the same names, so the same ``SEMLOOP_*`` variables.
 """
 
 from __future__ import annotations
@@ -74,23 +69,10 @@ class Spec:
     old_names: tuple[str, ...] = ()
 
 
-def setting(
-    default: Any = dataclasses.MISSING,
-    *,
-    kind: Kind,
-    minimum: float | None = None,
-    above: float | None = None,
-    maximum: float | None = None,
-    optional: bool = False,
-    choices: type[enum.Enum] | tuple[str, ...] | None = None,
-    env: str | None = None,
-    old_names: tuple[str, ...] = (),
-    secret: bool = False,
-) -> Any:
-    """A dataclass field with its :class:`Spec` in the metadata. A ``secret`` is left out
-    of the dataclass ``repr``."""
-    spec = Spec(kind, minimum, above, maximum, optional, choices, env, old_names)
-    return dataclasses.field(default=default, metadata={_KEY: spec}, repr=not secret)
+def setting(default: Any = dataclasses.MISSING, *, secret: bool = False, **spec: Any) -> Any:
+    """A dataclass field with its :class:`Spec` (``spec``: the Spec's fields) in the
+    metadata. A ``secret`` is left out of the dataclass ``repr``."""
+    return dataclasses.field(default=default, metadata={_KEY: Spec(**spec)}, repr=not secret)
 
 
 def setting_default(base: type, name: str, default: Any) -> Any:

@@ -1,20 +1,15 @@
 """Self-telemetry of the front doors: one declared list of instruments, and one log limiter.
 
-Every instrument this package reports (meter ``otel_semloop``) is declared once, in
-:data:`INSTRUMENTS`, with its unit, description, attributes, the front doors that report
-it and, for a histogram, bucket boundaries that fit its unit. :class:`SelfTelemetry`
-registers its front door's instruments; counting a name not declared for it raises
-``KeyError``, so a typo fails in the tests instead of counting into nothing.
+Every instrument (meter ``otel_semloop``) is declared once in :data:`INSTRUMENTS`: unit,
+description, attributes, the front doors that report it, a histogram's bucket boundaries.
+:class:`SelfTelemetry` registers its front door's instruments; counting a name not
+declared for it raises ``KeyError``, so a typo fails in the tests.
 
-Counts are plain numbers under a lock, read through observable instruments when a reader
-collects, so counting costs the application nothing measurable; histograms are recorded
-on a scoring thread. Without a ``MeterProvider`` nothing is exported, and each front
-door's ``stats()`` still shows every count.
-
-Loop metrics: every trace the verdict calls a loop is counted once under the agent and the
-signal of the loop, with what it burned from its onset (:mod:`otel_semloop.loop_cost`);
-the first ``metric_agent_names`` agent names keep their own series, later ones count as
-``other``.
+Counts are plain numbers under a lock, read by observable instruments when a reader
+collects; histograms are recorded on a scoring thread. Without a ``MeterProvider``
+nothing is exported and each front door's ``stats()`` still shows every count. The loop
+metrics count each loop under its agent and signal, with what it burned from its onset
+(:mod:`otel_semloop.loop_cost`); past ``metric_agent_names`` agents, names count as ``other``.
 
 Size: most of the module is the declared list, one entry per instrument, so each name has
 one home; the counting around it and the log limiter are small.
@@ -146,14 +141,6 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "{span}",
         "Spans accepted from senders.",
         "semloop.outcome",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.spans.refused",
-        "counter",
-        "{span}",
-        "Spans refused before acknowledgement (backpressure, limits, auth), by reason.",
-        "semloop.refusal.reason",
         ("service",),
     ),
     Instrument(
@@ -390,11 +377,6 @@ class SelfTelemetry:
         if histogram is None:
             raise KeyError(f"self-metric {name!r} is not declared in otel_semloop.telemetry.INSTRUMENTS")
         histogram.record(amount, _attributes(self._histogram_attributes[name], value))
-
-    @property
-    def scoring_duration(self) -> metrics.Histogram:
-        """``semloop.scoring.duration`` (seconds)."""
-        return self._histograms["semloop.scoring.duration"]
 
     def agent_name(self, name: str) -> str:
         """``name`` as the loop metrics report it: itself for the first ``max_agent_names``

@@ -97,9 +97,6 @@ _ERROR_DOCUMENT = re.compile(
 _DOCUMENT_FIRST = frozenset("{45hH")
 
 
-_TOOL_STEP = StepKind.TOOL  # a module constant: cheaper than the enum class's attribute
-
-
 def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     """How ``step`` failed, or None when it did not.
 
@@ -114,7 +111,7 @@ def classify_failure(step: Step, result_text: str = "") -> Failure | None:
     first match wins in that order, and anything else is ``other``.
     """
     failed = step.is_error
-    if not failed and step.kind is _TOOL_STEP and result_text:
+    if not failed and step.kind is StepKind.TOOL and result_text:
         first = result_text.lstrip()[:1]
         if first in _ERROR_FIRST:
             failed = _ERROR_RESULT.match(result_text) is not None

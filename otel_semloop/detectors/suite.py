@@ -59,8 +59,6 @@ __all__ = [
     "reads_step",
 ]
 
-_TOOL = StepKind.TOOL  # (a module constant: an enum member through its class is slow on 3.11)
-
 
 def kinds_read(detector: IncrementalDetector) -> frozenset[StepKind]:
     """The step kinds ``detector`` declares it reads (its class's ``kinds``), every kind
@@ -71,13 +69,13 @@ def kinds_read(detector: IncrementalDetector) -> frozenset[StepKind]:
 
 def plain_tool_step(step: Step) -> bool:
     """A tool call that is neither a hand-off nor a final-answer tool (see the module doc)."""
-    return step.kind is _TOOL and not step.handoff_to and not is_answer_tool(step.name)
+    return step.kind is StepKind.TOOL and not step.handoff_to and not is_answer_tool(step.name)
 
 
 def reads_plain_tool_calls(detector: IncrementalDetector) -> bool:
     """Whether ``detector`` reads tool steps and its class does not declare
     ``plain_tool_steps = False`` (see the module doc)."""
-    return _TOOL in kinds_read(detector) and getattr(type(detector), "plain_tool_steps", True)
+    return StepKind.TOOL in kinds_read(detector) and getattr(type(detector), "plain_tool_steps", True)
 
 
 def reads_step(detector: IncrementalDetector, step: Step) -> bool:
@@ -175,7 +173,7 @@ class DetectorSuite:
                 facts = facts_of(step, index)
                 kind = step.kind
                 # ``plain_tool_step(step)`` written out (a call per step saved).
-                if kind is _TOOL and not step.handoff_to and not is_answer_tool(step.name):
+                if kind is StepKind.TOOL and not step.handoff_to and not is_answer_tool(step.name):
                     observers = plain
                 else:
                     observers = by_kind[kind]

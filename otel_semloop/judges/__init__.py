@@ -16,27 +16,7 @@ asks for no judge.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from otel_semloop.lazy_exports import lazy_getattr
-
-if TYPE_CHECKING:
-    from otel_semloop.judges.base import (
-        Answer,
-        JudgeBackend,
-        JudgeError,
-        JudgeHTTPError,
-        JudgeProtocolError,
-        JudgeRequest,
-        JudgeResponse,
-        JudgeTimeout,
-        JudgeUnavailable,
-    )
-    from otel_semloop.judges.escalation import Escalation
-    from otel_semloop.judges.judge import Judge, JudgeStats
-    from otel_semloop.judges.questions import QuestionConfig, build_question_set
-    from otel_semloop.judges.scorer import JudgedScorer
-    from otel_semloop.judges.settings import BACKENDS, JudgeSettings, make_judge, make_judged_scorer
 
 #: Each public name and the module that defines it.
 _HOMES = {

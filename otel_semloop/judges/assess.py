@@ -1,33 +1,27 @@
 """Read a judge's answers into sub-scores, findings and attributes.
 
-Answers become deepeval-shaped sub-scores (semloop's reading, so the benchmark's oracle
-column is reproduced):
+Answers become deepeval-shaped sub-scores:
 
-* reasoning stagnation: per pair question, P(stagnant) is ``1 - P(yes)`` for
-  ``progress`` and ``P(yes)`` for ``revisit``. The worst pair decides: from
-  ``severe`` (0.85) the sub-score is 0.0, from ``mild`` (0.60) 0.5, else 1.0. A
-  ``revisit`` over a step that made a tool call with a new outcome does not count (a
-  check re-run after each new edit verifies new work; an A-B-A-B cycle repeats both).
+* reasoning stagnation: per pair question, P(stagnant) is ``1 - P(yes)`` for ``progress``
+  and ``P(yes)`` for ``revisit``. The worst pair decides: from ``severe`` (0.85) the
+  sub-score is 0.0, from ``mild`` (0.60) 0.5, else 1.0. A ``revisit`` over a step whose
+  tool call had a new outcome does not count (a check re-run after each edit verifies new
+  work).
 * tool repetition: a ``tool_repeat`` answer with P(same action) >= 0.5 counts the tool's
-  calls as repeats: 0.5 from ``repetition_threshold`` calls, 0.0 from twice that. The
+  calls as repeats: 0.5 from ``repetition_threshold`` calls, 0.0 from twice that; the
   lower of this and deepeval's exact-match sub-score is kept.
-* call-graph cycles: deepeval's, unchanged (exact and free).
+* call-graph cycles: deepeval's, unchanged.
 
-Undecided band (``undecided`` = 0.4-0.6): when nothing cleared the bar and the closest
-answer sits in the band, or every pair answer is missing, the judge has not decided, and
-the deterministic evidence decides instead (deepeval's lexical stagnation, and the
-detectors' verdict, which always stands). A tool answer in the band is ignored.
+Undecided band (``undecided``, 0.4-0.6): when nothing cleared the bar and the closest
+answer is in the band, or every pair answer is missing, the deterministic evidence decides
+instead. A tool answer in the band is ignored.
 
 The judged score combines the three with deepeval's weights (0.40/0.35/0.25, loop below
-0.5). It becomes findings for the policy: ``judge_loop`` (conclusive, no progress: the
-judge saw steps that got nowhere) when the judge itself saw a chain of severe stagnation
-(a step repeating one that repeated another) and the judged score is below the
-threshold, or the trace made no tool call at all (model turns only: their meaning is all
-the evidence there is), else a
-``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired.
-The scorer adds them to the detectors' findings, so the policy decides, and the more
-severe of judged and deterministic evidence wins: a judge adds detections but can never
-hide one.
+0.5) and becomes findings for the policy: ``judge_loop`` (conclusive, no progress) when the
+judge saw a chain of severe stagnation and the judged score is below the threshold, or the
+trace made no tool call at all (meaning is all the evidence there is); else a
+``judge_stagnation`` / ``judge_tool_repeat`` warning for a sub-signal that fired. They join
+the detectors' findings, so a judge adds detections but never hides one.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from otel_semloop.judges.base import (
 )
 from otel_semloop.redact import safe_text
 
-__all__ = ["CircuitBreaker", "HttpJudgeClient", "RetryPolicy", "token_count"]
+__all__ = ["CircuitBreaker", "HttpBackend", "HttpJudgeClient", "RetryPolicy", "token_count"]
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -154,9 +154,8 @@ class HttpJudgeClient:
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         return self._client, self._semaphore
 
-    async def post_json(self, path: str, payload: Any, *, deadline: float | None = None) -> tuple[Any, float]:
-        """The decoded JSON body of a successful POST, and the latency in ms of the
-        attempt that succeeded. Raises a :class:`JudgeError`."""
+    async def post_json(self, path: str, payload: Any, *, deadline: float | None = None) -> Any:
+        """The decoded JSON body of a successful POST. Raises a :class:`JudgeError`."""
         self.breaker.before_call()
         client, semaphore = self._ensure()
         body = orjson.dumps(payload)
@@ -172,14 +171,12 @@ class HttpJudgeClient:
                 async with semaphore:
                     remaining = None if deadline is None else deadline - time.monotonic()
                     timeout = self.timeout if remaining is None else max(0.001, min(self.timeout, remaining))
-                    started = time.monotonic()
                     response = await client.post(
                         url,
                         content=body,
                         headers={"content-type": "application/json"},
                         timeout=httpx.Timeout(timeout),
                     )
-                    latency_ms = (time.monotonic() - started) * 1000.0
                 if response.status_code == 200:
                     try:
                         decoded = orjson.loads(response.content)
@@ -187,7 +184,7 @@ class HttpJudgeClient:
                         self.breaker.record(False)
                         raise JudgeProtocolError(f"judge answered with malformed JSON: {exc}") from None
                     self.breaker.record(True)
-                    return decoded, latency_ms
+                    return decoded
                 error: JudgeError = JudgeHTTPError(
                     response.status_code,
                     f"judge answered HTTP {response.status_code}: {safe_text(response.text, 200)}",
@@ -211,16 +208,51 @@ class HttpJudgeClient:
             attempt += 1
             await asyncio.sleep(wait)
 
-    @classmethod
-    def with_key(cls, base_url: str, key: str, **options: Any) -> HttpJudgeClient:
-        """A client sending ``key`` as its bearer token (none for a local server without one)."""
-        return cls(base_url, headers={"authorization": f"Bearer {key}"} if key else {}, **options)
-
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
             self._semaphore = None
+
+
+class HttpBackend:
+    """What the remote judge backends share: their endpoint, model and client (a bearer
+    ``key``, none for a local server without one), a timed POST and ``aclose``."""
+
+    name = ""
+
+    def __init__(
+        self,
+        base_url: str,
+        key: str,
+        model: str,
+        *,
+        timeout: float = 30.0,
+        max_concurrency: int = 8,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        client: HttpJudgeClient | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.max_concurrency = max_concurrency
+        self.client = client or HttpJudgeClient(
+            self.base_url,
+            headers={"authorization": f"Bearer {key}"} if key else {},
+            timeout=timeout,
+            max_concurrency=max_concurrency,
+            retry=retry,
+            breaker=breaker,
+        )
+
+    async def post(self, path: str, payload: Any, deadline: float | None) -> tuple[Any, float]:
+        """The decoded body and the milliseconds the call took, retries included."""
+        started = time.monotonic()
+        body = await self.client.post_json(path, payload, deadline=deadline)
+        return body, (time.monotonic() - started) * 1000.0
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
 
 
 def token_count(value: Any) -> int:

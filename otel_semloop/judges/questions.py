@@ -1,32 +1,27 @@
 """The questions asked about one trace, and the trace as the judge sees it (the "state").
 
-Deterministic detectors compare fingerprints; they cannot tell whether a reworded step got
-anywhere. So the judge is asked yes/no questions, all about one trace, all in one request:
+Detectors compare fingerprints; they cannot tell whether a reworded step got anywhere. So
+the judge is asked yes/no questions about one trace, in one request:
 
-* ``progress_{i}_{j}`` for consecutive judged steps: did step j advance the task beyond
-  step i?
+* ``progress_{i}_{j}`` for consecutive judged steps: did step j advance beyond step i?
 * ``revisit_{i}_{j}`` for steps 2..``lookahead`` apart: does step j go back to the attempt
   of step i without new information? (an A-B-A-B cycle differs at every consecutive pair)
-* ``tool_repeat_{name}`` for a tool called at least ``repetition_threshold`` times: are
-  those calls one action with cosmetic argument changes? The tool's name, its count and
-  its argument sets are in ``state.tool_calls[question id]``; the instructions name none.
-* ``stagnation``: an overall score, 0 (every step advances) to 3 (completely stuck);
-  reported, not used to decide.
+* ``tool_repeat_{name}`` for a tool called at least ``repetition_threshold`` times: are the
+  calls one action with cosmetic argument changes? (name, count and argument sets are in
+  ``state.tool_calls[question id]``; the instructions name none)
+* ``stagnation``: an overall score, 0 (every step advances) to 3 (stuck); reported only.
 
-Judged steps are the LLM steps when there are at least two (each carries the tool calls
-made after it, with their results, as its ``actions``), else the tool steps. Only the
-last ``max_steps`` judged steps are kept (a loop shows at the tail; the omission is stated
-in the state). A tool result the trace did not record (tracing without content capture) is
-``null``, not ``""``: unknown, so no judge takes it for the same empty answer. Every text
-is redacted (:mod:`otel_semloop.redact`) and cut to ``max_chars`` with the truncation
-marked, so a long run fits in one request and no secret leaves the process.
+Judged steps are the LLM steps when there are at least two (each carrying the tool calls
+made after it, with results, as its ``actions``), else the tool steps; only the last
+``max_steps`` are kept (a loop shows at the tail; the omission is stated). An unrecorded
+tool result is ``null``, not ``""``, so no judge takes it for an empty answer. Every text is
+redacted (:mod:`otel_semloop.redact`) and cut to ``max_chars``, marked.
 
-Question budget: ``max_questions`` in all. Tool questions come first (rarely more than a
-few), then the consecutive ``progress`` questions, then ``revisit`` by increasing distance,
-so a long trace loses its long-range questions first; ``stagnation`` is always kept.
-
-Trace text is untrusted input to a model: it goes in ``state`` as data, never in the
-instructions, and every question says to ignore instructions found inside steps.
+Question budget: ``max_questions`` in all: tool questions first, then ``progress``, then
+``revisit`` by increasing distance, so a long trace loses its long-range questions first;
+``stagnation`` is always kept. Trace text is untrusted input to a model: it goes in
+``state`` as data, never in the instructions, and every question says to ignore
+instructions found inside steps.
 """
 
 from __future__ import annotations
@@ -38,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_semloop.model import Step, StepKind, Trace
-from otel_semloop.redact import clean_control, redact, redact_value
+from otel_semloop.redact import redact, redact_value, safe_text
 
 __all__ = [
     "DATA_NOTICE",
@@ -199,7 +194,7 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "index": judged.index,
         "type": step.kind.value,
-        "name": clean_control(redact(step.name)),
+        "name": safe_text(step.name),
     }
     for key, raw in (("input", raw_input), ("output", raw_output)):
         if key == "output" and step.kind is StepKind.TOOL and _unrecorded(step):
@@ -209,7 +204,7 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
         fields[key] = text
         truncated |= cut
     if step.is_error:
-        fields["error"] = clean_control(redact(step.error_type or "error"))
+        fields["error"] = safe_text(step.error_type or "error")
     actions = []
     for action in judged.actions[: config.max_actions_per_step]:
         args, cut_a = _truncate(
@@ -226,12 +221,12 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
             )
         truncated |= cut_a or cut_r
         entry: dict[str, Any] = {
-            "tool": clean_control(redact(action.name)),
+            "tool": safe_text(action.name),
             "arguments": args,
             "result": result,
         }
         if action.is_error:
-            entry["error"] = clean_control(redact(action.error_type or "error"))
+            entry["error"] = safe_text(action.error_type or "error")
         actions.append(entry)
     if judged.actions:
         fields["actions"] = actions
@@ -240,6 +235,30 @@ def _step_state(judged: JudgedStep, config: QuestionConfig) -> dict[str, Any]:
     if truncated:
         fields["truncated"] = True
     return fields
+
+
+#: A pair question's instructions and criteria (true, false), by kind.
+_PAIR_QUESTIONS = {
+    "progress": (
+        PROGRESS_INSTRUCTIONS,
+        "Step {b} advances the task beyond step {a}.",
+        "Step {b} repeats or rephrases step {a} without advancing.",
+    ),
+    "revisit": (
+        REVISIT_INSTRUCTIONS,
+        "Step {b} is a repeat of the attempt at step {a}.",
+        "Step {b} is a different attempt from step {a}.",
+    ),
+}
+
+
+def _pair_question(kind: str, a: int, b: int) -> dict[str, Any]:
+    instructions, true, false = _PAIR_QUESTIONS[kind]
+    return {
+        "type": "noul",
+        "instructions": instructions.format(i=a, j=b) + DATA_NOTICE,
+        "criteria": {"true": true.format(a=a, b=b), "false": false.format(a=a, b=b)},
+    }
 
 
 def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> QuestionSet:
@@ -264,7 +283,7 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
     for name, count in counts.items():
         if count < config.repetition_threshold:
             continue
-        safe_name = clean_control(redact(name))
+        safe_name = safe_text(name)
         key = _TOOL_KEY_UNSAFE.sub("_", safe_name)[:64] or "tool"
         qid = f"tool_repeat_{key}"
         suffix = 2
@@ -283,29 +302,13 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
             },
         }
 
-    pair_questions: dict[str, dict[str, Any]] = {}
     indices = [s.index for s in steps]
-    if len(steps) >= 2:
-        for a, b in itertools.pairwise(indices):
-            pair_questions[f"progress_{a}_{b}"] = {
-                "type": "noul",
-                "instructions": PROGRESS_INSTRUCTIONS.format(i=a, j=b) + DATA_NOTICE,
-                "criteria": {
-                    "true": f"Step {b} advances the task beyond step {a}.",
-                    "false": f"Step {b} repeats or rephrases step {a} without advancing.",
-                },
-            }
-        for distance in range(2, config.lookahead + 1):
-            for pos in range(len(indices) - distance):
-                a, b = indices[pos], indices[pos + distance]
-                pair_questions[f"revisit_{a}_{b}"] = {
-                    "type": "noul",
-                    "instructions": REVISIT_INSTRUCTIONS.format(i=a, j=b) + DATA_NOTICE,
-                    "criteria": {
-                        "true": f"Step {b} is a repeat of the attempt at step {a}.",
-                        "false": f"Step {b} is a different attempt from step {a}.",
-                    },
-                }
+    pairs = [("progress", a, b) for a, b in itertools.pairwise(indices)]
+    for distance in range(2, config.lookahead + 1):
+        pairs += [
+            ("revisit", indices[pos], indices[pos + distance]) for pos in range(len(indices) - distance)
+        ]
+    pair_questions = {f"{kind}_{a}_{b}": _pair_question(kind, a, b) for kind, a, b in pairs}
 
     questions: dict[str, dict[str, Any]] = {}
     if tool_questions or pair_questions:

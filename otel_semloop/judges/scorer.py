@@ -1,29 +1,25 @@
 """The judged scorer: deterministic verdict first, the judge's reading second.
 
-:class:`JudgedScorer` wraps the default :class:`~otel_semloop.scoring.Scorer` and offers
-staged scoring (``score_stages``), the hook every front door's scoring pool understands:
+:class:`JudgedScorer` wraps the default :class:`~otel_semloop.scoring.Scorer` and scores in
+stages (``score_stages``), which every front door's scoring pool understands:
 
-1. the deterministic verdict, at once. When the trace will be judged it carries
-   ``semloop.judge.status=error`` and ``semloop.judge.error=timeout``: if the front door's
-   budget ends while the judge is still out, this is the verdict that goes out, and it says
-   why the judge is missing;
-2. the judged verdict, once the judge answers: the judge's findings
-   (:mod:`otel_semloop.judges.assess`) are added to the detectors' and the policy decides,
-   so the more severe of judged and deterministic evidence wins. A judge failure (timeout,
-   HTTP error, malformed answer, open circuit breaker) yields the deterministic verdict
-   with ``semloop.judge.error``: a span is never lost or held past its budget for a judge.
+1. the deterministic verdict, at once; when the trace will be judged it carries
+   ``semloop.judge.status=error`` and ``semloop.judge.error=timeout``, so if the budget
+   ends while the judge is out, the verdict that goes out says why the judge is missing;
+2. the judged verdict once the judge answers: its findings
+   (:mod:`otel_semloop.judges.assess`) join the detectors' and the policy decides. A judge
+   failure yields the deterministic verdict with ``semloop.judge.error``: a span is never
+   lost or held past its budget for a judge.
 
-The escalation policy (:mod:`otel_semloop.judges.escalation`) decides which traces are
-sent; the others get ``semloop.judge.status=skipped`` and count as calls saved.
+:mod:`otel_semloop.judges.escalation` decides which traces are sent; the others get
+``semloop.judge.status=skipped``. In ``lexical`` mode the judged deepeval-weighted score
+decides the verdict.
 
-``--mode lexical`` (deepeval decides) with a judge is semloop's own metric: the judged
-deepeval-weighted score decides the verdict.
-
-Attributes written on the root span (all ``semloop.judge.*``): ``backend``, ``model``,
-``status`` (judged, cached, skipped, no_questions, error), ``error`` (a low-cardinality
-kind), ``input_tokens``, ``output_tokens``, ``cost_usd``, ``latency_ms``, ``score`` and the
-judged sub-scores ``tool_repetition``, ``reasoning_stagnation``, ``call_graph_cycles``,
-``undecided``, ``questions``, ``missing_answers``, ``stagnation_level``, ``truncated``.
+Root span attributes (``semloop.judge.*``): ``backend``, ``model``, ``status`` (judged,
+cached, skipped, no_questions, error), ``error``, ``input_tokens``, ``output_tokens``,
+``cost_usd``, ``latency_ms``, ``score`` and the judged sub-scores ``tool_repetition``,
+``reasoning_stagnation``, ``call_graph_cycles``, ``undecided``, ``questions``,
+``missing_answers``, ``stagnation_level``, ``truncated``.
 """
 
 from __future__ import annotations
@@ -96,7 +92,7 @@ class JudgedScorer:
 
     def score_batch(self, traces: Sequence[Trace]) -> list[Verdict]:
         """Every trace's final verdict, with all judge requests in flight together (the
-        judge's concurrency limit applies): what ``otel-semloop rescore`` uses."""
+        judge's concurrency limit applies), for scoring a corpus at once."""
         pending: list[Any] = []
         for trace in traces:
             deterministic = self.base.score(trace)

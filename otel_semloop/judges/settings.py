@@ -1,29 +1,14 @@
 """Judge configuration shared by every front door: the same names in rescore, serve and the
-processor, each with a ``SEMLOOP_JUDGE*`` variable.
+processor, each with a ``SEMLOOP_JUDGE*`` variable (``judge`` is ``SEMLOOP_JUDGE``, the
+prices ``SEMLOOP_JUDGE_INPUT_PRICE`` and ``SEMLOOP_JUDGE_OUTPUT_PRICE``, the others
+``SEMLOOP_JUDGE_<OPTION>``; ``docs/judge.md`` lists them with their defaults).
 
-==========================  ==============================  ===========================
-option                      variable                        default
-==========================  ==============================  ===========================
-``judge``                   ``SEMLOOP_JUDGE``               ``none`` (nothing is sent)
-``escalate``                ``SEMLOOP_JUDGE_ESCALATE``      ``undecided``
-``model``                   ``SEMLOOP_JUDGE_MODEL``         the backend's
-``base_url``                ``SEMLOOP_JUDGE_BASE_URL``      ``TYPESAFE_BASE_URL`` / ``OPENAI_BASE_URL``
-``timeout``                 ``SEMLOOP_JUDGE_TIMEOUT``       10 s per request
-``concurrency``             ``SEMLOOP_JUDGE_CONCURRENCY``   8 requests in flight
-``cache``                   ``SEMLOOP_JUDGE_CACHE``         in memory only; a file path persists answers
-``input_usd_per_million``   ``SEMLOOP_JUDGE_INPUT_PRICE``   OpenAI-compatible: 0
-``output_usd_per_million``  ``SEMLOOP_JUDGE_OUTPUT_PRICE``  OpenAI-compatible: 0
-==========================  ==============================  ===========================
-
-Read by :mod:`otel_semloop.settings` like every other configuration (the processor's,
-the service's, the detectors'): each option is a declared setting with its type, bounds and
-variable, so a bad value raises :class:`~otel_semloop.errors.ConfigError` at construction
-naming the variable or option it came from, and the order is always defaults, then
-variables, then explicit options (flags). The backend name also accepts ``jev``,
-``systemone`` and ``off``.
-
-Keys come from the environment only (``TYPESAFE_API_KEY``, ``OPENAI_API_KEY``), never from
-a flag, so they stay out of the process list and shell history.
+Read by :mod:`otel_semloop.settings` like every other configuration: a bad value raises
+:class:`~otel_semloop.errors.ConfigError` at construction naming the variable or option,
+and the order is defaults, then variables, then explicit options (flags). The backend name
+also accepts ``jev``, ``systemone`` and ``off``. Keys come from the environment only
+(``TYPESAFE_API_KEY``, ``OPENAI_API_KEY``), never from a flag, so they stay out of the
+process list and shell history.
 """
 
 from __future__ import annotations
@@ -132,25 +117,23 @@ def _backend(settings: JudgeSettings) -> Any:
             raise ConfigError(
                 f"the {settings.judge} judge needs httpx: pip install 'otel-semloop[judge]'"
             ) from None
+    options = {
+        "base_url": settings.base_url,
+        "model": settings.model,
+        "timeout": settings.timeout,
+        "max_concurrency": settings.concurrency,
+    }
     if settings.judge == "system-one":
         from otel_semloop.judges.backends.system_one import SystemOneBackend
 
-        return SystemOneBackend(
-            base_url=settings.base_url,
-            model=settings.model,
-            timeout=settings.timeout,
-            max_concurrency=settings.concurrency,
-        )
+        return SystemOneBackend(**options)
     if settings.judge == "openai":
         from otel_semloop.judges.backends.openai import OpenAIBackend
 
         return OpenAIBackend(
-            base_url=settings.base_url,
-            model=settings.model,
             input_usd_per_million=settings.input_usd_per_million,
             output_usd_per_million=settings.output_usd_per_million,
-            timeout=settings.timeout,
-            max_concurrency=settings.concurrency,
+            **options,
         )
     from otel_semloop.judges.backends.local import LocalBackend
 

@@ -1,33 +1,20 @@
 """Zero-code setup: ``opentelemetry-instrument`` with semloop in the export pipeline.
 
-The SDK's configurator (``opentelemetry.sdk._configuration``, what ``opentelemetry-instrument``
-runs through the ``opentelemetry_configurator`` entry point) builds one
-``BatchSpanProcessor(exporter)`` per exporter named in ``OTEL_TRACES_EXPORTER``, and takes
-an ``export_span_processor`` factory to build something else instead. Distros are meant to
-subclass ``_OTelSDKConfigurator`` for this (its docstring says so). This configurator
-wraps each exporter as ``SemloopSpanProcessor(BatchSpanProcessor(exporter))`` and adds
-its :attr:`~otel_semloop.processor.SemloopSpanProcessor.log_record_processor` (an
-observer: see :mod:`otel_semloop.processor.logs`) to the ``LoggerProvider`` the SDK sets
-up; every other part of the SDK setup (resource, sampler, exporters, metrics, logs) is
-unchanged, and semloop reads its options from ``SEMLOOP_*`` variables.
-
-With the package installed (it registers the entry point ``semloop``)::
+The SDK's configurator (what ``opentelemetry-instrument`` runs through the
+``opentelemetry_configurator`` entry point) builds one ``BatchSpanProcessor(exporter)`` per
+exporter in ``OTEL_TRACES_EXPORTER`` and takes an ``export_span_processor`` factory to build
+something else; distros subclass ``_OTelSDKConfigurator`` for this. This one wraps each
+exporter as ``SemloopSpanProcessor(BatchSpanProcessor(exporter))`` and adds its
+:attr:`~otel_semloop.processor.SemloopSpanProcessor.log_record_processor` to the SDK's
+``LoggerProvider``; the rest of the SDK setup is unchanged, and semloop reads its options
+from ``SEMLOOP_*`` variables. With the package installed (entry point ``semloop``)::
 
     OTEL_PYTHON_CONFIGURATOR=semloop SEMLOOP_LIVE_GUARD=warn \\
         opentelemetry-instrument --traces_exporter otlp python agent.py
 
-``OTEL_PYTHON_CONFIGURATOR=semloop`` matters when another configurator is installed too
-(``opentelemetry-distro`` registers one): ``opentelemetry-instrument`` loads only one.
-``SEMLOOP_ENABLED=false`` falls back to the plain ``BatchSpanProcessor``.
-
-Without ``opentelemetry-instrument``, the three-line setup is::
-
-    provider = TracerProvider()
-    provider.add_span_processor(semloop := SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
-    trace.set_tracer_provider(provider)
-
-plus, for instrumentations that emit message content as log records,
-``logger_provider.add_log_record_processor(semloop.log_record_processor)``.
+``OTEL_PYTHON_CONFIGURATOR=semloop`` matters when another configurator is installed
+(``opentelemetry-distro`` registers one): only one is loaded. ``SEMLOOP_ENABLED=false``
+falls back to the plain ``BatchSpanProcessor``.
 """
 
 from __future__ import annotations

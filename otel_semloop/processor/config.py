@@ -1,29 +1,11 @@
 """Configuration of :class:`~otel_semloop.processor.SemloopSpanProcessor`.
 
-Every knob has a constructor argument and a ``SEMLOOP_*`` environment variable, like the
-SDK's ``OTEL_BSP_*`` knobs. Precedence: constructor argument, then environment variable,
-then the default below. A bad value raises :class:`~otel_semloop.errors.ConfigError`
-naming the argument or the variable, at construction time (never later, inside a hook).
-
-=====================================  ==================================  =========
-argument                               environment variable                default
-=====================================  ==================================  =========
-``enabled``                            ``SEMLOOP_ENABLED``                 true
-``grace_seconds``                      ``SEMLOOP_GRACE_SECONDS``           0.5
-``idle_seconds``                       ``SEMLOOP_IDLE_SECONDS``            120
-``max_age_seconds``                    ``SEMLOOP_MAX_AGE_SECONDS``         1800
-``max_traces``                         ``SEMLOOP_MAX_TRACES``              10000
-``max_spans_per_trace``                ``SEMLOOP_MAX_SPANS_PER_TRACE``     10000
-``max_spans``                          ``SEMLOOP_MAX_SPANS``               100000
-``recent_traces``                      ``SEMLOOP_RECENT_TRACES``           16384
-``scoring_budget_seconds``             ``SEMLOOP_SCORING_BUDGET_SECONDS``  5
-``scoring_threads``                    ``SEMLOOP_SCORING_THREADS``         1 (2 with a judge)
-``max_stuck_scorers``                  ``SEMLOOP_MAX_STUCK_SCORERS``       2
-``tick_seconds``                       ``SEMLOOP_TICK_SECONDS``            0.1
-``shutdown_timeout_seconds``           ``SEMLOOP_SHUTDOWN_TIMEOUT_SECONDS``  30
-``live_guard``                         ``SEMLOOP_LIVE_GUARD``              off
-``max_log_events``                     ``SEMLOOP_MAX_LOG_EVENTS``          10000
-=====================================  ==================================  =========
+Every field of :class:`Config` (those of :class:`~otel_semloop.settings.BufferingSettings`
+and the two below) is a constructor argument and a ``SEMLOOP_<FIELD>`` environment
+variable (``SEMLOOP_GRACE_SECONDS``), like the SDK's ``OTEL_BSP_*``; the README lists them
+with their defaults. Precedence: argument, then variable, then default. A bad value raises
+:class:`~otel_semloop.errors.ConfigError` naming the argument or the variable, at
+construction (never later, inside a hook).
 """
 
 from __future__ import annotations

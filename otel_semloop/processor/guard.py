@@ -1,38 +1,32 @@
 """The live guard: stop a looping agent while it runs, from its own spans.
 
-The span processor scores a trace after it ends, which is too late to save the tokens a
-loop burns. With ``live_guard="warn"`` or ``"stop"`` (``SEMLOOP_LIVE_GUARD``), the
-processor also feeds every agent, LLM and tool span, as it ends, to an incremental
+A trace is scored after it ends, too late to save the tokens a loop burns. With
+``live_guard="warn"`` or ``"stop"`` (``SEMLOOP_LIVE_GUARD``), the processor also feeds
+every agent, LLM and tool span, as it ends, to an incremental
 :class:`~otel_semloop.processor.live.LiveMonitor` for its trace. When the monitor's policy
 reaches a decision (a finding just became conclusive, or doubled):
 
-* ``on_loop(finding, action)`` is called on the thread that ended the span (exceptions
-  from it are swallowed and counted), and a warning is logged. A callback that takes a
-  ``spend`` keyword (``on_loop(finding, action, *, spend)``, or ``**kwargs``) also gets
-  what the loop has spent so far: a :class:`~otel_semloop.loop_cost.Usage` of the steps,
-  model calls, tokens and cost (where the spans record them) and wall time from the
-  finding's first step (see :class:`~otel_semloop.loop_cost.RunningSpend`);
+* ``on_loop(finding, action)`` is called on the thread that ended the span (its exceptions
+  are swallowed and counted) and a warning is logged. A callback that takes a ``spend``
+  keyword also gets what the loop has spent so far (a :class:`~otel_semloop.loop_cost.Usage`
+  from the finding's first step: :class:`~otel_semloop.loop_cost.RunningSpend`);
 * in ``stop`` mode, :meth:`LoopGuard.check` (or the module-level :func:`check`) raises
-  :class:`~otel_semloop.errors.LoopDetected` in the agent's own thread once the trace has
-  a decision at or above ``stop_at`` (the policy's ``stop`` by default). The agent calls
-  it between steps, where stopping is safe::
+  :class:`~otel_semloop.errors.LoopDetected` in the agent's thread once the trace has a
+  decision at or above ``stop_at`` (the policy's ``stop`` by default). The agent calls it
+  between steps, where stopping is safe::
 
       processor = SemloopSpanProcessor(BatchSpanProcessor(exporter), live_guard="stop")
-      ...
       while not done:
           processor.guard.check()        # raises LoopDetected when the policy says stop
           step = agent.next_step()
 
-  Nothing is ever raised from a span processor hook: the SDK would pass it to the code
-  that ended the span, at an arbitrary point.
+  Nothing is raised from a span processor hook: the SDK would pass it to the code that
+  ended the span, at an arbitrary point.
 
-Cost, on the application thread, only when the guard is on: every ended span is
-classified (a few attribute lookups); an LLM or tool span is then read into a step (its
-message JSON decoded) and observed by the detectors, at a cost that grows with the size
-of its messages. With the guard off none of this runs.
-The monitor keeps digests and counts, not content; per-trace state is dropped when the
-processor releases the trace, and at most ``max_traces`` traces are tracked (oldest
-dropped first).
+Cost, on the application thread and only with the guard on: each ended span is
+classified; an LLM or tool span is read into a step and observed by the detectors, at a
+cost that grows with its messages. The monitor keeps digests and counts, not content;
+a trace's state is dropped at its release, and at most ``max_traces`` are tracked.
 """
 
 from __future__ import annotations

@@ -1,29 +1,20 @@
 """The live guard's core: decide, span by span, whether a running agent should be stopped.
 
     monitor = LiveMonitor()                  # one per trace (agent run)
-    ...
     decision = monitor.observe(step)         # as each tool or LLM span ends
     if decision is not None:                 # a finding just became conclusive
         act_on(decision.action, decision.finding.describe())
 
-:meth:`LiveMonitor.observe` runs the default incremental detectors (the same code the
-offline verdict replays, so live and offline cannot disagree on a pattern) and the policy,
-and returns a :class:`~otel_semloop.policy.Decision` the moment a finding becomes
-conclusive, and again each time it doubles (a cycle that keeps going after a warning gets
-a firmer action: warn, then replan). Otherwise it returns None: warnings below the
-threshold are kept (``findings()``) but not returned, so a caller that only acts on
-decisions never interrupts healthy work.
+:meth:`LiveMonitor.observe` runs the default incremental detectors (the code the offline
+verdict replays, so live and offline agree) and the policy, and returns a
+:class:`~otel_semloop.policy.Decision` when a finding becomes conclusive and again each
+time it doubles (warn, then replan); else None: warnings are kept (``findings()``), not
+returned, so a caller acting on decisions never interrupts healthy work.
 
-Contract for callers
-    * Feed steps in the order the agent took them (the order spans end is fine); the
-      monitor counts them itself.
-    * It reads no clock: durations come from the steps' ``start_ns``/``end_ns``.
-    * It keeps digests and counts, never arguments, results or text; memory is bounded by
-      ``DetectorConfig.seen_capacity`` per kind of digest.
-    * Cost: one normalisation of the step (linear in its size) plus O(max_period) per
-      detector; no step makes later steps slower.
-    * Not thread-safe: one monitor per trace, one thread at a time (a lock per trace in a
-      span processor is enough).
+Contract: feed steps in the order the agent took them (the order spans end is fine); no
+clock is read (durations come from the steps); digests and counts are kept, never text,
+bounded by ``DetectorConfig.seen_capacity``; a step costs one normalisation plus
+O(max_period) per detector; not thread-safe (one monitor per trace, one thread at a time).
 """
 
 from __future__ import annotations

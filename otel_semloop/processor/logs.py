@@ -1,34 +1,25 @@
 """GenAI log records for the span processor: message content that is not on the spans.
 
-OpenTelemetry's own GenAI instrumentations (``opentelemetry-instrumentation-openai-v2``
-and its siblings, with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``) emit
-the messages of an LLM call as *log records* (``gen_ai.user.message``, ``gen_ai.tool.message``,
-``gen_ai.choice``, ... with the content and tool calls in the body) in the chat span's
-context, and leave the span itself without content. A trace scored from its spans alone
-then reads no tool calls and no text.
+OpenTelemetry's GenAI instrumentations (``opentelemetry-instrumentation-openai-v2`` and
+its siblings, with ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``) emit an LLM
+call's messages as *log records* (``gen_ai.user.message``, ``gen_ai.choice``, ... with the
+content in the body) in the chat span's context, and leave the span without content.
 
 :class:`SemloopLogProcessor` is an SDK ``LogRecordProcessor`` the application adds to its
-``LoggerProvider`` beside its own exporting processor (get it from
+``LoggerProvider`` beside its own exporting processor (from
 :attr:`SemloopSpanProcessor.log_record_processor
 <otel_semloop.processor.SemloopSpanProcessor.log_record_processor>`). It only observes: it
-never changes, drops or delays a record, and the application's exporter still gets every
-one. A record with a span context whose event name (``event_name``, or the ``event.name``
-attribute) starts with ``gen_ai.`` is kept as a :class:`~otel_semloop.conventions.LogEvent`
-under its trace; when the span processor releases the trace, the worker hands the events
-with it and :func:`~otel_semloop.release.evaluate` puts them on their spans
-(:func:`~otel_semloop.conventions.attach_log_records`) before building and scoring.
+never changes, drops or delays a record. A record with a span context whose event name
+(``event_name`` or the ``event.name`` attribute) starts with ``gen_ai.`` is kept as a
+:class:`~otel_semloop.conventions.LogEvent` under its trace; the trace's release takes its
+events and :func:`~otel_semloop.release.evaluate` puts them on their spans before scoring.
 Records of unsampled traces, without a span context or with another name are ignored.
 
-Bounds: :class:`~otel_semloop.grouping.HeldLogs` keeps at most ``max_log_events`` events in all; past that the
-oldest is dropped and counted (``stats()["logs.dropped"]``). A released trace takes its
-events with it; events of a trace whose spans never come, and a record that arrives after
-its trace was released (nothing will read it), stay only until the cap pushes them out.
-Cost on the application thread: one name check, a small attribute copy and an append under
-the span processor's lock (O(1)); ``on_emit`` never raises.
-
-The collector service holds the GenAI records it receives on the logs signal the same
-way (:mod:`otel_semloop.service.logs`), and ``otel-semloop rescore`` joins a logs file's
-records to its traces (:mod:`otel_semloop.batch.logs`).
+Bounds: :class:`~otel_semloop.grouping.HeldLogs` keeps at most ``max_log_events`` events,
+dropping and counting the oldest (``stats()["logs.dropped"]``); events whose trace never
+comes, or comes after its release, stay only until the cap pushes them out. On the
+application's thread: a name check, a small attribute copy and an append to the span
+processor's event queue, without a lock; ``on_emit`` never raises.
 """
 
 from __future__ import annotations

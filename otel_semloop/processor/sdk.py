@@ -1,28 +1,25 @@
 """Adapter between the OpenTelemetry Python SDK's ``ReadableSpan`` and the core model.
 
-Two directions, and :data:`SDK_SPANS`, the :class:`~otel_semloop.release.SpanAdapter`
-the span processor hands the core:
+:data:`SDK_SPANS` is the :class:`~otel_semloop.release.SpanAdapter` the span processor
+hands the core:
 
-* :func:`span_to_record` reads an ended SDK span into a :class:`~otel_semloop.model.SpanRecord`
-  without copying its attributes (the record holds the span's own read-only mapping).
+* :func:`span_to_record` reads an ended span into a :class:`~otel_semloop.model.SpanRecord`
+  without copying its attributes (the record holds the span's read-only mapping).
 * :func:`apply_patch` writes a verdict back. Ended SDK spans are immutable, so the result
-  is a *new* ``ReadableSpan`` built with the public constructor, carrying every field of
-  the original (context, parent, resource, kind, status, times, links, instrumentation
-  scope) with the patch's attributes merged in and its events appended.
+  is a *new* ``ReadableSpan`` from the public constructor, carrying every field of the
+  original with the patch's attributes merged in and its events appended.
 
-Attribute limits are preserved: the SDK keeps a span's limits only inside its bounded
-containers, so the copy rebuilds the same containers with the same limits. Patch
-attributes are added last, so when the span is already at its attribute count limit the
-SDK rule applies (the oldest attribute makes room and ``dropped_attributes`` counts it);
-the dropped counts of the original carry over. Reading those limits needs two private
-fields of the SDK (``ReadableSpan._attributes`` and ``_events``, stable since 1.0); when
-they are absent the limits come from ``SpanLimits()`` (the ``OTEL_*_LIMIT`` variables),
-which is what a default ``TracerProvider`` uses.
+Attribute limits are kept: the copy rebuilds the original's bounded containers with the
+same limits (read from the private ``ReadableSpan._attributes`` and ``_events``, stable
+since 1.0, else from ``SpanLimits()``), and patch attributes are added last, so at the
+count limit the SDK rule applies; the original's dropped counts carry over.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -147,31 +144,18 @@ SDK_SPANS = SdkSpans()
 # -- limits ------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
 class _Limits:
-    __slots__ = (
-        "attribute_dropped",
-        "attribute_value_length",
-        "attributes",
-        "event_attributes",
-        "events",
-    )
-
-    def __init__(self) -> None:
-        self.attributes: int | None = None
-        self.attribute_value_length: int | None = None
-        self.attribute_dropped = 0
-        self.events: int | None = None
-        self.event_attributes: int | None = None
+    attributes: int | None = None
+    attribute_value_length: int | None = None
+    attribute_dropped: int = 0
+    events: int | None = None
+    event_attributes: int | None = None
 
 
-_DEFAULT_LIMITS: SpanLimits | None = None
-
-
+@functools.cache
 def _default_limits() -> SpanLimits:
-    global _DEFAULT_LIMITS
-    if _DEFAULT_LIMITS is None:
-        _DEFAULT_LIMITS = SpanLimits()
-    return _DEFAULT_LIMITS
+    return SpanLimits()
 
 
 def _limits_of(span: ReadableSpan) -> _Limits:
@@ -192,15 +176,11 @@ def _limits_of(span: ReadableSpan) -> _Limits:
 
 
 def _merged_attributes(span: ReadableSpan, extra: Mapping[str, Any], limits: _Limits) -> BoundedAttributes:
-    original = span.attributes or {}
-    if extra:
-        merged: dict[str, Any] = dict(original)
-        for key, value in extra.items():
-            # Re-adding a key moves it last, as the SDK does when a span sets it again.
-            merged.pop(key, None)
-            merged[key] = value
-    else:
-        merged = dict(original)
+    merged: dict[str, Any] = dict(span.attributes or {})
+    for key, value in extra.items():
+        # Re-adding a key moves it last, as the SDK does when a span sets it again.
+        merged.pop(key, None)
+        merged[key] = value
     attributes = BoundedAttributes(
         maxlen=limits.attributes,
         attributes=merged,

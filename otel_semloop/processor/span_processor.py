@@ -10,29 +10,26 @@ Wrap the application's export pipeline::
     provider = TracerProvider()
     provider.add_span_processor(SemloopSpanProcessor(BatchSpanProcessor(OTLPSpanExporter())))
 
-Every span reaches the downstream processor exactly once: the spans of a scored trace
-after its verdict (the root span and the looping steps as new ``ReadableSpan`` copies
-carrying ``semloop.*`` attributes and a ``gen_ai.evaluation.result`` event, every other
-span as the original object), so a backend never sees a span twice. Do not also add the
-downstream processor to the provider.
+Every span reaches the downstream processor exactly once: a scored trace's spans after
+its verdict (the root and the looping steps as ``ReadableSpan`` copies carrying
+``semloop.*`` attributes and a ``gen_ai.evaluation.result`` event, every other span as the
+original object). Do not also add the downstream processor to the provider.
 
 Threads
     ``on_start``/``on_end`` run on the application's thread: they forward ``on_start``
-    downstream and append one event to a queue without a lock
+    downstream and queue one event without a lock
     (:class:`~otel_semloop.processor.worker.SpanEvents`); they never convert, score,
-    export, wake anything or raise. One daemon worker thread wakes every ``tick_seconds``,
-    hands the events to the trace buffer (:mod:`otel_semloop.grouping`: completion,
-    bounds, late spans), releases finished traces to the scoring threads and forwards
-    spans to ``downstream.on_end``, paced so a ``BatchSpanProcessor``'s queue does not
-    overflow. Background work runs in slices and offers the GIL between them
-    (:func:`~otel_semloop.release.yield_gil`). Unsampled spans go straight downstream.
+    export, wake anything or raise. A daemon worker thread hands the events to the trace
+    buffer (:mod:`otel_semloop.grouping`) every ``tick_seconds``, releases finished traces
+    to the scoring threads and forwards spans downstream, paced so a
+    ``BatchSpanProcessor``'s queue does not overflow. Unsampled spans go straight through.
 
 Scoring budget
-    Each trace gets ``scoring_budget_seconds`` from its release to its verdict
-    (:class:`~otel_semloop.pool.ScoringPool`); past it the trace is forwarded with a staged
-    scorer's latest verdict (``semloop.budget_exceeded=true``) or unscored. A scorer that
-    raises yields an unscored trace. Spans are held at most ``grace + budget`` (plus a
-    tick) after their trace completes.
+    Each trace gets ``scoring_budget_seconds`` from release to verdict
+    (:class:`~otel_semloop.pool.ScoringPool`); past it the trace leaves with a staged
+    scorer's latest verdict (``semloop.budget_exceeded=true``) or unscored, as it does when
+    a scorer raises. Spans are held at most ``grace + budget`` (plus a tick) after their
+    trace completes.
 
 GenAI log records, live guard
     :attr:`SemloopSpanProcessor.log_record_processor` puts GenAI log records on their spans
@@ -42,9 +39,9 @@ GenAI log records, live guard
 
 force_flush / shutdown
     ``force_flush(timeout_millis)`` releases every held trace (as partial if unfinished),
-    scores what fits in about 80% of the timeout, forwards everything, then flushes the
-    downstream with the rest; False if the timeout ran out. ``shutdown()`` does the same
-    within ``shutdown_timeout_seconds``, stops the threads and shuts the downstream down.
+    scores what fits in most of the timeout, forwards everything and flushes the
+    downstream; False if the timeout ran out. ``shutdown()`` does the same within
+    ``shutdown_timeout_seconds``, stops the threads and shuts the downstream down.
 """
 
 from __future__ import annotations
@@ -119,7 +116,7 @@ class SemloopSpanProcessor(SpanProcessor):
         if config is None:
             config = Config.from_env(**options)
         elif options:
-            config = Config.from_env(environ={}, **{**_fields_of(config), **options})
+            config = Config.from_env(environ={}, **{**dataclasses.asdict(config), **options})
         self.config = config
         self._downstream = downstream
         self._scorer: Scorer = scorer if scorer is not None else Scorer()
@@ -193,10 +190,10 @@ class SemloopSpanProcessor(SpanProcessor):
         ``traces.loop``, ``releases.early.idle``, ``errors.downstream``, ``spans.held``."""
         snapshot = self._telemetry.snapshot()
         with self._lock:
-            self._events.apply(self._buffer)
+            self._events.apply(self._buffer, self._logs)
             errors = dict(self._app_errors)
             counts = dict(self._buffer.counts)
-            logs_held, logs_dropped = self._logs.held, self._logs.dropped
+            logs_held, logs_dropped = self._logs.held, self._logs.dropped + self._events.logs_dropped
         for where, count in errors.items():
             key = f"semloop.errors.{where}"
             snapshot[key] = snapshot.get(key, 0) + count
@@ -222,19 +219,16 @@ class SemloopSpanProcessor(SpanProcessor):
         try:
             context = span.context
             if context.trace_flags.sampled and not self._events.full():  # full: its end passes
-                parent = span.parent
-                local_root = parent is None or parent.is_remote
-                self._events.append((context.trace_id, local_root, None, time.monotonic()))
+                self._events.append((context.trace_id, _is_local_root(span), None, time.monotonic()))
         except Exception:
             self._app_error("on_start")
 
     def _hold_log_event(self, trace_id: int, event: LogEvent) -> None:
         """A GenAI log record of ``trace_id``, kept until the trace is released (called by
         :class:`~otel_semloop.processor.logs.SemloopLogProcessor` on the application's
-        thread: O(1), under the one lock)."""
+        thread: queued without a lock, as the span hooks do)."""
         if self._active and not self._shutdown:
-            with self._lock:
-                self._logs.add(trace_id, event)
+            self._events.add_log(trace_id, event)
 
     def _on_ending(self, span: Span) -> None:
         try:
@@ -257,9 +251,7 @@ class SemloopSpanProcessor(SpanProcessor):
                 handed = True
                 self._pass_unheld(span)
                 return
-            parent = span.parent
-            local_root = parent is None or parent.is_remote
-            events.append((context.trace_id, local_root, span, time.monotonic()))
+            events.append((context.trace_id, _is_local_root(span), span, time.monotonic()))
             handed = True
         except Exception:
             self._app_error("on_end")
@@ -371,6 +363,12 @@ class SemloopSpanProcessor(SpanProcessor):
             self._worker.start()
 
 
+def _is_local_root(span: Span | ReadableSpan) -> bool:
+    """A span without a parent, or whose parent is in another process."""
+    parent = span.parent
+    return parent is None or parent.is_remote
+
+
 def _gauges_of(ref: weakref.ref[SemloopSpanProcessor]) -> Callable[[], dict[str, int]]:
     # A weak reference: the global meter provider keeps instrument callbacks forever and
     # must not keep a discarded processor (and the spans it holds) alive.
@@ -386,7 +384,3 @@ def _gauges_of(ref: weakref.ref[SemloopSpanProcessor]) -> Callable[[], dict[str,
         }
 
     return gauges
-
-
-def _fields_of(config: Config) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}

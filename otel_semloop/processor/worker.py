@@ -19,11 +19,13 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
-from otel_semloop.grouping import Release, ReleaseReason, TraceBuffer
+from otel_semloop.conventions import LogEvent
+from otel_semloop.grouping import HeldLogs, Release, ReleaseReason, TraceBuffer
 from otel_semloop.pool import ScoringPool
 from otel_semloop.processor.sdk import SDK_SPANS, with_attributes
 from otel_semloop.release import SLICE, Outcome, yield_gil
@@ -44,23 +46,25 @@ _CATCH_UP_TIMEOUT_MILLIS = 5000
 
 
 class SpanEvents:
-    """The span starts and ends the application's threads report, queued without a lock
-    and handed to the trace buffer by whoever holds the processor's lock next (the worker
-    every tick, a flush, :meth:`~otel_semloop.processor.SemloopSpanProcessor.stats`).
+    """What the application's threads report (span starts and ends, GenAI log records),
+    queued without a lock and handed to the trace buffer and the held logs by whoever
+    holds the processor's lock next (the worker every tick, a flush,
+    :meth:`~otel_semloop.processor.SemloopSpanProcessor.stats`).
 
     Why a queue and not the buffer itself: ``deque.append`` is atomic, so the hooks never
-    wait for one another nor for the worker. With one lock around the buffer, threads
-    creating spans at once queue behind whichever holder the interpreter switched away
-    from, and each such wait lasts whole switch intervals. An event is a tuple of
-    ``(trace id, local root, span or None for a start, time)``; the span is the object
-    the buffer would hold anyway.
+    wait for one another nor for the worker. An event is a tuple of ``(trace id, local
+    root, item, time)``, the item being the ended span, None for a start, or a
+    :class:`~otel_semloop.conventions.LogEvent`.
     """
 
     def __init__(self, limit: int) -> None:
-        self._queue: deque[tuple[Hashable, bool, ReadableSpan | None, float]] = deque()
+        self._queue: deque[tuple[Hashable, bool, ReadableSpan | LogEvent | None, float]] = deque()
         #: Events past which an ending span is not held but passed straight downstream
         #: (the worker is not draining: the processor's bounds still hold).
         self.limit = limit
+        #: GenAI log records not queued because the queue was full (counted, not locked:
+        #: a figure for ``stats()``).
+        self.logs_dropped = 0
         self.append = self._queue.append
 
     def __len__(self) -> int:
@@ -69,29 +73,39 @@ class SpanEvents:
     def full(self) -> bool:
         return len(self._queue) >= self.limit
 
-    def apply(self, buffer: TraceBuffer[ReadableSpan]) -> None:
-        """Hand the buffer the events queued so far, in order (the caller holds the lock;
-        events queued meanwhile wait for the next call)."""
+    def add_log(self, trace_key: Hashable, event: LogEvent) -> None:
+        """Queue a GenAI log record of ``trace_key``. Not when full: the trace's spans then
+        pass unheld, so nothing would read it (counted in :attr:`logs_dropped`)."""
+        if len(self._queue) < self.limit:
+            self.append((trace_key, False, event, 0.0))
+        else:
+            self.logs_dropped += 1
+
+    def apply(self, buffer: TraceBuffer[ReadableSpan], logs: HeldLogs[LogEvent]) -> None:
+        """Hand the buffer and the held logs the events queued so far, in order (the caller
+        holds the lock; events queued meanwhile wait for the next call)."""
         for _ in range(len(self._queue)):
             try:
-                trace_key, local_root, span, now = self._queue.popleft()
+                trace_key, local_root, item, now = self._queue.popleft()
             except IndexError:  # taken by shutdown meanwhile
                 return
-            if span is None:
+            if item is None:
                 buffer.start(trace_key, local_root, now)
+            elif isinstance(item, LogEvent):
+                logs.add(trace_key, item)
             else:
-                buffer.end(trace_key, local_root, span, now)
+                buffer.end(trace_key, local_root, item, now)
 
     def take_spans(self) -> list[ReadableSpan]:
         """Empty the queue; the ended spans in it (after shutdown: to pass them through)."""
         spans = []
         while True:
             try:
-                span = self._queue.popleft()[2]
+                item = self._queue.popleft()[2]
             except IndexError:
                 return spans
-            if span is not None:
-                spans.append(span)
+            if item is not None and not isinstance(item, LogEvent):
+                spans.append(item)
 
     def clear(self) -> None:
         self._queue.clear()
@@ -100,14 +114,12 @@ class SpanEvents:
 class BoundedFlush:
     """``downstream.force_flush`` that returns by its deadline whatever the downstream does.
 
-    A ``BatchSpanProcessor`` whose exporter hangs (an OTLP exporter against a black-holed
-    collector) does not return from ``force_flush`` within its timeout; a thread waiting
-    in it stops forwarding, and every span released meanwhile stays alive behind it, past
-    every bound of the processor. So the call runs on a thread of its own, the caller
-    waits at most the timeout, and while a call is still running the next one is not made
-    (the caller goes on: the downstream's own queue then drops what it cannot take, and
-    counts it, as it does without this processor). Said once in the log; each time
-    counted in ``semloop.forward.catch_up{kind=timed_out}``."""
+    A ``BatchSpanProcessor`` whose exporter hangs does not return from ``force_flush``
+    within its timeout, and every span released meanwhile would stay alive behind the
+    waiting thread. So the call runs on a thread of its own, the caller waits at most the
+    timeout, and while a call still runs the next one is not made (the downstream's queue
+    then drops what it cannot take, as it does without this processor). Said once in the
+    log; counted in ``semloop.forward.catch_up{kind=timed_out}``."""
 
     def __init__(self, force_flush: Any, telemetry: SelfTelemetry) -> None:
         self._force_flush = force_flush
@@ -163,15 +175,11 @@ class BoundedFlush:
 class _Forwarder:
     """Hands spans to the downstream ``on_end``; one failure never stops the rest.
 
-    Backpressure: the application hands spans to a ``BatchSpanProcessor`` at its own
-    pace, but a flush, a big trace or a burst of completions hands them over all at once,
-    and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``, 2048 by default).
-    So after every half queue of spans forwarded in under a second, the forwarder calls
-    ``downstream.force_flush`` (blocking this background thread, never the application)
-    to let the exporter catch up. At an ordinary pace it never triggers. The queue size is
-    read from a ``BatchSpanProcessor`` downstream when it exposes it, else from the
-    environment variable. The flush is a :class:`BoundedFlush`: a downstream that hangs
-    delays forwarding by at most its timeout, once.
+    A flush, a big trace or a burst of completions hands a ``BatchSpanProcessor`` many
+    spans at once, and a full batch queue drops spans (``OTEL_BSP_MAX_QUEUE_SIZE``). So
+    after every half queue of spans forwarded in under a second, the forwarder calls the
+    downstream's ``force_flush`` (a :class:`BoundedFlush`, on this background thread) to
+    let the exporter catch up; at an ordinary pace it never does.
     """
 
     def __init__(self, downstream: SpanProcessor, telemetry: SelfTelemetry, flush: BoundedFlush) -> None:
@@ -243,15 +251,13 @@ def _scoring_threads(configured: int, scorer: object) -> int:
     return configured
 
 
+@dataclass(slots=True, eq=False)
 class _FlushRequest:
-    __slots__ = ("deadline", "done", "drained", "reason", "seq")
-
-    def __init__(self, reason: ReleaseReason, deadline: float) -> None:
-        self.reason = reason
-        self.deadline = deadline
-        self.done = threading.Event()
-        self.drained = False
-        self.seq = -1
+    reason: ReleaseReason
+    deadline: float
+    done: threading.Event = field(default_factory=threading.Event)
+    drained: bool = False
+    seq: int = -1
 
 
 class Worker:
@@ -317,7 +323,7 @@ class Worker:
 
     def _drain_inline(self, reason: ReleaseReason) -> None:
         with self._lock:
-            self._events.apply(self._buffer)
+            self._events.apply(self._buffer, self._logs)
             self._buffer.release_all(reason)
             releases, late = self._buffer.take()
             self._flushes.clear()
@@ -343,7 +349,7 @@ class Worker:
                 # Garbage-collected without shutdown: forward what is held and exit.
                 self._stopping = True
                 with self._lock:
-                    self._events.apply(self._buffer)
+                    self._events.apply(self._buffer, self._logs)
                     self._buffer.release_all(ReleaseReason.SHUTDOWN)
             try:
                 self._cycle()
@@ -371,7 +377,7 @@ class Worker:
     def _cycle(self) -> None:
         now = time.monotonic()
         with self._lock:
-            self._events.apply(self._buffer)
+            self._events.apply(self._buffer, self._logs)
             self._buffer.expire(now)
             new_flushes = [f for f in self._flushes if not f.drained]
             if new_flushes:

@@ -1,11 +1,10 @@
 """The collector plugin: an OTLP gRPC + HTTP service that scores agent traces for loops.
 
-It sits in a telemetry pipeline (application or OpenTelemetry Collector -> otel-semloop ->
-any OTLP backend), groups spans by trace id, scores each finished agent trace off the
-receive path, writes the verdict onto the spans and forwards every span once, with its own
-Resource and InstrumentationScope. Non-agent traces pass through untouched. Scale out
-behind the Collector's ``load_balancing`` exporter with ``routing_key: traceID`` (see
-``collector/README.md``).
+It sits in a telemetry pipeline (application or Collector -> otel-semloop -> any OTLP
+backend), groups spans by trace id, scores each finished agent trace off the receive path,
+writes the verdict onto the spans and forwards every span once. Non-agent traces pass
+through untouched. Scale out behind the Collector's ``load_balancing`` exporter with
+``routing_key: traceID`` (``collector/README.md``).
 
 Run it with ``otel-semloop serve`` or from Python::
 
@@ -16,14 +15,7 @@ Run it with ``otel-semloop serve`` or from Python::
     with ServiceThread(config) as running:
         ...  # send OTLP to running.grpc_port / running.http_port
 
-Modules: :mod:`.config` (``ServiceConfig``), :mod:`.receiver` (gRPC servicer, ASGI app,
-request decoding and error replies), :mod:`.held` (received spans as held),
-:mod:`.pipeline` (buffer, scoring budget, write-back), :mod:`.exporter` (queue, batching,
-retries), :mod:`.server` (the service's lifecycle and admission), :mod:`.listeners` (the
-gRPC server and uvicorn: addresses, TLS, connection limits), :mod:`.runner` (signals, the
-process and the background-thread runner), :mod:`.processes` (the pool of scoring
-processes), :mod:`.scoring_worker` (what a scoring process does), :mod:`.admission` (how
-far scoring is behind). Needs the ``collector`` extra (grpcio, uvicorn).
+Needs the ``collector`` extra (grpcio, uvicorn); ``docs/architecture.md`` maps the modules.
 """
 
 from __future__ import annotations

@@ -1,30 +1,23 @@
 """How far scoring is behind, so that the receivers push back before traces run out of budget.
 
 A trace accepted now is released ``grace`` seconds after its last span, then waits behind
-every span already queued for a scorer. If that wait exceeds the scoring budget the trace
-leaves unscored, so the service refuses new requests (503 / UNAVAILABLE with retry
-information) once the *predicted* wait passes a share of the budget, rather than
-acknowledging work it cannot score in time:
+every span already queued for a scorer; if that wait exceeds the scoring budget it leaves
+unscored. So the service refuses new requests (retryably) once the *predicted* wait passes
+a share of the budget:
 
     wait = (spans queued for scoring + agent share x spans accepted in the last grace)
            / spans the scorers get through per second
 
-All three terms are measured, not configured:
+``queued`` counts spans handed to the scorers and not yet delivered; the intake of the last
+``grace`` seconds is scaled by the share of released spans that needed a scorer (traces
+without agent steps cost nothing); ``rate`` is spans delivered per second of *busy* time
+(a release queued or being scored), an EWMA, so it measures what the scorers can do even
+while admission keeps them fed only part of the time. It starts from a low guess, so that
+a burst at start is refused rather than queued past its budget, and is measured within the
+first tenth of a second of busy time.
 
-* ``queued``: spans of releases handed to the scorers and not yet delivered.
-* the intake of the last ``grace`` seconds: what is about to be released (a trace held
-  longer, waiting for its root, is not counted: open traces are normal). It is scaled by
-  the share of released spans that needed a scorer (traces without agent steps leave at
-  once and cost nothing), so plain HTTP/DB traffic barely weighs on admission.
-* ``rate``: spans the scorers delivered per second of *busy* time (time with a release
-  queued or being scored) over the last window, an EWMA. Dividing by busy time, not
-  elapsed time, measures what the scorers can do even while admission keeps them fed only
-  part of the time. It starts from a low guess (admission then opens as fast as the first
-  measurements, a tenth of a second of busy time, show the scorers keep up: a slow start,
-  so that a burst at startup cannot queue more than the scorers can finish in budget).
-
-Loop-thread only (the pipeline calls it from the event loop). O(1) per call; the intake
-window holds one entry per accepted request of the last ``grace`` seconds.
+Loop-thread only. O(1) per call; the intake window holds one entry per request of the last
+``grace`` seconds.
 """
 
 from __future__ import annotations
@@ -116,9 +109,8 @@ class ScoringLoad:
         self._window_start = now
         self._released = self._to_scorers = 0
         if not self.measured:
-            # Until the first measurement, busy time adds up across windows: while the low
-            # guess admits only short bursts, no single window holds enough of it, and
-            # resetting here kept the guess (and the refusals) for seconds.
+            # Busy time adds up across windows until the first measurement: while the low
+            # guess admits only short bursts, no single window holds enough of it.
             return
         self._scored = 0
         self._busy = 0.0

@@ -1,21 +1,14 @@
 """Configuration of the collector service (``otel-semloop serve``).
 
-One frozen dataclass, :class:`ServiceConfig`, checked once, here: a bad value raises
+One frozen dataclass, :class:`ServiceConfig`, checked once: a bad value raises
 :class:`~otel_semloop.errors.ConfigError` naming the field, before any socket is opened.
-:meth:`ServiceConfig.load` layers, lowest precedence first, the defaults, the environment
-(the OpenTelemetry exporter variables for the next hop, ``OTEL_METRICS_EXPORTER``, then
-``SEMLOOP_<OPTION>`` read by :mod:`otel_semloop.settings` as the span processor's settings
-are), a TOML file (``${env:NAME}`` expanded, so a file can name a secret without holding
-it) and command-line flags; ``docs/service.md`` ("Configuration") gives the rules.
+:meth:`ServiceConfig.load` layers the defaults, the environment (the OpenTelemetry exporter
+variables, ``OTEL_METRICS_EXPORTER``, then ``SEMLOOP_<OPTION>``), a TOML file (with
+``${env:NAME}`` expanded, so a file can name a secret without holding it) and
+command-line flags; ``docs/service.md`` ("Configuration") gives the rules. Secrets
+(``export_headers`` values, ``auth_token``, a password in a URL) are never printed.
 
-Secrets (``export_headers`` values, ``auth_token``, a password in ``export_endpoint``) are
-never printed: they are left out of ``repr`` and :meth:`ServiceConfig.describe`, and
-:func:`redact_url` hides URL credentials in every log line. Addresses are ``HOST:PORT``
-(``[::1]:4317`` for IPv6; port 0 picks a free port); ``export_endpoint`` is a URL
-(``https`` for TLS), to which OTLP/HTTP appends ``/v1/traces`` when it has no path.
-
-Size: one table of options with its reading rules (the OpenTelemetry exporter variables,
-``${env:...}`` in files, secrets from files); each option is a few lines.
+Size: one table of options with its reading rules; each option is a few lines.
 """
 
 from __future__ import annotations
@@ -75,16 +68,14 @@ class ServiceConfig(BufferingSettings):
     and shutdown settings are the span processor's
     (:class:`~otel_semloop.settings.BufferingSettings`), with collector defaults below."""
 
-    #: OTLP/gRPC listen address; None: no gRPC receiver. Loopback by default: exposing
-    #: the receiver beyond the host is a deliberate choice (``0.0.0.0:4317``).
+    #: OTLP/gRPC listen address; None: no gRPC receiver. Beyond loopback by choice only.
     grpc: str | None = setting("127.0.0.1:4317", kind="str", optional=True)
-    #: OTLP/HTTP listen address (``POST /v1/traces``); None: no HTTP receiver.
+    #: OTLP/HTTP listen address; None: no HTTP receiver.
     http: str | None = setting("127.0.0.1:4318", kind="str", optional=True)
     #: Where scored spans go (required).
     export_endpoint: str = setting("", kind="str", secret=True)
     export_protocol: ExportProtocol = setting("grpc", kind="choice", choices=_PROTOCOLS)
-    #: Extra request headers / gRPC metadata for the downstream (API keys of a backend).
-    #: Secret: never printed.
+    #: Extra request headers / gRPC metadata for the downstream. Secret: never printed.
     export_headers: Mapping[str, str] = dataclasses.field(default_factory=dict, repr=False)
     #: gzip the export requests.
     export_compression: bool = setting(False, kind="bool")
@@ -95,13 +86,10 @@ class ServiceConfig(BufferingSettings):
     #: PEM client key and certificate for mutual TLS with the downstream.
     export_client_key: str | None = setting(None, kind="str", optional=True)
     export_client_certificate: str | None = setting(None, kind="str", optional=True)
-    #: Where received log records go (OTLP logs). Empty: ``export_endpoint``'s host, with
-    #: ``/v1/logs`` in place of ``/v1/traces`` (or appended to its path) for OTLP/HTTP,
-    #: as the OTLP exporter derives a signal's URL from ``OTEL_EXPORTER_OTLP_ENDPOINT``.
-    #: A URL with a path other than ``/`` is used as is. Secret: never printed.
+    #: Where received log records go. Empty: ``export_endpoint`` with ``/v1/logs`` for its
+    #: path for OTLP/HTTP (:meth:`export_target`). Secret: never printed.
     export_logs_endpoint: str = setting("", kind="str", secret=True)
     #: The logs downstream's protocol, headers and compression; None: the traces' ones.
-    #: Timeout, certificates and retries are shared with the traces' downstream.
     export_logs_protocol: ExportProtocol | None = setting(
         None, kind="choice", choices=_PROTOCOLS, optional=True
     )
@@ -109,66 +97,50 @@ class ServiceConfig(BufferingSettings):
     export_logs_compression: bool | None = setting(None, kind="bool", optional=True)
     #: Spans per export request.
     export_batch_spans: int = setting(1024, kind="int", minimum=1)
-    #: Spans waiting for the downstream (its outage). Past it the receivers answer
-    #: 503 / UNAVAILABLE (retryable: the sender keeps the data).
+    #: Spans waiting for the downstream; past it the receivers refuse retryably.
     export_queue_spans: int = setting(100_000, kind="int", minimum=1)
-    #: First retry delay, doubled per attempt up to ``retry_max_backoff`` (a
-    #: ``Retry-After`` or gRPC ``RetryInfo`` from the downstream wins).
+    #: First retry delay, doubled per attempt up to ``retry_max_backoff`` (a downstream's hint wins).
     retry_initial_backoff: float = setting(0.5, kind="float", above=0)
     retry_max_backoff: float = setting(30.0, kind="float", above=0)
-    #: A batch failing with retryable errors for this long is dropped (counted, logged):
-    #: the OTel Collector's ``retry_on_failure.max_elapsed_time``. 0: retry forever.
+    #: A batch failing retryably for this long is dropped (counted, logged); 0: retry forever.
     retry_max_elapsed: float = setting(300.0, kind="float", minimum=0)
-    #: Shared with the span processor, with defaults for a collector: export batches of
-    #: one trace arrive seconds apart, and a collector holds more traces.
+    #: Shared with the span processor, with defaults for a collector.
     grace_seconds: float = setting_default(BufferingSettings, "grace_seconds", 2.0)
     max_spans: int = setting_default(BufferingSettings, "max_spans", 200_000)
     scoring_threads: int = setting_default(BufferingSettings, "scoring_threads", 2)
-    #: Score in this many worker processes (other cores; :mod:`otel_semloop.service.processes`)
-    #: instead of ``scoring_threads`` threads; 0: threads. Default: cores - 1, at least 2
-    #: and up to 4 (0 on one core). Only the default scorer runs in processes (a judged
-    #: scorer scores on threads).
+    #: Score in this many worker processes instead of threads (0: threads); default
+    #: :func:`default_processes`. Only the default scorer runs in processes.
     scoring_processes: int = setting(default_processes(), kind="int", minimum=0)
     tick_seconds: float = setting_default(BufferingSettings, "tick_seconds", 0.05)
-    #: Largest accepted request body as received (compressed or not): 413 /
-    #: RESOURCE_EXHAUSTED past it.
+    #: Largest request body as received (compressed or not); 413 past it.
     max_request_bytes: int = setting(32 * _MIB, kind="int", minimum=1)
-    #: Largest request body after decompression; inflation stops there (a gzip bomb costs
-    #: at most this much memory): 413 / RESOURCE_EXHAUSTED.
+    #: Largest request body after decompression; inflation stops there; 413 past it.
     max_decompressed_bytes: int = setting(64 * _MIB, kind="int", minimum=1)
-    #: Bytes of accepted requests held or queued (counted at acceptance, released when
-    #: forwarded). Past it the receivers answer 503 / UNAVAILABLE with retry information.
+    #: Bytes of accepted requests not yet forwarded; past it the receivers refuse retryably.
     memory_limit_bytes: int = setting(512 * _MIB, kind="int", minimum=1)
-    #: Open connections on each receiver (HTTP and gRPC); more are closed at once.
-    #: ``max_concurrent_streams`` bounds the requests per gRPC connection.
+    #: Open connections on each receiver (more are closed at once); requests per gRPC connection.
     max_connections: int = setting(512, kind="int", minimum=1)
     max_concurrent_streams: int = setting(64, kind="int", minimum=1)
-    #: A client must send its request headers (HTTP) / finish the TLS and HTTP/2 handshake
-    #: (gRPC) within this, and each chunk of a body within ``body_timeout``.
+    #: Time for a client's request headers or handshake, and for each chunk of a body.
     header_timeout: float = setting(10.0, kind="float", above=0)
     body_timeout: float = setting(30.0, kind="float", above=0)
     #: Idle keep-alive connections are closed after this.
     keepalive_timeout: float = setting(30.0, kind="float", above=0)
-    #: Receiver TLS: PEM server certificate and key (both or neither). With
-    #: ``tls_client_ca``, clients must present a certificate signed by it.
+    #: Receiver TLS (PEM certificate and key); with ``tls_client_ca``, client certificates too.
     tls_certificate: str | None = setting(None, kind="str", optional=True)
     tls_key: str | None = setting(None, kind="str", optional=True)
     tls_client_ca: str | None = setting(None, kind="str", optional=True)
-    #: Bearer token both receivers require (``Authorization: Bearer <token>``; gRPC
-    #: metadata ``authorization``). Empty: no authentication. Secret: never printed.
+    #: Bearer token both receivers require; empty: none. Secret: never printed.
     auth_token: str = setting("", kind="str", secret=True)
     #: Health endpoint (``GET /health/live``, ``/health/ready``, ``/health``); None: off.
     health: str | None = setting(None, kind="str", optional=True)
     #: Prometheus scrape endpoint for the self-metrics (``GET /metrics``); None: off.
     prometheus: str | None = setting(None, kind="str", optional=True)
-    #: Self-metrics exporters, comma-separated: ``otlp`` (``OTEL_EXPORTER_OTLP_METRICS_*``),
-    #: ``prometheus`` (served on ``prometheus``), ``console``, ``none``.
+    #: Self-metrics exporters, comma-separated: ``otlp``, ``prometheus``, ``console``, ``none``.
     metrics_exporter: str = setting("none", kind="str")
-    #: SQLite file of the durable queue; None: spans are held in memory only (SIGTERM
-    #: drains them; a crash loses them). With it, a request is on disk before it is
-    #: acknowledged and is delivered after a restart.
+    #: SQLite file of the durable queue (:mod:`.durable`); None: held in memory only.
     durable_queue: str | None = setting(None, kind="str", optional=True)
-    #: Size bound of the durable queue's unfinished requests; past it 503 / UNAVAILABLE.
+    #: Size bound of the durable queue; past it the receivers refuse retryably.
     durable_queue_bytes: int = setting(1024 * _MIB, kind="int", minimum=1)
     #: One INFO line per trace found looping.
     log_loops: bool = setting(True, kind="bool")
@@ -217,23 +189,14 @@ class ServiceConfig(BufferingSettings):
         if not isinstance(self.auth_token, str) or any(c.isspace() for c in self.auth_token):
             raise ConfigError("serve: auth_token must be a string without whitespace")
 
-    @property
-    def export_url(self) -> str:
-        """The downstream URL as used: ``/v1/traces`` appended for OTLP/HTTP when the
-        endpoint has no path."""
-        if self.export_protocol == "http/protobuf":
-            split = urlsplit(self.export_endpoint)
-            if split.path in ("", "/"):
-                return self.export_endpoint.rstrip("/") + "/v1/traces"
-        return self.export_endpoint
-
     def export_target(self, signal: Signal) -> ExportTarget:
-        """The downstream of ``signal`` (``traces`` or ``logs``) as used: URL (for OTLP/HTTP
-        with the signal's path), protocol, headers and compression."""
+        """The downstream of ``signal`` as used: URL (for OTLP/HTTP with the signal's path
+        when the endpoint has none), protocol, headers and compression."""
         if signal == "traces":
-            return ExportTarget(
-                self.export_url, self.export_protocol, self.export_headers, self.export_compression
-            )
+            url = self.export_endpoint
+            if self.export_protocol == "http/protobuf" and urlsplit(url).path in ("", "/"):
+                url = url.rstrip("/") + "/v1/traces"
+            return ExportTarget(url, self.export_protocol, self.export_headers, self.export_compression)
         protocol = self.export_logs_protocol or self.export_protocol
         headers = self.export_headers if self.export_logs_headers is None else self.export_logs_headers
         compression = (

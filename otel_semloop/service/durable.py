@@ -1,22 +1,18 @@
-"""The optional durable queue: acknowledged spans survive a crash (``kill -9``, OOM kill,
-power loss) and are delivered after the restart.
+"""The optional durable queue: acknowledged data survives a crash and is delivered after
+the restart.
 
-Why SQLite: it is in the standard library, one file, crash-safe by design, and in WAL
-mode a commit is one sequential append plus an fsync. No server to run beside the service.
-
+SQLite (standard library, one crash-safe file, a WAL commit is one append and an fsync).
 A request is committed (``synchronous=FULL``) before the receiver acknowledges it;
 concurrent requests share one commit on a writer thread. A request whose items have all
-left for good is deleted; while only some have, their ``trace_id + span_id`` keys are
-recorded and a replay skips them. At start, unfinished requests are replayed in arrival
-order. Past ``durable_queue_bytes`` the receivers refuse retryably.
+left for good is deleted; while only some have, their keys are recorded and a replay skips
+them. At start, unfinished requests are replayed in arrival order. Past
+``durable_queue_bytes`` the receivers refuse retryably.
 
-The files (the database, SQLite's ``-wal`` and ``-shm``, and ``<queue>.id``, the queue's
+The files (the database, its ``-wal`` and ``-shm``, and ``<queue>.id``, the queue's
 generation, also kept inside the database) are checked at start: a queue truncated,
-deleted, replaced, or whose log was deleted after a crash is refused with one line and
-``serve`` exits 2, never a silent loss. A full disk refuses requests until space returns;
-delivery marks that cannot be written are written again once they can. What is not
-promised (the at-least-once window of a batch in flight at the kill) is stated in
-``docs/service.md`` ("Delivery semantics").
+deleted, replaced, or whose log was deleted after a crash is refused with one line
+(``serve`` exits 2). A full disk refuses requests until space returns. The delivery
+promise is in ``docs/service.md`` ("Delivery semantics").
 """
 
 from __future__ import annotations
@@ -32,10 +28,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-
 from otel_semloop.errors import StartupError
+from otel_semloop.service.held import WIRE
 from otel_semloop.telemetry import get_logger
 
 __all__ = ["DurableQueue"]
@@ -76,9 +70,7 @@ class DurableQueue:
             _check_generation(self.path, self._db, id_file)
             sizes = self._db.execute("SELECT id, size FROM requests").fetchall()
         except sqlite3.DatabaseError as error:
-            raise StartupError(
-                f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
-            ) from None
+            raise self._unreadable(error) from None
         self._sizes: dict[int, int] = dict(sizes)
         self._bytes = sum(self._sizes.values())
         self._remaining: dict[int, int] = {}
@@ -95,41 +87,30 @@ class DurableQueue:
     def full(self, size: int) -> bool:
         return bool(self._sizes) and self._bytes + size > self._max_bytes
 
-    def replay(self, pipeline: Any, logs: Any = None) -> dict[int, int]:
-        """Feed every unfinished request to ``pipeline.accept`` (a logs request to
-        ``logs.receive``), skipping spans and records already delivered, and start the
-        writer. Returns ``{request id: bytes}`` replayed."""
-        replayed: dict[int, int] = {}
+    def replay(self, intake: Any) -> int:
+        """Feed every unfinished request to ``intake.receive`` (the service's), skipping the
+        items already delivered, and start the writer. Returns the requests replayed."""
         try:
             rows = self._db.execute("SELECT id, body, size, signal FROM requests ORDER BY id").fetchall()
             sent = self._db.execute("SELECT request, key FROM sent").fetchall()
         except sqlite3.DatabaseError as error:
-            raise StartupError(
-                f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
-            ) from None
+            raise self._unreadable(error) from None
         delivered: dict[int, set[bytes]] = defaultdict(set)
         for ticket, key in sent:
             delivered[ticket].add(key)
+        replayed = 0
         for ticket, body, size, signal in rows:
             keys = delivered.get(ticket, set())
-            is_logs = signal == "logs"
-            if is_logs and logs is None:  # pragma: no cover - the service always passes it
-                continue
-            request = (
-                logs_service_pb2.ExportLogsServiceRequest()
-                if is_logs
-                else trace_service_pb2.ExportTraceServiceRequest()
-            )
             try:
-                request.ParseFromString(body)
+                request = WIRE[signal].request.FromString(body)
             except Exception:  # pragma: no cover - only valid requests are stored
                 _logger.error("otel-semloop: durable queue: request %d unreadable; removed", ticket)
                 self._delete_now(ticket)
                 continue
-            result = (logs.receive if is_logs else pipeline.accept)(request, size, ticket, skip=keys)
+            result = intake.receive(request, size, ticket, skip=keys, signal=signal)
             if result.accepted:
                 self._remaining[ticket] = result.accepted
-                replayed[ticket] = size
+                replayed += 1
             else:
                 self._delete_now(ticket)
         self._thread = threading.Thread(target=self._write, name="semloop-durable", daemon=True)
@@ -168,7 +149,7 @@ class DurableQueue:
         keys: dict[int, list[bytes]] = defaultdict(list)
         for held in batch:
             if held.ticket:
-                keys[held.ticket].append(held.key or held.view().trace_id + held.view().span_id)
+                keys[held.ticket].append(held.key)
         partial: dict[int, list[bytes]] = {}
         finished: list[int] = []
         for ticket, done in keys.items():
@@ -193,16 +174,19 @@ class DurableQueue:
             await asyncio.to_thread(self._thread.join, 10)
         self._db.close()
 
+    def _unreadable(self, error: Exception) -> StartupError:
+        return StartupError(
+            f"durable queue {self.path} cannot be read ({error}); move it away to start a new queue"
+        )
+
     def _forget(self, ticket: int) -> None:
         self._remaining.pop(ticket, None)
-        size = self._sizes.pop(ticket, 0)
-        self._bytes -= size
-        self._jobs.put(("delete", ticket))
+        self._bytes -= self._sizes.pop(ticket, 0)
+        self._jobs.put(("settle", [ticket], {}, None, None))
 
     def _delete_now(self, ticket: int) -> None:
         self._bytes -= self._sizes.pop(ticket, 0)
-        self._db.execute("DELETE FROM requests WHERE id = ?", (ticket,))
-        self._db.execute("DELETE FROM sent WHERE request = ?", (ticket,))
+        _delete(self._db, [ticket])
 
     # -- the writer thread -----------------------------------------------------------------
 
@@ -222,17 +206,14 @@ class DurableQueue:
                 for job in jobs:
                     if job is _STOP:
                         continue
-                    kind = job[0]
-                    if kind == "append":
+                    if job[0] == "append":
                         _, body, signal, loop, future = job
                         cursor = db.execute(
                             "INSERT INTO requests (body, size, signal) VALUES (?, ?, ?)",
                             (body, len(body), signal),
                         )
                         done.append((loop, future, cursor.lastrowid))
-                    elif kind == "delete":
-                        _delete(db, [job[1]])
-                    elif kind == "settle":
+                    else:
                         _, finished, partial, loop, future = job
                         _delete(db, finished)
                         for ticket, keys in partial.items():

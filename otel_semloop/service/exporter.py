@@ -1,20 +1,17 @@
-"""Forward scored spans (and log records) to the downstream OTLP backend: a bounded queue,
-batches that keep each item's Resource and InstrumentationScope, and retries on retryable
-failures. The two senders (OTLP/HTTP and OTLP/gRPC) share the batching and the retry rules.
+"""Forward scored spans and log records downstream: a bounded queue, batches that keep each
+item's Resource and InstrumentationScope, and retries.
 
 :meth:`ExportQueue.put` (loop thread) queues items; one task sends them in requests of at
-most ``export_batch_spans``, retrying a retryable failure after the downstream's own hint
-(``Retry-After``, ``RetryInfo``) or an exponential backoff for up to
-``retry_max_elapsed``, later items waiting behind it in order. A timed-out attempt doubles
-the sender's timeout (up to ``8 x export_timeout``), so that a slow downstream is waited
-for rather than sent every batch again. :attr:`ExportQueue.full` makes the receivers refuse
-retryably while the downstream is down, so data waits upstream instead of being lost.
-``settle(items)`` is called once for every item that leaves the queue for good. Nothing
-here raises. The delivery promise (at least once only across a timeout or a broken
-connection) is stated in ``docs/service.md`` ("Delivery semantics").
+most ``export_batch_spans``, retrying a retryable failure after the downstream's hint
+(``Retry-After``, ``RetryInfo``) or an exponential backoff for up to ``retry_max_elapsed``,
+later items waiting behind it in order. A timed-out attempt doubles the sender's timeout
+(up to ``8 x export_timeout``), so a slow downstream is waited for rather than sent every
+batch again. :attr:`ExportQueue.full` makes the receivers refuse retryably while the
+downstream is down. ``settle(items)`` is called once for every item that leaves for good.
+Nothing here raises. The delivery promise is in ``docs/service.md`` ("Delivery semantics").
 
-Size: the export queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching
-and the retry rules, so they are read together here.
+Size: the queue and its two senders (OTLP/HTTP and OTLP/gRPC) share the batching and the
+retry rules, so they are read together.
 """
 
 from __future__ import annotations
@@ -23,23 +20,35 @@ import asyncio
 import collections
 import contextlib
 import gzip
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+import grpc
+import httpx
+from google.rpc import error_details_pb2, status_pb2
 
 from otel_semloop.judges.http import parse_retry_after
 from otel_semloop.service.config import ServiceConfig, Signal, read_file, redact_url
-from otel_semloop.service.held import Held
+from otel_semloop.service.held import SHALLOW_ENVELOPE, SHALLOW_REQUEST, WIRE, Held
 from otel_semloop.telemetry import SelfTelemetry, get_logger
 
 __all__ = ["ExportQueue", "SendResult"]
 
 _logger = get_logger("otel_semloop.service")
 _RETRYABLE_HTTP = frozenset({429, 502, 503, 504})
+_RETRYABLE_GRPC = frozenset(
+    {
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.ABORTED,
+        grpc.StatusCode.OUT_OF_RANGE,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
 #: A timed-out export attempt doubles the timeout, up to this many times export_timeout.
 _TIMEOUT_GROWTH = 8
 #: A part-filled batch waits up to this long for a full one before it goes (not while
@@ -47,19 +56,6 @@ _TIMEOUT_GROWTH = 8
 #: call costs the loop about the same whatever its size, so fuller batches cost less a
 #: span than sending each trace as it was scored.
 _LINGER_SECONDS = 0.2
-
-
-#: Per signal: the gRPC method and the response message.
-_SERVICES: dict[Signal, tuple[str, Any]] = {
-    "traces": (
-        "/opentelemetry.proto.collector.trace.v1.TraceService/Export",
-        trace_service_pb2.ExportTraceServiceResponse,
-    ),
-    "logs": (
-        "/opentelemetry.proto.collector.logs.v1.LogsService/Export",
-        logs_service_pb2.ExportLogsServiceResponse,
-    ),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,59 +70,34 @@ class SendResult:
 
 
 def encode_request(batch: list[Held]) -> bytes:
-    """The wire bytes of an ``ExportTraceServiceRequest`` with ``batch`` under the
-    envelopes they arrived in.
-
-    Spans from the same received ``ResourceSpans``/``ScopeSpans`` share one entry; the
-    Resource, InstrumentationScope and schema URLs are copied unchanged. A span still held
-    as its received bytes is framed as it is (never decoded and encoded again): protobuf
-    messages are fields of ``tag, length, bytes``, so a request is their concatenation.
-    An ``ExportLogsServiceRequest`` has the same field numbers (``resource_logs``,
-    ``scope_logs``, ``log_records``), so held log records under their ``ResourceLogs`` /
-    ``ScopeLogs`` envelopes are framed the same way."""
+    """The wire bytes of an export request with ``batch`` under the envelopes they arrived
+    in (items from the same received envelopes share one entry). Items go in as the bytes
+    they are held as, through :data:`~otel_semloop.service.held.SHALLOW_REQUEST`, never decoded and
+    encoded again; spans and log records nest alike, so this frames both signals."""
     groups: dict[int, tuple[Any, dict[int, tuple[Any, list[bytes]]]]] = {}
     for held in batch:
-        rs = held.resource_spans
-        entry = groups.get(id(rs))
-        if entry is None:
-            entry = groups[id(rs)] = (rs, {})
-        scopes = entry[1]
-        ss = held.scope_spans
-        scope = scopes.get(id(ss))
-        if scope is None:
-            scope = scopes[id(ss)] = (ss, [])
+        resource = groups.setdefault(id(held.resource), (held.resource, {}))
+        scope = resource[1].setdefault(id(held.scope), (held.scope, []))
         scope[1].append(held.serialized())
-    out = []
-    for rs, scopes in groups.values():
-        rs_parts = []
-        if rs.HasField("resource"):
-            rs_parts.append(_field(1, rs.resource.SerializeToString()))
-        for ss, spans in scopes.values():
-            ss_parts = [_field(1, ss.scope.SerializeToString())] if ss.HasField("scope") else []
-            for span in spans:  # field 2: its tag and length, then the span's bytes as they are
-                ss_parts += (b"\x12" + varint(len(span)), span)
-            if ss.schema_url:
-                ss_parts.append(_field(3, ss.schema_url.encode()))
-            rs_parts.append(_field(2, b"".join(ss_parts)))
-        if rs.schema_url:
-            rs_parts.append(_field(3, rs.schema_url.encode()))
-        out.append(_field(1, b"".join(rs_parts)))
-    return b"".join(out)
+    request = SHALLOW_REQUEST()
+    for envelope, scopes in groups.values():
+        out = _shallow(envelope, "resource")
+        for scope_envelope, items in scopes.values():
+            scope = _shallow(scope_envelope, "scope")
+            scope.items.extend(items)
+            out.items.append(scope.SerializeToString())
+        request.items.append(out.SerializeToString())
+    return request.SerializeToString()  # type: ignore[no-any-return]
 
 
-def varint(value: int) -> bytes:
-    """A protobuf base-128 varint (a tag or a length)."""
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    """A length-delimited protobuf field (wire type 2): tag, varint length, bytes."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
+def _shallow(envelope: Any, head: str) -> Any:
+    """A shallow envelope with ``envelope``'s head (its resource or scope) and schema URL."""
+    out = SHALLOW_ENVELOPE()
+    if envelope.HasField(head):
+        out.head = getattr(envelope, head).SerializeToString()
+    if envelope.schema_url:
+        out.schema_url = envelope.schema_url.encode()
+    return out
 
 
 class ExportQueue:
@@ -146,8 +117,8 @@ class ExportQueue:
         self._config = config
         self._signal = signal
         #: What the log lines call the items: spans or log records.
-        self._items = "log records" if signal == "logs" else "spans"
-        self._sender = sender
+        self.items = "log records" if signal == "logs" else "spans"
+        self.sender = sender
         self._telemetry = telemetry
         self._settle = settle
         self._queue: collections.deque[Held] = collections.deque()
@@ -206,7 +177,7 @@ class ExportQueue:
                 raise
             except Exception as exc:  # pragma: no cover - never let the sender die
                 self._telemetry.add("semloop.errors", "export")
-                self._log("export_bug", "export failed unexpectedly: %r", exc)
+                self._log("export_bug", f": export failed unexpectedly: {exc!r}")
             finally:
                 self._in_flight = 0
             if self._settle is not None and not self._halted:
@@ -218,7 +189,7 @@ class ExportQueue:
                     raise
                 except Exception as exc:  # pragma: no cover - accounting must not stop sending
                     self._telemetry.add("semloop.errors", "settle")
-                    self._log("settle", "settling a batch failed: %r", exc)
+                    self._log("settle", f": settling a batch failed: {exc!r}")
 
     async def drain(self, deadline: float) -> int:
         """Send what is queued until ``deadline``; returns the spans left unsent (counted
@@ -235,24 +206,19 @@ class ExportQueue:
         attempt = 0
         while True:
             try:
-                result = await self._sender.send(request)
+                result = await self.sender.send(request)
             except Exception as exc:  # a sender bug counts as a retryable failure
                 result = SendResult(False, True, f"{type(exc).__name__}: {exc}")
             if result.ok:
                 if self.down:
-                    _logger.info("otel-semloop: downstream %s is back", self._sender.describe())
+                    _logger.info("otel-semloop: downstream %s is back", self.sender.describe())
                 self.down = False
                 self._count_sent(len(batch) - result.rejected)
                 if result.rejected:
-                    self._count_dropped("rejected_by_downstream", result.rejected)
+                    self.count_dropped("rejected_by_downstream", result.rejected)
                     self._log(
                         "partial",
-                        "downstream %s rejected %d of %d %s: %s",
-                        self._sender.describe(),
-                        result.rejected,
-                        len(batch),
-                        self._items,
-                        result.message,
+                        f"rejected {result.rejected} of {len(batch)} {self.items}: {result.message}",
                     )
                 return
             self.down = True
@@ -267,16 +233,9 @@ class ExportQueue:
             give_up = not result.retryable or (limit and now - first_failure >= limit)
             if give_up:
                 why = "permanent_error" if not result.retryable else "retries_exhausted"
-                self._count_dropped(why, len(batch))
-                self._log(
-                    why,
-                    "dropped %d %s: downstream %s failed (%s)%s",
-                    len(batch),
-                    self._items,
-                    self._sender.describe(),
-                    result.message,
-                    "" if not result.retryable else f" and still failed after {now - first_failure:.1f} s",
-                )
+                self.count_dropped(why, len(batch))
+                after = f" and still failed after {now - first_failure:.1f} s" if result.retryable else ""
+                self._log(why, f"failed ({result.message}){after}; dropped {len(batch)} {self.items}")
                 return
             delay = self._config.retry_initial_backoff * (2**attempt)
             delay = min(delay, self._config.retry_max_backoff)
@@ -286,36 +245,30 @@ class ExportQueue:
                 delay = min(delay, max(0.0, self._closing_deadline - now))
             attempt += 1
             self._telemetry.add("semloop.export.retries", "retryable")
-            self._log(
-                "retry",
-                "downstream %s unavailable (%s); %d %s waiting; retrying in %.1f s",
-                self._sender.describe(),
-                result.message,
-                self.pending,
-                self._items,
-                delay,
-            )
+            waiting = f"{self.pending} {self.items} waiting; retrying in {delay:.1f} s"
+            self._log("retry", f"unavailable ({result.message}); {waiting}")
             await asyncio.sleep(delay)
 
     def _count_sent(self, items: int) -> None:
-        """Spans or log records the downstream accepted, under the signal's counter."""
         if self._signal == "logs":
             self._telemetry.add("semloop.export.log_records", "sent", items)
         else:
             self._telemetry.add("semloop.export.spans", "sent", items)
 
-    def _count_dropped(self, reason: str, items: int) -> None:
-        """Spans or log records dropped, under the signal's counter."""
+    def count_dropped(self, reason: str, items: int) -> None:
+        """Count ``items`` dropped for ``reason`` under the signal's counter."""
         if self._signal == "logs":
             self._telemetry.add("semloop.export.log_records.dropped", reason, items)
         else:
             self._telemetry.add("semloop.export.dropped", reason, items)
 
-    def _log(self, key: str, message: str, *args: Any) -> None:
-        """One line per kind a minute (the package's one limiter); every event is counted."""
+    def _log(self, key: str, message: str) -> None:
+        """One line per kind a minute (the package's one limiter), naming the downstream;
+        every event is counted."""
         _logger.warning(
-            "otel-semloop: " + message + " (counted; further reports of this kind limited to one a minute)",
-            *args,
+            "otel-semloop: downstream %s %s (counted; further reports of this kind limited to one a minute)",
+            self.sender.describe(),
+            message,
             extra={"semloop_limit": f"export.{key}"},
         )
 
@@ -336,20 +289,15 @@ class HttpSender:
     """OTLP/HTTP protobuf via ``httpx.AsyncClient`` (one attempt per :meth:`send`)."""
 
     def __init__(self, config: ServiceConfig, signal: Signal = "traces") -> None:
-        import httpx
-
-        self._httpx = httpx
         target = config.export_target(signal)
         self._url = target.url
         self._gzip = target.compression
-        self._response = _SERVICES[signal][1]
+        self._response = WIRE[signal].response
         headers = {"Content-Type": "application/x-protobuf", **dict(target.headers)}
         if self._gzip:
             headers["Content-Encoding"] = "gzip"
         verify: Any = True
         if config.export_certificate or config.export_client_certificate:
-            import ssl
-
             verify = ssl.create_default_context(cafile=config.export_certificate)
             if config.export_client_certificate:
                 verify.load_cert_chain(config.export_client_certificate, config.export_client_key)
@@ -365,10 +313,10 @@ class HttpSender:
             body = gzip.compress(body, compresslevel=5)
         try:
             response = await self._client.post(self._url, content=body, timeout=self._timeout)
-        except self._httpx.TimeoutException as exc:
+        except httpx.TimeoutException as exc:
             self._timeout = min(self._timeout * 2, self._max_timeout)
             return SendResult(False, True, f"{type(exc).__name__}: {exc} (timeout now {self._timeout:g} s)")
-        except self._httpx.TransportError as exc:
+        except httpx.TransportError as exc:
             return SendResult(False, True, f"{type(exc).__name__}: {exc}")
         status = response.status_code
         if 200 <= status < 300:
@@ -392,19 +340,7 @@ class HttpSender:
 class GrpcSender:
     """OTLP/gRPC via a ``grpc.aio`` channel (one attempt per :meth:`send`)."""
 
-    _RETRYABLE = (
-        "CANCELLED",
-        "DEADLINE_EXCEEDED",
-        "ABORTED",
-        "OUT_OF_RANGE",
-        "UNAVAILABLE",
-        "DATA_LOSS",
-    )
-
     def __init__(self, config: ServiceConfig, signal: Signal = "traces") -> None:
-        import grpc
-
-        self._grpc = grpc
         downstream = config.export_target(signal)
         split = urlsplit(downstream.url)
         port = split.port or (443 if split.scheme == "https" else 4317)
@@ -429,23 +365,20 @@ class GrpcSender:
             self._channel = grpc.aio.secure_channel(target, credentials, options=options)
         else:
             self._channel = grpc.aio.insecure_channel(target, options=options)
-        method, response = _SERVICES[signal]
         self._export = self._channel.unary_unary(
-            method,
+            f"/{WIRE[signal].service}/Export",
             request_serializer=None,  # bytes go out as they are
-            response_deserializer=response.FromString,
+            response_deserializer=WIRE[signal].response.FromString,
         )
         self._timeout = config.export_timeout
         self._max_timeout = config.export_timeout * _TIMEOUT_GROWTH
         self._metadata = tuple((k.lower(), v) for k, v in dict(downstream.headers).items())
         self._compression = grpc.Compression.Gzip if downstream.compression else None
-        self._retryable = {getattr(grpc.StatusCode, name) for name in self._RETRYABLE}
 
     def describe(self) -> str:
         return f"grpc {self._target}"
 
     async def send(self, body: bytes) -> SendResult:
-        grpc = self._grpc
         try:
             response = await self._export(
                 body, timeout=self._timeout, metadata=self._metadata or None, compression=self._compression
@@ -457,7 +390,7 @@ class GrpcSender:
                 self._timeout = min(self._timeout * 2, self._max_timeout)
                 message += f" (timeout now {self._timeout:g} s)"
             retry_after = _retry_info(exc)
-            retryable = code in self._retryable or (
+            retryable = code in _RETRYABLE_GRPC or (
                 code is grpc.StatusCode.RESOURCE_EXHAUSTED and retry_after is not None
             )
             return SendResult(False, retryable, message, retry_after)
@@ -470,10 +403,6 @@ class GrpcSender:
 
 def _retry_info(exc: Any) -> float | None:
     """The ``RetryInfo.retry_delay`` a gRPC server attached to its error, if any."""
-    try:
-        from google.rpc import error_details_pb2, status_pb2
-    except ImportError:  # pragma: no cover - googleapis-common-protos ships with the exporter
-        return None
     for key, value in exc.trailing_metadata() or ():
         if key != "grpc-status-details-bin":
             continue

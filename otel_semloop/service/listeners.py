@@ -1,13 +1,10 @@
 """The receivers' servers: a ``grpc.aio`` server and uvicorn, bound, limited and started.
 
-What the receivers answer (decoding, auth, error replies) is :mod:`.receiver`; this is the
-socket side: addresses, TLS (server certificate, optional client certificates), and the
-connection limits of the service's module docstring (:mod:`.server`). gRPC:
-``max_connections`` (gRPC core closes connections past it at once), ``header_timeout`` for
-the TLS/HTTP2 handshake, ``max_concurrent_streams`` per connection. HTTP: uvicorn with its
-h11 protocol wrapped (:func:`_guarded_protocol`) for a connection cap and a request-header
-deadline, ``body_timeout`` in the ASGI app, ``keepalive_timeout`` for idle connections.
-Both run on the caller's event loop; neither installs signal handlers (the service owns
+:mod:`.receiver` answers requests; this is the socket side: addresses, TLS (optionally
+with client certificates) and connection limits. gRPC: ``max_connections``,
+``header_timeout`` for the handshake, ``max_concurrent_streams``. HTTP: uvicorn's h11
+protocol wrapped (:func:`_guarded_protocol`) for a connection cap and a request-header
+deadline, and ``keepalive_timeout``. Neither installs signal handlers (the service owns
 SIGINT/SIGTERM).
 """
 
@@ -17,7 +14,7 @@ import asyncio
 import contextlib
 import socket
 import ssl
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -25,6 +22,7 @@ import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from otel_semloop.service.config import ServiceConfig, listen_error, parse_address, read_file
+from otel_semloop.service.held import WIRE
 from otel_semloop.service.receiver import grpc_handler, http_app
 
 __all__ = ["HttpListener", "start_grpc", "start_http"]
@@ -98,18 +96,10 @@ async def start_grpc(service: Any, config: ServiceConfig) -> tuple[grpc.aio.Serv
             auth_token=config.auth_token,
             max_decompressed_bytes=config.max_decompressed_bytes,
             body_timeout=config.body_timeout,
+            signal=signal,
         )
+        for signal in WIRE
     ]
-    if getattr(service, "logs", None) is not None:
-        handlers.append(
-            grpc_handler(
-                service.logs,
-                auth_token=config.auth_token,
-                max_decompressed_bytes=config.max_decompressed_bytes,
-                body_timeout=config.body_timeout,
-                signal="logs",
-            )
-        )
     server = grpc.aio.server(
         handlers=handlers,
         options=[
@@ -183,11 +173,10 @@ class HttpListener:
             await asyncio.wait_for(self.task, 10)
 
 
-async def start_http(service: Any, config: ServiceConfig, on_refuse: Callable[[str], None]) -> HttpListener:
+async def start_http(service: Any, config: ServiceConfig) -> HttpListener:
     """The OTLP HTTP receiver for ``service`` (what :func:`~.receiver.http_app` calls),
-    listening on ``config.http``, once uvicorn has started; ``on_refuse(reason)`` counts
-    connections the guard closes. Raises ``OSError`` when the address cannot be bound,
-    or what uvicorn raised at start-up."""
+    listening on ``config.http``, once uvicorn has started. Raises ``OSError`` when the
+    address cannot be bound, or what uvicorn raised at start-up."""
     assert config.http
     host, port = parse_address(config.http, "http")
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
@@ -208,7 +197,6 @@ async def start_http(service: Any, config: ServiceConfig, on_refuse: Callable[[s
         max_decompressed_bytes=config.max_decompressed_bytes,
         auth_token=config.auth_token,
         body_timeout=config.body_timeout,
-        logs=getattr(service, "logs", None),
     )
     uv_config = uvicorn.Config(
         app,
@@ -217,7 +205,7 @@ async def start_http(service: Any, config: ServiceConfig, on_refuse: Callable[[s
         access_log=False,
         timeout_graceful_shutdown=5,
         timeout_keep_alive=max(1, int(config.keepalive_timeout)),
-        http=_guarded_protocol(config.max_connections, config.header_timeout, on_refuse),
+        http=_guarded_protocol(config.max_connections, config.header_timeout, service.refused),
         **tls,
     )
     server = _Uvicorn(uv_config)

@@ -1,28 +1,13 @@
-"""What an operator watches: the health endpoint, the self-metrics (OTLP and/or Prometheus)
-and the service's extra instruments.
+"""What an operator watches: the health endpoint and the self-metrics.
 
-Health
-    :class:`Health` is the service's state: ``starting`` -> ``ready`` (every receiver
-    listens and the exporter is configured) -> ``draining`` (SIGTERM: not ready, still
-    live) -> ``stopped``. Liveness also needs the event loop to be turning: the pipeline's
-    tick calls :meth:`Health.beat`, and a loop that has not beaten for ``stall_after``
-    seconds answers 503 on ``/health/live`` (an orchestrator restarts it).
-
-    :class:`AdminServer` answers ``GET /health/live``, ``/health/ready`` and ``/health``
-    (ready, the Collector ``health_check`` extension's path) with a small JSON body, and
-    ``GET /metrics`` when given a Prometheus registry. It runs on its own thread, so it
-    answers even while the event loop is busy: a probe measures the loop, it does not
-    queue behind it.
-
-Metrics
-    :func:`build_meter_provider` builds an SDK ``MeterProvider`` from
-    ``metrics_exporter``: ``otlp`` (the OTLP metric exporter, configured by the standard
-    ``OTEL_EXPORTER_OTLP_METRICS_*`` / ``OTEL_EXPORTER_OTLP_*`` variables, gRPC or
-    http/protobuf after ``OTEL_EXPORTER_OTLP_METRICS_PROTOCOL``; interval
-    ``OTEL_METRIC_EXPORT_INTERVAL``), ``prometheus`` (a private registry scraped on the
-    ``prometheus`` address), ``console``. The instruments themselves are the package's
-    self-telemetry list (:data:`otel_semloop.telemetry.INSTRUMENTS`), the service's own
-    instruments included.
+:class:`Health` is the service's state (``starting``, ``ready``, ``draining``, ``stopped``);
+liveness also needs the event loop to beat within ``stall_after`` seconds. An
+:class:`AdminServer` answers ``GET /health/live``, ``/health/ready``, ``/health`` and,
+given a Prometheus registry, ``/metrics`` on its own thread, so a probe measures the loop
+rather than queueing behind it. :func:`build_meter_provider` builds the ``MeterProvider``
+``metrics_exporter`` names (``otlp`` configured by the standard ``OTEL_EXPORTER_OTLP_*``
+variables, ``prometheus``, ``console``) for the instruments of
+:data:`otel_semloop.telemetry.INSTRUMENTS`.
 """
 
 from __future__ import annotations
@@ -31,37 +16,16 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import orjson
-from opentelemetry import metrics
 
 from otel_semloop.service.config import ServiceConfig, listen_error, parse_address
-from otel_semloop.telemetry import SelfTelemetry
 
-__all__ = [
-    "AdminServer",
-    "Health",
-    "ServiceTelemetry",
-    "build_meter_provider",
-]
+__all__ = ["AdminServer", "Health", "build_meter_provider"]
 
 _logger = logging.getLogger("otel_semloop.service")
-
-
-class ServiceTelemetry(SelfTelemetry):
-    """The service's self-telemetry: the instruments :data:`~otel_semloop.telemetry.INSTRUMENTS`
-    declares for the service (the shared ones and the service's own)."""
-
-    def __init__(
-        self,
-        meter_provider: metrics.MeterProvider | None,
-        gauges: Callable[[], dict[str, Any]],
-        max_agent_names: int = 20,
-    ) -> None:
-        super().__init__(meter_provider, gauges, "service", max_agent_names)
 
 
 def build_meter_provider(config: ServiceConfig) -> tuple[Any, Any]:
@@ -113,20 +77,16 @@ def _otlp_metric_exporter() -> Any:
 
 
 class Health:
-    """The service's state for the health endpoint (thread-safe reads)."""
+    """The service's state for the health endpoint (thread-safe reads): ``state`` is
+    ``starting``, ``ready``, ``draining`` or ``stopped``."""
 
     def __init__(self, stall_after: float = 10.0) -> None:
         self.state = "starting"
-        self.detail = ""
         self._stall_after = stall_after
         self._last_beat = time.monotonic()
 
     def beat(self) -> None:
         self._last_beat = time.monotonic()
-
-    def set(self, state: str, detail: str = "") -> None:
-        self.state = state
-        self.detail = detail
 
     @property
     def live(self) -> bool:
@@ -142,7 +102,6 @@ class Health:
             "live": self.live,
             "ready": self.ready,
             "loop_lag_seconds": round(time.monotonic() - self._last_beat, 3),
-            **({"detail": self.detail} if self.detail else {}),
         }
 
 

@@ -1,20 +1,15 @@
-"""The service's core glue: received protobuf spans -> :class:`~otel_semloop.grouping.TraceBuffer`
--> scoring off the receive path under a time budget -> write-back -> the export queue.
+"""The service's core glue: received spans -> :class:`~otel_semloop.grouping.TraceBuffer`
+-> scoring off the loop under a time budget -> write-back -> the export queue.
 
 Everything here runs on the service's one asyncio loop, so the buffer needs no lock; only
-scoring runs on the pool's threads, which write patches only once they won their release
-(a thread past its budget never writes to a span that has already left). Every span enters
-the buffer once, leaves it once (a release or a late span) and is put in the export queue
-once.
-
-The service only sees ended spans, so each one is a :meth:`TraceBuffer.end` without a
-start: a trace is complete once its root arrived, and released ``grace`` seconds after its
-last span (``idle``, ``max_age`` and overflow release the others early, as partial, saying
-why). Releases go to the :class:`~otel_semloop.pool.ScoringPool` shared with the span
-processor, reading spans through :data:`~otel_semloop.service.held.PROTO_SPANS` (or to
-scoring processes, :mod:`otel_semloop.service.processes`); non-agent traces are recognised
-on the loop without decoding and forwarded untouched. :attr:`Pipeline.load` measures how far
-scoring is behind (:mod:`otel_semloop.service.admission`), for the receivers' backpressure.
+scoring runs on the pool's threads, which patch a span only once they won its release.
+Every span enters the buffer once, leaves it once (a release or a late span) and is put in
+the export queue once. The service sees only ended spans: a trace is complete once its
+root arrived and is released ``grace`` seconds after its last span (``idle``, ``max_age``
+and overflow release the others early, as partial). Releases go to the
+:class:`~otel_semloop.pool.ScoringPool` shared with the span processor (or to scoring
+processes, :mod:`otel_semloop.service.processes`); traces without agent steps are forwarded
+untouched. :attr:`Pipeline.load` measures how far scoring is behind, for admission.
 """
 
 from __future__ import annotations
@@ -34,7 +29,7 @@ from otel_semloop.release import Outcome
 from otel_semloop.scoring import Scorer
 from otel_semloop.service.admission import ScoringLoad
 from otel_semloop.service.config import ServiceConfig
-from otel_semloop.service.held import PROTO_SPANS, Accepted, Held, Prepared, prepare
+from otel_semloop.service.held import PROTO_SPANS, Accepted, Held, Prepared
 from otel_semloop.service.processes import ScoringProcesses
 from otel_semloop.service.scoring_worker import loop_summary
 from otel_semloop.telemetry import SelfTelemetry, count_forwarded, get_logger
@@ -50,8 +45,8 @@ _LATE_PATCH = SpanPatch(attributes={"semloop.late": True})
 class Pipeline:
     """Groups, scores and hands spans to ``forward`` (the export queue's ``put``).
 
-    Call :meth:`accept` from the receivers, run :meth:`run` as a task, and
-    :meth:`drain` once at shutdown. Loop-thread only (see the module docstring); build it
+    Call :meth:`hold` with received spans, run :meth:`run` as a task, and :meth:`drain`
+    once at shutdown. Loop-thread only (see the module docstring); build it
     on the loop it will run on.
     """
 
@@ -75,9 +70,12 @@ class Pipeline:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.buffer: TraceBuffer[Held] = TraceBuffer(config.buffer_limits())
-        self._processes = processes
-        # With workers, a thread per batch a worker holds (processes.depth: evaluate_many).
-        threads = config.scoring_threads if processes is None else config.scoring_processes * processes.depth
+        scorers = threads = config.scoring_threads
+        workers: dict[str, Any] = {}
+        if processes is not None:
+            # A thread per batch a worker holds.
+            scorers, threads = config.scoring_processes, config.scoring_processes * processes.depth
+            workers = {"batch_evaluator": processes.evaluate_many}
         self._pool: ScoringPool[Held] = ScoringPool(
             scorer,
             PROTO_SPANS,
@@ -86,42 +84,22 @@ class Pipeline:
             threads=threads,
             max_stuck=config.max_stuck_scorers,
             budget=config.scoring_budget_seconds,
-            **(
-                {"evaluator": processes.evaluate, "batch_evaluator": processes.evaluate_many}
-                if processes is not None
-                else {}
-            ),
+            **workers,
         )
-        if processes is not None:
-            # Whole verdicts and roots only for evaluation records (the loop log line
-            # comes made from the workers).
-            processes.full_roots = self._publish
-        scorers = config.scoring_processes if processes is not None else config.scoring_threads
         self.load = ScoringLoad(config.grace_seconds, scorers)
         #: While :meth:`_dispatch` submits a release, and whether it was delivered at once.
         self._submitting = False
         self._delivered_now = False
-        #: Outcomes scoring threads delivered, for the loop to take in one callback.
-        self._inbox: list[Outcome[Held]] = []
-        self._inbox_lock = threading.Lock()
         #: GenAI log events held by trace id (:mod:`otel_semloop.service.logs`): a release
         #: takes its trace's events to be put on its spans before scoring.
         self.log_events: HeldLogs[LogEvent] | None = None
 
-    # -- receive path --------------------------------------------------------------------
-
-    def accept(self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None) -> Accepted:
-        """Hold every valid span of an ``ExportTraceServiceRequest``; count the others.
-        ``size`` (the request's bytes) is shared out as the spans' ``cost``; ``skip``
-        (a set of ``trace_id + span_id``) names spans already delivered (durable replay)."""
-        return self.hold(prepare(request, size, ticket, skip))
-
     def hold(self, prepared: Prepared) -> Accepted:
-        """The loop's part of :meth:`accept`: a dict operation per span."""
+        """Put a request's checked spans (:func:`~otel_semloop.service.held.prepare`) in the
+        buffer, and let the releases that causes leave."""
         now = time.monotonic()
-        end = self.buffer.end
         for trace_id, local_root, held in prepared.spans:
-            end(trace_id, local_root, held, now)
+            self.buffer.end(trace_id, local_root, held, now)
         result = prepared.result
         self.load.accepted(now, result.accepted)
         if result.rejected:
@@ -134,10 +112,6 @@ class Pipeline:
         root left before the crash can never complete, so it must not wait for ``idle``)."""
         self.buffer.release_all(ReleaseReason.FLUSH)
         self._dispatch()
-
-    @property
-    def held_spans(self) -> int:
-        return self.buffer.held_spans
 
     def scoring_slack(self, now: float) -> float | None:
         """Seconds left in the budget of the oldest release still waiting for its verdict
@@ -213,30 +187,22 @@ class Pipeline:
     def _deliver(self, outcome: Outcome[Held]) -> None:
         """The pool's delivery: on the loop, or handed to it from a scoring thread."""
         if threading.get_ident() != self._loop_thread:
-            # One wake-up of the loop for all the outcomes delivered until it runs.
-            with self._inbox_lock:
-                self._inbox.append(outcome)
-                first = len(self._inbox) == 1
-            if first:
-                self._loop.call_soon_threadsafe(self._take_inbox)
+            self._loop.call_soon_threadsafe(self._take_scored, outcome)
         elif self._submitting:
             self._delivered_now = True
             self._delivered(outcome, False)
         else:
             self._delivered(outcome, True)  # past its budget, or at the end of a drain
 
-    def _take_inbox(self) -> None:
-        with self._inbox_lock:
-            outcomes, self._inbox = self._inbox, []
-        for outcome in outcomes:
-            try:
-                self._delivered(outcome, True, True)
-            except Exception:  # as a callback of its own would: the others still go out
-                self._telemetry.add("semloop.errors", "pipeline")
-                _logger.exception(
-                    "otel-semloop: error forwarding a scored trace (counted in semloop.errors)",
-                    extra={"semloop_limit": "pipeline"},
-                )
+    def _take_scored(self, outcome: Outcome[Held]) -> None:
+        try:
+            self._delivered(outcome, True, True)
+        except Exception:
+            self._telemetry.add("semloop.errors", "pipeline")
+            _logger.exception(
+                "otel-semloop: error forwarding a scored trace (counted in semloop.errors)",
+                extra={"semloop_limit": "pipeline"},
+            )
 
     def _delivered(self, outcome: Outcome[Held], queued: bool, scored: bool = False) -> None:
         if queued:

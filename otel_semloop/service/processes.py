@@ -1,28 +1,26 @@
-"""Scoring in worker processes: the service's side (the pool of workers, the pipe's parent end).
+"""Scoring in worker processes: the service's side of the pipes.
 
-Why: the receivers, the buffer and the exporter share one event loop, and scoring threads
-in the same process share its GIL, so a service scoring on threads uses about one core
-however many the host has. With :class:`ScoringProcesses` the
+Scoring threads in the service process share its GIL with the receivers and the exporter,
+so a service scoring on threads uses about one core. With :class:`ScoringProcesses` the
 :class:`~otel_semloop.pool.ScoringPool`'s threads only dispatch: each checks out a worker
-process for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
-``batch_evaluator``), sends their spans over a pipe as serialized protobuf and waits with
-the GIL free. What a worker does is :mod:`otel_semloop.service.scoring_worker`; what comes
-back per release is a small :class:`~otel_semloop.service.scoring_worker.Scored`, and each
-patched span becomes a new :class:`~otel_semloop.service.held.Held` (the original is
-untouched, so a thread abandoned past its budget changed nothing that left).
+for a batch of releases (:meth:`ScoringProcesses.evaluate_many`, the pool's
+``batch_evaluator``), sends their spans' wire bytes over a pipe and waits with the GIL
+free. A worker (:mod:`otel_semloop.service.scoring_worker`) sends back a small
+:class:`~otel_semloop.service.scoring_worker.Scored` per release, and each patched span
+becomes a new :class:`~otel_semloop.service.held.Held` (the original is untouched, so a
+thread abandoned past its budget changed nothing that left).
 
-Workers start from a fork server (:func:`~otel_semloop.pool.process_context`: no gRPC or
-asyncio state inherited) and are warm before the service reports ready. A worker that dies
-costs only the traces it held (``scoring failed: WorkerDied``); a watchdog terminates one
-busy on a batch past ``kill_after``; each takes up to ``depth`` batches so it does not idle
-between replies. Only the default deterministic scorer runs in workers
-(:func:`runs_in_workers`); ``docs/service.md`` ("Scoring") describes the whole path.
+Workers start from a fork server (:func:`~otel_semloop.pool.process_context`) and are warm
+before the service reports ready. A worker that dies costs only the traces it held; a
+watchdog terminates one busy on a batch past ``kill_after``. Only the default scorer runs
+in workers (:func:`runs_in_workers`).
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import pickle
 import threading
 import time
@@ -97,20 +95,18 @@ class _Worker:
             self.process.join(1)
 
 
+@dataclasses.dataclass(slots=True)
 class _Ref:
     """What :func:`~otel_semloop.release.written_back` reads of a record: id and source."""
 
-    __slots__ = ("source", "span_id")
-
-    def __init__(self, span_id: str, source: Any) -> None:
-        self.span_id = span_id
-        self.source = source
+    span_id: str
+    source: Any
 
 
 class ScoringProcesses:
-    """Worker processes and the pool ``evaluator`` that scores in them (see the module
-    docstring). ``serialize`` gives a held span's protobuf wire bytes. Thread-safe: any
-    scoring thread may call :meth:`evaluate`."""
+    """Worker processes and the pool's ``batch_evaluator`` that scores in them (see the
+    module docstring). ``serialize`` gives a held span's protobuf wire bytes. Thread-safe:
+    any scoring thread may call :meth:`evaluate_many`."""
 
     def __init__(
         self,
@@ -122,7 +118,8 @@ class ScoringProcesses:
         depth: int = 1,
     ) -> None:
         self._processes = processes
-        self._depth = max(1, depth)
+        #: Batches one worker holds at a time (see :meth:`evaluate_many`).
+        self.depth = max(1, depth)
         self._serialize = serialize
         self._mode = mode
         self._kill_after = kill_after
@@ -134,9 +131,6 @@ class ScoringProcesses:
         self.started = 0
         #: Workers terminated for holding one trace past ``kill_after``.
         self.killed = 0
-        #: Whether an evaluation's root is the whole span, decoded here (an evaluation
-        #: record reads it); else it holds only ids, name and ``gen_ai.agent.name``.
-        self.full_roots = True
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -163,11 +157,6 @@ class ScoringProcesses:
             workers, self._workers = self._workers, []
         for worker in workers:
             worker.close()
-
-    @property
-    def depth(self) -> int:
-        """Batches one worker holds at a time (see :meth:`evaluate_many`)."""
-        return self._depth
 
     def pids(self) -> list[int]:
         """Process ids of the live workers (idle and busy)."""
@@ -219,7 +208,7 @@ class ScoringProcesses:
         with self._lock:
             if self._closed.is_set():
                 raise WorkerDied("scoring processes closed")
-            room = [w for w in self._workers if not w.dead and w.inflight < self._depth]
+            room = [w for w in self._workers if not w.dead and w.inflight < self.depth]
             worker = min(room, key=lambda w: w.inflight) if room else None
             if worker is not None:
                 worker.inflight += 1
@@ -287,22 +276,6 @@ class ScoringProcesses:
 
     # -- the pool's evaluator ----------------------------------------------------------------
 
-    def evaluate(
-        self,
-        release: Release[Any],
-        adapter: SpanAdapter[Any],
-        scorer: Scorer,
-        on_stage: Callable[[Evaluation], None] | None = None,
-    ) -> Evaluation | None:
-        """Score ``release`` in a worker (runs on a scoring thread; ``scorer`` is the one
-        the workers rebuild, ``on_stage`` unused: the default scorer has one stage).
-        None when the trace has no agent steps. Raises what the scorer raised, or
-        :class:`WorkerDied`."""
-        (result,) = self.evaluate_many([release], adapter, scorer)
-        if isinstance(result, Exception):
-            raise result
-        return result
-
     def evaluate_many(
         self, releases: list[Release[Any]], adapter: SpanAdapter[Any], scorer: Scorer
     ) -> list[Evaluation | Exception | None]:
@@ -332,8 +305,7 @@ class ScoringProcesses:
         """What the pool writes back: each patched span as a new :class:`Held` of the bytes
         the worker patched (an empty patch each: nothing is left to apply, and a thread
         abandoned past its budget has changed no span that left), references holding only
-        the sources of the others, and a trace of the root alone (decoded from its patched
-        bytes when :attr:`full_roots`: an evaluation record reads the whole span)."""
+        the sources of the others, and a trace of the root alone, decoded here."""
         spans = release.spans
         records: list[Any] = [_Ref("", held) for held in spans]
         patches: dict[str, SpanPatch] = {}
@@ -341,11 +313,10 @@ class ScoringProcesses:
             key = f"#{index}"  # patches are keyed by these references' ids, not span ids
             records[index] = _Ref(key, spans[index].replaced(wire))
             patches[key] = SpanPatch()
-        root = scored.root
-        if root is not None:
+        root = None
+        if scored.root_index >= 0:
+            root = adapter.record(records[scored.root_index].source)
             records[scored.root_index].span_id = root.span_id
             patches[root.span_id] = patches.pop(f"#{scored.root_index}", SpanPatch())
-            if self.full_roots:
-                root = adapter.record(records[scored.root_index].source)
         trace = root_trace(root, release.partial)
         return Evaluation(trace, records, scored.verdict, patches, scored.summary, scored.loop_cost)

@@ -1,18 +1,12 @@
-"""The OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export`` (``grpc.aio``)
-and OTLP/HTTP ``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served by uvicorn), all
-on the service's asyncio loop. Both transports and both signals get the same limits,
-authentication, admission and answers, so they live together here; a logs request goes
-to its own :class:`Ingest` (:mod:`otel_semloop.service.logs`), which rejects no record.
-
-What a sender gets back (success with ``partial_success``, 400 / INVALID_ARGUMENT, 503 /
-UNAVAILABLE with retry information, 413 / RESOURCE_EXHAUSTED, 401 / UNAUTHENTICATED, 408 /
-DEADLINE_EXCEEDED, readable error bodies) is the contract of ``docs/service.md``
-("Receivers", "Admission and memory"). A request that does not decode as a whole is
-decoded span by span (JSON by :func:`_salvage_json`, protobuf by :func:`parse_protobuf`),
+"""The OTLP receivers: gRPC ``TraceService/Export`` and ``LogsService/Export`` and OTLP/HTTP
+``POST /v1/traces`` and ``POST /v1/logs`` (an ASGI app served by uvicorn), on the service's
+loop. Both transports and both signals get the same limits, authentication, admission and
+answers (the contract of ``docs/service.md``, "Receivers"). A traces request that does not
+decode as a whole is decoded span by span (:func:`_salvage_json`, :func:`parse_protobuf`),
 so one bad span costs only itself.
 
-Size: the two receivers (OTLP/gRPC and OTLP/HTTP) share admission, decoding and error
-answers, so they are read together here.
+Size: the two transports share admission, decoding and error answers, so they are read
+together.
 """
 
 from __future__ import annotations
@@ -27,58 +21,51 @@ from typing import Any, Protocol
 
 import grpc
 import orjson
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+from google.rpc import error_details_pb2, status_pb2
 
 from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import json_to_traces
 from otel_semloop.otlp.codec import json_to_logs
 from otel_semloop.service.config import Signal
-from otel_semloop.service.held import Accepted
+from otel_semloop.service.held import SHALLOW_ENVELOPE, SHALLOW_REQUEST, WIRE, Accepted
 
 __all__ = ["BadRequest", "Refusal", "check_bearer", "decode_http_body", "grpc_handler", "http_app"]
 
 _logger = logging.getLogger("otel_semloop.service")
 
-_Request = trace_service_pb2.ExportTraceServiceRequest
-_LogsRequest = logs_service_pb2.ExportLogsServiceRequest
-#: Per signal: the gRPC service, the HTTP path, the request and response messages.
-_WIRE: dict[Signal, tuple[str, str, Any, Any]] = {
-    "traces": (
-        "opentelemetry.proto.collector.trace.v1.TraceService",
-        "/v1/traces",
-        _Request,
-        trace_service_pb2.ExportTraceServiceResponse,
-    ),
-    "logs": (
-        "opentelemetry.proto.collector.logs.v1.LogsService",
-        "/v1/logs",
-        _LogsRequest,
-        logs_service_pb2.ExportLogsServiceResponse,
-    ),
-}
+_Request = WIRE["traces"].request
 _PROTOBUF = "application/x-protobuf"
 _JSON = "application/json"
-# google.rpc.Code values
 _INVALID_ARGUMENT = 3
-_RESOURCE_EXHAUSTED = 8
-_UNAUTHENTICATED = 16
-_UNAVAILABLE = 14
-_NOT_FOUND = 5
-_DEADLINE_EXCEEDED = 4
+#: The google.rpc.Code (HTTP error bodies) and the gRPC status of an HTTP status.
+_RPC_CODE = {401: 16, 404: 5, 408: 4, 413: 8, 503: 14}
+_GRPC_STATUS = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    408: grpc.StatusCode.DEADLINE_EXCEEDED,
+    413: grpc.StatusCode.RESOURCE_EXHAUSTED,
+}
 #: Protobuf bodies up to this size are decoded on the loop (a C parse of microseconds).
 _INLINE_DECODE_BYTES = 256 * 1024
-_HTTP_TO_CODE = {400: _INVALID_ARGUMENT, 413: _RESOURCE_EXHAUSTED, 415: _INVALID_ARGUMENT}
 
 
 class BadRequest(Exception):
-    """A request the receivers refuse; ``status`` is the HTTP status."""
+    """A request the receivers refuse: ``status`` is the HTTP status, ``reason`` the
+    refusal metric's attribute (default by status; empty: not counted), ``headers`` extra
+    HTTP response headers."""
 
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        reason: str | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.reason = ("too_large" if status == 413 else "malformed") if reason is None else reason
+        self.headers = headers
 
 
 class Refusal(Exception):
@@ -94,16 +81,16 @@ class Refusal(Exception):
 
 class Ingest(Protocol):
     """What the receivers call (implemented by :class:`~otel_semloop.service.SemloopService`):
-    ``admit(size)`` raises :class:`Refusal` when a request of ``size`` bytes must be refused
-    retryably; ``accept`` holds a request's valid spans (``size``: its body's bytes, counted
+    ``admit`` raises :class:`Refusal` when a request of ``size`` bytes must be refused
+    retryably; ``accept`` holds a request's valid items (``size``: its body's bytes, counted
     against the memory limit until they are forwarded) and says how many were rejected and
     why; it may also raise :class:`Refusal` (e.g. the durable queue is full)."""
 
-    def admit(self, size: int) -> None: ...
+    def admit(self, size: int, signal: Signal) -> None: ...
 
-    async def accept(self, request: Any, size: int, raw: bytes | None = None) -> Accepted: ...
+    async def accept(self, request: Any, size: int, raw: bytes | None, signal: Signal) -> Accepted: ...
 
-    def refused(self, reason: str, spans: int = 0) -> None: ...
+    def refused(self, reason: str) -> None: ...
 
 
 def check_bearer(expected: str, header: str | None) -> bool:
@@ -192,38 +179,10 @@ def _salvage_json(obj: Any) -> tuple[_Request, int, str]:
 _ONE_SPAN = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
-_BYTES = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-_REPEATED = descriptor_pb2.FieldDescriptorProto.LABEL_REPEATED
-_OPTIONAL = descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL
-
-
-def _shallow_messages() -> tuple[Any, Any]:
-    """Message types that read the nesting of an export request without decoding it: a
-    request is repeated field 1 (resource spans); resource spans and scope spans are each a
-    head (field 1: resource or scope), repeated items (field 2: scope spans or spans) and a
-    schema URL (field 3). Each is kept as bytes, to be parsed one by one."""
-    file = descriptor_pb2.FileDescriptorProto(name="otel_semloop/shallow.proto", package="otel_semloop")
-    request = file.message_type.add(name="ShallowRequest")
-    request.field.add(name="items", number=1, type=_BYTES, label=_REPEATED)
-    envelope = file.message_type.add(name="ShallowEnvelope")
-    envelope.field.add(name="head", number=1, type=_BYTES, label=_OPTIONAL)
-    envelope.field.add(name="items", number=2, type=_BYTES, label=_REPEATED)
-    envelope.field.add(name="schema_url", number=3, type=_BYTES, label=_OPTIONAL)
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
-    return tuple(  # type: ignore[return-value]
-        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"otel_semloop.{name}"))
-        for name in ("ShallowRequest", "ShallowEnvelope")
-    )
-
-
-_ShallowRequest, _ShallowEnvelope = _shallow_messages()
-
-
 def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     """A protobuf ``ExportTraceServiceRequest`` as ``(request, rejected spans, first
     error)``. When the request does not parse as a whole, its spans are parsed one by one
-    (through the shallow message types above), so that a span nested deeper than the
+    (through :data:`~otel_semloop.service.held.SHALLOW_REQUEST`), so that a span nested deeper than the
     parser allows, or otherwise unreadable, costs only itself, as a bad span does in JSON.
     Raises ``DecodeError`` when even the nesting is broken (the body is not a request)."""
     request = _Request()
@@ -236,15 +195,15 @@ def parse_protobuf(body: bytes) -> tuple[_Request, int, str]:
     rejected = 0
     first = ""
     try:
-        for i, rs_bytes in enumerate(_ShallowRequest.FromString(body).items):
+        for i, rs_bytes in enumerate(SHALLOW_REQUEST.FromString(body).items):
             out_rs = request.resource_spans.add()
-            rs = _ShallowEnvelope.FromString(rs_bytes)
+            rs = SHALLOW_ENVELOPE.FromString(rs_bytes)
             if rs.HasField("head"):
                 out_rs.resource.ParseFromString(rs.head)
             out_rs.schema_url = rs.schema_url.decode()
             for j, ss_bytes in enumerate(rs.items):
                 out_ss = out_rs.scope_spans.add()
-                ss = _ShallowEnvelope.FromString(ss_bytes)
+                ss = SHALLOW_ENVELOPE.FromString(ss_bytes)
                 if ss.HasField("head"):
                     out_ss.scope.ParseFromString(ss.head)
                 out_ss.schema_url = ss.schema_url.decode()
@@ -269,9 +228,7 @@ def parse_request(body: bytes, signal: Signal = "traces") -> tuple[Any, int, str
     forwarded as they are, none is rejected). Raises ``DecodeError``."""
     if signal == "traces":
         return parse_protobuf(body)
-    request = _LogsRequest()
-    request.ParseFromString(body)
-    return request, 0, ""
+    return WIRE["logs"].request.FromString(body), 0, ""
 
 
 def decode_http_body(
@@ -283,7 +240,7 @@ def decode_http_body(
         body = _gunzip(body, limit)
     elif encoding not in ("", "identity"):
         raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none")
-    request_type = _WIRE[signal][2]
+    request_type = WIRE[signal].request
     if content_type == _PROTOBUF:
         try:
             return parse_request(body, signal)
@@ -295,7 +252,7 @@ def decode_http_body(
         raise BadRequest(400, f"body is not JSON: {exc}") from None
     if signal == "logs":
         try:
-            return json_to_logs(obj, message_type=_LogsRequest), 0, ""
+            return json_to_logs(obj, message_type=request_type), 0, ""
         except OTLPDecodeError as exc:
             raise BadRequest(400, f"body is not an OTLP JSON ExportLogsServiceRequest: {exc}") from None
     try:
@@ -306,7 +263,7 @@ def decode_http_body(
 
 def _reply(signal: Signal, rejected: int, message: str) -> bytes:
     """The protobuf export response, with ``partial_success`` when items were rejected."""
-    response = _WIRE[signal][3]()
+    response = WIRE[signal].response()
     if rejected:
         response.partial_success.rejected_spans = rejected
         response.partial_success.error_message = message
@@ -316,19 +273,13 @@ def _reply(signal: Signal, rejected: int, message: str) -> bytes:
 # -- gRPC ------------------------------------------------------------------------------------
 
 
-def _retry_trailer(code: int, message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
-    """``grpc-status-details-bin`` carrying a ``RetryInfo``: how a gRPC server tells an OTLP
-    exporter when to retry (the Collector's and the Go and Java exporters read it there,
-    the Python one from ``google.rpc.retryinfo-bin``, also sent)."""
-    from google.protobuf import duration_pb2
-    from google.rpc import error_details_pb2, status_pb2
-
-    info = error_details_pb2.RetryInfo(
-        retry_delay=duration_pb2.Duration(seconds=int(retry_after), nanos=int(retry_after % 1 * 1e9))
-    )
-    status = status_pb2.Status(code=code, message=message)
+def _retry_trailer(message: str, retry_after: float) -> tuple[tuple[str, bytes], ...]:
+    """The ``RetryInfo`` that tells an OTLP exporter when to retry, in the trailer the
+    Collector's, Go and Java exporters read and in the one the Python exporter reads."""
+    info = error_details_pb2.RetryInfo()
+    info.retry_delay.FromNanoseconds(int(retry_after * 1e9))
+    status = status_pb2.Status(code=_RPC_CODE[503], message=message)
     status.details.add().Pack(info)
-    # The OTel Python exporter reads the RetryInfo from its own trailer instead.
     return (
         ("grpc-status-details-bin", status.SerializeToString()),
         ("google.rpc.retryinfo-bin", info.SerializeToString()),
@@ -343,76 +294,60 @@ def grpc_handler(
     body_timeout: float = 30.0,
     signal: Signal = "traces",
 ) -> grpc.GenericRpcHandler:
-    """``TraceService/Export`` (``LogsService/Export`` for ``signal="logs"``) taking the raw
-    request bytes, so that a body that is not a protobuf export request gets
-    INVALID_ARGUMENT with the reason (grpcio's own deserialiser would answer UNKNOWN and
-    log a traceback per request).
-
-    Registered as a client-streaming handler (the wire is the same as a unary call's), so
-    that it runs when the call's headers arrive rather than once its message has: the
-    bearer token is checked before any body is read, and a message that does not arrive
-    within ``body_timeout`` ends the call (DEADLINE_EXCEEDED), as an HTTP body that stalls
-    gets 408. Without this a stream whose message never comes holds its connection for as
-    long as the sender likes."""
-    service, _, request_type, _ = _WIRE[signal]
+    """``signal``'s ``Export`` method taking the raw request bytes, so that a body that is not
+    an export request gets INVALID_ARGUMENT with the reason (grpcio's own deserialiser would
+    answer UNKNOWN and log a traceback). Registered as client-streaming (the same wire as a
+    unary call) so that it runs when the headers arrive: the token is checked before any
+    body is read, and a message not there within ``body_timeout`` ends the call."""
+    service, _, request_type, _ = WIRE[signal]
 
     async def export(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
-        if auth_token:
-            header = dict(context.invocation_metadata() or ()).get("authorization")
-            if not check_bearer(auth_token, header if isinstance(header, str) else None):
-                ingest.refused("unauthenticated")
-                await context.abort(
-                    grpc.StatusCode.UNAUTHENTICATED, "otel-semloop: missing or wrong bearer token"
-                )
+        try:
+            return await handle(requests, context)
+        except Refusal as refusal:
+            # A status without raising: the common refusal under load, and abort costs more.
+            context.set_trailing_metadata(_retry_trailer(refusal.message, refusal.retry_after))
+            context.set_code(grpc.StatusCode.UNAVAILABLE)
+            context.set_details(refusal.message)
+            return b""
+        except BadRequest as exc:
+            if exc.reason:
+                ingest.refused(exc.reason)
+            await context.abort(_GRPC_STATUS[exc.status], exc.message)
+            raise  # pragma: no cover - abort raises
+
+    async def handle(requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> bytes:
+        header = dict(context.invocation_metadata() or ()).get("authorization")
+        if not check_bearer(auth_token, header if isinstance(header, str) else None):
+            raise BadRequest(401, "otel-semloop: missing or wrong bearer token", "unauthenticated")
         try:
             body = await asyncio.wait_for(anext(requests), body_timeout)
         except asyncio.TimeoutError:
-            ingest.refused("slow_body")
-            await context.abort(
-                grpc.StatusCode.DEADLINE_EXCEEDED,
-                f"otel-semloop: no request message within body_timeout={body_timeout:g} s",
-            )
+            message = f"otel-semloop: no request message within body_timeout={body_timeout:g} s"
+            raise BadRequest(408, message, "slow_body") from None
         except StopAsyncIteration:
-            ingest.refused("malformed")
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "otel-semloop: the call carried no message")
+            raise BadRequest(400, "otel-semloop: the call carried no message") from None
         except Exception as exc:  # grpcio failed the read and ended the call itself
             # (a message past max_receive_message_length answered RESOURCE_EXHAUSTED, or the
             # peer gone): the sender already has its status; nothing was acknowledged.
             _logger.debug("%s: the call ended while its message was read: %r", signal, exc)
             return b""
         if len(body) > max_decompressed_bytes:  # grpcio checks the limit too; be explicit
-            ingest.refused("too_large")
-            await context.abort(
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"otel-semloop: request of {len(body)} bytes exceeds "
-                f"max_decompressed_bytes={max_decompressed_bytes}",
-            )
-        try:
-            ingest.admit(len(body))
-        except Refusal as refusal:
-            # The common refusal under load: a status without raising (abort costs more).
-            context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
-            context.set_code(grpc.StatusCode.UNAVAILABLE)
-            context.set_details(refusal.message)
-            return b""
+            message = f"request of {len(body)} bytes exceeds max_decompressed_bytes={max_decompressed_bytes}"
+            raise BadRequest(413, f"otel-semloop: {message}")
+        ingest.admit(len(body), signal)
         try:
             request, unreadable, first = parse_request(body, signal)
         except Exception as exc:
-            ingest.refused("malformed")
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"otel-semloop: body is not a protobuf {request_type.__name__}: {exc}",
-            )
-        try:
-            # The raw body is stored as it is (durable queue) only when all of it was read.
-            result = await ingest.accept(request, len(body), None if unreadable else body)
-        except Refusal as refusal:
-            context.set_trailing_metadata(_retry_trailer(_UNAVAILABLE, refusal.message, refusal.retry_after))
-            await context.abort(grpc.StatusCode.UNAVAILABLE, refusal.message)
+            raise BadRequest(
+                400, f"otel-semloop: body is not a protobuf {request_type.__name__}: {exc}"
+            ) from None
+        # The raw body is stored as it is (durable queue) only when all of it was read.
+        result = await ingest.accept(request, len(body), None if unreadable else body, signal)
         rejected = unreadable + result.rejected
         message = first or result.message
         if rejected and not result.accepted:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, message)
+            raise BadRequest(400, message, "")
         return _reply(signal, rejected, message)
 
     method = grpc.stream_unary_rpc_method_handler(export, request_deserializer=None, response_serializer=None)
@@ -425,19 +360,10 @@ def grpc_handler(
 #: seconds (bytes a second; the rule of Apache's mod_reqtimeout ``MinRate``): the body's
 #: deadline is ``body_timeout`` plus one second per this many bytes received.
 MIN_BODY_RATE = 16 * 1024
+_CLOSE = ((b"connection", b"close"),)
 
 _Receive = Callable[[], Awaitable[dict[str, Any]]]
 _Send = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-async def _respond(
-    send: _Send, status: int, body: bytes, content_type: str, extra: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode())]
-    if extra:
-        headers.extend(extra)
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
 
 
 def http_app(
@@ -447,149 +373,110 @@ def http_app(
     max_decompressed_bytes: int,
     auth_token: str = "",
     body_timeout: float = 30.0,
-    logs: Ingest | None = None,
 ) -> Callable[[dict[str, Any], _Receive, _Send], Awaitable[None]]:
-    """The ASGI app serving ``POST /v1/traces`` (to ``ingest``) and, given ``logs``,
-    ``POST /v1/logs`` (to ``logs``)."""
-    ingests: dict[str, tuple[Signal, Ingest]] = {"/v1/traces": ("traces", ingest)}
-    if logs is not None:
-        ingests["/v1/logs"] = ("logs", logs)
-    traces_ingest = ingest
+    """The ASGI app serving ``POST /v1/traces`` and ``POST /v1/logs``."""
+    signals: dict[str, Signal] = {wire.path: signal for signal, wire in WIRE.items()}
 
     async def app(scope: dict[str, Any], receive: _Receive, send: _Send) -> None:
         if scope["type"] != "http":
             return
-        signal, ingest = ingests.get(scope["path"], ("traces", traces_ingest))
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         content_type = headers.get("content-type", "").split(";", 1)[0].strip().lower()
         json = content_type == _JSON
-        reply_type = _JSON if json else _PROTOBUF
-
-        async def error(
-            status: int, code: int, message: str, extra: list[tuple[bytes, bytes]] | None = None
-        ) -> None:
-            if json:
-                body, kind = orjson.dumps({"code": code, "message": message}), _JSON
+        try:
+            body = await export(scope, headers, content_type, receive)
+            if body is None:  # the client went away
+                return
+            status, extra, reply_type = 200, (), _JSON if json else _PROTOBUF
+        except (Refusal, BadRequest) as exc:
+            if isinstance(exc, Refusal):
+                status, extra = 503, ((b"retry-after", str(max(1, round(exc.retry_after))).encode()),)
             else:
-                body, kind = message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
-            await _respond(send, status, body, kind, extra)
+                if exc.reason:
+                    ingest.refused(exc.reason)
+                status, extra = exc.status, exc.headers
+            code = _RPC_CODE.get(status, _INVALID_ARGUMENT)
+            if json:
+                body, reply_type = orjson.dumps({"code": code, "message": exc.message}), _JSON
+            else:
+                body, reply_type = exc.message.encode("utf-8", "replace"), "text/plain; charset=utf-8"
+        response = [(b"content-type", reply_type.encode()), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": [*response, *extra]})
+        await send({"type": "http.response.body", "body": body})
 
-        if scope["path"] not in ingests:
-            paths = " and ".join(f"POST {path}" for path in ingests)
-            await error(404, _NOT_FOUND, f"no such path {scope['path']!r}: OTLP goes to {paths}")
-            return
+    async def export(
+        scope: dict[str, Any], headers: dict[str, str], content_type: str, receive: _Receive
+    ) -> bytes | None:
+        """The reply to a request, None if the client went away; raises :class:`BadRequest`
+        or :class:`Refusal`."""
+        path = scope["path"]
+        if path not in signals:
+            paths = " and ".join(f"POST {path}" for path in signals)
+            raise BadRequest(404, f"no such path {path!r}: OTLP goes to {paths}", "")
         if scope["method"] != "POST":
-            await error(405, _INVALID_ARGUMENT, "use POST", [(b"allow", b"POST")])
-            return
-        if auth_token and not check_bearer(auth_token, headers.get("authorization")):
-            ingest.refused("unauthenticated")
-            await error(
-                401,
-                _UNAUTHENTICATED,
-                "missing or wrong bearer token",
-                [(b"www-authenticate", b'Bearer realm="otel-semloop"')],
-            )
-            return
+            raise BadRequest(405, "use POST", "", ((b"allow", b"POST"),))
+        if not check_bearer(auth_token, headers.get("authorization")):
+            challenge = ((b"www-authenticate", b'Bearer realm="otel-semloop"'),)
+            raise BadRequest(401, "missing or wrong bearer token", "unauthenticated", challenge)
         if content_type not in (_PROTOBUF, _JSON):
-            await error(
-                415,
-                _INVALID_ARGUMENT,
-                f"unsupported Content-Type {content_type!r}: use {_PROTOBUF} or {_JSON}",
+            raise BadRequest(
+                415, f"unsupported Content-Type {content_type!r}: use {_PROTOBUF} or {_JSON}", ""
             )
-            return
         encoding = headers.get("content-encoding", "").strip().lower()
         if encoding not in ("", "identity", "gzip"):
-            await error(
-                415, _INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}: use gzip or none"
-            )
-            return
+            raise BadRequest(415, f"unsupported Content-Encoding {encoding!r}: use gzip or none", "")
         length = headers.get("content-length", "")
-        if length.isdigit() and int(length) > max_request_bytes:
-            ingest.refused("too_large")
-            await error(
-                413,
-                _RESOURCE_EXHAUSTED,
-                f"body of {length} bytes exceeds max_request_bytes={max_request_bytes}",
-            )
-            return
-        try:
-            ingest.admit(int(length) if length.isdigit() else 0)
-        except Refusal as refusal:
-            await _refuse(error, refusal)
-            return
-        chunks: list[bytes] = []
-        size = 0
-        started = time.monotonic()
-        while True:
-            # Each chunk within body_timeout, and the whole body by a deadline that grows
-            # with what arrived (MIN_BODY_RATE): a byte every few seconds cannot hold a slot.
-            left = started + body_timeout + size / MIN_BODY_RATE - time.monotonic()
-            try:
-                message = await asyncio.wait_for(receive(), max(0.0, min(body_timeout, left)))
-            except asyncio.TimeoutError:
-                ingest.refused("slow_body")
-                why = (
-                    f"no body data for {body_timeout:g} s"
-                    if left > body_timeout
-                    else f"body slower than {MIN_BODY_RATE // 1024} KiB/s after {body_timeout:g} s"
-                )
-                await error(408, _DEADLINE_EXCEEDED, why, [(b"connection", b"close")])
-                return
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > max_request_bytes:
-                ingest.refused("too_large")
-                await error(
-                    413,
-                    _RESOURCE_EXHAUSTED,
-                    f"body exceeds max_request_bytes={max_request_bytes}",
-                    [(b"connection", b"close")],
-                )
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        del chunks
-        try:
-            if len(body) > _INLINE_DECODE_BYTES or json:
-                # Large or JSON bodies are decoded on a thread: the loop keeps serving.
-                request, rejected, first = await asyncio.to_thread(
-                    decode_http_body, body, content_type, encoding, max_decompressed_bytes, signal
-                )
-            else:
-                request, rejected, first = decode_http_body(
-                    body, content_type, encoding, max_decompressed_bytes, signal
-                )
-        except BadRequest as exc:
-            ingest.refused("too_large" if exc.status == 413 else "malformed")
-            await error(exc.status, _HTTP_TO_CODE.get(exc.status, _INVALID_ARGUMENT), exc.message)
-            return
-        try:
-            result = await ingest.accept(request, len(body))
-        except Refusal as refusal:
-            await _refuse(error, refusal)
-            return
+        declared = int(length) if length.isdigit() else 0
+        if declared > max_request_bytes:
+            raise BadRequest(413, f"body of {length} bytes exceeds max_request_bytes={max_request_bytes}")
+        signal = signals[path]
+        ingest.admit(declared, signal)
+        body = await _read_body(receive, max_request_bytes, body_timeout)
+        if body is None:
+            return None
+        decode = (body, content_type, encoding, max_decompressed_bytes, signal)
+        if len(body) > _INLINE_DECODE_BYTES or content_type == _JSON:
+            # Large or JSON bodies are decoded on a thread: the loop keeps serving.
+            request, rejected, first = await asyncio.to_thread(decode_http_body, *decode)
+        else:
+            request, rejected, first = decode_http_body(*decode)
+        result = await ingest.accept(request, len(body), None, signal)
         rejected += result.rejected
         first = first or result.message
         if rejected and not result.accepted:
-            await error(400, _INVALID_ARGUMENT, first)
-            return
-        if json:
-            body = (
-                orjson.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": first}})
-                if rejected
-                else b"{}"
-            )
-        else:
-            body = _reply(signal, rejected, first)
-        await _respond(send, 200, body, reply_type)
+            raise BadRequest(400, first, "")
+        if content_type == _PROTOBUF:
+            return _reply(signal, rejected, first)
+        if not rejected:
+            return b"{}"
+        return orjson.dumps({"partialSuccess": {"rejectedSpans": str(rejected), "errorMessage": first}})
 
     return app
 
 
-async def _refuse(error: Callable[..., Awaitable[None]], refusal: Refusal) -> None:
-    seconds = str(max(1, round(refusal.retry_after))).encode()
-    await error(503, _UNAVAILABLE, refusal.message, [(b"retry-after", seconds)])
+async def _read_body(receive: _Receive, limit: int, body_timeout: float) -> bytes | None:
+    """A request's body, None if the client went away. Each chunk must come within
+    ``body_timeout``, and the whole body by a deadline that grows with what arrived
+    (:data:`MIN_BODY_RATE`): a byte every few seconds cannot hold a slot."""
+    chunks: list[bytes] = []
+    size = 0
+    started = time.monotonic()
+    while True:
+        left = started + body_timeout + size / MIN_BODY_RATE - time.monotonic()
+        try:
+            message = await asyncio.wait_for(receive(), max(0.0, min(body_timeout, left)))
+        except asyncio.TimeoutError:
+            why = (
+                f"no body data for {body_timeout:g} s"
+                if left > body_timeout
+                else f"body slower than {MIN_BODY_RATE // 1024} KiB/s after {body_timeout:g} s"
+            )
+            raise BadRequest(408, why, "slow_body", _CLOSE) from None
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if size > limit:
+            raise BadRequest(413, f"body exceeds max_request_bytes={limit}", "too_large", _CLOSE)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

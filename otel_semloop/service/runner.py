@@ -1,21 +1,15 @@
 """Running the service: as the whole process until a signal (:func:`serve`, ``otel-semloop
-serve``), or on a background thread (:class:`ServiceThread`: tests, embedding in a
-program that has its own main loop).
+serve``), or on a background thread (:class:`ServiceThread`: tests, embedding).
 
-Signals: SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and
-wake the loop; they do not depend on asyncio's wakeup pipe, which a burst of traffic can
-fill ("Exception ignored when trying to write to the signal wakeup fd"), losing the
-signal. A watcher also polls the flag, so the first SIGTERM always starts the drain.
-
-What only a process that is the service does: raise the file-descriptor soft limit to the
-hard one (the exporter can always open its sockets), and once started freeze what exists
-out of the cyclic garbage collector (:func:`_settle_collector`).
+SIGINT/SIGTERM handlers are plain ``signal.signal`` handlers that set a flag and wake the
+loop, and a watcher polls the flag too: asyncio's wakeup pipe can be full under load, and
+the first SIGTERM must always start the drain. A process that is the service also raises
+its file-descriptor soft limit to the hard one, so the exporter can open its sockets.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 import signal
 import threading
@@ -30,11 +24,8 @@ __all__ = ["ServiceThread", "run_until_signal", "serve"]
 _logger = logging.getLogger("otel_semloop.service")
 
 
-async def run_until_signal(service: SemloopService, *, own_process: bool = False) -> bool:
-    """Run ``service`` until SIGINT or SIGTERM, then stop it (drain). Main thread only.
-    ``own_process``: the service is the whole process (``serve``): once started, what
-    exists then (modules, the scorer, the receivers) is frozen out of the cyclic
-    garbage collector (:func:`_settle_collector`)."""
+async def run_until_signal(service: SemloopService) -> bool:
+    """Run ``service`` until SIGINT or SIGTERM, then stop it (drain). Main thread only."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     received = threading.Event()
@@ -56,8 +47,6 @@ async def run_until_signal(service: SemloopService, *, own_process: bool = False
     watcher = loop.create_task(watch())
     try:
         await service.start()
-        if own_process:
-            _settle_collector()
         await stop.wait()
         _logger.info(
             "otel-semloop: signal received; draining (up to %.0f s)", service.config.shutdown_timeout_seconds
@@ -83,25 +72,6 @@ def _raise_fd_limit() -> None:
         pass
 
 
-#: Allocations between two young-generation collections once the service runs (CPython's
-#: default is 700).
-_GC_YOUNG_THRESHOLD = 10_000
-
-
-def _settle_collector() -> None:
-    """Move everything alive after start-up to the collector's permanent generation and
-    collect the young generation less often: a full collection rescans every module, class
-    and gRPC object, which under load is CPU spent for nothing. What a request allocates
-    is mostly freed by reference counting before any collection; the spans held
-    (thousands of objects that live ``grace`` seconds) are what made the young
-    collections promote and rescan. Safe for a process that owns its heap: start-up
-    objects live as long as it does."""
-    gc.collect()
-    gc.freeze()
-    _, middle, old = gc.get_threshold()
-    gc.set_threshold(_GC_YOUNG_THRESHOLD, middle, old)
-
-
 def serve(config: ServiceConfig, scorer: Any = None) -> int:
     """Run the service in this (main) thread until SIGINT/SIGTERM. Exit status: 0 after a
     clean drain, 1 if spans were dropped or left unscored at shutdown, 2 if a receiver
@@ -111,7 +81,7 @@ def serve(config: ServiceConfig, scorer: Any = None) -> int:
     async def main() -> int:
         service = SemloopService(config, scorer=scorer)
         try:
-            clean = await run_until_signal(service, own_process=True)
+            clean = await run_until_signal(service)
         except (OSError, StartupError) as error:
             _logger.error("otel-semloop: %s", error)
             return 2

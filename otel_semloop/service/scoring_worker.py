@@ -1,30 +1,23 @@
 """A scoring process: the worker's side of :mod:`otel_semloop.service.processes`' pipe.
 
-A batch comes in pickled, as each release's spans (protobuf wire bytes), whether the
-release is partial and its GenAI log events (:mod:`otel_semloop.service.logs`; put on
-their spans by ``evaluate``). Each release is scored as every front door scores one: its spans held
-as :class:`~otel_semloop.service.held.Held` (without envelopes), read and scored by
-:func:`~otel_semloop.release.evaluate` and patched by
-:func:`~otel_semloop.release.written_back` through the service's own adapter, with the
-cyclic collector paused for the batch. Per release a :class:`Scored` goes back (None
-without agent steps, or the exception its scoring raised): the service process then only
-swaps the patched spans' bytes in and reads no finding.
-
-This module imports no gRPC or asyncio machinery: the fork server preloads it, and the
-workers forked from it start with the scoring code imported.
+A batch comes in pickled: per release its spans' wire bytes, whether it is partial and its
+GenAI log events. Each release is scored as every front door scores one, by
+:func:`~otel_semloop.release.evaluate` and :func:`~otel_semloop.release.written_back`
+through the service's own adapter; a :class:`Scored` goes back per release (None without
+agent steps, or the exception its scoring raised). This module imports no gRPC or asyncio:
+the fork server preloads it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import json
 import pickle
 from typing import Any
 
 from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import Release, ReleaseReason
-from otel_semloop.model import SpanRecord, Trace
+from otel_semloop.model import Trace
 from otel_semloop.redact import safe_text
 from otel_semloop.release import evaluate, written_back
 from otel_semloop.scoring import DetectorScorer, collector_paused
@@ -50,9 +43,6 @@ class Scored:
     #: The index of the root span (the one the verdict is written on) among the
     #: release's spans, -1 when there is none.
     root_index: int
-    #: The root as the loop log line reads it (ids, name, ``gen_ai.agent.name``), None
-    #: when there is no root.
-    root: SpanRecord | None
     #: ``(span index, patched wire bytes)`` for each span the verdict changed.
     patched: list[tuple[int, bytes]]
     #: The service's loop log line (:func:`loop_summary`) for a loop, else None.
@@ -67,9 +57,6 @@ def worker_main(conn: Any, mode: str) -> None:
     or an exception out, until the pipe closes."""
     scorer = DetectorScorer(mode=mode)  # type: ignore[arg-type]
     score_release([], False, scorer)  # imports done before the worker reports ready
-    # What start-up left alive lives as long as the process: out of the collector's sight.
-    gc.collect()
-    gc.freeze()
     conn.send_bytes(READY)
     while True:
         try:
@@ -112,20 +99,8 @@ def score_release(
     # PROTO_SPANS patches a span in place, decoding it: a span without its bytes changed.
     patched = [(index, span.serialized()) for index, span in enumerate(held) if span.wire is None]
     trace, verdict = evaluation.trace, evaluation.verdict
-    root_record = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
-    root_index, root = -1, None
-    if root_record is not None:
-        root_index = held.index(root_record.source)
-        agent = root_record.attributes.get("gen_ai.agent.name")
-        root = SpanRecord(
-            root_record.trace_id,
-            root_record.span_id,
-            "",
-            root_record.name,
-            0,
-            0,
-            {"gen_ai.agent.name": agent} if isinstance(agent, str) and agent else {},
-        )
+    root = trace.spans.get(trace.root_span_id) if trace.root_span_id else None
+    root_index = held.index(root.source) if root is not None else -1
     summary = loop_summary(trace, verdict) if verdict.label is Label.LOOP else None
     gained = outcome.root_attributes.items()
     cost = {key: value for key, value in gained if key.startswith(("semloop.loop.", "semloop.trace."))}
@@ -133,7 +108,7 @@ def score_release(
     sent = dataclasses.replace(
         verdict, findings=(), lexical=None, in_loop_span_ids=frozenset(), calibration={}
     )
-    return Scored(sent, root_index, root, patched, summary, cost)
+    return Scored(sent, root_index, patched, summary, cost)
 
 
 def loop_summary(trace: Trace, verdict: Verdict) -> str:

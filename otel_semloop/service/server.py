@@ -1,21 +1,15 @@
-"""The collector service: receivers, pipeline and exporter on one asyncio loop.
+"""The collector service: receivers, pipeline and exporters on one asyncio loop.
 
-:class:`SemloopService` is the whole thing as an object (``await start()``,
-``await stop()``); :mod:`.runner` runs it until SIGINT/SIGTERM (``otel-semloop serve``)
-or on a background thread; :mod:`.listeners` builds the gRPC server and uvicorn.
+:class:`SemloopService` is the whole thing as an object (``await start()``, ``await
+stop()``); :mod:`.runner` runs it until SIGINT/SIGTERM or on a background thread. The
+receivers, the buffer's tick and the exporters share the loop's thread, so the
+:class:`~otel_semloop.grouping.TraceBuffer` needs no lock; scoring and large decodes run
+off it. Admission (refuse retryably before anything is acknowledged) and the shutdown
+order (stop accepting, release every held trace, score within 80% of
+``shutdown_timeout_seconds``, send what is queued in the rest, count what is left) are
+described in ``docs/service.md``.
 
-Why one loop: ``grpc.aio`` and uvicorn both run on asyncio, so the receivers, the buffer's
-tick and the exporter share one thread and the :class:`~otel_semloop.grouping.TraceBuffer`
-is used without a lock, as it requires. Scoring runs off the loop; large JSON bodies are
-decoded off it too.
-
-Admission (:meth:`SemloopService.admit`: refuse retryably before anything is
-acknowledged), the connection limits and the shutdown order (stop accepting, release every
-held trace, score within 80% of ``shutdown_timeout_seconds``, send what is queued in the
-rest, count what is left) are described in ``docs/service.md``.
-
-Size: start and stop live together because shutdown undoes start in order, for both
-signals (spans and log records).
+Size: start and stop live together because shutdown undoes start in order.
 """
 
 from __future__ import annotations
@@ -31,21 +25,23 @@ from opentelemetry import metrics
 
 from otel_semloop.evaluation import EvaluationPublisher
 from otel_semloop.scoring import Scorer
-from otel_semloop.service.config import ServiceConfig
+from otel_semloop.service.config import ServiceConfig, Signal
 from otel_semloop.service.exporter import ExportQueue, make_sender
-from otel_semloop.service.held import Accepted, Held, prepare
+from otel_semloop.service.held import WIRE, Accepted, Held, Prepared, count_items, prepare
 from otel_semloop.service.listeners import HttpListener, start_grpc, start_http
-from otel_semloop.service.logs import LogRecords
-from otel_semloop.service.observability import AdminServer, Health, ServiceTelemetry, build_meter_provider
+from otel_semloop.service.logs import LogRecords, PreparedLogs, prepare_logs
+from otel_semloop.service.observability import AdminServer, Health, build_meter_provider
 from otel_semloop.service.pipeline import Pipeline
 from otel_semloop.service.processes import WORKER_DEPTH, ScoringProcesses, WorkerDied, runs_in_workers
 from otel_semloop.service.receiver import Refusal
+from otel_semloop.telemetry import SelfTelemetry
 
 __all__ = ["SemloopService"]
 
 _logger = logging.getLogger("otel_semloop.service")
-#: Requests with more spans than this are checked and copied on a thread.
-_INLINE_SPANS = 2000
+#: Requests with more items than this are checked and copied on a thread.
+_INLINE_ITEMS = 2000
+_PREPARE = {"traces": prepare, "logs": prepare_logs}
 _SCORING_SHARE = 0.8
 #: Receivers push back once the oldest trace waiting for its verdict has used this share of
 #: its scoring budget (scoring fell behind).
@@ -77,19 +73,17 @@ class SemloopService:
         if meter_provider is None:
             self._own_meter_provider, self._prometheus_registry = build_meter_provider(config)
             meter_provider = self._own_meter_provider
-        self._telemetry = ServiceTelemetry(meter_provider, self._gauges, config.metric_agent_names)
+        self._telemetry = SelfTelemetry(meter_provider, self._gauges, "service", config.metric_agent_names)
         self.health = Health(stall_after=max(10.0, config.tick_seconds * 100))
         self._admin: list[AdminServer] = []
         self._pipeline: Pipeline | None = None
         self._evaluations: EvaluationPublisher | None = None
-        self._exports: ExportQueue | None = None
-        #: The logs signal: its ingest and hold, its export queue and sender.
+        #: Each signal's export queue (with its sender).
+        self._exports: dict[Signal, ExportQueue] = {}
+        #: The GenAI log events held for their traces.
         self.logs: LogRecords | None = None
-        self._log_exports: ExportQueue | None = None
-        self._log_sender: Any = None
         self._durable: Any = None
         self._processes: ScoringProcesses | None = None
-        self._sender: Any = None
         self._grpc_server: grpc.aio.Server | None = None
         self._http: HttpListener | None = None
         self._tasks: list[asyncio.Task[Any]] = []
@@ -104,25 +98,14 @@ class SemloopService:
 
     # -- Ingest (what the receivers call) ----------------------------------------------------
 
-    @property
-    def full(self) -> bool:
-        """True while receivers must refuse retryably (export queue at its watermark)."""
-        return self._exports is not None and self._exports.full
-
-    @property
-    def durable(self) -> Any:
-        """The durable queue, or None."""
-        return self._durable
-
-    def admit(self, size: int, exports: ExportQueue | None = None) -> None:
+    def admit(self, size: int, signal: Signal = "traces") -> None:
         """Raise :class:`Refusal` if a request of ``size`` bytes must wait (see the module
-        docstring); nothing is held yet. ``exports``: the queue the request's data goes to
-        (default: the spans' one)."""
+        docstring); nothing is held yet."""
         reason = None
-        full = self.full if exports is None else exports.full
-        if self._draining or self._pipeline is None:
+        exports = self._exports.get(signal)
+        if self._draining or self._pipeline is None or exports is None:
             reason, message = "draining", "otel-semloop: shutting down; send to another replica or retry"
-        elif full:
+        elif exports.full:
             reason, message = "export_queue_full", "otel-semloop: export queue full (downstream slow or down)"
         elif self.accepted_bytes and self.accepted_bytes + size > self.config.memory_limit_bytes:
             reason, message = "memory", "otel-semloop: memory limit reached; retry later"
@@ -149,31 +132,47 @@ class SemloopService:
         slack = self._pipeline.scoring_slack(now)
         return slack is not None and slack < budget * _SLACK_SHARE
 
-    def refused(self, reason: str, spans: int = 0) -> None:
+    def refused(self, reason: str) -> None:
         self._telemetry.add("semloop.requests.refused", reason)
-        if spans:
-            self._telemetry.add("semloop.spans.refused", reason, spans)
 
-    async def accept(self, request: Any, size: int, raw: bytes | None = None) -> Accepted:
-        """Hold a decoded request's spans (after :meth:`admit`). With a durable queue the
-        request is on disk before this returns (and so before the sender's ack)."""
-        assert self._pipeline is not None
-        self.admit(size)
+    async def accept(
+        self, request: Any, size: int, raw: bytes | None = None, signal: Signal = "traces"
+    ) -> Accepted:
+        """Hold a decoded request of ``signal`` (after :meth:`admit`). With a durable queue
+        the request is on disk before this returns (and so before the sender's ack)."""
+        self.admit(size, signal)
         ticket = 0
         if self._durable is not None:
-            ticket = await self._durable.append(raw if raw is not None else request.SerializeToString())
-        spans = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-        if spans > _INLINE_SPANS:
-            # Checking and copying a large request's spans takes a while: on a thread, so
-            # that the loop keeps serving the other requests meanwhile.
+            ticket = await self._durable.append(
+                raw if raw is not None else request.SerializeToString(), signal
+            )
+        prepare = _PREPARE[signal]
+        if count_items(request) > _INLINE_ITEMS:
+            # Copying a large request's items takes a while: on a thread, so that the loop
+            # keeps serving the other requests meanwhile.
             prepared = await asyncio.to_thread(prepare, request, size, ticket)
         else:
             prepared = prepare(request, size, ticket)
-        result = self._pipeline.hold(prepared)
+        result = self._hold(prepared)
         if self._durable is not None:
             self._durable.track(ticket, result.accepted)
-        self.accepted_bytes += sum(held.cost for _, _, held in prepared.spans)
-        self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
+        return result
+
+    def receive(
+        self, request: Any, size: int = 0, ticket: int = 0, skip: Any = None, signal: Signal = "traces"
+    ) -> Accepted:
+        """Hold a request without admission or the durable queue (a durable replay); ``skip``
+        names the items already delivered."""
+        return self._hold(_PREPARE[signal](request, size, ticket, skip))
+
+    def _hold(self, prepared: Prepared | PreparedLogs) -> Accepted:
+        assert self._pipeline is not None and self.logs is not None
+        if isinstance(prepared, PreparedLogs):
+            result = self.logs.hold(prepared)
+        else:
+            result = self._pipeline.hold(prepared)
+            self._telemetry.add("semloop.spans.received", "accepted", result.accepted)
+        self.accepted_bytes += prepared.cost
         return result
 
     def _settle(self, batch: list[Held]) -> Any:
@@ -191,18 +190,15 @@ class SemloopService:
         cannot be bound (nothing is left running then)."""
         config = self.config
         loop = asyncio.get_running_loop()
-        self._sender = make_sender(config)
         self._evaluations = EvaluationPublisher.for_exporter(
             config.export_endpoint,
             config.export_protocol,
             config.export_headers,
             config.export_timeout,
         )
-        self._exports = ExportQueue(config, self._sender, self._telemetry, settle=self._settle)
-        self._log_sender = make_sender(config, "logs")
-        self._log_exports = ExportQueue(
-            config, self._log_sender, self._telemetry, settle=self._settle, signal="logs"
-        )
+        for signal in WIRE:
+            sender = make_sender(config, signal)
+            self._exports[signal] = ExportQueue(config, sender, self._telemetry, self._settle, signal)
         try:
             if config.scoring_processes and runs_in_workers(self._scorer):
                 # Warm workers before ready: the first traces must not wait for a boot.
@@ -221,62 +217,63 @@ class SemloopService:
                     _logger.warning("otel-semloop: scoring on threads: %s", error)
                     self._processes = None
             self._pipeline = Pipeline(
-                config, self._forward, self._scorer, self._telemetry, self._evaluations, self._processes
+                config,
+                self._exports["traces"].put,
+                self._scorer,
+                self._telemetry,
+                self._evaluations,
+                self._processes,
             )
             self.logs = LogRecords(
-                self, self._pipeline, self._log_exports, self._telemetry, config.max_log_events
+                self._pipeline, self._exports["logs"], self._telemetry, config.max_log_events
             )
             self._start_admin()
             if config.durable_queue:
                 from otel_semloop.service.durable import DurableQueue
 
                 self._durable = DurableQueue(config.durable_queue, config.durable_queue_bytes)
-                replayed = self._durable.replay(self._pipeline, self.logs)
-                for size in replayed.values():
-                    self.accepted_bytes += size
+                replayed = self._durable.replay(self)
                 if replayed:
                     self._pipeline.release_held()  # nothing else is held yet
                     _logger.info(
                         "otel-semloop: durable queue %s: %d unfinished requests replayed",
                         config.durable_queue,
-                        len(replayed),
+                        replayed,
                     )
             if config.grpc:
                 self._grpc_server, self.grpc_port = await start_grpc(self, config)
             if config.http:
-                self._http = await start_http(self, config, self.refused)
+                self._http = await start_http(self, config)
                 self.http_port = self._http.port
         except BaseException:
             await self._close_receivers()
             await self._close_rest()
             raise
         self._tasks.append(loop.create_task(self._pipeline.run()))
-        self._tasks.append(loop.create_task(self._exports.run()))
-        self._tasks.append(loop.create_task(self._log_exports.run()))
+        self._tasks.extend(loop.create_task(exports.run()) for exports in self._exports.values())
         self._tasks.append(loop.create_task(self._heartbeat()))
-        self.health.set("ready")
+        self.health.state = "ready"
         _logger.info(
             "otel-semloop: serving OTLP on grpc %s, http %s; exporting traces to %s, logs to %s",
             f"{config.grpc} (port {self.grpc_port})" if config.grpc else "-",
             f"{config.http} (port {self.http_port})" if config.http else "-",
-            self._sender.describe(),
-            self._log_sender.describe(),
+            self._exports["traces"].sender.describe(),
+            self._exports["logs"].sender.describe(),
         )
         _logger.info("otel-semloop: options: %s", config.describe() or "defaults")
 
     def _start_admin(self) -> None:
-        config = self.config
-        if config.health and config.prometheus and config.health == config.prometheus:
-            server = AdminServer(config.health, "health", self.health, self._prometheus_registry).start()
-            self._admin.append(server)
-            self.health_port = self.prometheus_port = server.port
-            return
+        """The health and Prometheus endpoints, on one listener when they share an address."""
+        config, registry = self.config, self._prometheus_registry
+        shared = config.health is not None and config.health == config.prometheus
         if config.health:
-            server = AdminServer(config.health, "health", self.health).start()
+            server = AdminServer(config.health, "health", self.health, registry if shared else None).start()
             self._admin.append(server)
             self.health_port = server.port
-        if config.prometheus and self._prometheus_registry is not None:
-            server = AdminServer(config.prometheus, "prometheus", None, self._prometheus_registry).start()
+            if shared:
+                self.prometheus_port = server.port
+        if config.prometheus and registry is not None and not shared:
+            server = AdminServer(config.prometheus, "prometheus", None, registry).start()
             self._admin.append(server)
             self.prometheus_port = server.port
 
@@ -288,51 +285,20 @@ class SemloopService:
             return True
         self._stopped = True
         self._draining = True
-        self.health.set("draining")
+        self.health.state = "draining"
         timeout = self.config.shutdown_timeout_seconds if timeout is None else timeout
-        started = time.monotonic()
-        deadline = started + timeout
+        deadline = time.monotonic() + timeout
         await self._close_receivers()
         clean = True
-        if self._pipeline is not None and self._exports is not None and self._log_exports is not None:
+        if self._pipeline is not None and self._exports:
             scoring_deadline = time.monotonic() + max(0.0, deadline - time.monotonic()) * _SCORING_SHARE
             clean = await self._pipeline.drain(scoring_deadline)
-            left_spans, left_logs = await asyncio.gather(
-                self._exports.drain(deadline),
-                self._log_exports.drain(deadline),
-            )
-            if left_logs:
-                clean = False
-                if self._durable is None:
-                    self._telemetry.add("semloop.export.log_records.dropped", "shutdown", left_logs)
-                _logger.error(
-                    "otel-semloop: shutdown: %d log records not delivered to %s within %.1f s%s",
-                    left_logs,
-                    self._log_sender.describe(),
-                    timeout,
-                    "; they stay in the durable queue" if self._durable is not None else "; dropped",
-                )
-            left = left_spans
-            if left:
-                clean = False
-                if self._durable is None:
-                    self._telemetry.add("semloop.export.dropped", "shutdown", left)
-                    _logger.error(
-                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; dropped "
-                        "(acknowledged spans survive a slow or down downstream with --durable-queue "
-                        "FILE; or give the drain more time: --shutdown-timeout-seconds)",
-                        left,
-                        self._sender.describe(),
-                        timeout,
-                    )
-                else:
-                    _logger.warning(
-                        "otel-semloop: shutdown: %d spans not delivered to %s within %.1f s; they stay in "
-                        "the durable queue and go out after the restart",
-                        left,
-                        self._sender.describe(),
-                        timeout,
-                    )
+            queues = list(self._exports.values())
+            left = await asyncio.gather(*(exports.drain(deadline) for exports in queues))
+            for exports, items in zip(queues, left, strict=True):
+                if items:
+                    clean = False
+                    self._left_at_shutdown(exports, items, timeout)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -340,8 +306,23 @@ class SemloopService:
                 await task
         self._tasks.clear()
         await self._close_rest()
-        self.health.set("stopped")
+        self.health.state = "stopped"
         return clean
+
+    def _left_at_shutdown(self, exports: ExportQueue, items: int, timeout: float) -> None:
+        where = f"{items} {exports.items} not delivered to {exports.sender.describe()} within {timeout:.1f} s"
+        if self._durable is not None:
+            _logger.warning(
+                "otel-semloop: shutdown: %s; they stay in the durable queue and go out after the restart",
+                where,
+            )
+            return
+        exports.count_dropped("shutdown", items)
+        _logger.error(
+            "otel-semloop: shutdown: %s; dropped (acknowledged data survives a slow or down downstream "
+            "with --durable-queue FILE; or give the drain more time: --shutdown-timeout-seconds)",
+            where,
+        )
 
     def stats(self) -> dict[str, int]:
         """Counters and gauges as a flat dict without the ``semloop.`` prefix, e.g.
@@ -361,21 +342,15 @@ class SemloopService:
             self.health.beat()
             await asyncio.sleep(min(1.0, self.config.tick_seconds * 10))
 
-    def _forward(self, spans: list[Any]) -> None:
-        assert self._exports is not None
-        self._exports.put(spans)
-
     def _gauges(self) -> dict[str, int]:
-        pipeline, exports = self._pipeline, self._exports
+        pipeline, exports, logs = self._pipeline, self._exports, self._exports.get("logs")
         return {
             "semloop.spans.held": pipeline.buffer.held_spans if pipeline is not None else 0,
             "semloop.traces.held": pipeline.buffer.held_traces if pipeline is not None else 0,
-            "semloop.export.pending": exports.pending if exports is not None else 0,
-            "semloop.export.log_records.pending": self._log_exports.pending
-            if self._log_exports is not None
-            else 0,
+            "semloop.export.pending": exports["traces"].pending if exports else 0,
+            "semloop.export.log_records.pending": logs.pending if logs is not None else 0,
             "semloop.log_records.held": self.logs.held.held if self.logs is not None else 0,
-            "semloop.export.down": int(exports.down) if exports is not None else 0,
+            "semloop.export.down": int(exports["traces"].down) if exports else 0,
             "semloop.scorers.stuck": pipeline.stuck if pipeline is not None else 0,
             "semloop.memory.accepted": self.accepted_bytes,
             "semloop.durable.pending": self._durable.pending if self._durable is not None else 0,
@@ -393,10 +368,9 @@ class SemloopService:
         if self._processes is not None:
             await asyncio.to_thread(self._processes.close)
             self._processes = None
-        for sender in (self._sender, self._log_sender):
-            if sender is not None:
-                with contextlib.suppress(Exception):
-                    await sender.close()
+        for exports in self._exports.values():
+            with contextlib.suppress(Exception):
+                await exports.sender.close()
         if self._durable is not None:
             with contextlib.suppress(Exception):
                 await self._durable.close()

@@ -7,6 +7,7 @@ messages (indexed or in events) made on first read."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -16,16 +17,30 @@ from hypothesis import strategies as st
 from otel_semloop.conventions import read_step
 from otel_semloop.messages import (
     EventMessages,
+    _collect,
+    _in_order,
     event_messages,
-    first_indexed,
-    indexed_messages,
     llm_event_messages,
     llm_indexed_messages,
 )
 from otel_semloop.model import EventRecord, SpanRecord, StepKind
 from tests.core.test_builder_fuzz import json_values
 
+# -- the plain readings the fast paths are held to ----------------------------------------------
+
+
+def indexed_messages(attrs: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """Every prefix's indexed message attributes as message dicts, in index order."""
+    return {prefix: _in_order(by_index) for prefix, by_index in _collect(attrs.items()).items()}
+
+
+def first_indexed(indexed: Mapping[str, list[dict[str, Any]]], *prefixes: str) -> Any:
+    """The messages of the first of ``prefixes`` that has any."""
+    return next((indexed[prefix] for prefix in prefixes if indexed.get(prefix)), None)
+
+
 # -- a tool step's result --------------------------------------------------------------------
+
 
 def test_a_tool_result_is_decoded_once_but_as_the_result_not_as_the_enveloped_output() -> None:
     attributes = {

@@ -28,6 +28,7 @@ from otel_semloop.builder import build_trace
 from otel_semloop.conventions import read_step, step_kind
 from otel_semloop.handoffs import handoff_target
 from otel_semloop.model import EventRecord, SpanRecord, Step, StepKind, peek_input
+from tests.core.test_build_fast_paths import first_indexed, indexed_messages
 from tests.core.test_builder_fuzz import KEYS, attribute_values, json_values, message_like
 
 TRACE = "0" * 31 + "1"
@@ -256,9 +257,9 @@ def _eager(record: SpanRecord, kind: StepKind) -> dict[str, Any]:
         step_in = attrs.get("gen_ai.input.messages")
         step_out = attrs.get("gen_ai.output.messages")
         if not step_in or not step_out:
-            indexed = msg.indexed_messages(attrs)
-            step_in = step_in or msg.first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
-            step_out = step_out or msg.first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
+            indexed = indexed_messages(attrs)
+            step_in = step_in or first_indexed(indexed, "llm.input_messages", "gen_ai.prompt")
+            step_out = step_out or first_indexed(indexed, "llm.output_messages", "gen_ai.completion")
     if step_in is None:
         step_in = _first_present(attrs, *cv._INPUT_KEYS)
     if step_out is None:

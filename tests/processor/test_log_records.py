@@ -5,6 +5,7 @@ emits them)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,7 +17,9 @@ from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter, SimpleLogR
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags, set_span_in_context
 
 from otel_semloop.conventions import LogEvent
+from otel_semloop.grouping import TraceBuffer
 from otel_semloop.processor.logs import HeldLogs
+from otel_semloop.processor.worker import SpanEvents
 from tests.support.log_record_agent import CHAT, ROUNDS, SPANS
 from tests.support.log_record_agent import chat_agent_with_log_records as log_record_agent
 from tests.support.processor_support import Pipeline, pipeline, root_of
@@ -115,6 +118,26 @@ def test_the_cap_drops_the_oldest_records_and_counts_them() -> None:
         assert line.processor.stats()["logs.held"] == 0
 
 
+def test_emitting_a_record_does_not_wait_for_the_processor_lock() -> None:
+    with span_and_log_pipeline(idle_seconds=30) as (line, logs):
+        with line.tracer.start_as_current_span("chat fake-gpt", attributes=CHAT) as span:
+            emitted = threading.Event()
+
+            def emit() -> None:
+                context = set_span_in_context(span)  # another thread: the span passed explicitly
+                logs.logger.emit(event_name="gen_ai.user.message", body={"content": "hi"}, context=context)
+                emitted.set()
+
+            with line.processor._lock:  # the worker, a flush or stats() holding it
+                thread = threading.Thread(target=emit)
+                thread.start()
+                returned = emitted.wait(5)
+            thread.join()
+            assert returned
+            assert line.processor.stats()["logs.held"] == 1  # held once the lock is free
+        line.wait_exported(1)
+
+
 def event(span: int, text: str) -> LogEvent:
     return LogEvent(format(span, "016x"), "gen_ai.user.message", 0, {}, {"content": text})
 
@@ -137,6 +160,16 @@ def test_held_logs_drop_the_oldest_trace_oldest_event_first_and_release_by_trace
     assert held.take(2) == ()
     assert [e.body["content"] for e in held.take(3)] == ["e"]
     assert held.held == 0
+
+
+def test_a_record_past_a_full_event_queue_is_counted_not_queued() -> None:
+    events = SpanEvents(limit=1)
+    events.add_log(1, event(1, "a"))
+    events.add_log(1, event(1, "b"))  # the queue is full (the worker is not draining it)
+    held: HeldLogs[LogEvent] = HeldLogs(cap=10)
+    events.apply(TraceBuffer(), held)
+    assert [e.body["content"] for e in held.take(1)] == ["a"]
+    assert events.logs_dropped == 1
 
 
 class _Garbage:

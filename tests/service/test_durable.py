@@ -47,7 +47,9 @@ class _Intake:
     def __init__(self) -> None:
         self.held: list[Held] = []
 
-    def accept(self, request: object, size: int = 0, ticket: int = 0, skip: object = None) -> object:
+    def receive(
+        self, request: object, size: int = 0, ticket: int = 0, skip: object = None, signal: str = "traces"
+    ) -> object:
         prepared = prepare(request, size, ticket, skip)
         self.held.extend(held for _, _, held in prepared.spans)
         return prepared.result
@@ -67,7 +69,7 @@ def test_a_replay_sends_only_the_spans_of_a_request_not_yet_delivered(tmp_path: 
         queue.replay(_Intake())
         ticket = await queue.append(body)
         intake = _Intake()
-        intake.accept(request_of(spans), len(body), ticket)
+        intake.receive(request_of(spans), len(body), ticket)
         queue.track(ticket, len(intake.held))
         delivered = intake.held[:3]
         settled = queue.settle(delivered)
@@ -243,7 +245,7 @@ def test_a_full_disk_refuses_intake_says_so_once_and_recovers_with_the_delivery_
         queue.replay(_Intake())
         ticket = await queue.append(small)
         intake = _Intake()
-        intake.accept(request_of(spans), len(small), ticket)
+        intake.receive(request_of(spans), len(small), ticket)
         queue.track(ticket, len(intake.held))
         pages = queue._db.execute("PRAGMA page_count").fetchone()[0]
         queue._db.execute(f"PRAGMA max_page_count = {pages}")  # the disk is full

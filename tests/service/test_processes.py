@@ -32,6 +32,14 @@ def _release(index: int, loop: bool, reason: ReleaseReason = ReleaseReason.COMPL
     return Release(trace_key=spans[0].trace_id, spans=held, reason=reason, root_ended=True)
 
 
+def _evaluate(workers: ScoringProcesses, release: Release[Held], adapter: object, scorer: object) -> object:
+    """One release scored in a worker, its error raised."""
+    (result,) = workers.evaluate_many([release], adapter, scorer)  # type: ignore[arg-type]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
 def _attributes(outcome: Outcome[Held]) -> list[dict[str, object]]:
     out = []
     for held in outcome.spans:
@@ -69,8 +77,7 @@ def _pool(
         threads=1,
         max_stuck=1,
         budget=budget,
-        evaluator=workers.evaluate,
-        **batching,
+        **{"batch_evaluator": workers.evaluate_many, **batching},
     )
 
 
@@ -87,7 +94,7 @@ def workers() -> Iterator[ScoringProcesses]:
 def test_a_worker_process_writes_what_the_in_process_path_writes(workers: ScoringProcesses) -> None:
     scorer = Scorer()
     for index, loop, reason in ((1, True, ReleaseReason.COMPLETE), (2, False, ReleaseReason.IDLE)):
-        remote = workers.evaluate(_release(index, loop, reason), PROTO_SPANS, scorer)
+        remote = _evaluate(workers, _release(index, loop, reason), PROTO_SPANS, scorer)
         local = evaluate(_release(index, loop, reason), PROTO_SPANS, scorer)
         assert remote is not None and local is not None
         _assert_same_verdict_as_the_service_reads_it(remote.verdict, local.verdict)
@@ -102,35 +109,29 @@ def test_a_worker_process_writes_what_the_in_process_path_writes(workers: Scorin
     assert workers.started == 1
 
 
-def test_without_evaluation_records_the_root_is_not_decoded_and_the_loop_line_is_the_same(
-    workers: ScoringProcesses,
-) -> None:
-    """Without evaluation records the worker makes the loop log line and the service
-    decodes no root, and logs and writes what the in-process path does."""
+def test_the_worker_makes_the_loop_line_the_in_process_path_would_log(workers: ScoringProcesses) -> None:
+    """The worker makes the loop log line, and the service logs and writes what the
+    in-process path does."""
     from otel_semloop.service.scoring_worker import loop_summary
 
-    workers.full_roots = False
-    try:
-        for index, loop in ((7, True), (8, False)):
-            local = evaluate(_release(index, loop), PROTO_SPANS, Scorer())
-            remote = workers.evaluate(_release(index, loop), PROTO_SPANS, Scorer())
-            assert remote is not None and local is not None
-            root = remote.trace.spans[remote.trace.root_span_id]
-            assert root.attributes == {"gen_ai.agent.name": "researcher"}
-            assert root.name == "invoke_agent researcher"
-            assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, index).hex()
-            if loop:
-                assert local.verdict.fired_signals  # the line names them
-                assert remote.summary == loop_summary(local.trace, local.verdict)
-            else:
-                assert remote.summary is None
-            _assert_same_verdict_as_the_service_reads_it(remote.verdict, local.verdict)
-            # and the spans written back are still the in-process ones
-            out = written_back(_release(index, loop), PROTO_SPANS, remote)
-            assert out.label == local.verdict.label.value
-            assert _attributes(out) == _attributes(written_back(_release(index, loop), PROTO_SPANS, local))
-    finally:
-        workers.full_roots = True
+    for index, loop in ((7, True), (8, False)):
+        local = evaluate(_release(index, loop), PROTO_SPANS, Scorer())
+        remote = _evaluate(workers, _release(index, loop), PROTO_SPANS, Scorer())
+        assert remote is not None and local is not None
+        root = remote.trace.spans[remote.trace.root_span_id]
+        assert root.attributes["gen_ai.agent.name"] == "researcher"
+        assert root.name == "invoke_agent researcher"
+        assert remote.trace.trace_id == local.trace.trace_id == trace_id_of(77, index).hex()
+        if loop:
+            assert local.verdict.fired_signals  # the line names them
+            assert remote.summary == loop_summary(local.trace, local.verdict)
+        else:
+            assert remote.summary is None
+        _assert_same_verdict_as_the_service_reads_it(remote.verdict, local.verdict)
+        # and the spans written back are still the in-process ones
+        out = written_back(_release(index, loop), PROTO_SPANS, remote)
+        assert out.label == local.verdict.label.value
+        assert _attributes(out) == _attributes(written_back(_release(index, loop), PROTO_SPANS, local))
 
 
 def test_a_loop_span_already_carrying_semloop_in_loop_keeps_one_such_attribute(
@@ -146,7 +147,7 @@ def test_a_loop_span_already_carrying_semloop_in_loop_keeps_one_such_attribute(
             common_pb2.KeyValue(key="semloop.in_loop", value=common_pb2.AnyValue(bool_value=False))
         )
     local = evaluate(_release(9, True), PROTO_SPANS, Scorer())
-    remote = workers.evaluate(release, PROTO_SPANS, Scorer())
+    remote = _evaluate(workers, release, PROTO_SPANS, Scorer())
     assert remote is not None and local is not None
     out = written_back(release, PROTO_SPANS, remote)
     flagged = 0
@@ -225,10 +226,10 @@ def test_a_worker_busy_on_one_trace_past_kill_after_is_terminated(workers: Scori
     os.kill(pid, signal.SIGSTOP)  # hangs as a runaway detector would
     started = time.monotonic()
     with pytest.raises(WorkerDied):
-        workers.evaluate(_release(5, True), PROTO_SPANS, Scorer())
+        _evaluate(workers, _release(5, True), PROTO_SPANS, Scorer())
     assert 1.0 <= time.monotonic() - started < 15
     assert workers.killed == 1
-    assert workers.evaluate(_release(6, False), PROTO_SPANS, Scorer()) is not None
+    assert _evaluate(workers, _release(6, False), PROTO_SPANS, Scorer()) is not None
 
 
 def test_only_the_default_scorer_runs_in_workers() -> None:
@@ -287,7 +288,7 @@ def test_two_threads_share_a_worker_each_gets_its_own_replies_and_both_learn_of_
         for thread in threads:
             thread.join(60)
         assert all(len(results[n]) == 1 and isinstance(results[n][0], WorkerDied) for n in (4, 5))
-        assert workers.evaluate(_release(399, True), PROTO_SPANS, Scorer()) is not None
+        assert _evaluate(workers, _release(399, True), PROTO_SPANS, Scorer()) is not None
         assert workers.started == 2
     finally:
         workers.close()

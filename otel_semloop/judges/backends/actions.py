@@ -1,43 +1,35 @@
 """What the recorded actions say about progress: the deterministic half of the local judge.
 
 The local judge (:mod:`otel_semloop.judges.backends.local`) reads a pair of judged steps by
-their actions first (tool calls with arguments and results, as they appear in the judge's
-``state``) and by meaning only when there are none. This module is the action half: when
-two calls are the same action, what each call's *outcome* was, and which repetitions a later
-call resolved. Every rule is about evidence in the trace, and each errs toward "not stuck"
-when the evidence is missing, because a judge may add a detection only when it has evidence
-for it.
+their actions first (tool calls with arguments and results, as in the judge's ``state``)
+and by meaning only when there are none. This module is the action half: when two calls
+are the same action, what each call's *outcome* was, and which repetitions a later call
+resolved. Every rule errs toward "not stuck" when evidence is missing: a judge may add a
+detection only with evidence for it.
 
 Same action
-    Same tool, and every argument the two calls share has the same value after
-    normalisation (case, whitespace, ``./`` and trailing ``/`` on paths, near-identical
-    strings): an added flag or a reordered key is cosmetic, a different file or query is not.
+    Same tool, and every argument the two share equal after normalisation (case,
+    whitespace, ``./`` and trailing ``/`` on paths, near-identical strings): an added flag
+    or a reordered key is cosmetic, a different file or query is not.
 
 Outcome
-    A call's outcome is its status (ok, or failed with an error class) and its result text.
-    Two outcomes are *the same* (same status and, for successes, the same result), *changed*
-    (a different status or a different result: new information), or *unknown*: a success
-    whose result the trace did not record (``"result": null`` in the state; tracing without
-    content capture) proves nothing about novelty, so a repeat of it is undecided, neither
-    stuck nor progress. Two failures of the same class are the same outcome whatever the
-    message (unrecorded messages included).
+    A call's status (ok, or failed with an error class) and result text. Two outcomes are
+    *the same*, *changed* (new information), or *unknown*: a success whose result was not
+    recorded (``"result": null``) proves nothing, so a repeat of it is undecided. Two
+    failures of the same class are the same outcome whatever the message.
 
 Resolved repetition (an *ended wait*)
-    When the same action returned the same outcome at least twice in a row and a later call
-    of it *succeeds with an outcome it never had before*, the repetition was waiting on something
-    outside the agent that has now changed: transient failures that a retry got past (a
-    429, a timeout, then the answer), or a poll whose final result differs (``PENDING``
-    ... ``SUCCEEDED``). Every step from the first of those repeats to the resolving call is
-    the wait, including steps interleaved with it whose actions all recur inside it (the
-    ``sleep`` between polls), so no pair inside it counts as stuck. A failed model call
-    (an LLM step with an error and no actions) is the model call itself as an action (its
-    name and input): the same input answered later resolves earlier failures of it. A run
-    that never gets a different successful outcome (a storm that never recovers, a poll
-    that never ends) is not resolved.
+    When the same action returned the same outcome at least twice in a row and a later
+    call of it *succeeds with an outcome it never had before* (a retry past a 429, a poll
+    going from ``PENDING`` to ``SUCCEEDED``), the repetition was waiting on something
+    outside the agent. Every step from the first repeat to the resolving call is the wait,
+    including interleaved steps whose actions all recur inside it (the ``sleep`` between
+    polls), so no pair inside it counts as stuck. A failed model call (an LLM step with an
+    error and no actions) counts as an action of its name and input. A run that never gets
+    a different successful outcome is not resolved.
 
-Cost
-    O(c^2) ``same_action`` comparisons for c calls in a request (at most ``max_steps`` x
-    ``max_actions_per_step`` = 128), once per request.
+Cost: O(c^2) ``same_action`` comparisons for c calls in a request (at most ``max_steps``
+x ``max_actions_per_step`` = 128), once per request.
 """
 
 from __future__ import annotations

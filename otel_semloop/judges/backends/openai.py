@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +34,7 @@ from otel_semloop.judges.base import (
     JudgeResponse,
     parse_system_one_answer,
 )
-from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy, token_count
+from otel_semloop.judges.http import HttpBackend, token_count
 from otel_semloop.judges.questions import DATA_NOTICE
 
 __all__ = ["OpenAIBackend", "parse_chat_answers"]
@@ -120,8 +119,9 @@ def parse_chat_answers(content: Any, questions: Mapping[str, Mapping[str, Any]])
     return answers
 
 
-class OpenAIBackend:
-    """Chat completions judge (see the module doc)."""
+class OpenAIBackend(HttpBackend):
+    """Chat completions judge (see the module doc); ``options`` are
+    :class:`~otel_semloop.judges.http.HttpBackend`'s."""
 
     name = "openai"
 
@@ -133,28 +133,17 @@ class OpenAIBackend:
         model: str | None = None,
         input_usd_per_million: float = 0.0,
         output_usd_per_million: float = 0.0,
-        timeout: float = 30.0,
-        max_concurrency: int = 8,
-        retry: RetryPolicy | None = None,
-        breaker: CircuitBreaker | None = None,
-        client: HttpJudgeClient | None = None,
+        **options: Any,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        if not key and self.base_url == DEFAULT_BASE_URL:
+        base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        if not key and base_url == DEFAULT_BASE_URL:
             raise ConfigError("the openai judge needs OPENAI_API_KEY (or OPENAI_BASE_URL for a local server)")
-        self.model = model or os.environ.get("SEMLOOP_JUDGE_MODEL") or DEFAULT_MODEL
+        super().__init__(
+            base_url, key, model or os.environ.get("SEMLOOP_JUDGE_MODEL") or DEFAULT_MODEL, **options
+        )
         self.input_usd_per_million = input_usd_per_million
         self.output_usd_per_million = output_usd_per_million
-        self.max_concurrency = max_concurrency
-        self.client = client or HttpJudgeClient.with_key(
-            self.base_url,
-            key,
-            timeout=timeout,
-            max_concurrency=max_concurrency,
-            retry=retry,
-            breaker=breaker,
-        )
 
     def payload(self, request: JudgeRequest) -> dict[str, Any]:
         document = orjson.dumps({"state": request.state, "questions": request.questions}).decode()
@@ -169,16 +158,13 @@ class OpenAIBackend:
         }
 
     async def ask(self, request: JudgeRequest, deadline: float | None = None) -> JudgeResponse:
-        started = time.monotonic()
-        body, _ = await self.client.post_json(PATH, self.payload(request), deadline=deadline)
+        body, latency_ms = await self.post(PATH, self.payload(request), deadline)
         try:
             content = body["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise JudgeProtocolError("chat completion has no choices[0].message.content") from None
         answers = parse_chat_answers(content, request.questions)
-        usage = (
-            body.get("usage") if isinstance(body, Mapping) and isinstance(body.get("usage"), Mapping) else {}
-        )
+        usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else {}
         prompt = token_count(usage.get("prompt_tokens"))
         completion = token_count(usage.get("completion_tokens"))
         return JudgeResponse(
@@ -187,8 +173,5 @@ class OpenAIBackend:
             input_tokens=prompt,
             output_tokens=completion,
             cost_usd=(prompt * self.input_usd_per_million + completion * self.output_usd_per_million) / 1e6,
-            latency_ms=(time.monotonic() - started) * 1000.0,
+            latency_ms=latency_ms,
         )
-
-    async def aclose(self) -> None:
-        await self.client.aclose()

@@ -19,9 +19,7 @@ a body without an ``answers`` object is a protocol error.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
-import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,7 +31,7 @@ from otel_semloop.judges.base import (
     JudgeResponse,
     parse_system_one_answer,
 )
-from otel_semloop.judges.http import CircuitBreaker, HttpJudgeClient, RetryPolicy, token_count
+from otel_semloop.judges.http import HttpBackend, token_count
 
 __all__ = ["INPUT_USD_PER_MILLION", "SystemOneBackend", "parse_system_one_response"]
 
@@ -42,8 +40,6 @@ DEFAULT_MODEL = "Jev"
 DEFAULT_PATH = "/v1/systemone"
 #: Published price: USD per million input tokens; output is free.
 INPUT_USD_PER_MILLION = 0.042
-
-_log = logging.getLogger("otel_semloop.judges")
 
 
 def parse_system_one_response(body: Any, latency_ms: float = 0.0) -> JudgeResponse:
@@ -67,9 +63,10 @@ def parse_system_one_response(body: Any, latency_ms: float = 0.0) -> JudgeRespon
     )
 
 
-class SystemOneBackend:
+class SystemOneBackend(HttpBackend):
     """The System One judge (see the module doc). Key and base URL default to
-    ``TYPESAFE_API_KEY`` and ``TYPESAFE_BASE_URL``."""
+    ``TYPESAFE_API_KEY`` and ``TYPESAFE_BASE_URL``; ``options`` are
+    :class:`~otel_semloop.judges.http.HttpBackend`'s."""
 
     name = "system-one"
 
@@ -80,38 +77,25 @@ class SystemOneBackend:
         base_url: str | None = None,
         model: str | None = None,
         path: str | None = None,
-        timeout: float = 30.0,
-        max_concurrency: int = 8,
-        retry: RetryPolicy | None = None,
-        breaker: CircuitBreaker | None = None,
-        client: HttpJudgeClient | None = None,
+        **options: Any,
     ) -> None:
         key = api_key if api_key is not None else os.environ.get("TYPESAFE_API_KEY", "")
         if not key:
             raise ConfigError("the system-one judge needs an API key: set TYPESAFE_API_KEY")
-        self.model = model or os.environ.get("TYPESAFE_MODEL") or DEFAULT_MODEL
-        self.base_url = (base_url or os.environ.get("TYPESAFE_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
-        self.path = path or os.environ.get("TYPESAFE_PATH") or DEFAULT_PATH
-        self.max_concurrency = max_concurrency
-        self.client = client or HttpJudgeClient.with_key(
-            self.base_url,
+        super().__init__(
+            base_url or os.environ.get("TYPESAFE_BASE_URL") or DEFAULT_BASE_URL,
             key,
-            timeout=timeout,
-            max_concurrency=max_concurrency,
-            retry=retry,
-            breaker=breaker,
+            model or os.environ.get("TYPESAFE_MODEL") or DEFAULT_MODEL,
+            **options,
         )
+        self.path = path or os.environ.get("TYPESAFE_PATH") or DEFAULT_PATH
 
     def payload(self, request: JudgeRequest) -> dict[str, Any]:
         return {"model": self.model, "state": request.state, "questions": dict(request.questions)}
 
     async def ask(self, request: JudgeRequest, deadline: float | None = None) -> JudgeResponse:
-        started = time.monotonic()
-        body, _ = await self.client.post_json(self.path, self.payload(request), deadline=deadline)
-        response = parse_system_one_response(body, (time.monotonic() - started) * 1000.0)
+        body, latency_ms = await self.post(self.path, self.payload(request), deadline)
+        response = parse_system_one_response(body, latency_ms)
         if not response.model:
             response = dataclasses.replace(response, model=self.model)
         return response
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
