@@ -26,7 +26,8 @@ BATCH = "batch8"
 WRITTEN = "2026-12-03"
 AUTHOR = "written blind"
 
-#: The renderings of this batch: the corpus's three conventions and every further shape.
+#: The renderings of this batch: the corpus's three conventions and every further shape,
+#: including ``pydantic-ai``, first used here.
 CONVENTIONS = (
     "genai",
     "openinference",
@@ -35,6 +36,7 @@ CONVENTIONS = (
     "openinference-langgraph",
     "openai-content-events",
     "vercel-ai-sdk",
+    "pydantic-ai",
 )
 
 SITUATIONS: dict[str, Situation] = {}
