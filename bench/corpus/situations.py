@@ -3300,7 +3300,7 @@ def commit_bot_comments_each_new_commit(k: Kit) -> Run:
     "verification-reopened-same-result",
     LOOP,
     "Asked for one arithmetic result, the model gets it, then reopens the verification again and again by other working, reaching the same number each time",
-    (gh("jwbron/egg", 3595), gh("gauss5930/LLM-Agora", 2)),
+    (gh("gauss5930/LLM-Agora", 2),),
     "Model calls only. The first message evaluates the expression correctly. Each later one announces a check and "
     "works it another way (the products split up differently each time), which brings in new "
     "intermediate numbers, but ends on the same result; nothing is asked between, no tool is called, and the run "
