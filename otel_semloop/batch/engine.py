@@ -188,10 +188,6 @@ class Engine:
         for trace_id, spans in sorted(by_trace.items(), key=lambda item: item[1].last):
             self.stats.spans += len(spans.spans)
             spans.unit = pending
-            if spans.is_json:
-                # encoded for its trace's job now, while the unit's objects are fresh in
-                # memory: a whole trace encoded later gathers them from all over the heap
-                spans.json_array()
             if spill is not None and trace_id in spill.traces:
                 spill.add(trace_id, spans)
                 pending.spilled.add(trace_id)
