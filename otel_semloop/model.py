@@ -333,16 +333,8 @@ class Trace:
         return ""
 
     @property
-    def agents(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.AGENT]
-
-    @property
     def tool_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind is StepKind.TOOL]
-
-    @property
-    def llm_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.LLM]
 
     def tree_view(self) -> dict[str, Any]:
         """deepeval's nested span dict for the whole trace.

@@ -43,27 +43,7 @@ _HOMES = {
     **dict.fromkeys(("BACKENDS", "JudgeSettings", "make_judge", "make_judged_scorer"), "settings"),
 }
 
-__all__ = [
-    "BACKENDS",
-    "Answer",
-    "Escalation",
-    "Judge",
-    "JudgeBackend",
-    "JudgeError",
-    "JudgeHTTPError",
-    "JudgeProtocolError",
-    "JudgeRequest",
-    "JudgeResponse",
-    "JudgeSettings",
-    "JudgeStats",
-    "JudgeTimeout",
-    "JudgeUnavailable",
-    "JudgedScorer",
-    "QuestionConfig",
-    "build_question_set",
-    "make_judge",
-    "make_judged_scorer",
-]
+__all__ = sorted(_HOMES)
 
 
 __getattr__ = lazy_getattr(__name__, _HOMES)
