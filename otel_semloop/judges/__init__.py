@@ -40,7 +40,7 @@ _HOMES = {
     "QuestionConfig": "questions",
     "build_question_set": "questions",
     "JudgedScorer": "scorer",
-    **dict.fromkeys(("BACKENDS", "JudgeSettings", "make_judge", "make_judged_scorer"), "settings"),
+    **dict.fromkeys(("BACKENDS", "JudgeSettings", "make_judge"), "settings"),
 }
 
 __all__ = sorted(_HOMES)
