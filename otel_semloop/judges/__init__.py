@@ -16,24 +16,12 @@ asks for no judge.
 
 from __future__ import annotations
 
+from otel_semloop.judges import base  # the interface: light, no asyncio or sqlite3
 from otel_semloop.lazy_exports import lazy_getattr
 
 #: Each public name and the module that defines it.
 _HOMES = {
-    **dict.fromkeys(
-        (
-            "Answer",
-            "JudgeBackend",
-            "JudgeError",
-            "JudgeHTTPError",
-            "JudgeProtocolError",
-            "JudgeRequest",
-            "JudgeResponse",
-            "JudgeTimeout",
-            "JudgeUnavailable",
-        ),
-        "base",
-    ),
+    **dict.fromkeys(base.__all__, "base"),
     "Escalation": "escalation",
     "Judge": "judge",
     "JudgeStats": "judge",
