@@ -281,7 +281,6 @@ class EvaluationPublisher:
         self._logger: Logger | None = None
         self.phoenix = phoenix
         self._owns_provider = False
-        self.published = 0
         self.errors = 0
 
     @classmethod
@@ -316,7 +315,6 @@ class EvaluationPublisher:
                 emit_log_record(record, logger)
             if self.phoenix is not None:
                 self.phoenix.submit(record)
-            self.published += 1
         except Exception:
             self.errors += 1
             _logger.warning("otel-semloop: could not publish an evaluation record", exc_info=True)
