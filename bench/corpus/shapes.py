@@ -31,6 +31,15 @@
   tool an ``ai.toolCall`` span with ``ai.toolCall.name`` / ``.args`` / ``.result``. A
   sub-agent is a nested ``ai.generateText`` with its own ``ai.telemetry.functionId``.
 
+* ``pydantic-ai``: Pydantic AI 1.x's own instrumentation (``Agent.instrument_all()``, the
+  shape of ``bench/corpus/recordings/pydantic-ai-native-v1``): the run is an ``agent run``
+  span (``agent_name``, ``final_result``, ``all_messages_events``), each model call a
+  ``chat <model>`` span whose ``events`` attribute is the request's messages as GenAI
+  message events (OpenAI-style bodies) followed by a ``gen_ai.choice`` event for the reply,
+  and each tool a ``running tool`` span with ``tool_arguments`` / ``tool_response``; a
+  failed tool is a ``ToolRetryError`` whose retry prompt ("... Fix the errors and try
+  again.") is both its ``tool_response`` and the tool message the model sees next.
+
 Each is made from the ``genai`` / ``openinference`` rendering of the same run, so a
 situation means the same in every shape; only where the content lives differs.
 """
@@ -43,7 +52,7 @@ from typing import Any
 
 from bench.corpus.runs import CONVENTIONS, SCOPES, Run, render
 
-SHAPES = ("genai-events", "openinference-langgraph", "openai-content-events", "vercel-ai-sdk")
+SHAPES = ("genai-events", "openinference-langgraph", "openai-content-events", "vercel-ai-sdk", "pydantic-ai")
 ALL_CONVENTIONS = CONVENTIONS + SHAPES
 SHAPE_SCOPES = {
     **SCOPES,
@@ -51,6 +60,7 @@ SHAPE_SCOPES = {
     "openinference-langgraph": "openinference.instrumentation.langchain",
     "openai-content-events": "opentelemetry.instrumentation.openai_v2",
     "vercel-ai-sdk": "ai",
+    "pydantic-ai": "pydantic-ai",
 }
 
 
@@ -64,6 +74,8 @@ def render_any(run: Run, convention: str, trace_id: str, rng: random.Random, sta
         return as_content_events(render(run, "genai", trace_id, rng, start_ns))
     if convention == "vercel-ai-sdk":
         return as_ai_sdk_telemetry(render(run, "genai", trace_id, rng, start_ns))
+    if convention == "pydantic-ai":
+        return as_pydantic_ai(render(run, "genai", trace_id, rng, start_ns), rng)
     return render(run, convention, trace_id, rng, start_ns)
 
 
@@ -471,4 +483,188 @@ def as_ai_sdk_telemetry(spans: list[dict]) -> list[dict]:
         else:
             continue
         span["attributes"] = attributes
+    return spans
+
+
+# --- pydantic-ai --------------------------------------------------------------------------
+
+_RETRY_SUFFIX = "\n\nFix the errors and try again."
+
+
+def _pydantic_events(messages: list[dict], tools: dict[str, tuple[str, str | None]]) -> list[dict]:
+    """GenAI JSON-parts messages as the message events Pydantic AI records (``tools``: call
+    id -> (tool name, retry prompt of a failed call))."""
+    events: list[dict] = []
+    index = 0
+    for message in messages:
+        role, body = _openai_message(message)
+        event: dict[str, Any] = {"role": role, **body}
+        if role == "tool":
+            name, retry = tools.get(body.get("id", ""), ("", None))
+            event["name"] = name
+            if retry is not None:
+                event["content"] = retry
+        event["gen_ai.system"] = "openai"
+        if role != "system":
+            event["gen_ai.message.index"] = index
+            index += 1
+        event["event.name"] = f"gen_ai.{role}.message"
+        events.append(event)
+    return events
+
+
+def as_pydantic_ai(spans: list[dict], rng: random.Random) -> list[dict]:
+    """``genai`` spans as Pydantic AI 1.x's default instrumentation records an agent run."""
+    call_ids = {
+        s["spanId"]: f"{rng.getrandbits(128):032x}"
+        for s in spans
+        if _get(s, "gen_ai.operation.name") == "invoke_agent"
+    }
+    conversation = f"{rng.getrandbits(128):032x}"
+    agents = {s["spanId"]: _get(s, "gen_ai.agent.name") for s in spans if s["spanId"] in call_ids}
+    tools = {}
+    for s in spans:
+        if _get(s, "gen_ai.operation.name") == "execute_tool":
+            failed = s.get("status", {}).get("code") == 2
+            retry = s["status"]["message"] + _RETRY_SUFFIX if failed else None
+            tools[_get(s, "gen_ai.tool.call.id")] = (_get(s, "gen_ai.tool.name"), retry)
+    history: dict[str, list[dict]] = {}
+    for span in spans:
+        operation = _get(span, "gen_ai.operation.name")
+        owner = span["spanId"] if span["spanId"] in call_ids else span.get("parentSpanId", "")
+        ids = [
+            _str("gen_ai.agent.name", agents.get(owner, "agent")),
+            _str("gen_ai.agent.call.id", call_ids.get(owner, conversation)),
+            _str("gen_ai.conversation.id", conversation),
+        ]
+        if operation == "chat":
+            model = _get(span, "gen_ai.request.model")
+            events = _pydantic_events(json.loads(_get(span, "gen_ai.input.messages")), tools)
+            outputs = _get(span, "gen_ai.output.messages")
+            finish = "stop"
+            if outputs:
+                reply = json.loads(outputs)[0]
+                _, body = _openai_message(reply)
+                if "tool_calls" in body:
+                    finish = "tool_call"
+                events.append(
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", **body},
+                        "gen_ai.system": "openai",
+                        "event.name": "gen_ai.choice",
+                    }
+                )
+                history[owner] = [
+                    *events[:-1],
+                    {**body, "role": "assistant", "event.name": "gen_ai.assistant.message"},
+                ]
+            attributes = [
+                _str("gen_ai.operation.name", "chat"),
+                _str("gen_ai.provider.name", "openai"),
+                _str("gen_ai.system", "openai"),
+                _str("gen_ai.request.model", model),
+                *ids,
+                _str("events", _dumps(events)),
+                _str(
+                    "logfire.json_schema",
+                    _dumps(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "events": {"type": "array"},
+                                "model_request_parameters": {"type": "object"},
+                            },
+                        }
+                    ),
+                ),
+                _int("gen_ai.usage.input_tokens", _get(span, "gen_ai.usage.input_tokens")),
+                _int("gen_ai.usage.output_tokens", _get(span, "gen_ai.usage.output_tokens")),
+                _str("gen_ai.response.model", model),
+                _str("gen_ai.response.id", _get(span, "gen_ai.response.id")),
+                {
+                    "key": "gen_ai.response.finish_reasons",
+                    "value": {"arrayValue": {"values": [{"stringValue": finish}]}},
+                },
+            ]
+            span["name"] = f"chat {model}"
+        elif operation == "execute_tool":
+            name = _get(span, "gen_ai.tool.name")
+            call_id = _get(span, "gen_ai.tool.call.id")
+            retry = tools[call_id][1]
+            response = retry if retry is not None else _get(span, "gen_ai.tool.call.result")
+            attributes = [
+                _str("gen_ai.operation.name", "execute_tool"),
+                _str("gen_ai.tool.name", name),
+                _str("gen_ai.tool.call.id", call_id),
+                _str("tool_arguments", _get(span, "gen_ai.tool.call.arguments") or "{}"),
+                *ids,
+                _str("logfire.msg", f"running tool: {name}"),
+                _str(
+                    "logfire.json_schema",
+                    _dumps(
+                        {
+                            "type": "object",
+                            "properties": {
+                                "tool_arguments": {"type": "object"},
+                                "tool_response": {"type": "object"},
+                                "gen_ai.tool.name": {},
+                                "gen_ai.tool.call.id": {},
+                            },
+                        }
+                    ),
+                ),
+            ]
+            if response is not None:
+                attributes.append(
+                    _str("tool_response", response if isinstance(response, str) else _dumps(response))
+                )
+            if retry is not None:
+                span["status"] = {"code": 2, "message": ""}
+                for event in span.get("events", []):
+                    for kv in event["attributes"]:
+                        if kv["key"] == "exception.type":
+                            kv["value"] = {"stringValue": "pydantic_ai.exceptions.ToolRetryError"}
+            span["name"] = "running tool"
+        elif operation == "invoke_agent":
+            agent = agents[span["spanId"]]
+            answer = _get(span, "gen_ai.output.messages")
+            attributes = [
+                _str("model_name", _get(span, "gen_ai.request.model") or ""),
+                _str("agent_name", agent),
+                *ids,
+                _str("gen_ai.operation.name", "invoke_agent"),
+                _str("logfire.msg", f"{agent} run"),
+            ]
+            if answer is not None:
+                attributes.append(_str("final_result", json.loads(answer)[0]["parts"][0]["content"]))
+            span["name"] = "agent run"
+            span["_pending"] = attributes
+            continue
+        else:
+            continue
+        span["attributes"] = attributes
+    for span in spans:
+        pending = span.pop("_pending", None)
+        if pending is None:
+            continue
+        messages = [
+            {k: v for k, v in m.items() if k != "gen_ai.system"} for m in history.get(span["spanId"], [])
+        ]
+        pending.append(_str("all_messages_events", _dumps(messages)))
+        pending.append(
+            _str(
+                "logfire.json_schema",
+                _dumps(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "all_messages_events": {"type": "array"},
+                            "final_result": {"type": "object"},
+                        },
+                    }
+                ),
+            )
+        )
+        span["attributes"] = pending
     return spans

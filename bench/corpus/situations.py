@@ -3140,6 +3140,268 @@ def same_item_added_thrice(k: Kit) -> Run:
     return Run(f"Buy three {item}s.", k.agent(), k.model(), turns, f"Ordered three {item}s.")
 
 
+
+# ======================================================================================
+# What an answer names: a revision that changes, a trigger answered by the same work
+# ======================================================================================
+
+
+def _health(k: Kit, sha: str, version: str) -> str:
+    return _j({"status": "ok", "commit": sha, "version": version, "uptime_s": k.n(20, 4000)})
+
+
+def _deploy_polls(k: Kit, old: str, polls: int) -> tuple[str, str, list[Turn]]:
+    """A deploy started, then ``polls`` health checks (a sleep before each) still naming ``old``."""
+    tool = k.pick(("http_get", "fetch_url", "check_health"))
+    url = k.pick(("https://staging.example.com/health", "https://api.example.org/readyz"))
+    turns = [
+        Turn(
+            k.say(("Triggering the deploy.", "Deploying the merged commit.")),
+            [ToolUse("trigger_deploy", {"environment": "staging"}, _j({"deployment": k.n(1000, 9999), "state": "in_progress"}))],
+        )
+    ]
+    for _ in range(polls):
+        turns.append(Turn(None, [ToolUse("sleep", {"seconds": k.pick((15, 30))}, "")]))
+        turns.append(
+            Turn(
+                k.say(("Still the old commit; waiting.", "Not rolled over yet."), 0.6),
+                [ToolUse(tool, {"url": url}, _health(k, old, "1.8.2"))],
+            )
+        )
+    return tool, url, turns
+
+
+@situation(
+    "deploy-health-reports-new-commit",
+    HEALTHY,
+    "A deploy agent polls the service's health until it reports the commit just deployed, then runs the smoke tests",
+    (gh("BUGS-NYU/schedge", 262), gh("yontrack/yontrack", 1666)),
+    "The health endpoint answers the same 'ok' with the old commit's hash for several polls (a sleep between "
+    "each), which masking reads as the same answer; then it names the new commit: the rollout finished, and "
+    "the agent runs the smoke tests against it and reports. A hash that held over several answers and then "
+    "changed is news, not a volatile id.",
+    ("deploy-health-never-reports-new-commit",),
+)
+def deploy_health_reports_new_commit(k: Kit) -> Run:
+    old, new = k.hex(40), k.hex(40)
+    tool, url, turns = _deploy_polls(k, old, k.n(3, 6))
+    turns.append(Turn(None, [ToolUse("sleep", {"seconds": 30}, "")]))
+    turns.append(Turn("The new commit is live.", [ToolUse(tool, {"url": url}, _health(k, new, "1.9.0"))]))
+    passed = k.n(12, 40)
+    turns.append(
+        Turn(None, [ToolUse("run_smoke_tests", {"environment": "staging", "expect_commit": new[:12]}, f"{passed} passed, 0 failed")])
+    )
+    return Run(
+        "Deploy the merged commit to staging and smoke-test it once it is serving.",
+        k.pick(("deploy-agent", "release_bot")),
+        k.model(),
+        turns,
+        f"Staging serves {new[:7]} (1.9.0); {passed} smoke tests passed.",
+    )
+
+
+@situation(
+    "deploy-health-never-reports-new-commit",
+    LOOP,
+    "A deploy agent polls the service's health for the new commit, but the old one keeps answering until the run is cut off",
+    (gh("fullsend-ai/fullsend", 6945), gh("BUGS-NYU/schedge", 262)),
+    "The rollout never completes (traffic stays pinned to the old revision), so every health check names the same old "
+    "commit, a sleep between each; the agent neither looks at the rollout nor gives up, and the run ends still "
+    "polling. The same answer naming the same commit every time: nothing new arrives.",
+)
+def deploy_health_never_reports_new_commit(k: Kit) -> Run:
+    _, _, turns = _deploy_polls(k, k.hex(40), k.n(7, 11))
+    final, failure = k.give_up()
+    return Run(
+        "Deploy the merged commit to staging and smoke-test it once it is serving.",
+        k.pick(("deploy-agent", "release_bot")),
+        k.model(),
+        turns,
+        final,
+        failure,
+    )
+
+
+def _commit_events(k: Kit, sha: str, branches: list[str]) -> str:
+    return _j([{"type": "push", "commit": sha, "branch": b, "delivery": k.uuid()} for b in branches])
+
+
+@situation(
+    "commit-bot-same-comment-per-event",
+    LOOP,
+    "A ticket bot gets the same commit in event after event (merged across branches) and posts the same comment on the ticket each time",
+    (gh("trac-hacks/trac-github", 2), gh("allenta/gitlab-listener", 7)),
+    "The commit's message references a ticket. Every event naming that commit (pushed to a branch, merged into "
+    "another, merged back) wakes the bot, which reads the same commit and posts the same comment on the same "
+    "ticket; the tracker accepts each. An event on a branch not seen before is new, but it leads to the same "
+    "read and the same comment: the ticket fills with identical comments and nothing else happens.",
+)
+def commit_bot_same_comment_per_event(k: Kit) -> Run:
+    sha = k.hex(40)
+    ticket = k.n(100, 9999)
+    known = k.sample(("main", "develop", "release/2.3", "feature/sync"), 2)
+    fresh = k.pick(("hotfix/2.3.1", "staging"))
+    rounds = k.n(7, 9)
+    late = k.n(5, rounds - 1)  # the round whose event names a branch not seen before
+    body = f"Referenced by commit {sha[:10]}: fix session expiry on refresh (refs #{ticket})."
+    turns: list[Turn] = []
+    for i in range(rounds):
+        branch = fresh if i == late else known[i % 2]
+        turns.append(Turn(None, [ToolUse("get_events", {"source": "git", "unread": True}, _commit_events(k, sha, [branch]))]))
+        turns.append(Turn(None, [ToolUse("get_commit", {"sha": sha}, _j({"sha": sha, "message": f"Fix session expiry on refresh (refs #{ticket})", "files": 2}))]))
+        turns.append(
+            Turn(k.say(("Linking the commit to the ticket.",), 0.6), [ToolUse("add_ticket_comment", {"ticket": ticket, "body": body}, _j({"ok": True, "ticket": ticket}))])
+        )
+    return Run(
+        "Link each pushed commit to the tickets it references.",
+        k.pick(("ticket-bot", "tracker_agent")),
+        k.model(),
+        turns,
+        None,
+        k.pick((None, "run cancelled by scheduler")),
+    )
+
+
+@situation(
+    "commit-bot-comments-each-new-commit",
+    HEALTHY,
+    "A ticket bot gets push events, each naming a new commit, and links each commit once to the ticket it references",
+    (gh("allenta/gitlab-listener", 66), gh("babel/babel-bot", 41)),
+    "The event feed answers in the same shape every time (a push to the same branch) and the tracker acknowledges "
+    "every comment the same way, which repeats; but each event names a commit not seen before, the bot reads that "
+    "commit and writes a comment about it (a different body each time), and an event about a commit already "
+    "linked is skipped.",
+    ("commit-bot-same-comment-per-event",),
+)
+def commit_bot_comments_each_new_commit(k: Kit) -> Run:
+    ticket = k.n(100, 9999)
+    branch = k.pick(("main", "develop"))
+    subjects = k.sample(("fix session expiry", "retry token refresh", "log refresh failures", "add expiry test", "drop the old cookie"), 4)
+    turns: list[Turn] = []
+    for subject in subjects:
+        sha = k.hex(40)
+        turns.append(Turn(None, [ToolUse("get_events", {"source": "git", "unread": True}, _commit_events(k, sha, [branch]))]))
+        turns.append(Turn(None, [ToolUse("get_commit", {"sha": sha}, _j({"sha": sha, "message": f"{subject.capitalize()} (refs #{ticket})", "files": k.n(1, 6)}))]))
+        turns.append(
+            Turn(None, [ToolUse("add_ticket_comment", {"ticket": ticket, "body": f"Referenced by commit {sha[:10]}: {subject}."}, _j({"ok": True, "ticket": ticket}))])
+        )
+    turns.append(Turn("No new commits.", [ToolUse("get_events", {"source": "git", "unread": True}, "[]")]))
+    return Run(
+        "Link each pushed commit to the tickets it references.",
+        k.pick(("ticket-bot", "tracker_agent")),
+        k.model(),
+        turns,
+        f"Linked {len(subjects)} commits to ticket #{ticket}.",
+    )
+
+
+
+@situation(
+    "verification-reopened-same-result",
+    LOOP,
+    "Asked for one arithmetic result, the model gets it, then reopens the verification again and again by other working, reaching the same number each time",
+    (gh("gauss5930/LLM-Agora", 2),),
+    "Model calls only. The first message evaluates the expression correctly. Each later one announces a check and "
+    "works it another way (the products split up differently each time), which brings in new "
+    "intermediate numbers, but ends on the same result; nothing is asked between, no tool is called, and the run "
+    "ends when its budget does. A settled result verified over and over is the same conclusion restated.",
+)
+def verification_reopened_same_result(k: Kit) -> Run:
+    a, b, c, d, e = k.n(5, 30), k.n(11, 19), k.n(21, 29), k.n(2, 4), k.n(21, 29)
+    bc, de = b * c, d * e
+    total = a + bc - de
+    turns = [Turn(f"{b}*{c} = {bc} and {d}*{e} = {de}, so {a} + {bc} - {de} = {total}. The result is {total}.")]
+    openers = ("Let me verify", "Re-checking", "To be sure, another way", "Verifying once more", "Checking again")
+    for _ in range(k.n(5, 8)):
+        x, y = k.n(2, c - 2), k.n(2, e - 2)  # the products split another way each time
+        turns.append(
+            Turn(
+                f"{k.pick(openers)}: {b}*{c} = {b * x} + {b * (c - x)} = {bc}, {d}*{e} = {d * y} + {d * (e - y)} = {de}, "
+                f"and {a} + {bc} - {de} = {total}. {k.pick(('The answer is', 'Final answer:', 'The result is still'))} {total}."
+            )
+        )
+    final, failure = k.pick(((None, "token budget exhausted"), (None, "MaxTurnsExceeded: Max turns (10) exceeded"), (None, None)))
+    return Run(
+        f"What is {a}+{b}*{c}-{d}*{e}? State your answer at the end.",
+        k.agent(),
+        k.model(),
+        turns,
+        final,
+        failure,
+    )
+
+
+@situation(
+    "expression-worked-step-by-step",
+    HEALTHY,
+    "Asked for one arithmetic result, the model works it out one step per message, checks it once, and answers",
+    (gh("gauss5930/LLM-Agora", 2),),
+    "Several model messages in a row, each with figures and an '= result', like a model re-verifying a settled "
+    "answer; but each step gives a new result (the products, the sum, the difference), the one check comes "
+    "back to the result once, and the run ends with the answer.",
+    ("verification-reopened-same-result",),
+)
+def expression_worked_step_by_step(k: Kit) -> Run:
+    a, b, c, d, e = k.n(5, 30), k.n(11, 19), k.n(21, 29), k.n(2, 4), k.n(21, 29)
+    bc, de = b * c, d * e
+    total = a + bc - de
+    turns = [
+        Turn(f"First the products: {b}*{c} = {bc}."),
+        Turn(f"Then {d}*{e} = {de}."),
+        Turn(f"Adding {a}: {a} + {bc} = {a + bc}."),
+        Turn(f"Subtracting: {a + bc} - {de} = {total}."),
+        Turn(f"Check: {total} + {de} = {a + bc}, which matches."),
+    ]
+    return Run(
+        f"What is {a}+{b}*{c}-{d}*{e}? State your answer at the end.",
+        k.agent(),
+        k.model(),
+        turns,
+        f"The result is {total}.",
+    )
+
+
+
+@situation(
+    "scroll-at-page-bottom",
+    LOOP,
+    "A browser agent looking for an item keeps scrolling down a page that has already reached its bottom, told 'scrolled' each time",
+    (gh("camel-ai/owl", 427), gh("web-infra-dev/midscene", 704)),
+    "The page ends after two screens; the item is not on it. Every further scroll is acknowledged the same way and "
+    "the page it shows is the same, but the agent scrolls again instead of searching or going back, until its step "
+    "limit. The same action with the same answer, again and again: nothing new arrives.",
+)
+def scroll_at_page_bottom(k: Kit) -> Run:
+    tool, ack = k.pick((("scroll_down", "Scrolled down the page by one page"), ("browser_scroll", "Scrolled down.")))
+    url = k.pick(("https://shop.example.com/catalog?page=3", "https://docs.example.org/changelog"))
+    turns = [Turn(None, [ToolUse("go_to_url", {"url": url}, f"Navigated to {url}")])]
+    for _ in range(k.n(6, 10)):
+        turns.append(Turn(k.say(("Scrolling to find it.", "Scroll down again to see more of the page."), 0.4), [ToolUse(tool, {}, ack)]))
+    final, failure = k.give_up()
+    return Run(f"Find the 'Export settings' link on {url}.", k.pick(("browser_agent", "Agent")), k.model(), turns, final, failure)
+
+
+@situation(
+    "scroll-three-times-then-click",
+    HEALTHY,
+    "A browser agent scrolls down a long page three times, each acknowledged the same way, sees the button it wants and clicks it",
+    (gh("browser-use/browser-use", 1481), gh("nanobrowser/nanobrowser", 149)),
+    "Three identical scroll calls with the same acknowledgement, like an agent scrolling at a page's bottom; but the "
+    "page is long and each scroll moves it on (the acknowledgement does not say what is shown), the button appears "
+    "after the third, the agent clicks it and the task is done.",
+    ("scroll-at-page-bottom",),
+)
+def scroll_three_times_then_click(k: Kit) -> Run:
+    tool, ack = k.pick((("scroll_down", "Scrolled down the page by one page"), ("browser_scroll", "Scrolled down.")))
+    url = k.pick(("https://router.example.net/settings", "https://app.example.com/admin"))
+    turns = [Turn(None, [ToolUse("go_to_url", {"url": url}, f"Navigated to {url}")])]
+    for _ in range(3):
+        turns.append(Turn(k.say(("Scrolling to find the button.",), 0.5), [ToolUse(tool, {}, ack)]))
+    index = k.n(12, 80)
+    turns.append(Turn("The button is visible now.", [ToolUse("click_element", {"index": index}, f"Clicked button with index {index}: Speed test")]))
+    return Run(f"Open {url} and press the speed test button.", k.pick(("browser_agent", "Agent")), k.model(), turns, "Started the speed test.")
+
+
 def loops() -> list[Situation]:
     return [s for s in SITUATIONS.values() if s.label == LOOP]
 

@@ -21,8 +21,7 @@ from typing import Any
 
 from otel_semloop.batch.engine import EngineOptions, EngineStats
 from otel_semloop.batch.inputs import ReadState, Source, iter_units
-from otel_semloop.batch.pending import PendingUnit, read_unit, rendered
-from otel_semloop.batch.spans import dump_json
+from otel_semloop.batch.pending import PendingUnit, patches_by_index, read_unit, rendered
 from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import Scored, ScorerSpec, score_jobs, trace_job
 
@@ -32,8 +31,9 @@ _PARTITIONS_PER_WORKER = 4
 
 
 def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """Every span of one file as ``(trace_id, ((file, unit, span), kind, bytes, root,
-    span_id))``. Units that do not parse are left out here (the client reports them)."""
+    """Every span of one file as ``(trace_id, ((file, unit, span), span, root, span_id))``
+    (``span`` a span dict or protobuf ``Span``). Units that do not parse are left out here
+    (the client reports them)."""
     out: list[tuple[str, tuple[Any, ...]]] = []
     state = ReadState([], Spool())
     try:
@@ -42,8 +42,7 @@ def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tu
             if not isinstance(read, tuple):
                 continue
             for k, s in enumerate(read[1]):
-                data = dump_json(s.span) if unit.kind == "json" else s.span.SerializeToString()
-                out.append((s.trace_id, ((index, unit.seq, k), unit.kind, data, s.root, s.span_id)))
+                out.append((s.trace_id, ((index, unit.seq, k), s.span, s.root, s.span_id)))
     finally:
         state.spool.close()
     return out
@@ -52,8 +51,8 @@ def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tu
 def _score_group(group: tuple[str, list[tuple[Any, ...]]], spec: ScorerSpec) -> tuple[Scored, Any]:
     tid, items = group
     items = sorted(items, key=lambda item: item[0])  # input order, as the local engine has them
-    roots = tuple(sid for _, _, _, root, sid in items if root)
-    job = trace_job(tid, [(kind, data) for _, kind, data, _, _ in items], roots)
+    roots = tuple(sid for _, _, root, sid in items if root)
+    job = trace_job(tid, [span for _, span, _, _ in items], roots)
     (scored,) = score_jobs([job], spec)
     return scored, items[0][0]
 
@@ -147,9 +146,5 @@ def _rewrite(
             pending.doc, scanned = read
             pending.spans = [span.span for span in scanned]
             stats.spans += len(scanned)
-            pending.patches = {
-                index: patches[span.trace_id][span.span_id]
-                for index, span in enumerate(scanned)
-                if span.span_id in patches.get(span.trace_id, {})
-            }
+            pending.patches = patches_by_index(scanned, patches)
         write(unit, rendered(pending, output_format), bool(pending.patches))

@@ -17,21 +17,18 @@ from typing import Any
 
 import orjson
 from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord, LogsData
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.logs.v1.logs_pb2 import LogsData
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
 from otel_semloop.batch.worker import TraceRow
 from otel_semloop.evaluation import (
     EVENT_NAME,
     SCOPE_NAME,
-    SEVERITY_INFO,
     EvaluationRecord,
-    log_record_json,
     logs_data_json,
 )
 from otel_semloop.otlp.anyvalue import encode_attributes_pb
-from otel_semloop.otlp.codec import traces_to_json
+from otel_semloop.otlp.codec import json_to_logs, traces_to_json
 
 __all__ = ["export_evaluations", "logs_json", "records_for"]
 
@@ -59,23 +56,6 @@ def logs_json(rows: Sequence[TraceRow]) -> dict[str, Any]:
     return doc
 
 
-def log_record(row: TraceRow) -> LogRecord:
-    """The same record as an OTLP protobuf ``LogRecord``."""
-    d = log_record_json(_record(row))
-    record = LogRecord(
-        time_unix_nano=row.event_ns,
-        observed_time_unix_nano=row.event_ns,
-        severity_number=SEVERITY_INFO,  # type: ignore[arg-type]
-        severity_text="INFO",
-        event_name=EVENT_NAME,
-        trace_id=bytes.fromhex(row.trace_id),
-        span_id=bytes.fromhex(row.root_span_id),
-        flags=int(d.get("flags", 0)),
-    )
-    encode_attributes_pb(row.evaluation, record.attributes)
-    return record
-
-
 def carrier_span(row: TraceRow) -> Span:
     """A span in the evaluated trace, child of and linked to the evaluated root, carrying the
     evaluation attributes and the ``gen_ai.evaluation.result`` event; its id derives from
@@ -100,26 +80,15 @@ def carrier_span(row: TraceRow) -> Span:
     return span
 
 
-def _resource() -> Resource:
-    resource = Resource()
-    encode_attributes_pb({"service.name": "otel-semloop"}, resource.attributes)
-    return resource
-
-
-def logs_data(rows: Iterable[TraceRow]) -> LogsData:
-    data = LogsData()
-    rl = data.resource_logs.add()
-    rl.resource.CopyFrom(_resource())
-    sl = rl.scope_logs.add()
-    sl.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
-    sl.log_records.extend(log_record(r) for r in rows)
-    return data
+def logs_data(rows: Sequence[TraceRow]) -> LogsData:
+    """The same records as protobuf."""
+    return json_to_logs(logs_json(rows))
 
 
 def traces_data(rows: Iterable[TraceRow]) -> TracesData:
     data = TracesData()
     rs = data.resource_spans.add()
-    rs.resource.CopyFrom(_resource())
+    encode_attributes_pb({"service.name": "otel-semloop"}, rs.resource.attributes)
     ss = rs.scope_spans.add()
     ss.scope.CopyFrom(InstrumentationScope(name=SCOPE_NAME))
     ss.spans.extend(carrier_span(r) for r in rows)
@@ -131,17 +100,11 @@ def records_for(rows: Sequence[TraceRow], carrier: str, fmt: str) -> Iterable[by
     chosen = _rows(rows)
     for i in range(0, len(chosen), BATCH):
         chunk = chosen[i : i + BATCH]
-        if carrier == "spans":
-            msg = traces_data(chunk)
-            if fmt == "json":
-                yield orjson.dumps(traces_to_json(msg)) + b"\n"
-            else:
-                data = msg.SerializeToString()
-                yield len(data).to_bytes(4, "big") + data
-        elif fmt == "json":
-            yield orjson.dumps(logs_json(chunk)) + b"\n"
+        if fmt == "json":
+            doc = traces_to_json(traces_data(chunk)) if carrier == "spans" else logs_json(chunk)
+            yield orjson.dumps(doc) + b"\n"
         else:
-            data = logs_data(chunk).SerializeToString()
+            data = (traces_data(chunk) if carrier == "spans" else logs_data(chunk)).SerializeToString()
             yield len(data).to_bytes(4, "big") + data
 
 

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_semloop.batch.pending import PendingUnit, UnitSpan, read_unit, rendered
+from otel_semloop.batch.pending import PendingUnit, UnitSpans, read_unit, rendered
 from otel_semloop.batch.scan import ScannedSpan
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
@@ -52,6 +52,7 @@ from otel_semloop.batch.worker import (
 )
 from otel_semloop.conventions import LogEvent
 from otel_semloop.grouping import BufferLimits, Release, ReleaseReason, TraceBuffer
+from otel_semloop.writeback import SpanPatch
 
 __all__ = ["Engine", "EngineOptions", "EngineStats"]
 
@@ -127,13 +128,13 @@ class Engine:
         self.stats = stats or EngineStats()
         self.stats.workers = 1
         self._write = write
-        self._buffer: TraceBuffer[UnitSpan] = TraceBuffer(_buffer_limits(options.window))
+        self._buffer: TraceBuffer[UnitSpans] = TraceBuffer(_buffer_limits(options.window))
         self._pending: deque[PendingUnit] = deque()
         self._held_bytes = 0
         self._fed_bytes = 0
         self._number = 0
         #: released traces not yet scored: their spans
-        self._scoring: dict[str, list[UnitSpan]] = {}
+        self._scoring: dict[str, list[UnitSpans]] = {}
         self._jobs: list[TraceJob] = []
         self._futures: deque[concurrent.futures.Future[list[Scored]]] = deque()
         self._released = 0
@@ -142,6 +143,8 @@ class Engine:
         self._workers = options.workers or (os.cpu_count() or 1)
         self._pool: concurrent.futures.ProcessPoolExecutor | None = None
         self._spill: Spill | None = None
+        #: the spilled traces' patches, for their units replayed at the end
+        self._spilled_patches: dict[str, dict[str, SpanPatch]] = {}
 
     # -- input -------------------------------------------------------------------------
 
@@ -181,40 +184,47 @@ class Engine:
     def _hold_spans(self, pending: PendingUnit, scanned: list[ScannedSpan]) -> None:
         self.stats.spans += len(scanned)
         pending.spans = [s.span for s in scanned]
-        spill = self._spill
-        traces = pending.trace_ids
+        by_trace: dict[str, UnitSpans] = {}
         for index, found in enumerate(scanned):
-            span = UnitSpan(pending, index, found.span_id, found.root)
-            trace_id = found.trace_id
+            if found.trace_id not in by_trace:
+                by_trace[found.trace_id] = UnitSpans(pending)
+            by_trace[found.trace_id].add(index, found)
+        spill = self._spill
+        pending.trace_ids = [tid for tid in by_trace if spill is None or tid not in spill.traces]
+        # to the buffer in the order of each trace's last span (its place among the ready ones)
+        for trace_id, spans in sorted(by_trace.items(), key=lambda item: item[1].indexes[-1]):
             if spill is not None and trace_id in spill.traces:
-                spill.add(trace_id, span)
+                spill.add(trace_id, spans)
                 pending.spilled.add(trace_id)
                 continue
             pending.waiting += 1
-            if trace_id not in traces:
-                traces.append(trace_id)
-            self._buffer.end(trace_id, found.root, span, self._number)
+            self._buffer.end(trace_id, bool(spans.roots), spans, self._number)
 
     # -- scoring -----------------------------------------------------------------------
 
     def _take_releases(self) -> None:
         releases, late = self._buffer.take()
-        self.stats.late_spans += len(late)
-        for span in late:
-            span.unit.waiting -= 1
+        for spans in late:
+            self.stats.late_spans += len(spans.indexes)
+            spans.unit.waiting -= 1
         for release in releases:
             self._dispatch(release)
 
-    def _dispatch(self, release: Release[UnitSpan]) -> None:
+    def _dispatch(self, release: Release[UnitSpans]) -> None:
         trace_id = str(release.trace_key)
-        self._released += 1
-        self._order[trace_id] = self._released
-        self.stats.traces += 1
-        spans = release.spans
-        self._scoring[trace_id] = spans
-        roots = tuple(span.span_id for span in spans if span.root)
+        held = release.spans
+        spans = [span for unit_spans in held for span in unit_spans.spans()]
+        roots = tuple(root for unit_spans in held for root in unit_spans.roots)
         logs = self.options.log_events.get(trace_id, ())
-        self._jobs.append(trace_job(trace_id, [(span.kind, span.data()) for span in spans], roots, logs))
+        self._enqueue(trace_job(trace_id, spans, roots, logs), held)
+
+    def _enqueue(self, job: TraceJob, held: list[UnitSpans]) -> None:
+        """Score ``job``; ``held``: the trace's held spans (none when it was spilled)."""
+        self._released += 1
+        self._order[job.trace_id] = self._released
+        self.stats.traces += 1
+        self._scoring[job.trace_id] = held
+        self._jobs.append(job)
         if len(self._jobs) >= JOBS_PER_TASK:
             self._submit()
 
@@ -245,17 +255,20 @@ class Engine:
 
     def _apply(self, results: list[Scored]) -> None:
         for scored in results:
-            spans = self._scoring.pop(scored.trace_id)
+            held = self._scoring.pop(scored.trace_id)
             order = self._order.pop(scored.trace_id)
             if scored.row is not None:
                 self._rows.append((order, scored.row))
                 self.stats.loops += scored.row.label == "loop"
             patches = scored.patches or {}
-            for span in spans:
-                patch = patches.get(span.span_id)
-                if patch is not None:
-                    span.unit.patches[span.index] = patch
-                span.unit.waiting -= 1
+            if self._spill is not None and scored.trace_id in self._spill.traces:
+                self._spilled_patches[scored.trace_id] = patches
+            for unit_spans in held:
+                for index, span_id in zip(unit_spans.indexes, unit_spans.span_ids, strict=True):
+                    patch = patches.get(span_id)
+                    if patch is not None:
+                        unit_spans.unit.patches[index] = patch
+                unit_spans.unit.waiting -= 1
 
     # -- output ------------------------------------------------------------------------
 
@@ -307,38 +320,21 @@ class Engine:
         self.stats.rows = [row for _, row in self._rows]
         return self.stats
 
-    def _end_order(self, release: Release[UnitSpan]) -> tuple[bool, int, int]:
+    def _end_order(self, release: Release[UnitSpans]) -> tuple[bool, int, int]:
         """The order the traces still open at the end are scored in: those whose spans
         arrived within the last window first, then those waiting for a root longer; each
         by where its last span stands."""
         last = release.spans[-1]
         waited = not release.root_ended and last.unit.number <= self._number - self.options.window
-        return waited, last.unit.number, last.index
+        return waited, last.unit.number, last.indexes[-1]
 
     def _finish_spill(self, spill: Spill) -> None:
-        patches: dict[str, dict[str, Any]] = {}
-        for jobs in spill.jobs(self.options.log_events):
+        for jobs in spill.jobs(self.options.log_events):  # a partition at a time
             for job in jobs:
-                self._released += 1
-                self._order[job.trace_id] = self._released
-                self.stats.traces += 1
-            if self._pool is None:
-                results = score_jobs(jobs, self.options.spec)
-            else:
-                tasks = [
-                    self._pool.submit(score_jobs, jobs[i : i + JOBS_PER_TASK])
-                    for i in range(0, len(jobs), JOBS_PER_TASK)
-                ]
-                results = [scored for task in tasks for scored in task.result()]
-            for scored in results:
-                if scored.patches:
-                    patches[scored.trace_id] = scored.patches
-                order = self._order.pop(scored.trace_id)
-                if scored.row is not None:
-                    self._rows.append((order, scored.row))
-                    self.stats.loops += scored.row.label == "loop"
+                self._enqueue(job, [])
+            self._collect(block=True)
         self.stats.spilled_units = spill.held_units
-        spill.write_back(patches, self._write)
+        spill.write_back(self._spilled_patches, self._write)
         spill.close()
 
     def close(self) -> None:

@@ -3,17 +3,12 @@ gzip or zstd; OTLP JSON lines, length-prefixed protobuf, or one ``ExportTraceSer
 (JSON or protobuf) per file. Cutting the decompressed stream into units (lines, messages,
 one document), bounded in size, is :mod:`otel_semloop.batch.units`.
 
-Why from content and not from the file name: the Collector's file exporter writes
-``format: proto`` and ``compression: zstd`` files under whatever name the operator chose,
-and a wrong guess turns every line into a "malformed line". So compression is read from
-the magic bytes and the format from the first decompressed bytes, and an input that is
-none of the formats gets one precise message ("a zip archive", "a JSON array") instead
-of hundreds of per-line errors.
-
-Memory: decompression streams (``gzip.GzipFile`` and zstd's stream reader behind a
-buffered reader), and no unit is held past ``max_unit_bytes`` (see
-:mod:`otel_semloop.batch.units`). A truncated compressed stream ends the input after the
-last complete line, reported as a :class:`InputProblem`.
+Compression is read from the magic bytes and the format from the first decompressed
+bytes, not from the file name (the Collector's file exporter writes ``format: proto``,
+``compression: zstd`` files under any name); an input that is none of the formats gets
+one precise message ("a zip archive", "a JSON array"), not an error per line.
+Decompression streams, no unit is held past ``max_unit_bytes``, and a truncated
+compressed stream ends the input after its last complete line (an :class:`InputProblem`).
 """
 
 from __future__ import annotations

@@ -1,30 +1,13 @@
-"""Logs files beside the traces files: the GenAI log records joined to their spans before
-a trace is scored.
+"""Logs files beside the traces files: the GenAI log records (an LLM call's messages, as
+``opentelemetry-instrumentation-openai-v2`` emits them) joined to their spans before a
+trace is scored.
 
-OpenTelemetry's GenAI instrumentations (``opentelemetry-instrumentation-openai-v2`` and
-the others built on ``opentelemetry-util-genai``) put an LLM call's messages and tool calls
-in log records in the chat span's context, not on the span; a Collector with a file
-exporter on its logs pipeline writes them to a logs file (``{"resourceLogs": ...}`` lines,
-or length-prefixed ``LogsData`` messages, plain, gzip or zstd: whatever
-:mod:`otel_semloop.batch.inputs` reads for traces).
-
-Which input is a logs file is read from its first unit (:func:`split_logs`): a JSON line
-whose object has ``resourceLogs``; a protobuf message with no span carrying a 16-byte
-trace id that decodes as ``LogsData`` with records. A stream (stdin, a FIFO) is always
-read as traces: it can be read only once. Given only logs files, ``rescore`` stops with an
-input error (exit 2): there is nothing to score.
-
-Logs files are read first, whole (:func:`read_log_events`): every record whose event
-name (or ``event.name`` attribute) starts with ``gen_ai.`` and that carries a trace and
-span id becomes a :class:`~otel_semloop.conventions.LogEvent` under its trace id. The
-engine gives each trace's events to its scoring job (:class:`~otel_semloop.batch.worker.TraceJob`
-``logs``), and :func:`~otel_semloop.release.evaluate` puts them on their spans by span id
-(``attach_log_records``), as the span processor and the service do. Log records are not
-written to the traces output. ``--engine dask`` does not read logs files.
-
-Memory: the GenAI events are held for the whole run (their decoded body and attributes,
-a few hundred bytes to a few kilobytes each); the logs of a very large run need that much
-room. A unit that is not OTLP logs is reported as an input problem (exit 2).
+A logs file is told by its first unit (:func:`split_logs`): a JSON line with
+``resourceLogs``, or a protobuf message that is ``LogsData`` with records and no span. A
+stream is always read as traces (it can be read only once); logs files alone are an input
+error. :func:`read_log_events` reads them first, whole: each GenAI event with a trace and
+span id, by trace id, for the scoring jobs (``TraceJob.logs``); they are held for the run
+and not written to the output. ``--engine dask`` does not read logs files.
 """
 
 from __future__ import annotations

@@ -18,13 +18,21 @@ from google.protobuf.message import DecodeError
 from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
 
 from otel_semloop.batch.scan import ScannedSpan, scan_json, scan_proto
-from otel_semloop.batch.spans import dump_json, load_json
+from otel_semloop.batch.spans import load_json
 from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.otlp._common import Bad
 from otel_semloop.otlp.patch import apply_patch_json, apply_patch_proto
 from otel_semloop.writeback import SpanPatch
 
-__all__ = ["PendingUnit", "UnitSpan", "parse_unit", "patch_spans", "read_unit", "rendered"]
+__all__ = [
+    "PendingUnit",
+    "UnitSpans",
+    "parse_unit",
+    "patch_spans",
+    "patches_by_index",
+    "read_unit",
+    "rendered",
+]
 
 
 @dataclass(slots=True, eq=False)
@@ -40,7 +48,7 @@ class PendingUnit:
     spans: list[Any] = field(default_factory=list)
     #: the traces its spans were handed to the trace buffer for
     trace_ids: list[str] = field(default_factory=list)
-    #: its spans still held for undecided traces
+    #: its traces' spans still held for undecided traces (one :class:`UnitSpans` each)
     waiting: int = 0
     #: span index -> the patch it gained
     patches: dict[int, SpanPatch] = field(default_factory=dict)
@@ -49,22 +57,25 @@ class PendingUnit:
 
 
 @dataclass(slots=True, eq=False)
-class UnitSpan:
-    """A span as the trace buffer holds it: where it stands and its ids."""
+class UnitSpans:
+    """The spans of one trace in one unit, as the trace buffer holds them: where they
+    stand in the unit and their ids."""
 
     unit: PendingUnit
-    index: int
-    span_id: str
-    root: bool
+    indexes: list[int] = field(default_factory=list)
+    span_ids: list[str] = field(default_factory=list)
+    #: the span ids of its local roots
+    roots: list[str] = field(default_factory=list)
 
-    @property
-    def kind(self) -> str:
-        return self.unit.unit.kind
+    def add(self, index: int, found: ScannedSpan) -> None:
+        self.indexes.append(index)
+        self.span_ids.append(found.span_id)
+        if found.root:
+            self.roots.append(found.span_id)
 
-    def data(self) -> bytes:
-        """The span's bytes: compact JSON or protobuf, as its unit's ``kind``."""
-        span = self.unit.spans[self.index]
-        return dump_json(span) if self.kind == "json" else span.SerializeToString()
+    def spans(self) -> list[Any]:
+        """The span dicts (JSON) or protobuf ``Span`` s."""
+        return [self.unit.spans[index] for index in self.indexes]
 
 
 def parse_unit(unit: Unit) -> tuple[Any, list[ScannedSpan]]:
@@ -100,6 +111,17 @@ def patch_spans(spans: list[Any], patches: dict[int, SpanPatch]) -> None:
             apply_patch_json(span, patch, replace_previous=True)
         else:
             apply_patch_proto(span, patch, replace_previous=True)
+
+
+def patches_by_index(
+    scanned: list[ScannedSpan], patches: dict[str, dict[str, SpanPatch]]
+) -> dict[int, SpanPatch]:
+    """The patches (trace id -> span id -> patch) of a unit's spans, by span index."""
+    return {
+        index: patches[span.trace_id][span.span_id]
+        for index, span in enumerate(scanned)
+        if span.span_id in patches.get(span.trace_id, {})
+    }
 
 
 def rendered(pending: PendingUnit, output_format: str) -> Any:

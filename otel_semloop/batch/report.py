@@ -1,14 +1,10 @@
 """``rescore --report out.html``: one self-contained page a person can open or attach to a
 ticket - no script, no network, plots as inline SVG.
 
-What it shows: the counts (traces, loops, by label and signal), what the loops burned
-(tokens, cost and model calls from each loop's onset, by agent and by signal, and the share a
-stop at the onset would have saved), the score distribution, loops over time (each chart with
-its axes and a legend), signals by agent and the tools that loop most, then every looping or
-suspected trace with its reason. The page fits the window's width: the signals-by-agent
-table breaks its headers at underscores and scrolls inside its own box when it still cannot.
-Every text from the input is HTML-escaped (it was already cleaned of control characters
-when the rows were made).
+It shows the counts, what the loops burned from their onsets (by agent and by signal),
+the score distribution, loops over time, signals by agent, the tools that loop most, and
+every looping or suspected trace with its reason; it fits the window's width. Every text
+from the input is HTML-escaped (the rows hold it cleaned of control characters).
 """
 
 from __future__ import annotations

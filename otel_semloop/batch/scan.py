@@ -11,6 +11,7 @@ its trace, which is then scored without the bad values or goes out unscored with
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = ["ScannedSpan", "scan_json", "scan_proto"]
 _ZERO_TRACE_HEX = "0" * 32
 _ZERO_TRACE = bytes(16)
 _REMOTE_BITS = FLAGS_HAS_IS_REMOTE | FLAGS_IS_REMOTE
+_parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 
 
 @dataclass(slots=True)
@@ -34,51 +36,14 @@ class ScannedSpan:
     span: Any  # the span dict (JSON) or protobuf Span, patched in place
 
 
-def _hex_id(value: Any, n: int, what: str) -> str:
-    if (
-        type(value) is str
-        and len(value) == n
-        and (c.is_lower_hex32(value) if n == 32 else c.is_lower_hex16(value))
-    ):
-        return value
-    if n == 32:
-        return c.trace_id_hex(value)
-    return c.span_id_hex(value)
-
-
 def scan_json(doc: Any) -> list[ScannedSpan]:
     """Every span of an OTLP JSON ``TracesData`` with its ids. Raises :class:`Bad` (with
     the path) for a structure or id that is not OTLP, and for an all-zero trace id, which
     OTLP forbids and the service refuses too."""
     out: list[ScannedSpan] = []
-    #: trace id -> whether it is lowercase hex and not all zeros (a trace's spans share it)
-    seen: dict[str, bool] = {}
 
     def scan(spans: list[Any]) -> None:
         for k, span in enumerate(spans):
-            # the fast path: lowercase hex ids as every SDK and Collector writes them
-            if type(span) is dict:
-                tid = span.get("traceId")
-                sid = span.get("spanId")
-                parent = span.get("parentSpanId")
-                ok_tid = seen.get(tid) if type(tid) is str else None
-                if ok_tid is None and type(tid) is str:
-                    ok_tid = seen[tid] = bool(c.is_lower_hex32(tid)) and tid != _ZERO_TRACE_HEX
-                if (
-                    ok_tid
-                    and type(sid) is str
-                    and len(sid) == 16
-                    and c.is_lower_hex16(sid)
-                    and (not parent or (type(parent) is str and len(parent) == 16))
-                    and (not parent or c.is_lower_hex16(parent))
-                ):
-                    if parent:
-                        flags = span.get("flags")
-                        root = type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS
-                    else:
-                        root = True
-                    out.append(ScannedSpan(tid, sid, root, span))
-                    continue
             try:
                 out.append(_scan_span(span))
             except Bad as e:
@@ -92,19 +57,13 @@ def scan_json(doc: Any) -> list[ScannedSpan]:
 def _scan_span(span: Any) -> ScannedSpan:
     if type(span) is not dict:
         c.bad_type("a span object", span)
-    tid = c.field(span, "traceId", lambda v: _hex_id(v, 32, "traceId"))
+    tid = c.field(span, "traceId", c.trace_id_hex)
     if tid == _ZERO_TRACE_HEX:
         raise Bad("traceId must not be all zeros", "traceId")
-    sid = c.field(span, "spanId", lambda v: _hex_id(v, 16, "spanId"))
-    parent = span.get("parentSpanId")
-    if parent:
-        c.field(span, "parentSpanId", lambda v: _hex_id(v, 16, "parentSpanId"))
-        flags = span.get("flags")
-        root = type(flags) is int and bool(flags & FLAGS_HAS_IS_REMOTE) and bool(flags & FLAGS_IS_REMOTE)
-    else:
-        if parent is not None and parent != "":
-            c.field(span, "parentSpanId", lambda v: c.span_id_hex(v, allow_empty=True))
-        root = True
+    sid = c.field(span, "spanId", c.span_id_hex)
+    parent = c.field(span, "parentSpanId", _parent_id)
+    flags = span.get("flags")
+    root = not parent or (type(flags) is int and flags & _REMOTE_BITS == _REMOTE_BITS)
     return ScannedSpan(tid, sid, root, span)
 
 

@@ -1,11 +1,8 @@
 """OTLP JSON spans as the core sees them: :class:`JsonSpans`, the
-:class:`~otel_semloop.release.SpanAdapter` for span dicts as decoded from a file line, and
-JSON (de)serialisation past orjson's nesting limits. Protobuf spans go through the
-service's adapter, :data:`~otel_semloop.service.held.PROTO_SPANS`.
-
-A value that does not decode concerns only itself, not its trace: :meth:`JsonSpans.record`
-drops the attributes and events of a span that do not decode and notes what it dropped
-(:attr:`JsonSpans.dropped`, written on the trace's root as ``semloop.input.dropped``).
+:class:`~otel_semloop.release.SpanAdapter` for span dicts as decoded from a file line
+(protobuf spans go through the service's :data:`~otel_semloop.service.held.PROTO_SPANS`),
+and JSON (de)serialisation past orjson's nesting limits. What does not decode is dropped
+from its span and noted on the trace's root (``semloop.input.dropped``).
 """
 
 from __future__ import annotations
@@ -31,40 +28,22 @@ __all__ = ["JsonSpans", "dump_json", "load_json"]
 
 
 class JsonSpans:
-    """The span adapter for one trace's OTLP JSON span dicts (it collects what
-    :meth:`record` dropped). Patches replace what an earlier run wrote.
+    """The span adapter for one trace's OTLP JSON span dicts. A span's attributes and
+    events that do not decode are left out of its record, and what was left out is
+    collected (:attr:`dropped`). Patches replace what an earlier run wrote."""
 
-    The trace's spans are decoded together on the first :meth:`record`: one decoder pass
-    over the trace checks its ids and converts its times in bulk, which a pass per span
-    repeats for each. When the trace does not decode as a whole, each span is decoded on
-    its own, without its values that do not decode."""
-
-    def __init__(self, spans: Sequence[dict[str, Any]]) -> None:
-        self.spans = spans
+    def __init__(self) -> None:
         self.dropped: list[str] = []
-        self._records: dict[int, SpanRecord] | None = None
 
     def record(self, span: dict[str, Any]) -> SpanRecord:
-        if self._records is None:
-            self._records = {id(s): r for s, r in zip(self.spans, self._decoded(), strict=True)}
-        return self._records[id(span)]
-
-    def _decoded(self) -> list[SpanRecord]:
         try:
-            return records_from_json(_envelope(list(self.spans)))
+            (record,) = records_from_json(_envelope([span]))
         except Exception:
-            pass
-        records = []
-        for span in self.spans:
-            try:
-                (record,) = records_from_json(_envelope([span]))
-            except Exception:
-                fixed, lost = _decodable(span)
-                (record,) = records_from_json(_envelope([fixed]))
-                record.source = span
-                self.dropped.extend(lost)
-            records.append(record)
-        return records
+            fixed, lost = _decodable(span)
+            (record,) = records_from_json(_envelope([fixed]))
+            record.source = span
+            self.dropped.extend(lost)
+        return record
 
     def patched(self, span: dict[str, Any], patch: SpanPatch) -> dict[str, Any]:
         apply_patch_json(span, patch, replace_previous=True)

@@ -13,18 +13,18 @@ whatever its traces look like.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
-import struct
+import pickle
 import tempfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import IO, Any
 
-import orjson
-from opentelemetry.proto.trace.v1.trace_pb2 import TracesData
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
-from otel_semloop.batch.pending import PendingUnit, UnitSpan, parse_unit, patch_spans
-from otel_semloop.batch.spans import dump_json
+from otel_semloop.batch.pending import PendingUnit, UnitSpans, parse_unit, patch_spans, patches_by_index
+from otel_semloop.batch.spans import dump_json, load_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
 from otel_semloop.batch.writer import OutputError
@@ -75,25 +75,24 @@ class Spill:
     def _part(self, tid: str) -> IO[bytes]:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
-    def add(self, tid: str, span: UnitSpan) -> None:
-        """A span of spilled trace ``tid`` to its partition."""
-        data = span.data()
+    def add(self, tid: str, spans: UnitSpans) -> None:
+        """Spans of spilled trace ``tid`` (of one unit) to its partition."""
         fp = self._part(tid)
-        kind = b"j" if span.kind == "json" else b"p"
-        with _spill_io(self.where):
-            fp.write(struct.pack(">32sc?I", tid.encode(), kind, span.root, len(data)))
-            fp.write(data)
-        if span.root:
-            self.traces[tid].append(span.span_id)
+        for span in spans.spans():
+            json = type(span) is dict  # as bytes: a span may nest deeper than pickle goes
+            data = dump_json(span) if json else span.SerializeToString()
+            with _spill_io(self.where):
+                pickle.dump((tid, json, data), fp)
+        self.traces[tid].extend(spans.roots)
 
-    def spill(self, tid: str, spans: list[UnitSpan]) -> None:
+    def spill(self, tid: str, held: list[UnitSpans]) -> None:
         """Move trace ``tid``'s held spans to its partition; their units no longer wait
         for them, but will need the trace's patches when replayed."""
         self.traces[tid] = []
-        for span in spans:
-            self.add(tid, span)
-            span.unit.waiting -= 1
-            span.unit.spilled.add(tid)
+        for spans in held:
+            self.add(tid, spans)
+            spans.unit.waiting -= 1
+            spans.unit.spilled.add(tid)
 
     def hold(self, pending: PendingUnit, doc: Any) -> None:
         """Write a decided unit to the spill file (in order), as
@@ -102,84 +101,50 @@ class Spill:
         data = unit.raw
         if doc is not None:
             data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
-        meta = orjson.dumps(
-            {
-                "s": unit.source,
-                "q": unit.seq,
-                "k": unit.kind,
-                "d": unit.document,
-                "e": unit.error,
-                "l": bool(pending.spilled),
-                "x": bool(pending.patches),
-                "r": doc is not None,
-                "sp": list(unit.spooled[1:]) if unit.spooled else None,
-            }
-        )
+        spooled = unit.spooled
+        held = dataclasses.replace(unit, raw=data, spooled=None)
+        late, dirty = bool(pending.spilled), bool(pending.patches)
         assert self.units is not None
         with _spill_io(self.where):
-            self.units.write(struct.pack(">II", len(meta), len(data)))
-            self.units.write(meta)
-            self.units.write(data)
+            pickle.dump((held, spooled[1:] if spooled else None, late, dirty, doc is not None), self.units)
         self.held_units += 1
-        if unit.spooled:
-            self._spooled[(unit.source, unit.seq)] = unit.spooled[0]
+        if spooled:
+            self._spooled[(unit.source, unit.seq)] = spooled[0]
 
     def jobs(self, log_events: Mapping[str, tuple[LogEvent, ...]]) -> Iterable[list[TraceJob]]:
         """The spilled traces' scoring jobs, a partition at a time, each with its GenAI log
         events from ``log_events``."""
         for fp in self.parts:
-            with _spill_io(self.where):
-                by_trace = self._read_partition(fp)
-            jobs = []
-            for tid, items in by_trace.items():
-                roots = tuple(self.traces.get(tid, ()))
-                spans = [("json" if kind == b"j" else "proto", data) for kind, data in items]
-                jobs.append(trace_job(tid, spans, roots, log_events.get(tid, ())))
+            by_trace: dict[str, list[Any]] = {}
+            for tid, json, data in self._read(fp):
+                by_trace.setdefault(tid, []).append(load_json(data) if json else Span.FromString(data))
+            yield [
+                trace_job(tid, spans, tuple(self.traces.get(tid, ())), log_events.get(tid, ()))
+                for tid, spans in by_trace.items()
+            ]
             with _spill_io(self.where):
                 fp.truncate(0)
-            yield jobs
 
-    @staticmethod
-    def _read_partition(fp: IO[bytes]) -> dict[str, list[tuple[bytes, bytes]]]:
-        fp.flush()
-        fp.seek(0)
-        by_trace: dict[str, list[tuple[bytes, bytes]]] = {}
-        header = struct.calcsize(">32sc?I")
-        while True:
-            head = fp.read(header)
-            if not head:
-                break
-            tid_b, kind, _root, size = struct.unpack(">32sc?I", head)
-            by_trace.setdefault(tid_b.decode(), []).append((kind, fp.read(size)))
-        return by_trace
-
-    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
-        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
-        fp = self.units
-        assert fp is not None
+    def _read(self, fp: IO[bytes]) -> Iterator[Any]:
+        """What was pickled to ``fp``, in order."""
         with _spill_io(self.where):
             fp.flush()
             fp.seek(0)
-        spooled = self._spooled
         while True:
             with _spill_io(self.where):
-                head = fp.read(8)
-                if not head:
+                try:
+                    item = pickle.load(fp)
+                except EOFError:
                     return
-                n_meta, n_data = struct.unpack(">II", head)
-                meta = orjson.loads(fp.read(n_meta))
-                data = fp.read(n_data)
-            sp = meta["sp"]
-            unit = Unit(
-                meta["s"],
-                meta["q"],
-                meta["k"],
-                data,
-                document=meta["d"],
-                spooled=(spooled[(meta["s"], meta["q"])], sp[0], sp[1]) if sp else None,
-                error=meta["e"],
-            )
-            yield unit, meta["l"], meta["x"], meta["r"]
+            yield item
+
+    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
+        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
+        assert self.units is not None
+        for unit, spooled, late, dirty, rendered in self._read(self.units):
+            if spooled:
+                unit.spooled = (self._spooled[(unit.source, unit.seq)], *spooled)
+            yield unit, late, dirty, rendered
 
     def write_back(
         self, patches: dict[str, dict[str, SpanPatch]], write: Callable[[Unit, Any, bool], None]
@@ -193,11 +158,7 @@ class Spill:
                 pass
             elif late:
                 parsed, scanned = parse_unit(unit)
-                found = {
-                    index: patches[span.trace_id][span.span_id]
-                    for index, span in enumerate(scanned)
-                    if span.span_id in patches.get(span.trace_id, {})
-                }
+                found = patches_by_index(scanned, patches)
                 patch_spans([span.span for span in scanned], found)
                 if found or rendered:
                     dirty = dirty or bool(found)

@@ -199,21 +199,16 @@ class Summary:
 def summarize(rows: Sequence[TraceRow], top: int = 5, **counts: Any) -> Summary:
     summary = Summary(**counts)
     summary.scored = len(rows)
-    labels = Counter(r.label for r in rows)
-    summary.by_label = dict(sorted(labels.items(), key=lambda kv: (-kv[1], kv[0])))
-    summary.loops = labels.get("loop", 0)
-    signals = Counter(s for r in rows for s in r.signals)
-    summary.by_signal = dict(sorted(signals.items(), key=lambda kv: (-kv[1], kv[0])))
+    summary.by_label = _most_first(Counter(r.label for r in rows))
+    summary.loops = summary.by_label.get("loop", 0)
+    summary.by_signal = _most_first(Counter(s for r in rows for s in r.signals))
     agent_traces = Counter(r.agent or "(unnamed)" for r in rows)
-    agent_loops = Counter(r.agent or "(unnamed)" for r in rows if r.label in _LOOPING)
+    agent_loops = _most_first(Counter(r.agent or "(unnamed)" for r in rows if r.label in _LOOPING))
     summary.top_agents = [
-        {"agent": a, "loops": n, "traces": agent_traces[a]}
-        for a, n in sorted(agent_loops.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
+        {"agent": a, "loops": n, "traces": agent_traces[a]} for a, n in list(agent_loops.items())[:top]
     ]
-    tools = Counter(t for r in rows if r.label in _LOOPING for t in r.tools)
-    summary.top_tools = [
-        {"tool": t, "loops": n} for t, n in sorted(tools.items(), key=lambda kv: (-kv[1], kv[0]))[:top]
-    ]
+    tools = _most_first(Counter(t for r in rows if r.label in _LOOPING for t in r.tools))
+    summary.top_tools = [{"tool": t, "loops": n} for t, n in list(tools.items())[:top]]
     by_agent: dict[str, LoopSpend] = {}
     by_signal: dict[str, LoopSpend] = {}
     for row in rows:
@@ -227,6 +222,11 @@ def summarize(rows: Sequence[TraceRow], top: int = 5, **counts: Any) -> Summary:
     summary.spend_by_signal = _by_spend(by_signal)
     summary.non_agent = max(0, summary.traces - summary.scored)
     return summary
+
+
+def _most_first(counts: Counter[str]) -> dict[str, int]:
+    """Largest count first (then by name)."""
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
 
 def _by_spend(spends: dict[str, LoopSpend]) -> dict[str, LoopSpend]:

@@ -235,35 +235,22 @@ def proto_units(reader: Reader, label: str, problems: list[InputProblem]) -> Ite
         if not prefix:
             return
         seq += 1
+        where = f"{label} message {seq} at byte {offset}"
         if len(prefix) < 4:
-            problems.append(
-                InputProblem(
-                    f"{label} message {seq} at byte {offset}", "truncated length prefix; the rest is lost"
-                )
-            )
+            problems.append(InputProblem(where, "truncated length prefix; the rest is lost"))
             return
         size = int.from_bytes(prefix, "big")
         if size > reader.limit:
             spooled, got = reader.spool_exactly(size)
-            if got < size:
-                problems.append(
-                    InputProblem(
-                        f"{label} message {seq} at byte {offset}",
-                        f"truncated: length prefix says {size} bytes, {got} left; the rest is lost",
-                    )
-                )
-                return
-            yield Unit(label, seq, "proto", b"", spooled=spooled, error=_too_long(size, reader.limit, offset))
-            offset += 4 + size
-            continue
-        data = reader.read_exactly(size)
-        if len(data) < size:
-            problems.append(
-                InputProblem(
-                    f"{label} message {seq} at byte {offset}",
-                    f"truncated: length prefix says {size} bytes, {len(data)} left; the rest is lost",
-                )
-            )
+            error = _too_long(size, reader.limit, offset)
+            unit = Unit(label, seq, "proto", b"", spooled=spooled, error=error)
+        else:
+            data = reader.read_exactly(size)
+            got = len(data)
+            unit = Unit(label, seq, "proto", data)
+        if got < size:
+            message = f"truncated: length prefix says {size} bytes, {got} left; the rest is lost"
+            problems.append(InputProblem(where, message))
             return
         offset += 4 + size
-        yield Unit(label, seq, "proto", data)
+        yield unit

@@ -1,17 +1,10 @@
 """Scoring one closed trace, in a worker process or in-process: its spans read through a
-span adapter and scored by :func:`otel_semloop.release.evaluate`, isolated per trace.
-
-Why isolated here: one hostile value (a ``doubleValue`` of "NaN" in a token count, message
-``parts`` that are a number) must cost only its own trace. A value that does not decode
-is dropped from its span (:class:`~otel_semloop.batch.spans.JsonSpans`); whatever the
-builder or a detector raises makes the trace go out unscored with
-``semloop.unscored.reason`` saying why; every other trace is unaffected and every span is
-written out.
-
-What crosses the process boundary is small both ways: a trace's spans as bytes in
-(:class:`TraceJob`, with the GenAI log events the logs files hold for it:
-:mod:`otel_semloop.batch.logs`), per-span patches and one summary row out
-(:class:`Scored`).
+span adapter and scored by :func:`otel_semloop.release.evaluate`, isolated per trace: a
+value that does not decode is dropped from its span
+(:class:`~otel_semloop.batch.spans.JsonSpans`), and whatever the builder or a detector
+raises makes only that trace go out unscored, with ``semloop.unscored.reason`` saying why.
+A trace's spans go in as bytes (:class:`TraceJob`, with its GenAI log events); its
+per-span patches and summary row come out (:class:`Scored`).
 """
 
 from __future__ import annotations
@@ -75,9 +68,10 @@ class ScorerSpec:
 
 @dataclass(frozen=True, slots=True)
 class TraceJob:
-    """One trace to score: its spans' bytes in input order, all compact JSON or all
-    protobuf (``kind``), its local roots' span ids (none: the trace is partial) and the
-    GenAI log events of its spans (``evaluate`` puts them on their spans)."""
+    """One trace to score: its spans in input order (``kind`` "json": one JSON array of
+    span objects; "proto": each span's protobuf bytes), its local roots' span ids (none:
+    the trace is partial) and the GenAI log events of its spans (``evaluate`` puts them on
+    their spans)."""
 
     trace_id: str
     kind: str
@@ -92,23 +86,24 @@ class TraceJob:
 
 @dataclass(slots=True)
 class TraceRow:
-    """One scored agent trace, for the summary, the table and the report."""
+    """One scored agent trace, for the summary, the table and the report (the defaults:
+    a trace that was not scored)."""
 
     trace_id: str
     root_span_id: str
-    root_name: str
-    agent: str
-    steps: int
-    label: str
-    score: float
-    deepeval: float | None
-    action: str
-    signals: tuple[str, ...]
-    reason: str
-    tools: tuple[str, ...]
-    start_ns: int
-    end_ns: int
-    partial: bool
+    root_name: str = ""
+    agent: str = ""
+    steps: int = 0
+    label: str = "unscored"
+    score: float = 1.0
+    deepeval: float | None = None
+    action: str = "continue"
+    signals: tuple[str, ...] = ()
+    reason: str = ""
+    tools: tuple[str, ...] = ()
+    start_ns: int = 0
+    end_ns: int = 0
+    partial: bool = False
     unscored_reason: str = ""
     event_ns: int = 0
     evaluation: dict[str, Any] = field(default_factory=dict)
@@ -128,19 +123,17 @@ class Scored:
 
 def trace_job(
     trace_id: str,
-    spans: Sequence[tuple[str, bytes]],
+    spans: Sequence[Any],
     roots: tuple[str, ...],
     logs: tuple[LogEvent, ...] = (),
 ) -> TraceJob:
-    """The scoring job of a trace from its spans as ``(kind, bytes)`` in input order and
-    its GenAI log events; a trace with both JSON and protobuf spans is scored as JSON."""
-    kinds = {kind for kind, _ in spans}
-    if kinds == {"proto"}:
-        return TraceJob(trace_id, "proto", [data for _, data in spans], roots, logs)
-    as_json = [
-        data if kind == "json" else dump_json(span_to_json(Span.FromString(data))) for kind, data in spans
-    ]
-    return TraceJob(trace_id, "json", as_json, roots, logs)
+    """The scoring job of a trace from its spans in input order (span dicts as decoded
+    from OTLP JSON, or protobuf ``Span``s) and its GenAI log events; a trace with both
+    kinds of span is scored as JSON. The JSON spans are encoded together, in one array."""
+    if all(isinstance(span, Span) for span in spans):
+        return TraceJob(trace_id, "proto", [span.SerializeToString() for span in spans], roots, logs)
+    as_json = [span_to_json(span) if isinstance(span, Span) else span for span in spans]
+    return TraceJob(trace_id, "json", [dump_json(as_json)], roots, logs)
 
 
 _SCORER: Scorer | None = None
@@ -228,11 +221,11 @@ class _Isolated:
 
 def score_job(job: TraceJob, scorer: Scorer) -> Scored:
     """Score one trace (see the module docstring)."""
-    json_spans = JsonSpans([])
+    json_spans = JsonSpans()
     try:
         if job.kind == "json":
-            spans: list[Any] = orjson.loads(b"".join([b"[", b",".join(job.spans), b"]"]))
-            json_spans = JsonSpans(spans)
+            (array,) = job.spans
+            spans: list[Any] = orjson.loads(array)
             adapter: Any = json_spans
         else:
             spans = [Held(data, None, None) for data in job.spans]
@@ -272,18 +265,7 @@ def _unscored(job: TraceJob, reason: str) -> Scored:
     row = TraceRow(
         trace_id=job.trace_id,
         root_span_id=job.roots[0] if job.roots else "",
-        root_name="",
-        agent="",
-        steps=0,
-        label="unscored",
-        score=1.0,
-        deepeval=None,
-        action="continue",
-        signals=(),
         reason=reason,
-        tools=(),
-        start_ns=0,
-        end_ns=0,
         partial=job.partial,
         unscored_reason=reason,
         evaluation=evaluation_attributes(verdict),

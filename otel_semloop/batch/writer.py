@@ -1,16 +1,13 @@
 """Where rescored units go: a file written atomically, or stdout; JSON lines or
 length-prefixed protobuf; compressed by the output's suffix (``.gz``, ``.zst``).
 
-Why atomic: a run that fails half way (a full disk, a crash, Ctrl-C) must not leave a
-half-written file, nor destroy the output of a previous run. Output is written to a
-temporary file beside the target and renamed over it only when everything was written.
-An output that is one of the inputs is refused before anything is read. Special files
-(``/dev/null``, a FIFO) and stdout are written directly. Every failure to write is an
-:class:`OutputError` (exit status 3), distinct from problems in the input (2).
-
-Byte-identical: a unit that gained nothing is written as it was read (its raw bytes),
-when the output format is the input's. Compression is deterministic (gzip without a
-timestamp or file name), so identical input gives identical output bytes.
+A file is written to a temporary file beside it and renamed over it once everything is
+written, so a run that fails half way (a full disk, a crash, Ctrl-C) leaves the previous
+output, not half of one; special files (``/dev/null``, a FIFO) and stdout are written
+directly, and an output that is one of the inputs is refused before anything is read.
+Every failure to write is an :class:`OutputError` (exit status 3). A unit that gained
+nothing is written as read when the formats match, and compression is deterministic
+(gzip without a timestamp or file name): the same input gives the same bytes.
 """
 
 from __future__ import annotations

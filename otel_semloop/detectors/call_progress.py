@@ -12,6 +12,11 @@ results it had given before. From them each new call of the same call gets
 ``poll_ended`` and ``previous_action`` (see
 :class:`~otel_semloop.detectors.facts.StepFacts`).
 
+An answer that reads as the last one but names other identifiers (:meth:`ResultRead.ids`)
+than the answers before it, which all named the same ones, shows progress and ends a
+wait: a head commit or a revision that held over several polls and then changed is news,
+though masking reads both alike; identifiers new on every answer (request ids) never hold.
+
 Progress is measured against the best this call ever showed, not its last result: a
 result alternating between a short and a long form, or a percentage going down and up
 again, must not count as progress on every upswing. Counts (work remaining) are compared
@@ -43,6 +48,7 @@ from otel_semloop.detectors.figures import (
 )
 from otel_semloop.detectors.normalize import (
     has_digit,
+    identifiers,
     is_acknowledgement,
     is_time_reading,
     normalize_result_and_content,
@@ -147,6 +153,10 @@ def result_figures(raw: str) -> Figures:
     return progress_value(raw), remaining_counts(raw), result_numbers(raw)
 
 
+#: :meth:`ResultRead.ids` not read yet (no string's hash is -1).
+_UNREAD = -1
+
+
 class ResultRead:
     """What one result text reads as: the digests of its normalised form (``result``) and
     of its content (``content``, numbers kept; both read a retrieval's documents as a set:
@@ -156,6 +166,7 @@ class ResultRead:
     (:func:`result_figures`)."""
 
     __slots__ = (
+        "_ids",
         "_normalised",
         "_size",
         "acknowledges",
@@ -182,6 +193,19 @@ class ResultRead:
         self.says_nothing = not has_digit(content) and not says_none_found(normalised)
         self.empty = not normalised
         self.figures: Figures | None = None
+        # Identifiers are read (:meth:`ids`) only where masking hid one.
+        names_ids = "<" in content and ("<hex>" in content or "<id>" in content or "<uuid>" in content)
+        self._ids: int | None = _UNREAD if names_ids else None
+
+    def ids(self, raw: str) -> int | None:
+        """The digest of the identifiers the masks hide in ``raw`` (this read's text),
+        whatever their order (:func:`~otel_semloop.detectors.normalize.identifiers`),
+        read on first use; None when it names none."""
+        ids = self._ids
+        if ids == _UNREAD:
+            found = identifiers(raw)
+            ids = self._ids = hash(" ".join(sorted(found.split()))) if found else None
+        return ids
 
     @property
     def size(self) -> int:
@@ -206,7 +230,8 @@ class CallProgress:
     """One call's state: the best progress figure it showed (or its first result's text,
     unread, as a 1-tuple), its best size, its last counts and numbers, its top numbers,
     its last result digest and its streak (calls in a row answered with results it had
-    already given: the same one again, or a status flapping between known states).
+    already given: the same one again, or a status flapping between known states), and
+    the identifiers its last answer named with how many answers in a row named them.
 
     Made by :meth:`first` for a call's first occurrence and moved on by :meth:`next` for
     each later one (no ``__init__``: one is made per new call, the usual tool step)."""
@@ -215,7 +240,9 @@ class CallProgress:
         "best_numbers",
         "best_progress",
         "best_size",
+        "ids_held",
         "last_counts",
+        "last_ids",
         "last_numbers",
         "last_result",
         "streak",
@@ -245,6 +272,9 @@ class CallProgress:
             state.best_size = read.size if read is not None else 0
         state.last_result = result
         state.streak = 1 if result is not None else 0
+        # Replaying, the first result's identifiers are read with the rest if it recurs.
+        state.last_ids = read.ids(raw) if read is not None and raw is not None else None
+        state.ids_held = 1 if state.last_ids is not None else 0
         return state
 
     def next(
@@ -264,8 +294,13 @@ class CallProgress:
         last_numbers = self.last_numbers
         top_numbers = self.best_numbers
         counts = numbers = None
+        ids = read.ids(raw) if raw is not None and read is not None and failure is None else None
+        last_ids = self.last_ids
         if best_progress.__class__ is tuple:
             text = best_progress[0]  # type: ignore[index]
+            if self.last_result is not None:
+                last_ids = ids if raw == text else read_result(text).ids(text)
+                self.ids_held = 1 if last_ids is not None else 0
             if raw is not None and raw == text:
                 # Every result of this call so far was this same text (a call repeated
                 # verbatim, as loops do): its figures and size equal the best, the last
@@ -308,9 +343,28 @@ class CallProgress:
                 facts.poll_ended = True
                 facts.previous_action = hash((facts.call, last_result))
             self.streak = 1 if result is not None else 0
+        renewed = False
+        if ids is not None and result == last_result and ids == last_ids:
+            self.ids_held += 1
+        else:
+            if (
+                ids is not None
+                and last_ids is not None
+                and result == last_result
+                and self.ids_held >= 2
+                and facts.args_known
+            ):
+                # The same answer, but naming other things than the answers before it,
+                # which all named the same ones (a pull request's head commit, a
+                # document's revision): what the call reads changed. Identifiers that
+                # change on every answer (request ids) never hold twice.
+                renewed = facts.poll_ended = True
+                facts.previous_action = hash((facts.call, last_result))
+            self.ids_held = 1 if ids is not None else 0
+        self.last_ids = ids
         if progress.__class__ is not tuple:  # (a tuple: the same unread text again)
             size = read.size if read is not None else 0
-            facts.progressed = (
+            facts.progressed = renewed or (
                 (progress is not None and best_progress is not None and progress > best_progress)
                 or (size > best_size > 0)  # type: ignore[operator]
                 or counts_fell(last_counts, counts)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_CLAIM_CHARS", "claims", "declares_done"]
+__all__ = ["MAX_CLAIM_CHARS", "claims", "conclusion", "declares_done"]
 
 #: Characters of a text read for claims: a conclusion is stated early, and the bound keeps
 #: the cost O(1) for a huge output.
@@ -40,10 +40,7 @@ def claims(text: str) -> frozenset[int]:
     text = text[:MAX_CLAIM_CHARS]
     found: set[int] = set()
     for match in _NUMBER.finditer(text):
-        figure = match.group().replace(",", "")
-        if "." in figure:
-            figure = figure.rstrip("0").rstrip(".")
-        found.add(hash(("figure", figure.lstrip("0") or "0")))
+        found.add(_figure(match.group()))
     for match in _PATH.finditer(text):
         path = match.group().rstrip(".").casefold()
         if len(path) > 2:
@@ -56,6 +53,32 @@ def claims(text: str) -> frozenset[int]:
             continue
         found.add(hash(("name", match.group().casefold())))
     return frozenset(found)
+
+
+#: A figure given as the result: after ``=`` or after "answer", "total", "result", "sum",
+#: "equals", "comes to" (``= 45``, ``The answer is 45``, ``Final answer: 45``).
+_CONCLUDED = re.compile(
+    r"(?:=|\b(?:answer|total|result|sum|equals|comes\s+to)\b(?:\s+(?:is|are|was|of))?\s*:?)"
+    r"\s*[$\u20ac\u00a3]?\s*(\d(?:[\d,]*\d)?(?:\.\d+)?)(?![\w\-/]|\.\d)",
+    re.IGNORECASE,
+)
+
+
+def conclusion(text: str) -> int | None:
+    """The hash of the figure ``text`` concludes with (the last one given as a result:
+    ``... = 45``, "The answer is 45", "Final answer: 45"; as :func:`claims` reads a
+    figure), or None when it gives none. Working that reaches the same result by another
+    route (``9 + 8 + ... + 1 = 45`` after ``10 x 9 / 2 = 45``) concludes the same."""
+    results = _CONCLUDED.findall(text[:MAX_CLAIM_CHARS])
+    return _figure(results[-1]) if results else None
+
+
+def _figure(number: str) -> int:
+    """A figure's hash: its value, separators and trailing zeros dropped."""
+    figure = number.replace(",", "")
+    if "." in figure:
+        figure = figure.rstrip("0").rstrip(".")
+    return hash(("figure", figure.lstrip("0") or "0"))
 
 
 #: A statement that the work is over: done, nothing left, waiting for the next instruction.

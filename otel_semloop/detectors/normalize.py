@@ -39,6 +39,7 @@ import re
 
 __all__ = [
     "digest",
+    "identifiers",
     "is_acknowledgement",
     "is_time_reading",
     "mask",
@@ -195,6 +196,30 @@ def _mask_ids(text: str) -> str:
     if "<" in text:
         text = _JOINED_IDS.sub("<id>", text)
     return text
+
+
+def identifiers(text: str) -> str:
+    """The identifiers :func:`mask` hides in ``text`` (UUIDs, hex runs, generated
+    identifiers), in order, joined by blanks; "" when it holds none. Timestamps are not
+    among them: a clock moves on by itself, while an identifier names a thing (a commit,
+    a revision, a run) and changes when the thing does."""
+    if not has_digit(text):
+        return ""
+    if "-" in text:
+        text = _TIMESTAMP.sub(" ", text)
+    found: list[str] = []
+
+    def keep(match: re.Match[str], masked: str) -> str:
+        if masked.startswith("<"):
+            found.append(match.group())
+            return " "
+        return masked
+
+    if "-" in text:
+        text = _UUID.sub(lambda match: keep(match, "<uuid>"), text)
+    text = _HEX.sub(lambda match: keep(match, _hex(match)), text)
+    _IDENT.sub(lambda match: keep(match, _ident(match)), text)
+    return " ".join(found)
 
 
 def normalize_result_and_content(text: str) -> tuple[str, str]:

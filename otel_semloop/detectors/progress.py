@@ -23,7 +23,8 @@ Signals
         its answer is known. ``no_progress``. A poll that ends (the call's first new
         answer after repeating itself) resolves the repetition since the last new step,
         unless, with nothing new since, the call goes back to an answer it gave before
-        that "end".
+        that "end", or another call of the repetition answers as before and no new work
+        follows (the new answer led back to the same work).
     ``near_duplicate_args``
         Consecutive calls of one tool whose arguments differ only cosmetically from the
         first call of the run (a trailing slash, an added flag, reordered keys, a tweaked
@@ -254,22 +255,13 @@ class RepeatedResultDetector(_ChainDetector):
             ended = self._stretch + self._by_call.pop(facts.call, [])
             for episode in ended:
                 episode.resolved = True
-            self._ended = (facts.call, facts.result, facts.epoch, ended)
-        elif (
-            self._ended is not None
-            and facts.call == self._ended[0]
-            and facts.epoch == self._ended[2]
-            and facts.result != self._ended[1]
-            and facts.failure is None
-        ):
-            # With nothing new since, the call went back to an answer it gave before the
-            # "end" (a write acknowledged "stored", then "saved", then "stored" again):
-            # the wait had not ended, it was the loop going on.
-            for episode in self._ended[3]:
-                episode.resolved = False
-            self._ended = None
+            self._ended = (facts.call, facts.result, facts.epoch, ended, self._stretch_calls)
+            self._resumed = False
+        elif (ended_poll := self._ended) is not None and facts.failure is None:
+            self._after_poll(facts, ended_poll)
         if facts.epoch != self._stretch_epoch:
             self._stretch = []
+            self._stretch_calls = set()
             self._stretch_epoch = facts.epoch
         # A successful call is followed by its call alone: with nothing novel between
         # occurrences, each returned a result the call had already returned (the same
@@ -287,20 +279,50 @@ class RepeatedResultDetector(_ChainDetector):
             if chain is not None and chain.episode is not None:
                 if chain.episode not in self._stretch:
                     self._stretch.append(chain.episode)
+                self._stretch_calls.add(facts.call)
                 if facts.failure is None:
                     episodes = self._by_call.setdefault(facts.call, [])
                     if chain.episode not in episodes:
                         episodes.append(chain.episode)
         return found
 
+    def _after_poll(
+        self, facts: StepFacts, ended_poll: tuple[int, int | None, int, list[Episode], set[int]]
+    ) -> None:
+        """Whether what follows a poll's end (``ended_poll``) undoes it, or redoes it."""
+        polled, answer, epoch, episodes, calls = ended_poll
+        if facts.epoch == epoch and facts.call == polled and facts.result != answer:
+            # With nothing new since, the call went back to an answer it gave before the
+            # "end" (a write acknowledged "stored", then "saved", then "stored" again): the
+            # wait had not ended, it was the loop going on.
+            for episode in episodes:
+                episode.resolved = False
+            self._ended = None
+        elif facts.epoch == epoch and not self._resumed and facts.call != polled and facts.call in calls:
+            # With nothing new since, another call of the repetition answered as it did
+            # before (a new mention answered by the same review of the same commit): the
+            # new answer led back to the same work. The repetition goes on...
+            for episode in episodes:
+                episode.resolved = False
+            self._resumed = True
+        elif self._resumed and facts.novel and facts.call != polled and facts.call not in calls:
+            # ...unless new work follows after all (the log read once more, then the
+            # artifact downloaded): the wait did end.
+            for episode in episodes:
+                episode.resolved = True
+            self._ended = None
+
     def reset(self) -> None:
         super().reset()
         self._stretch: list[Episode] = []  # episodes reported since the last novel step
+        self._stretch_calls: set[int] = set()  # the calls they repeat
         self._stretch_epoch = -1
         # Per call digest, the episodes of its successful repeats (resolved when its poll ends).
         self._by_call: dict[int, list[Episode]] = {}
-        # The latest ended poll: (call, its new result, epoch, the episodes it resolved).
-        self._ended: tuple[int, int | None, int, list[Episode]] | None = None
+        # The latest ended poll: (call, its new result, epoch, the episodes it resolved,
+        # the calls they repeated).
+        self._ended: tuple[int, int | None, int, list[Episode], set[int]] | None = None
+        self._resumed = False  # the repetition went on after that end
         # Calls that set a value, last answered by an acknowledgement (bounded like the chains).
         self._set_values = LRU(self.config.seen_capacity)
 

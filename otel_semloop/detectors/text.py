@@ -31,7 +31,9 @@ Signals
         thing in new words: each shares at least :data:`RESTATED_MIN_SHARED` of the figures
         and names asserted so far in the run of messages
         (:func:`~otel_semloop.detectors.claims.claims`: ``$12,480`` and ``12480 dollars``
-        are one figure) and adds at most :data:`RESTATED_MAX_NEW` new ones. A model asked
+        are one figure) and adds at most :data:`RESTATED_MAX_NEW` new ones, or any number
+        when it concludes with the run's result by other working (``9 + 8 + ... = 45``
+        after ``10 x 9 / 2 = 45``: :func:`~otel_semloop.detectors.claims.conclusion`). A model asked
         to confirm that reconsiders again and again, reaching the same total and the same
         names every time, worded differently each time. Conclusive at
         ``restatement_repeats`` (4) messages of one agent: a loop of agents taking turns
@@ -69,7 +71,7 @@ from collections import Counter
 from typing import ClassVar
 
 from otel_semloop.detectors.base import Episode, IncrementalDetector
-from otel_semloop.detectors.claims import claims, declares_done
+from otel_semloop.detectors.claims import claims, conclusion, declares_done
 from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.normalize import normalize_words
 from otel_semloop.model import Step, StepKind
@@ -168,6 +170,7 @@ class RestatementDetector(IncrementalDetector):
     def reset(self) -> None:
         super().reset()
         self._asserted: frozenset[int] = frozenset()
+        self._concluded: int | None = None  # the result the run of messages gives
         self._run = 0
         self._episode: Episode | None = None
         self._first: StepFacts | None = None
@@ -181,6 +184,7 @@ class RestatementDetector(IncrementalDetector):
 
     def _break(self) -> None:
         self._asserted = frozenset()
+        self._concluded = None
         self._run = 0
         self._episode = None
         self._spoken = {}
@@ -213,11 +217,15 @@ class RestatementDetector(IncrementalDetector):
         out = self._done(facts, text)
         asserted = claims(text)
         shared = len(asserted & self._asserted)
+        concluded = conclusion(text)
+        # The same result reached by other working (``9 + 8 + ... = 45`` after
+        # ``10 x 9 / 2 = 45``): its operands are no news.
+        same_result = concluded is not None and concluded == self._concluded and shared >= RESTATED_MIN_SHARED
         if self._run and shared < RESTATED_MIN_SHARED and asserted <= self._asserted:
             # Nothing new asserted, and too little to restate ("Done. Nothing further to
             # change."): the same conclusion is not over; the message does not count.
             return out
-        if (
+        if not same_result and (
             len(asserted) < RESTATED_MIN_SHARED
             or shared < RESTATED_MIN_SHARED
             or len(asserted) - shared > RESTATED_MAX_NEW
@@ -226,11 +234,14 @@ class RestatementDetector(IncrementalDetector):
             self._break()
             if len(asserted) >= RESTATED_MIN_SHARED:
                 self._asserted = asserted
+                self._concluded = concluded
                 self._run = 1
                 self._spoken = {self._agent: 1}
                 self._first = facts
             return out
         self._asserted = self._asserted | asserted
+        if self._concluded is None:
+            self._concluded = concluded
         self._run += 1
         restated = self._spoken[self._agent] = self._spoken.get(self._agent, 0) + 1
         if self._episode is None:

@@ -1,13 +1,5 @@
-"""OTLP codecs: OTLP JSON and protobuf to :class:`~otel_semloop.model.SpanRecord`, and
-write-back of :class:`~otel_semloop.writeback.SpanPatch` (reading exported files is
-:mod:`otel_semloop.batch.inputs`).
-
-* :mod:`.anyvalue` - ``AnyValue``/attributes to and from Python values.
-* :mod:`.codec` - protobuf ``TracesData`` <-> OTLP JSON dicts (hex ids, integer enums,
-  64-bit integers as strings), without ``google.protobuf.json_format``.
-* :mod:`.records` - spans as ``SpanRecord``s.
-* :mod:`.patch` - patches applied onto spans in place, span JSON from records.
-"""
+"""OTLP JSON and protobuf: values (:mod:`.anyvalue`), the codec between the two
+(:mod:`.codec`), spans as records (:mod:`.records`) and patches onto spans (:mod:`.patch`)."""
 
 from otel_semloop.otlp.anyvalue import (
     decode_any_json,

@@ -58,8 +58,7 @@ class Bad(Exception):
     """Internal: an invalid value, with the path to it collected innermost first.
 
     Decoders raise it at the leaf; each enclosing level appends its own segment on the
-    way out (``try`` costs nothing in CPython 3.11 until something is raised), and the
-    public entry point turns it into :class:`OTLPDecodeError`.
+    way out, and the public entry point turns it into :class:`OTLPDecodeError`.
     """
 
     def __init__(self, message: str, *segments: str) -> None:
@@ -72,14 +71,6 @@ class Bad(Exception):
         if where and path:
             return OTLPDecodeError(self.message, f"{where} {path}")
         return OTLPDecodeError(self.message, where or path)
-
-
-def index_of(seq: Any, item: Any) -> int:
-    """Position of ``item`` in ``seq`` by identity (only called on the error path)."""
-    for i, x in enumerate(seq):
-        if x is item:
-            return i
-    return -1
 
 
 def describe(value: Any) -> str:

@@ -56,11 +56,11 @@ def _array_json(x: Any, depth: int) -> list[Any]:
     if type(values) is not list:
         c.bad_type("an array", values, "values")
     out = []
-    for item in values:
+    for i, item in enumerate(values):
         try:
             out.append(any_json(item, depth))
         except Bad as e:
-            e.path.append(f"values[{c.index_of(values, item)}]")
+            e.path.append(f"values[{i}]")
             raise
     return out
 

@@ -2,12 +2,9 @@
 ``Span``s (write-back onto them is :mod:`otel_semloop.otlp.patch`); protobuf GenAI log
 records as the :class:`~otel_semloop.conventions.LogEvent`s scoring puts on their spans.
 
-:func:`records_from_json` reads the span dicts of a parsed line directly (attributes into
-a plain dict, no protobuf objects) and keeps each span dict as the record's ``source``, so
-:func:`~otel_semloop.otlp.patch.apply_patch_json` edits the document in place and the
-line is dumped again with everything else untouched. Only what a record needs is
-validated (ids, times, name, kind, flags, status, attributes, events); other fields pass
-through as they are.
+:func:`records_from_json` reads parsed span dicts directly and keeps each as its
+record's ``source`` (patched in place). Only what a record needs is validated (ids, times,
+name, kind, flags, status, attributes, events); other fields pass through as they are.
 """
 
 from __future__ import annotations

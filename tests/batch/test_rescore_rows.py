@@ -31,7 +31,7 @@ SECRET = "sk-" + "a1B2" * 12
 @pytest.mark.parametrize("looping", [True, False])
 def test_a_row_made_from_the_root_patch_is_the_row_made_from_the_verdict(change, looping):
     spans = make_trace(random.Random(5), looping, 1_767_225_600_000_000_000)
-    adapter = JsonSpans(spans)
+    adapter = JsonSpans()
     trace = build_trace([adapter.record(span) for span in spans])
     verdict = dataclasses.replace(ScorerSpec().build().score(trace), **change)
     row = _row(trace, verdict, patches_for(trace, verdict))

@@ -21,7 +21,13 @@ a poll), while new values, added items and polls are not. Batch 6: a retriever's
 documents are one answer whatever their order and scores (a rewrite bringing a new
 document, pages and different questions are not a loop), and a result restated by one
 agent across hand-offs to its checker is one conclusion (a pipeline of agents each
-restating once, a critic whose feedback changes, are not).
+restating once, a critic whose feedback changes, are not). Batch 7: an answer that names
+the same thing (a revision, a head commit) over several polls and then names another one
+is new, though masking reads both the same (identifiers that change on every answer, or
+that were never named twice, are not); a new trigger answered by the same work (the same
+read, the same write) does not end the repetition, while new work after it does; and the
+same result reached again and again by other working is one conclusion restated (running
+subtotals, each a new result, are not).
 """
 
 from __future__ import annotations
@@ -37,9 +43,9 @@ from otel_semloop.batch.inputs import read_records
 from otel_semloop.builder import build_trace
 from otel_semloop.detectors.arguments import is_wait_call, sets_value, writes_tool
 from otel_semloop.detectors.call_progress import finds_nothing, without_echo
-from otel_semloop.detectors.claims import claims, declares_done
+from otel_semloop.detectors.claims import claims, conclusion, declares_done
 from otel_semloop.detectors.failure_class import FailureKind, classify_failure
-from otel_semloop.detectors.normalize import normalize_result_and_content
+from otel_semloop.detectors.normalize import identifiers, normalize_result_and_content
 from otel_semloop.detectors.retrieval import as_document_set
 from otel_semloop.model import Step, StepKind
 from otel_semloop.scoring import Scorer
@@ -817,4 +823,151 @@ def test_a_critic_whose_feedback_changes_and_a_refiner_that_follows_it_are_not_a
         run.agent("RefinerAgent").think(draft)
     run.agent("CriticAgent").think("No major issues found.")
     run.tool("exit_loop", {}, "{}")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+# --- batch 7: the thing an answer names changed ----------------------------------------------
+
+REVISIONS = ("9f2c4e1a7b3d", "4b8e0c6d2f1a", "c3d5f7a9e1b2")
+
+
+def _document(revision: str) -> str:
+    return json.dumps({"revision": revision, "state": "published"})
+
+
+def _watch_revisions(run: Scenario, polls_per_revision: int) -> None:
+    """A sync agent that polls a document's revision and, at each new one, re-indexes it
+    (``polls_per_revision`` answers name each revision before the next one)."""
+    for number, revision in enumerate(REVISIONS):
+        for poll in range(polls_per_revision if number < len(REVISIONS) - 1 else 1):
+            run.tool("get_document", {"doc": "handbook"}, _document(revision))
+            if poll == 0:
+                run.tool("reindex", {"doc": "handbook", "revision": revision}, f"indexed {40 + number} parts")
+            run.tool("sleep", {"seconds": 60}, "slept 60s")
+
+
+def test_identifiers_are_what_masking_hides_except_the_time() -> None:
+    assert identifiers('{"revision": "9f2c4e1a7b3d", "at": "2026-05-01T10:00:00Z"}') == "9f2c4e1a7b3d"
+    assert identifiers("run 123e4567-e89b-12d3-a456-426614174000 by req_8f3k2 with python3") == (
+        "123e4567-e89b-12d3-a456-426614174000 8f3k2"
+    )
+    assert identifiers("42 rows at 2026-05-01T10:00:00Z") == ""
+
+
+def test_a_poll_whose_answer_names_a_new_revision_after_holding_one_is_not_a_loop() -> None:
+    run = Scenario("keep the handbook index current")
+    _watch_revisions(run, polls_per_revision=4)
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_poll_whose_answer_names_the_same_revision_every_time_is_a_loop() -> None:
+    run = Scenario("keep the handbook index current")
+    for _ in range(8):
+        run.tool("sleep", {"seconds": 60}, "slept 60s")
+        run.tool("get_document", {"doc": "handbook"}, _document(REVISIONS[0]))
+    assert run.verdict().label is Label.LOOP
+
+
+def test_identifiers_new_on_every_answer_are_volatile_not_news() -> None:
+    run = Scenario("wait for the export")
+    for number in range(8):
+        run.tool("sleep", {"seconds": 30}, "slept 30s")
+        request = f"req_{number}f{number + 3}a9c{number}"
+        run.tool("get_export", {"id": "exp-1"}, json.dumps({"status": "pending", "request": request}))
+    assert run.verdict().label is Label.LOOP
+
+
+def test_an_identifier_first_named_after_answers_naming_none_is_not_news() -> None:
+    run = Scenario("remember the seat preference")
+    for stored in ("run-1865", "run-1778", "run-512b", "run-1902", "run-77e1"):
+        run.tool("upsert_memory", {"content": "User prefers window seats."}, f"Stored memory {stored}.")
+    assert run.verdict().label is Label.LOOP
+
+
+def _mentions(run: Scenario, senders: tuple[str, ...], pulls: tuple[int, ...]) -> None:
+    """A review bot woken by mentions: each one read, the pull request viewed and approved."""
+    for sender, pull in zip(senders, pulls, strict=True):
+        run.tool("get_notifications", {"unread": True}, json.dumps([{"pr": pull, "by": sender}]))
+        run.tool("view_pull", {"number": pull}, json.dumps({"number": pull, "head": f"{pull}f3c9a1e7d2b4"}))
+        approval = {"number": pull, "event": "APPROVE", "body": "LGTM."}
+        run.tool("submit_review", approval, '{"state": "APPROVED"}')
+
+
+def test_a_new_mention_answered_by_the_same_review_of_the_same_commit_is_still_a_loop() -> None:
+    run = Scenario("answer mentions")
+    _mentions(run, ("ana", "bo", "ana", "bo", "ana", "bo", "cy"), (7,) * 7)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "repeated_result" in conclusive(verdict)
+
+
+def test_mentions_each_about_another_pull_request_are_work_not_a_loop() -> None:
+    run = Scenario("answer mentions")
+    _mentions(run, ("ana", "bo", "ana", "bo", "ana", "bo", "cy"), tuple(range(7, 14)))
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_wait_whose_end_is_followed_by_new_work_stays_resolved() -> None:
+    run = Scenario("ship the build")
+    for status in ["running"] * 5 + ["succeeded"]:
+        run.tool("get_build", {"id": "b-9"}, json.dumps({"status": status}))
+        if status == "running":
+            run.tool("read_config", {"path": "ci.yml"}, "stages: build, test")
+    run.tool("download_artifact", {"build": "b-9"}, "app.tar.gz (12 MB)")
+    run.tool("create_release", {"tag": "v1.4.0"}, "release v1.4.0 created")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_a_wait_whose_end_is_followed_by_one_more_read_and_then_new_work_stays_resolved() -> None:
+    run = Scenario("ship the build")
+    for status in ["running"] * 5 + ["succeeded"]:
+        run.tool("get_build", {"id": "b-9"}, json.dumps({"status": status}))
+        run.tool("read_config", {"path": "ci.yml"}, "stages: build, test")
+    run.tool("download_artifact", {"build": "b-9"}, "app.tar.gz (12 MB)")
+    assert run.verdict().label is Label.NO_LOOP
+
+
+# --- batch 7: the same result reached by other working ---------------------------------------
+
+RECOUNTS = (
+    "Adding the three invoices: 120 + 340 + 90 = 550. The total is 550.",
+    "In cents: 12000 + 34000 + 9000 = 55000, so 120 plus 340 plus 90 gives a total of 550.",
+    "Averaging: 550 / 3 = 183.33 per invoice, times 3 = 550; 340 is the largest of them.",
+    "Backwards: 550 - 90 = 460, 460 - 340 = 120, 120 - 120 = 0. Final answer: 550.",
+    "Pairing: 340 + 90 = 430, 430 + 120 = 550. The sum is 550.",
+)
+
+
+def test_a_message_concludes_with_the_result_it_gives_last() -> None:
+    assert conclusion(RECOUNTS[2]) == conclusion("= 550") == conclusion("The answer is 550.")
+    assert conclusion("There are 550 of them.") is None
+    assert conclusion("x = 3, then y = 4") == conclusion("= 4") != conclusion("= 3")
+
+
+def test_the_same_result_recomputed_by_other_working_again_and_again_is_a_loop() -> None:
+    run = Scenario("total the invoices")
+    for text in RECOUNTS:
+        run.think(text)
+    verdict = run.verdict()
+    assert verdict.label is Label.LOOP
+    assert "restated_conclusion" in conclusive(verdict)
+
+
+def test_running_subtotals_each_with_a_new_result_are_not_a_loop() -> None:
+    run = Scenario("total the invoices")
+    for text in (
+        "First two: 120 + 340 = 460.",
+        "Adding the third: 460 + 90 = 550.",
+        "With the credit note: 550 - 75 = 475.",
+        "With shipping: 475 + 25 = 500.",
+        "Tax at 20%: 500 x 1.2 = 600. The total due is 600.",
+    ):
+        run.think(text)
+    assert run.verdict().label is Label.NO_LOOP
+
+
+def test_the_same_result_recomputed_three_times_is_below_the_threshold() -> None:
+    run = Scenario("total the invoices")
+    for text in RECOUNTS[:3]:
+        run.think(text)
     assert run.verdict().label is Label.NO_LOOP
