@@ -20,7 +20,7 @@ behaves, so they stay with it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -293,22 +293,6 @@ class Trace:
     spans: dict[str, SpanRecord] = field(default_factory=dict)
     root_span_id: str = ""
     partial: bool = False
-
-    @classmethod
-    def from_steps(cls, steps: Iterable[Step], trace_id: str = "", goal: str | None = None) -> Trace:
-        """A flat trace from steps already in order (tests, benchmarks, files without ids).
-
-        When ``goal`` is given the steps become children of a synthetic root agent.
-        """
-        ordered = list(steps)
-        if goal is None:
-            return cls(trace_id=trace_id, steps=ordered, roots=list(ordered))
-        root = Step(StepKind.AGENT, "agent", input=goal, input_text=goal, span_id="root")
-        root.children = list(ordered)
-        for step in ordered:
-            step.depth = max(step.depth, 1)
-            step.agent = step.agent or root.name
-        return cls(trace_id=trace_id, steps=[root, *ordered], roots=[root], root_span_id="root")
 
     @property
     def root(self) -> Step | None:
