@@ -273,17 +273,10 @@ class _Version(argparse.Action):
     metadata slows every other run's start-up."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(f"{parser.prog} {_version()}")
+        from otel_semloop.evaluation import package_version
+
+        print(f"{parser.prog} {package_version() or 'unknown'}")
         parser.exit()
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("otel-semloop")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":

@@ -247,7 +247,8 @@ def _flag(name: str) -> bool | None:
     return None
 
 
-def _version() -> str:
+def package_version() -> str:
+    """The installed otel-semloop's version ("" when running from a bare checkout)."""
     from importlib import metadata
 
     try:
@@ -299,7 +300,7 @@ class EvaluationPublisher:
         provider = self._provider if self._provider is not None else _logs.get_logger_provider()
         if self._logs is False or (self._logs is None and not _logs_configured(provider)):
             return None
-        self._logger = provider.get_logger(SCOPE_NAME, _version())
+        self._logger = provider.get_logger(SCOPE_NAME, package_version())
         return self._logger
 
     @property
