@@ -8,10 +8,10 @@ file exporter's output of agent traffic: 50-span agent traces with GenAI attribu
 (``invoke_agent`` root, ``chat`` spans with message JSON and tool calls, ``execute_tool``
 spans with arguments and results), about 64 traces open at once, spans in end order (the
 root last), 512 spans a line, one trace in four a tool loop. Then, in one run, each round
-runs ``otel-semloop rescore FILE -o OUT -q`` as a user runs it (default detectors, default
-workers) from this checkout and from ``--against`` (its ``otel_semloop/`` extracted from
-git), each in a subprocess whose peak RSS (process and children, summed, sampled every
-50 ms) is recorded, the order alternating between rounds.
+runs ``otel-semloop rescore FILE -o OUT -q --summary FILE`` as a user runs it (default
+detectors, default workers) from this checkout and from ``--against`` (its
+``otel_semloop/`` extracted from git), each in a subprocess whose peak RSS (process and
+children, summed, sampled every 50 ms) is recorded, the order alternating between rounds.
 
 Prints MB/s of both (input bytes / wall time), the ratio this / against (target: at least
 two thirds), peak RSS (target: under 1 GiB, flat from the smallest size to the largest),
@@ -239,9 +239,13 @@ class Run:
 
 
 def rescore(code: Path, path: Path, out: Path, extra: list[str]) -> Run:
-    """``otel-semloop rescore`` of the package in ``code``, in a subprocess."""
+    """``otel-semloop rescore`` of the package in ``code``, in a subprocess; its summary
+    JSON written to a file beside ``out`` (a revision may write it by renaming a temporary
+    file over the path, which a device such as ``/dev/stdout`` must not be)."""
     env = dict(os.environ, PYTHONPATH=str(code) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    summary_path = out.with_name(out.name + ".summary.json")
     cmd = [sys.executable, "-m", "otel_semloop", "rescore", str(path), "-o", str(out), *extra]
+    cmd += ["--summary", str(summary_path)]
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=code)
     ps = psutil.Process(proc.pid)
@@ -263,14 +267,12 @@ def rescore(code: Path, path: Path, out: Path, extra: list[str]) -> Run:
         peak = max(peak, rss)
         time.sleep(0.05)
     seconds = time.perf_counter() - start
-    stdout, stderr = proc.communicate()
+    _, stderr = proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"rescore failed ({proc.returncode}): {stderr.decode()[-2000:]}")
-    summary = json.loads(stdout) if stdout.strip() else {}
-    said = (
-        f"{summary.get('agent_traces_scored', 0)} scored, {summary.get('loops', 0)} loops, "
-        f"{summary.get('workers', 0)} workers"
-    )
+    summary = json.loads(summary_path.read_text())
+    summary_path.unlink()
+    said = f"{summary['agent_traces_scored']} scored, {summary['loops']} loops, {summary['workers']} workers"
     return Run(seconds, sum(cpu.values()), cpu.get(proc.pid, 0.0), peak / (1 << 20), said)
 
 
@@ -285,7 +287,7 @@ def main() -> int:
     parser.add_argument("--rescore-args", default="", help="extra rescore arguments, e.g. '--workers 1'")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
-    extra = ["--summary", "/dev/stdout", "-q", *args.rescore_args.split()]
+    extra = ["-q", *args.rescore_args.split()]
     print(f"cores: {os.cpu_count()}; load average {os.getloadavg()}; rescore {' '.join(extra)}", flush=True)
     results = []
     with tempfile.TemporaryDirectory(prefix="rescore-bench-", dir=args.dir) as tmp:

@@ -21,7 +21,8 @@ from typing import Any
 
 from otel_semloop.batch.engine import EngineOptions, EngineStats
 from otel_semloop.batch.inputs import ReadState, Source, iter_units
-from otel_semloop.batch.pending import PendingUnit, patches_by_index, read_unit, rendered
+from otel_semloop.batch.pending import PendingUnit, patch_unit, read_unit, rendered
+from otel_semloop.batch.scan import UnitSpans
 from otel_semloop.batch.units import InputProblem, Spool
 from otel_semloop.batch.worker import Scored, ScorerSpec, score_jobs, trace_job
 
@@ -30,30 +31,30 @@ __all__ = ["run_dask"]
 _PARTITIONS_PER_WORKER = 4
 
 
-def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tuple[Any, ...]]]:
-    """Every span of one file as ``(trace_id, ((file, unit, span), span, root, span_id))``
-    (``span`` a span dict or protobuf ``Span``). Units that do not parse are left out here
-    (the client reports them)."""
-    out: list[tuple[str, tuple[Any, ...]]] = []
+def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tuple[Any, UnitSpans]]]:
+    """The spans of one file, each trace's of one unit together, as ``(trace_id, ((file,
+    unit, first span), spans))``. Units that do not parse are left out here (the client
+    reports them)."""
+    out: list[tuple[str, tuple[Any, UnitSpans]]] = []
     state = ReadState([], Spool())
     try:
         for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
             read = read_unit(unit) if unit.error is None else None
             if not isinstance(read, tuple):
                 continue
-            for k, s in enumerate(read[1]):
-                out.append((s.trace_id, ((index, unit.seq, k), s.span, s.root, s.span_id)))
+            for tid, spans in read[1].items():
+                out.append((tid, ((index, unit.seq, spans.first), spans)))
     finally:
         state.spool.close()
     return out
 
 
-def _score_group(group: tuple[str, list[tuple[Any, ...]]], spec: ScorerSpec) -> tuple[Scored, Any]:
+def _score_group(group: tuple[str, list[tuple[Any, UnitSpans]]], spec: ScorerSpec) -> tuple[Scored, Any]:
     tid, items = group
     items = sorted(items, key=lambda item: item[0])  # input order, as the local engine has them
-    roots = tuple(sid for _, _, root, sid in items if root)
-    job = trace_job(tid, [span for _, span, _, _ in items], roots)
-    (scored,) = score_jobs([job], spec)
+    held = [spans for _, spans in items]
+    roots = tuple(root for spans in held for root in spans.roots)
+    (scored,) = score_jobs([trace_job(tid, held, roots)], spec)
     return scored, items[0][0]
 
 
@@ -143,8 +144,7 @@ def _rewrite(
             unit.error = read.message
             stats.malformed.append(read)
         else:
-            pending.doc, scanned = read
-            pending.spans = [span.span for span in scanned]
-            stats.spans += len(scanned)
-            pending.patches = patches_by_index(scanned, patches)
-        write(unit, rendered(pending, output_format), bool(pending.patches))
+            pending.doc, by_trace = read
+            stats.spans += sum(len(spans.spans) for spans in by_trace.values())
+            pending.dirty = patch_unit(by_trace, patches)
+        write(unit, rendered(pending, output_format), pending.dirty)

@@ -37,8 +37,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_semloop.batch.pending import PendingUnit, UnitSpans, read_unit, rendered
-from otel_semloop.batch.scan import ScannedSpan
+from otel_semloop.batch.pending import PendingUnit, patch_spans, read_unit, rendered
+from otel_semloop.batch.scan import UnitSpans
 from otel_semloop.batch.spill import Spill
 from otel_semloop.batch.units import InputProblem, Unit
 from otel_semloop.batch.worker import (
@@ -170,8 +170,8 @@ class Engine:
                 unit.error = read.message
                 self.stats.malformed.append(read)
             else:
-                pending.doc, scanned = read
-                self._hold_spans(pending, scanned)
+                pending.doc, by_trace = read
+                self._hold_spans(pending, by_trace)
         self._pending.append(pending)
         self._held_bytes += len(unit.raw)
         self._buffer.expire(self._number)
@@ -181,18 +181,13 @@ class Engine:
         if self._held_bytes > self.options.memory_budget:
             self._relieve()
 
-    def _hold_spans(self, pending: PendingUnit, scanned: list[ScannedSpan]) -> None:
-        self.stats.spans += len(scanned)
-        pending.spans = [s.span for s in scanned]
-        by_trace: dict[str, UnitSpans] = {}
-        for index, found in enumerate(scanned):
-            if found.trace_id not in by_trace:
-                by_trace[found.trace_id] = UnitSpans(pending)
-            by_trace[found.trace_id].add(index, found)
+    def _hold_spans(self, pending: PendingUnit, by_trace: dict[str, UnitSpans]) -> None:
         spill = self._spill
         pending.trace_ids = [tid for tid in by_trace if spill is None or tid not in spill.traces]
         # to the buffer in the order of each trace's last span (its place among the ready ones)
-        for trace_id, spans in sorted(by_trace.items(), key=lambda item: item[1].indexes[-1]):
+        for trace_id, spans in sorted(by_trace.items(), key=lambda item: item[1].last):
+            self.stats.spans += len(spans.spans)
+            spans.unit = pending
             if spill is not None and trace_id in spill.traces:
                 spill.add(trace_id, spans)
                 pending.spilled.add(trace_id)
@@ -205,7 +200,7 @@ class Engine:
     def _take_releases(self) -> None:
         releases, late = self._buffer.take()
         for spans in late:
-            self.stats.late_spans += len(spans.indexes)
+            self.stats.late_spans += len(spans.spans)
             spans.unit.waiting -= 1
         for release in releases:
             self._dispatch(release)
@@ -213,10 +208,9 @@ class Engine:
     def _dispatch(self, release: Release[UnitSpans]) -> None:
         trace_id = str(release.trace_key)
         held = release.spans
-        spans = [span for unit_spans in held for span in unit_spans.spans()]
         roots = tuple(root for unit_spans in held for root in unit_spans.roots)
         logs = self.options.log_events.get(trace_id, ())
-        self._enqueue(trace_job(trace_id, spans, roots, logs), held)
+        self._enqueue(trace_job(trace_id, held, roots, logs), held)
 
     def _enqueue(self, job: TraceJob, held: list[UnitSpans]) -> None:
         """Score ``job``; ``held``: the trace's held spans (none when it was spilled)."""
@@ -264,10 +258,8 @@ class Engine:
             if self._spill is not None and scored.trace_id in self._spill.traces:
                 self._spilled_patches[scored.trace_id] = patches
             for unit_spans in held:
-                for index, span_id in zip(unit_spans.indexes, unit_spans.span_ids, strict=True):
-                    patch = patches.get(span_id)
-                    if patch is not None:
-                        unit_spans.unit.patches[index] = patch
+                if patches and patch_spans(unit_spans, patches):
+                    unit_spans.unit.dirty = True
                 unit_spans.unit.waiting -= 1
 
     # -- output ------------------------------------------------------------------------
@@ -278,11 +270,11 @@ class Engine:
             done = pending.popleft()
             self._held_bytes -= len(done.unit.raw)
             doc = rendered(done, self.options.output_format)
-            done.doc, done.spans = None, []
+            done.doc = None
             if self._spill is not None:
                 self._spill.hold(done, doc)
             else:
-                self._write(done.unit, doc, bool(done.patches))
+                self._write(done.unit, doc, done.dirty)
 
     def _relieve(self) -> None:
         """Over the memory budget: spill the traces holding back the oldest unit."""
@@ -326,7 +318,7 @@ class Engine:
         by where its last span stands."""
         last = release.spans[-1]
         waited = not release.root_ended and last.unit.number <= self._number - self.options.window
-        return waited, last.unit.number, last.indexes[-1]
+        return waited, last.unit.number, last.last
 
     def _finish_spill(self, spill: Spill) -> None:
         for jobs in spill.jobs(self.options.log_events):  # a partition at a time

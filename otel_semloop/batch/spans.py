@@ -19,7 +19,7 @@ from otel_semloop.model import SpanRecord, StepKind
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE
 from otel_semloop.otlp.anyvalue import decode_attributes_json
 from otel_semloop.otlp.patch import apply_patch_json
-from otel_semloop.otlp.records import records_from_json
+from otel_semloop.otlp.records import record_from_json
 from otel_semloop.release import SpanLinks
 from otel_semloop.service.held import KIND_KEYS
 from otel_semloop.writeback import SpanPatch
@@ -37,10 +37,10 @@ class JsonSpans:
 
     def record(self, span: dict[str, Any]) -> SpanRecord:
         try:
-            (record,) = records_from_json(_envelope([span]))
+            record = record_from_json(span)
         except Exception:
             fixed, lost = _decodable(span)
-            (record,) = records_from_json(_envelope([fixed]))
+            record = record_from_json(fixed)
             record.source = span
             self.dropped.extend(lost)
         return record
@@ -72,10 +72,6 @@ class JsonSpans:
         return False
 
 
-def _envelope(spans: list[Any]) -> dict[str, Any]:
-    return {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
-
-
 def _decodable(span: Any) -> tuple[dict[str, Any], list[str]]:
     """A copy of ``span`` without the attributes and events that do not decode, and what
     was dropped."""
@@ -103,7 +99,7 @@ def _decodable(span: Any) -> tuple[dict[str, Any], list[str]]:
             for event in events:
                 probe = {"traceId": "1" * 32, "spanId": "1" * 16, "events": [event]}
                 try:
-                    records_from_json(_envelope([probe]))
+                    record_from_json(probe)
                 except Exception as exc:
                     dropped.append(f"event: {exc}"[:200])
                 else:

@@ -23,8 +23,9 @@ from typing import IO, Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, TracesData
 
-from otel_semloop.batch.pending import PendingUnit, UnitSpans, parse_unit, patch_spans, patches_by_index
-from otel_semloop.batch.spans import dump_json, load_json
+from otel_semloop.batch.pending import PendingUnit, parse_unit, patch_unit
+from otel_semloop.batch.scan import UnitSpans
+from otel_semloop.batch.spans import dump_json
 from otel_semloop.batch.units import Unit
 from otel_semloop.batch.worker import TraceJob, trace_job
 from otel_semloop.batch.writer import OutputError
@@ -76,13 +77,14 @@ class Spill:
         return self.parts[zlib.crc32(tid.encode()) % _PARTITIONS]
 
     def add(self, tid: str, spans: UnitSpans) -> None:
-        """Spans of spilled trace ``tid`` (of one unit) to its partition."""
-        fp = self._part(tid)
-        for span in spans.spans():
-            json = type(span) is dict  # as bytes: a span may nest deeper than pickle goes
-            data = dump_json(span) if json else span.SerializeToString()
-            with _spill_io(self.where):
-                pickle.dump((tid, json, data), fp)
+        """Spans of spilled trace ``tid`` (of one unit) to its partition: a JSON array, or
+        each protobuf span's bytes (as bytes: a span may nest deeper than pickle goes)."""
+        if spans.is_json:
+            item = (tid, True, spans.json_array())
+        else:
+            item = (tid, False, [span.SerializeToString() for span in spans.spans])
+        with _spill_io(self.where):
+            pickle.dump(item, self._part(tid))
         self.traces[tid].extend(spans.roots)
 
     def spill(self, tid: str, held: list[UnitSpans]) -> None:
@@ -103,7 +105,7 @@ class Spill:
             data = dump_json(doc) if unit.kind == "json" else doc.SerializeToString()
         spooled = unit.spooled
         held = dataclasses.replace(unit, raw=data, spooled=None)
-        late, dirty = bool(pending.spilled), bool(pending.patches)
+        late, dirty = bool(pending.spilled), pending.dirty
         assert self.units is not None
         with _spill_io(self.where):
             pickle.dump((held, spooled[1:] if spooled else None, late, dirty, doc is not None), self.units)
@@ -115,12 +117,16 @@ class Spill:
         """The spilled traces' scoring jobs, a partition at a time, each with its GenAI log
         events from ``log_events``."""
         for fp in self.parts:
-            by_trace: dict[str, list[Any]] = {}
+            by_trace: dict[str, list[UnitSpans]] = {}
             for tid, json, data in self._read(fp):
-                by_trace.setdefault(tid, []).append(load_json(data) if json else Span.FromString(data))
+                if json:
+                    held = UnitSpans(0, 0, encoded=data)
+                else:
+                    held = UnitSpans(0, 0, [Span.FromString(span) for span in data])
+                by_trace.setdefault(tid, []).append(held)
             yield [
-                trace_job(tid, spans, tuple(self.traces.get(tid, ())), log_events.get(tid, ()))
-                for tid, spans in by_trace.items()
+                trace_job(tid, held, tuple(self.traces.get(tid, ())), log_events.get(tid, ()))
+                for tid, held in by_trace.items()
             ]
             with _spill_io(self.where):
                 fp.truncate(0)
@@ -157,11 +163,10 @@ class Spill:
             if unit.error is not None:
                 pass
             elif late:
-                parsed, scanned = parse_unit(unit)
-                found = patches_by_index(scanned, patches)
-                patch_spans([span.span for span in scanned], found)
+                parsed, by_trace = parse_unit(unit)
+                found = patch_unit(by_trace, patches)
                 if found or rendered:
-                    dirty = dirty or bool(found)
+                    dirty = dirty or found
                     doc = parsed
             elif rendered:
                 doc = unit.raw if unit.kind == "json" else TracesData.FromString(unit.raw)

@@ -16,15 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_semloop.batch.spans import JsonSpans, dump_json
+from otel_semloop.batch.scan import UnitSpans
+from otel_semloop.batch.spans import JsonSpans
 from otel_semloop.conventions import LogEvent
 from otel_semloop.evaluation import evaluation_attributes, evaluation_record
 from otel_semloop.grouping import Release, ReleaseReason
 from otel_semloop.loop_cost import LoopCost, loop_cost
 from otel_semloop.model import SpanRecord, StepKind, Trace
-from otel_semloop.otlp.codec import span_to_json
 from otel_semloop.pool import process_context
 from otel_semloop.redact import clean_control, redact
 from otel_semloop.release import SpanLinks, evaluate, unscored_evaluation
@@ -68,10 +67,10 @@ class ScorerSpec:
 
 @dataclass(frozen=True, slots=True)
 class TraceJob:
-    """One trace to score: its spans in input order (``kind`` "json": one JSON array of
-    span objects; "proto": each span's protobuf bytes), its local roots' span ids (none:
-    the trace is partial) and the GenAI log events of its spans (``evaluate`` puts them on
-    their spans)."""
+    """One trace to score: its spans in input order (``kind`` "json": JSON arrays of span
+    objects, one per unit that held some; "proto": each span's protobuf bytes), its local
+    roots' span ids (none: the trace is partial) and the GenAI log events of its spans
+    (``evaluate`` puts them on their spans)."""
 
     trace_id: str
     kind: str
@@ -123,17 +122,17 @@ class Scored:
 
 def trace_job(
     trace_id: str,
-    spans: Sequence[Any],
+    held: Sequence[UnitSpans],
     roots: tuple[str, ...],
     logs: tuple[LogEvent, ...] = (),
 ) -> TraceJob:
-    """The scoring job of a trace from its spans in input order (span dicts as decoded
-    from OTLP JSON, or protobuf ``Span``s) and its GenAI log events; a trace with both
-    kinds of span is scored as JSON. The JSON spans are encoded together, in one array."""
-    if all(isinstance(span, Span) for span in spans):
-        return TraceJob(trace_id, "proto", [span.SerializeToString() for span in spans], roots, logs)
-    as_json = [span_to_json(span) if isinstance(span, Span) else span for span in spans]
-    return TraceJob(trace_id, "json", [dump_json(as_json)], roots, logs)
+    """The scoring job of a trace from its spans (of each unit that held some, in input
+    order) and its GenAI log events; a trace with both kinds of span is scored as JSON,
+    each unit's spans one array."""
+    if not any(spans.is_json for spans in held):
+        data = [span.SerializeToString() for spans in held for span in spans.spans]
+        return TraceJob(trace_id, "proto", data, roots, logs)
+    return TraceJob(trace_id, "json", [spans.json_array() for spans in held], roots, logs)
 
 
 _SCORER: Scorer | None = None
@@ -224,8 +223,7 @@ def score_job(job: TraceJob, scorer: Scorer) -> Scored:
     json_spans = JsonSpans()
     try:
         if job.kind == "json":
-            (array,) = job.spans
-            spans: list[Any] = orjson.loads(array)
+            spans: list[Any] = [span for array in job.spans for span in orjson.loads(array)]
             adapter: Any = json_spans
         else:
             spans = [Held(data, None, None) for data in job.spans]

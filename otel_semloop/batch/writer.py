@@ -53,10 +53,25 @@ def format_for(path: str, requested: str | None) -> str:
     return "proto" if name.endswith((".pb", ".proto", ".binpb")) else "json"
 
 
+def _is_special(path: str) -> bool:
+    """Whether ``path`` is something other than a regular file (a device such as
+    ``/dev/null``, ``/dev/stdout`` naming a pipe, a FIFO): written directly, never renamed
+    over. Raises ``OSError`` other than a missing file."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def write_atomically(path: str, data: bytes) -> None:
     """Write a small file whole or not at all: a temporary file beside ``path``, synced and
     renamed over it, so a failure (a full disk) leaves the previous file, or none, and never
-    a partial one. Raises ``OSError``."""
+    a partial one; a special file (:func:`_is_special`) is written directly. Raises
+    ``OSError``."""
+    if _is_special(path):
+        with open(path, "wb") as fp:
+            fp.write(data)
+        return
     parent = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
     try:
@@ -138,10 +153,7 @@ class Output:
             if self.path == "-":
                 self._raw = sys.stdout.buffer
             else:
-                special = False
-                with contextlib.suppress(FileNotFoundError):
-                    special = not stat.S_ISREG(os.stat(self.path).st_mode)
-                if special:
+                if _is_special(self.path):
                     self._raw = open(self.path, "wb")  # noqa: SIM115
                 else:
                     parent = os.path.dirname(os.path.abspath(self.path))

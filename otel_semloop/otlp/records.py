@@ -18,7 +18,13 @@ from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE, Bad, field
 from otel_semloop.otlp.anyvalue import attributes_json, decode_any_pb, decode_attributes_pb
 
-__all__ = ["log_event_from_proto", "record_from_proto_span", "records_from_json", "records_from_proto"]
+__all__ = [
+    "log_event_from_proto",
+    "record_from_json",
+    "record_from_proto_span",
+    "records_from_json",
+    "records_from_proto",
+]
 
 _parent_id = functools.partial(c.span_id_hex, allow_empty=True)
 
@@ -96,6 +102,19 @@ def _span_json(span: Any) -> SpanRecord:
     return SpanRecord(
         trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span
     )
+
+
+def record_from_json(span: Any) -> SpanRecord:
+    """One OTLP JSON span dict as a :class:`SpanRecord` whose ``source`` is the dict (what a
+    span adapter reads, a span at a time). Raises
+    :class:`~otel_semloop.errors.OTLPDecodeError` whose ``where`` is the path inside the
+    span, e.g. ``"events[1].timeUnixNano"``."""
+    try:
+        return _span_json(span)
+    except Bad as e:
+        raise e.to_error() from None
+    except RecursionError:
+        raise Bad("value nested too deeply").to_error() from None
 
 
 def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:

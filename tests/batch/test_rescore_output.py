@@ -7,8 +7,10 @@ import csv
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 
 import orjson
 import pytest
@@ -239,6 +241,28 @@ def test_summary_json_table_csv_and_only_loops(tmp_path, capsys):
     assert data["top_looping_agents"] == [{"agent": "engineer", "loops": 3, "traces": 3}]
     assert data["top_looping_tools"] == [{"tool": "grep", "loops": 3}]
     assert set(data["by_signal"]) >= {"action_cycle"}
+
+
+def test_a_summary_to_a_fifo_is_written_through_it_and_the_fifo_stays(tmp_path):
+    source = write_jsonl(tmp_path / "a.jsonl", LINES)
+    fifo = tmp_path / "summary.pipe"
+    os.mkfifo(fifo)
+    read: list[bytes] = []
+
+    def drain() -> None:
+        with open(fifo, "rb") as fp:
+            read.append(fp.read())
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        argv = ["rescore", str(source), "-o", str(tmp_path / "o.jsonl"), "-q", "--summary", str(fifo)]
+        assert main(argv) == 0
+    finally:
+        reader.join(10)
+    assert json.loads(read[0])["agent_traces_scored"] == 6
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["a.jsonl", "o.jsonl", "summary.pipe"]
 
 
 def test_the_summary_is_printed_and_the_terminal_never_sees_control_characters(tmp_path, capsys):

@@ -1,7 +1,9 @@
-"""``records_from_json``: what each span field decodes to, and which field an error names."""
+"""``records_from_json`` and ``record_from_json``: what each span field decodes to, and
+which field an error names."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -10,6 +12,7 @@ from otel_semloop.errors import OTLPDecodeError
 from otel_semloop.otlp import _common as c
 from otel_semloop.otlp import records_from_json
 from otel_semloop.otlp._common import Bad
+from otel_semloop.otlp.records import record_from_json
 
 
 def _doc(*spans: Any) -> dict[str, Any]:
@@ -63,6 +66,22 @@ def test_times_int_takes_but_otlp_does_not_are_errors(value):
     with pytest.raises(OTLPDecodeError) as exc:
         records_from_json(_doc(_span(), _span(endTimeUnixNano=value)), "f:1")
     assert exc.value.where == "f:1 resourceSpans[0].scopeSpans[0].spans[1].endTimeUnixNano"
+
+
+def test_a_span_read_alone_is_the_record_its_document_gives():
+    span = _span(attributes=[{"key": "k", "value": {"intValue": "7"}}], events=[{"name": "e"}])
+    (in_document,) = records_from_json(_doc(span))
+    alone = record_from_json(span)
+    values = [(f.name, getattr(alone, f.name)) for f in dataclasses.fields(alone)]
+    assert values == [(f.name, getattr(in_document, f.name)) for f in dataclasses.fields(in_document)]
+    assert alone.source is span and alone.attributes == {"k": 7}
+
+
+def test_a_span_read_alone_names_the_bad_field_from_the_span_on():
+    span = _span(events=[{"name": "ok"}, {"name": "e", "timeUnixNano": "x"}])
+    with pytest.raises(OTLPDecodeError) as exc:
+        record_from_json(span)
+    assert exc.value.where == "events[1].timeUnixNano"
 
 
 def test_times_with_leading_zeros_and_minus_zero_and_the_largest_decode_as_numbers():
