@@ -102,14 +102,9 @@ class Answer:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Answer:
         kind = str(data["type"])
-        probabilities: dict[Any, float] = {}
-        for key, value in (data.get("probabilities") or {}).items():
-            if kind == "noul":
-                probabilities[key == "True"] = float(value)
-            elif kind == "score":
-                probabilities[int(key)] = float(value)
-            else:
-                probabilities[key] = float(value)
+        # JSON keys are text: a yes/no answer's are booleans, a score's levels integers.
+        key: Any = {"noul": lambda text: text == "True", "score": int}.get(kind, str)
+        probabilities = {key(k): float(v) for k, v in (data.get("probabilities") or {}).items()}
         confidence = data.get("confidence")
         return cls(
             kind,
