@@ -49,84 +49,70 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: ``serve`` flags: (option, type, metavar, help), the flag being the option's name with
-#: dashes (``--export-endpoint``). Every option can also come from
+#: ``serve`` flags: (option, metavar, help), the flag being the option's name with dashes
+#: (``--export-endpoint``) and its type the setting's. Every option can also come from
 #: ``SEMLOOP_<OPTION>`` or the config file; see ``otel_semloop/service/config.py``.
-_SERVE_FLAGS: tuple[tuple[str, Any, str, str], ...] = (
-    ("grpc", str, "HOST:PORT", "OTLP/gRPC listen address ('off' to disable); default 127.0.0.1:4317"),
-    ("http", str, "HOST:PORT", "OTLP/HTTP listen address ('off' to disable); default 127.0.0.1:4318"),
+_SERVE_FLAGS: tuple[tuple[str, str, str], ...] = (
+    ("grpc", "HOST:PORT", "OTLP/gRPC listen address ('off' to disable); default 127.0.0.1:4317"),
+    ("http", "HOST:PORT", "OTLP/HTTP listen address ('off' to disable); default 127.0.0.1:4318"),
     (
         "export_endpoint",
-        str,
         "URL",
         "downstream OTLP endpoint (required; or OTEL_EXPORTER_OTLP[_TRACES]_ENDPOINT)",
     ),
     (
         "export_logs_endpoint",
-        str,
         "URL",
         "downstream for received log records (default: OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, else the export "
         "endpoint, with /v1/logs for http/protobuf)",
     ),
     (
         "export_headers_file",
-        str,
         "FILE",
         "file of KEY=VALUE lines sent as headers / gRPC metadata (API keys stay out of the process list)",
     ),
-    ("export_timeout", float, "SECONDS", "one export attempt (default 10)"),
-    ("export_certificate", str, "PEM", "CA file for the downstream's certificate"),
-    ("export_client_key", str, "PEM", "client key for mTLS with the downstream"),
-    ("export_client_certificate", str, "PEM", "client certificate (mTLS)"),
+    ("export_timeout", "SECONDS", "one export attempt (default 10)"),
+    ("export_certificate", "PEM", "CA file for the downstream's certificate"),
+    ("export_client_key", "PEM", "client key for mTLS with the downstream"),
+    ("export_client_certificate", "PEM", "client certificate (mTLS)"),
     (
         "health",
-        str,
         "HOST:PORT",
         "health endpoint: GET /health/live, /health/ready (default off: replicas can share a host; "
         "the container listens on 0.0.0.0:13133)",
     ),
-    ("prometheus", str, "HOST:PORT", "Prometheus scrape endpoint for self-metrics (GET /metrics)"),
+    ("prometheus", "HOST:PORT", "Prometheus scrape endpoint for self-metrics (GET /metrics)"),
     (
         "metrics_exporter",
-        str,
         "LIST",
         "self-metrics exporters: otlp,prometheus,console,none (default: OTEL_METRICS_EXPORTER, else none)",
     ),
-    ("tls_certificate", str, "PEM", "receivers' TLS certificate (with --tls-key)"),
-    ("tls_key", str, "PEM", "receivers' TLS key"),
-    ("tls_client_ca", str, "PEM", "require client certificates signed by this CA"),
+    ("tls_certificate", "PEM", "receivers' TLS certificate (with --tls-key)"),
+    ("tls_key", "PEM", "receivers' TLS key"),
+    ("tls_client_ca", "PEM", "require client certificates signed by this CA"),
     (
         "auth_token_file",
-        str,
         "FILE",
         "require 'Authorization: Bearer <token>' on both receivers (or SEMLOOP_AUTH_TOKEN)",
     ),
     (
         "durable_queue",
-        str,
         "FILE",
         "SQLite file: acknowledged spans survive a crash and are delivered after restart",
     ),
-    ("max_request_bytes", int, "BYTES", "largest request body (default 32 MiB)"),
-    ("max_decompressed_bytes", int, "BYTES", "after decompression (default 64 MiB)"),
+    ("max_request_bytes", "BYTES", "largest request body (default 32 MiB)"),
+    ("max_decompressed_bytes", "BYTES", "after decompression (default 64 MiB)"),
     (
         "memory_limit_bytes",
-        int,
         "BYTES",
         "accepted bytes not yet forwarded before 503 / UNAVAILABLE (default 512 MiB)",
     ),
-    ("max_connections", int, "N", "open HTTP connections (default 512)"),
-    (
-        "idle_seconds",
-        float,
-        "SECONDS",
-        "release a trace without a root after this long without spans (default 120)",
-    ),
-    ("grace_seconds", float, "SECONDS", "wait after a trace's last span once its root arrived (default 2)"),
-    ("scoring_budget_seconds", float, "SECONDS", "default 5"),
+    ("max_connections", "N", "open HTTP connections (default 512)"),
+    ("idle_seconds", "SECONDS", "release a trace without a root after this long without spans (default 120)"),
+    ("grace_seconds", "SECONDS", "wait after a trace's last span once its root arrived (default 2)"),
+    ("scoring_budget_seconds", "SECONDS", "default 5"),
     (
         "shutdown_timeout_seconds",
-        float,
         "SECONDS",
         "SIGTERM: score and forward what is held within this (default 30)",
     ),
@@ -150,6 +136,8 @@ def _add_rescore(sub: argparse._SubParsersAction) -> None:
 
 def _add_serve(sub: argparse._SubParsersAction) -> None:
     from otel_semloop.judges.settings import add_judge_arguments
+    from otel_semloop.service.config import ServiceConfig
+    from otel_semloop.settings import specs
 
     serve = sub.add_parser(
         "serve",
@@ -163,7 +151,9 @@ def _add_serve(sub: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--config", metavar="FILE", help="TOML file with the options (a [serve] table; ${env:NAME} expanded)"
     )
-    for dest, kind, metavar, text in _SERVE_FLAGS:
+    kinds = {name: spec.kind for name, spec in specs(ServiceConfig).items()}
+    for dest, metavar, text in _SERVE_FLAGS:
+        kind = {"int": int, "float": float}.get(kinds.get(dest, "str"), str)
         serve.add_argument("--" + dest.replace("_", "-"), dest=dest, type=kind, metavar=metavar, help=text)
     # Former spellings (the span processor's names now): still accepted, with a warning.
     for old in ("idle", "grace", "scoring-budget", "drain-timeout"):
@@ -236,7 +226,7 @@ def _serve(args: argparse.Namespace) -> int:
     logs_compression = (
         None if args.export_logs_compression is None else args.export_logs_compression == "gzip"
     )
-    overrides: dict[str, Any] = {dest: getattr(args, dest) for dest, _, _, _ in _SERVE_FLAGS}
+    overrides: dict[str, Any] = {dest: getattr(args, dest) for dest, _, _ in _SERVE_FLAGS}
     overrides.update({k.removeprefix("old_"): v for k, v in vars(args).items() if k.startswith("old_")})
     for name in ("grpc", "http", "health", "prometheus"):
         if overrides[name] == "off":
@@ -283,17 +273,10 @@ class _Version(argparse.Action):
     metadata slows every other run's start-up."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        print(f"{parser.prog} {_version()}")
+        from otel_semloop.evaluation import package_version
+
+        print(f"{parser.prog} {package_version() or 'unknown'}")
         parser.exit()
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("otel-semloop")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":

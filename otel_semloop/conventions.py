@@ -90,6 +90,19 @@ _AI_SDK_KINDS = {
 }
 
 
+#: The attributes :func:`step_kind` reads: a span with none of them is no step.
+KIND_KEYS = frozenset(
+    {
+        "confident.span.type",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "ai.operationId",
+        "gen_ai.operation.name",
+        "llm.request.type",
+    }
+)
+
+
 def step_kind(attributes: Mapping[str, Any], top_level: bool = False) -> StepKind:
     """Classify a span. ``top_level`` marks a span with no step above it: an OpenInference
     ``CHAIN`` there is the agent run itself, deeper down it is plumbing."""

@@ -247,7 +247,8 @@ def _flag(name: str) -> bool | None:
     return None
 
 
-def _version() -> str:
+def package_version() -> str:
+    """The installed otel-semloop's version ("" when running from a bare checkout)."""
     from importlib import metadata
 
     try:
@@ -281,7 +282,6 @@ class EvaluationPublisher:
         self._logger: Logger | None = None
         self.phoenix = phoenix
         self._owns_provider = False
-        self.published = 0
         self.errors = 0
 
     @classmethod
@@ -300,7 +300,7 @@ class EvaluationPublisher:
         provider = self._provider if self._provider is not None else _logs.get_logger_provider()
         if self._logs is False or (self._logs is None and not _logs_configured(provider)):
             return None
-        self._logger = provider.get_logger(SCOPE_NAME, _version())
+        self._logger = provider.get_logger(SCOPE_NAME, package_version())
         return self._logger
 
     @property
@@ -316,7 +316,6 @@ class EvaluationPublisher:
                 emit_log_record(record, logger)
             if self.phoenix is not None:
                 self.phoenix.submit(record)
-            self.published += 1
         except Exception:
             self.errors += 1
             _logger.warning("otel-semloop: could not publish an evaluation record", exc_info=True)

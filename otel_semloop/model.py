@@ -20,7 +20,7 @@ behaves, so they stay with it.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -294,22 +294,6 @@ class Trace:
     root_span_id: str = ""
     partial: bool = False
 
-    @classmethod
-    def from_steps(cls, steps: Iterable[Step], trace_id: str = "", goal: str | None = None) -> Trace:
-        """A flat trace from steps already in order (tests, benchmarks, files without ids).
-
-        When ``goal`` is given the steps become children of a synthetic root agent.
-        """
-        ordered = list(steps)
-        if goal is None:
-            return cls(trace_id=trace_id, steps=ordered, roots=list(ordered))
-        root = Step(StepKind.AGENT, "agent", input=goal, input_text=goal, span_id="root")
-        root.children = list(ordered)
-        for step in ordered:
-            step.depth = max(step.depth, 1)
-            step.agent = step.agent or root.name
-        return cls(trace_id=trace_id, steps=[root, *ordered], roots=[root], root_span_id="root")
-
     @property
     def root(self) -> Step | None:
         """The root agent step: the first top-level agent, else the first top-level step."""
@@ -333,16 +317,8 @@ class Trace:
         return ""
 
     @property
-    def agents(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.AGENT]
-
-    @property
     def tool_steps(self) -> list[Step]:
         return [s for s in self.steps if s.kind is StepKind.TOOL]
-
-    @property
-    def llm_steps(self) -> list[Step]:
-        return [s for s in self.steps if s.kind is StepKind.LLM]
 
     def tree_view(self) -> dict[str, Any]:
         """deepeval's nested span dict for the whole trace.

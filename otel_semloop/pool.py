@@ -473,12 +473,7 @@ class ScoringPool(Generic[S]):
 
     def _outcome(self, job: _Job[S], evaluation: Evaluation | None, failure: Exception | None) -> Outcome[S]:
         if failure is not None:
-            self._telemetry.add("semloop.errors", "scorer")
-            _logger.warning(
-                "otel-semloop: scorer failed: %r (counted in semloop.errors)",
-                failure,
-                extra={"semloop_limit": "scorer"},
-            )
+            self._error("scorer", failure)
             return self._unscored(job, f"scoring failed: {type(failure).__name__}", "error")
         if evaluation is None:
             # Not an agent trace (plain HTTP, DB...): it gains nothing, forward it untouched.

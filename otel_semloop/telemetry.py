@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from opentelemetry import metrics
@@ -64,6 +64,12 @@ class Instrument:
 
 #: 100 tokens to 5 M: a loop of a few short calls up to a long run resending its history.
 _TOKEN_BOUNDARIES = tuple(m * 10**e for e in range(2, 7) for m in (1, 2.5, 5))
+
+
+def _service_only(*instruments: Instrument) -> tuple[Instrument, ...]:
+    """``instruments`` as reported by the service alone."""
+    return tuple(replace(instrument, front_doors=("service",)) for instrument in instruments)
+
 
 INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("semloop.traces", "counter", "{trace}", "Traces released, by verdict label.", "semloop.label"),
@@ -135,85 +141,69 @@ INSTRUMENTS: tuple[Instrument, ...] = (
         "semloop.catch_up",
         ("processor",),
     ),
-    Instrument(
-        "semloop.spans.received",
-        "counter",
-        "{span}",
-        "Spans accepted from senders.",
-        "semloop.outcome",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.spans.rejected",
-        "counter",
-        "{span}",
-        "Invalid spans rejected in a request.",
-        "semloop.rejection.reason",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.requests.refused",
-        "counter",
-        "{request}",
-        "Requests refused (too large, bad, unauthenticated, backpressure), by reason.",
-        "semloop.refusal.reason",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.export.spans",
-        "counter",
-        "{span}",
-        "Spans the downstream accepted.",
-        "semloop.export.outcome",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.export.retries",
-        "counter",
-        "{retry}",
-        "Export attempts retried.",
-        "semloop.retry.kind",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.export.failures",
-        "counter",
-        "{request}",
-        "Export attempts that failed.",
-        "semloop.failure.kind",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.export.dropped",
-        "counter",
-        "{span}",
-        "Spans dropped before reaching the downstream (should stay 0).",
-        "semloop.drop.reason",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.log_records",
-        "counter",
-        "{log_record}",
-        "Log records received, and GenAI events held for scoring, late, attached, dropped from the hold.",
-        "semloop.log_record.state",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.export.log_records",
-        "counter",
-        "{log_record}",
-        "Log records the logs downstream accepted.",
-        "semloop.export.outcome",
-        ("service",),
-    ),
-    Instrument(
-        "semloop.export.log_records.dropped",
-        "counter",
-        "{log_record}",
-        "Log records dropped before reaching the logs downstream (should stay 0).",
-        "semloop.drop.reason",
-        ("service",),
+    *_service_only(
+        Instrument(
+            "semloop.spans.received", "counter", "{span}", "Spans accepted from senders.", "semloop.outcome"
+        ),
+        Instrument(
+            "semloop.spans.rejected",
+            "counter",
+            "{span}",
+            "Invalid spans rejected in a request.",
+            "semloop.rejection.reason",
+        ),
+        Instrument(
+            "semloop.requests.refused",
+            "counter",
+            "{request}",
+            "Requests refused (too large, bad, unauthenticated, backpressure), by reason.",
+            "semloop.refusal.reason",
+        ),
+        Instrument(
+            "semloop.export.spans",
+            "counter",
+            "{span}",
+            "Spans the downstream accepted.",
+            "semloop.export.outcome",
+        ),
+        Instrument(
+            "semloop.export.retries", "counter", "{retry}", "Export attempts retried.", "semloop.retry.kind"
+        ),
+        Instrument(
+            "semloop.export.failures",
+            "counter",
+            "{request}",
+            "Export attempts that failed.",
+            "semloop.failure.kind",
+        ),
+        Instrument(
+            "semloop.export.dropped",
+            "counter",
+            "{span}",
+            "Spans dropped before reaching the downstream (should stay 0).",
+            "semloop.drop.reason",
+        ),
+        Instrument(
+            "semloop.log_records",
+            "counter",
+            "{log_record}",
+            "Log records received, and GenAI events held for scoring, late, attached, dropped from the hold.",
+            "semloop.log_record.state",
+        ),
+        Instrument(
+            "semloop.export.log_records",
+            "counter",
+            "{log_record}",
+            "Log records the logs downstream accepted.",
+            "semloop.export.outcome",
+        ),
+        Instrument(
+            "semloop.export.log_records.dropped",
+            "counter",
+            "{log_record}",
+            "Log records dropped before reaching the logs downstream (should stay 0).",
+            "semloop.drop.reason",
+        ),
     ),
     Instrument(
         "semloop.loops",
@@ -262,47 +252,28 @@ INSTRUMENTS: tuple[Instrument, ...] = (
     Instrument("semloop.spans.held", "gauge", "{span}", "Spans held while their trace is grouped."),
     Instrument("semloop.traces.held", "gauge", "{trace}", "Traces being grouped."),
     Instrument("semloop.scorers.stuck", "gauge", "{thread}", "Scoring threads abandoned past their budget."),
-    Instrument(
-        "semloop.export.pending",
-        "gauge",
-        "{span}",
-        "Spans waiting in the export queue.",
-        front_doors=("service",),
-    ),
-    Instrument(
-        "semloop.export.down",
-        "gauge",
-        "1",
-        "1 while the last export attempt failed.",
-        front_doors=("service",),
-    ),
-    Instrument(
-        "semloop.log_records.held",
-        "gauge",
-        "{log_record}",
-        "GenAI log events held for their trace's scoring.",
-        front_doors=("service",),
-    ),
-    Instrument(
-        "semloop.export.log_records.pending",
-        "gauge",
-        "{log_record}",
-        "Log records waiting in the logs export queue.",
-        front_doors=("service",),
-    ),
-    Instrument(
-        "semloop.memory.accepted",
-        "gauge",
-        "By",
-        "Bytes of accepted requests held or queued.",
-        front_doors=("service",),
-    ),
-    Instrument(
-        "semloop.durable.pending",
-        "gauge",
-        "{request}",
-        "Requests in the durable queue not yet forwarded.",
-        front_doors=("service",),
+    *_service_only(
+        Instrument("semloop.export.pending", "gauge", "{span}", "Spans waiting in the export queue."),
+        Instrument("semloop.export.down", "gauge", "1", "1 while the last export attempt failed."),
+        Instrument(
+            "semloop.log_records.held",
+            "gauge",
+            "{log_record}",
+            "GenAI log events held for their trace's scoring.",
+        ),
+        Instrument(
+            "semloop.export.log_records.pending",
+            "gauge",
+            "{log_record}",
+            "Log records waiting in the logs export queue.",
+        ),
+        Instrument("semloop.memory.accepted", "gauge", "By", "Bytes of accepted requests held or queued."),
+        Instrument(
+            "semloop.durable.pending",
+            "gauge",
+            "{request}",
+            "Requests in the durable queue not yet forwarded.",
+        ),
     ),
 )
 

@@ -16,54 +16,22 @@ asks for no judge.
 
 from __future__ import annotations
 
+from otel_semloop.judges import base  # the interface: light, no asyncio or sqlite3
 from otel_semloop.lazy_exports import lazy_getattr
 
 #: Each public name and the module that defines it.
 _HOMES = {
-    **dict.fromkeys(
-        (
-            "Answer",
-            "JudgeBackend",
-            "JudgeError",
-            "JudgeHTTPError",
-            "JudgeProtocolError",
-            "JudgeRequest",
-            "JudgeResponse",
-            "JudgeTimeout",
-            "JudgeUnavailable",
-        ),
-        "base",
-    ),
+    **dict.fromkeys(base.__all__, "base"),
     "Escalation": "escalation",
     "Judge": "judge",
     "JudgeStats": "judge",
     "QuestionConfig": "questions",
     "build_question_set": "questions",
     "JudgedScorer": "scorer",
-    **dict.fromkeys(("BACKENDS", "JudgeSettings", "make_judge", "make_judged_scorer"), "settings"),
+    **dict.fromkeys(("BACKENDS", "JudgeSettings", "make_judge"), "settings"),
 }
 
-__all__ = [
-    "BACKENDS",
-    "Answer",
-    "Escalation",
-    "Judge",
-    "JudgeBackend",
-    "JudgeError",
-    "JudgeHTTPError",
-    "JudgeProtocolError",
-    "JudgeRequest",
-    "JudgeResponse",
-    "JudgeSettings",
-    "JudgeStats",
-    "JudgeTimeout",
-    "JudgeUnavailable",
-    "JudgedScorer",
-    "QuestionConfig",
-    "build_question_set",
-    "make_judge",
-    "make_judged_scorer",
-]
+__all__ = sorted(_HOMES)
 
 
 __getattr__ = lazy_getattr(__name__, _HOMES)

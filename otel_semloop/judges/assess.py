@@ -27,7 +27,7 @@ the detectors' findings, so a judge adds detections but never hides one.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from otel_semloop.detectors.lexical import WEIGHTS
 from otel_semloop.judges.base import Answer
@@ -72,11 +72,6 @@ class Assessment:
     reason: str
     missing: int
     stagnation_level: float | None = None
-    stagnant_pairs: tuple[PairVerdict, ...] = field(default=())
-
-    @property
-    def loop(self) -> bool:
-        return self.score < 0.5
 
 
 def _returns_over_nothing_new(pairs: list[PairVerdict], question_set: QuestionSet) -> list[PairVerdict]:
@@ -257,5 +252,4 @@ def assess(
         reason=description,
         missing=missing,
         stagnation_level=float(level.value) if level is not None and level.type == "score" else None,
-        stagnant_pairs=tuple(stagnant),
     )

@@ -102,14 +102,9 @@ class Answer:
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Answer:
         kind = str(data["type"])
-        probabilities: dict[Any, float] = {}
-        for key, value in (data.get("probabilities") or {}).items():
-            if kind == "noul":
-                probabilities[key == "True"] = float(value)
-            elif kind == "score":
-                probabilities[int(key)] = float(value)
-            else:
-                probabilities[key] = float(value)
+        # JSON keys are text: a yes/no answer's are booleans, a score's levels integers.
+        key: Any = {"noul": lambda text: text == "True", "score": int}.get(kind, str)
+        probabilities = {key(k): float(v) for k, v in (data.get("probabilities") or {}).items()}
         confidence = data.get("confidence")
         return cls(
             kind,
@@ -163,27 +158,15 @@ def parse_system_one_answer(qid: str, raw: Any) -> Answer:
     try:
         if kind == "noul":
             return Answer.yes_probability(_probability(raw["noul"]))
-        if kind == "choice":
-            probabilities = {str(k): float(v) for k, v in (raw.get("probabilities") or {}).items()}
-            label = str(raw["choice"])
-            return Answer(
-                "choice",
-                label,
-                probabilities.get(label, 1.0),
-                probabilities,
-                _optional_float(raw.get("confidence")),
-            )
-        if kind == "score":
-            probabilities_by_level = {int(k): float(v) for k, v in (raw.get("probabilities") or {}).items()}
-            score = float(raw["score"])
-            nearest = min(probabilities_by_level, key=lambda level: abs(level - score), default=None)
-            return Answer(
-                "score",
-                score,
-                probabilities_by_level.get(nearest, 1.0) if nearest is not None else 1.0,
-                probabilities_by_level,
-                _optional_float(raw.get("confidence")),
-            )
+        if kind in ("choice", "score"):
+            key = str if kind == "choice" else int
+            probabilities = {key(k): float(v) for k, v in (raw.get("probabilities") or {}).items()}
+            value: Any = str(raw["choice"]) if kind == "choice" else float(raw["score"])
+            level = value
+            if kind == "score":  # a score's probability is its nearest level's
+                level = min(probabilities, key=lambda k: abs(k - value), default=None)
+            confidence = _optional_float(raw.get("confidence"))
+            return Answer(kind, value, probabilities.get(level, 1.0), probabilities, confidence)
     except (KeyError, TypeError, ValueError) as exc:
         raise JudgeProtocolError(f"answer {qid!r} is malformed: {exc!r}") from exc
     raise JudgeProtocolError(f"answer {qid!r} has unsupported type {kind!r}")

@@ -59,9 +59,6 @@ class Escalation:
             return cls("always", 1.0)
         return cls("rate" if rate > 0 else "undecided", rate)
 
-    def __str__(self) -> str:
-        return self.mode if self.mode != "rate" else f"{self.rate:g}"
-
     def should_judge(self, trace_id: str, deterministic: Verdict) -> bool:
         if self.mode == "never" or deterministic.label is Label.UNSCORED:
             return False

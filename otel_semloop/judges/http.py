@@ -23,7 +23,6 @@ import asyncio
 import email.utils
 import random
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,7 +38,7 @@ from otel_semloop.judges.base import (
 )
 from otel_semloop.redact import safe_text
 
-__all__ = ["CircuitBreaker", "HttpBackend", "HttpJudgeClient", "RetryPolicy", "token_count"]
+__all__ = ["CircuitBreaker", "HttpBackend", "RetryPolicy", "token_count"]
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
@@ -112,30 +111,32 @@ class CircuitBreaker:
             self._trial = False
 
 
-class HttpJudgeClient:
-    """POST JSON to one judge endpoint with the guarantees of the module doc.
+class HttpBackend:
+    """What the remote judge backends share: their endpoint, model and client (a bearer
+    ``key``, none for a local server without one): :meth:`post` with the guarantees of the
+    module doc, and ``aclose``, which releases the connections. Create it (and call it) on
+    one event loop."""
 
-    Create it (and call it) on one event loop; ``aclose()`` releases the connections.
-    """
+    name = ""
 
     def __init__(
         self,
         base_url: str,
+        key: str,
+        model: str,
         *,
-        headers: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         max_concurrency: int = 8,
         retry: RetryPolicy | None = None,
         breaker: CircuitBreaker | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.model = model
         self.timeout = timeout
+        self.max_concurrency = max_concurrency
         self.retry = retry or RetryPolicy()
         self.breaker = breaker or CircuitBreaker()
-        self.max_concurrency = max_concurrency
-        self._headers = dict(headers or {})
-        self._transport = transport
+        self._headers = {"authorization": f"Bearer {key}"} if key else {}
         self._client: httpx.AsyncClient | None = None
         self._semaphore: asyncio.Semaphore | None = None
 
@@ -145,17 +146,15 @@ class HttpJudgeClient:
                 max_connections=self.max_concurrency, max_keepalive_connections=self.max_concurrency
             )
             self._client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(self.timeout),
-                limits=limits,
-                transport=self._transport,
-                trust_env=False,
+                headers=self._headers, timeout=httpx.Timeout(self.timeout), limits=limits, trust_env=False
             )
             self._semaphore = asyncio.Semaphore(self.max_concurrency)
         return self._client, self._semaphore
 
-    async def post_json(self, path: str, payload: Any, *, deadline: float | None = None) -> Any:
-        """The decoded JSON body of a successful POST. Raises a :class:`JudgeError`."""
+    async def post(self, path: str, payload: Any, deadline: float | None) -> tuple[Any, float]:
+        """The decoded JSON body of a successful POST and the milliseconds the call took,
+        retries included. Raises a :class:`JudgeError`."""
+        started = time.monotonic()
         self.breaker.before_call()
         client, semaphore = self._ensure()
         body = orjson.dumps(payload)
@@ -184,7 +183,7 @@ class HttpJudgeClient:
                         self.breaker.record(False)
                         raise JudgeProtocolError(f"judge answered with malformed JSON: {exc}") from None
                     self.breaker.record(True)
-                    return decoded
+                    return decoded, (time.monotonic() - started) * 1000.0
                 error: JudgeError = JudgeHTTPError(
                     response.status_code,
                     f"judge answered HTTP {response.status_code}: {safe_text(response.text, 200)}",
@@ -213,46 +212,6 @@ class HttpJudgeClient:
             await self._client.aclose()
             self._client = None
             self._semaphore = None
-
-
-class HttpBackend:
-    """What the remote judge backends share: their endpoint, model and client (a bearer
-    ``key``, none for a local server without one), a timed POST and ``aclose``."""
-
-    name = ""
-
-    def __init__(
-        self,
-        base_url: str,
-        key: str,
-        model: str,
-        *,
-        timeout: float = 30.0,
-        max_concurrency: int = 8,
-        retry: RetryPolicy | None = None,
-        breaker: CircuitBreaker | None = None,
-        client: HttpJudgeClient | None = None,
-    ) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.model = model
-        self.max_concurrency = max_concurrency
-        self.client = client or HttpJudgeClient(
-            self.base_url,
-            headers={"authorization": f"Bearer {key}"} if key else {},
-            timeout=timeout,
-            max_concurrency=max_concurrency,
-            retry=retry,
-            breaker=breaker,
-        )
-
-    async def post(self, path: str, payload: Any, deadline: float | None) -> tuple[Any, float]:
-        """The decoded body and the milliseconds the call took, retries included."""
-        started = time.monotonic()
-        body = await self.client.post_json(path, payload, deadline=deadline)
-        return body, (time.monotonic() - started) * 1000.0
-
-    async def aclose(self) -> None:
-        await self.client.aclose()
 
 
 def token_count(value: Any) -> int:

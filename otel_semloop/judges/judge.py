@@ -133,31 +133,28 @@ class Judge:
             # Without a caller's deadline (batch rescoring) the timeout starts once a slot is free.
             if deadline is None:
                 deadline = time.monotonic() + self.timeout
-            return await self._ask_now(request, key, deadline)
-
-    async def _ask_now(self, request: JudgeRequest, key: str, deadline: float) -> JudgeResponse:
-        try:
-            response = await asyncio.wait_for(
-                self.backend.ask(request, deadline=deadline),  # type: ignore[call-arg]
-                timeout=max(0.001, deadline - time.monotonic()),
-            )
-        except asyncio.TimeoutError:
-            self._count_error("timeout")
-            raise JudgeTimeout("no answer within the scoring budget") from None
-        except JudgeError as exc:
-            self._count_error(exc.kind)
-            raise
-        except Exception as exc:  # a backend bug must not escape as anything but a judge error
-            self._count_error("internal")
-            raise JudgeError(f"judge backend failed: {type(exc).__name__}", kind="internal") from exc
-        with self._lock:
-            self.stats.calls += 1
-            self.stats.input_tokens += response.input_tokens
-            self.stats.output_tokens += response.output_tokens
-            self.stats.cost_usd += response.cost_usd
-            self.stats.latency_ms_total += response.latency_ms
-        self.cache.put(key, response)
-        return response
+            try:
+                response = await asyncio.wait_for(
+                    self.backend.ask(request, deadline=deadline),  # type: ignore[call-arg]
+                    timeout=max(0.001, deadline - time.monotonic()),
+                )
+            except asyncio.TimeoutError:
+                self._count_error("timeout")
+                raise JudgeTimeout("no answer within the scoring budget") from None
+            except JudgeError as exc:
+                self._count_error(exc.kind)
+                raise
+            except Exception as exc:  # a backend bug must not escape as anything but a judge error
+                self._count_error("internal")
+                raise JudgeError(f"judge backend failed: {type(exc).__name__}", kind="internal") from exc
+            with self._lock:
+                self.stats.calls += 1
+                self.stats.input_tokens += response.input_tokens
+                self.stats.output_tokens += response.output_tokens
+                self.stats.cost_usd += response.cost_usd
+                self.stats.latency_ms_total += response.latency_ms
+            self.cache.put(key, response)
+            return response
 
     def _count_error(self, kind: str) -> None:
         with self._lock:
@@ -168,16 +165,6 @@ class Judge:
         with self._lock:
             self.stats.traces += 1
             self.stats.saved_by_escalation += 1
-
-    def ask(self, request: JudgeRequest, timeout: float | None = None) -> JudgeResponse:
-        """Synchronous :meth:`submit`: waits up to ``timeout`` (default the judge's)."""
-        wait = self.timeout if timeout is None else timeout
-        future = self.submit(request, time.monotonic() + wait)
-        try:
-            return future.result(timeout=wait + 0.5)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise JudgeTimeout("no answer within the scoring budget") from None
 
     def close(self) -> None:
         """Close the backend's connections and stop the loop (idempotent)."""

@@ -266,10 +266,9 @@ def build_question_set(trace: Trace, config: QuestionConfig | None = None) -> Qu
     config = config or QuestionConfig()
     steps, omitted = judged_steps(trace, config)
 
-    tool_steps = [s for s in trace.steps if s.kind is StepKind.TOOL]
     counts: dict[str, int] = {}
     variants: dict[str, list[str]] = {}
-    for step in tool_steps:
+    for step in trace.tool_steps:
         counts[step.name] = counts.get(step.name, 0) + 1
         args = _text(step.tool_arguments if step.tool_arguments is not None else step.input_text)
         args, _ = _truncate(redact(args), config.max_chars // 2)

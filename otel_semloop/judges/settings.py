@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 # The judge itself (asyncio, sqlite3) is imported where one is made, not with the flags and
 # settings every rescore and serve reads (see otel_semloop.judges).
 
-__all__ = ["BACKENDS", "ENV_PREFIX", "Backend", "JudgeSettings", "make_judge", "make_judged_scorer"]
+__all__ = ["BACKENDS", "ENV_PREFIX", "Backend", "JudgeSettings", "make_judge", "scorer_with_judge"]
 
 #: Prefix of the judge's environment variables (the backend itself is ``SEMLOOP_JUDGE``).
 ENV_PREFIX = "SEMLOOP_JUDGE_"
@@ -140,25 +140,6 @@ def _backend(settings: JudgeSettings) -> Any:
     return LocalBackend()
 
 
-def make_judged_scorer(
-    settings: JudgeSettings,
-    base: Any = None,
-    *,
-    backend: Any = None,
-    budget_seconds: float | None = None,
-) -> Any:
-    """``base`` (default :class:`~otel_semloop.scoring.Scorer`) with the configured judge,
-    or ``base`` itself when no judge is configured."""
-    from otel_semloop.judges.scorer import JudgedScorer
-    from otel_semloop.scoring import Scorer
-
-    base = base if base is not None else Scorer()
-    judge = make_judge(settings, backend)
-    if judge is None:
-        return base
-    return JudgedScorer(judge, base=base, escalate=settings.escalate, budget_seconds=budget_seconds)
-
-
 def scorer_with_judge(
     judge: Any,
     base: Any = None,
@@ -166,7 +147,9 @@ def scorer_with_judge(
     budget_seconds: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> Any:
-    """The scorer a front door uses for its ``judge`` option.
+    """The scorer a front door uses for its ``judge`` option: ``base`` (default
+    :class:`~otel_semloop.scoring.Scorer`) with the judge, or ``base`` itself when none is
+    configured.
 
     ``judge`` is None (read ``SEMLOOP_JUDGE*``; nothing is sent unless it names a judge), a
     backend name (``"local"``, ``"system-one"``, ``"openai"``, ``"none"``; the other options
@@ -180,16 +163,16 @@ def scorer_with_judge(
     from otel_semloop.scoring import Scorer
 
     base = base if base is not None else Scorer()
-    if isinstance(judge, Judge):
-        escalate = JudgeSettings.from_env(environ).escalate
-        return JudgedScorer(judge, base=base, escalate=escalate, budget_seconds=budget_seconds)
-    if judge is None or isinstance(judge, str):
-        settings = JudgeSettings.from_env(environ, judge=judge)
-        return make_judged_scorer(settings, base, budget_seconds=budget_seconds)
     if isinstance(judge, JudgeSettings):
-        return make_judged_scorer(judge, base, budget_seconds=budget_seconds)
-    settings = JudgeSettings.from_env(environ)
-    return make_judged_scorer(settings, base, backend=judge, budget_seconds=budget_seconds)
+        settings = judge
+    else:
+        settings = JudgeSettings.from_env(environ, judge=judge if isinstance(judge, str) else None)
+    if not isinstance(judge, Judge):
+        backend = None if judge is None or isinstance(judge, (str, JudgeSettings)) else judge
+        judge = make_judge(settings, backend)
+        if judge is None:
+            return base
+    return JudgedScorer(judge, base=base, escalate=settings.escalate, budget_seconds=budget_seconds)
 
 
 def add_judge_arguments(parser: Any) -> None:

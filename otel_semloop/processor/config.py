@@ -10,7 +10,6 @@ construction (never later, inside a hook).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -69,10 +68,6 @@ class Config(BufferingSettings):
             unknown=TypeError,
             former_names=False,
         )
-
-    def replace(self, **options: Any) -> Config:
-        """A copy with ``options`` changed (validated like the constructor)."""
-        return dataclasses.replace(self, **options)
 
 
 #: Prefix of the processor's (and the service's) environment variables.

@@ -20,17 +20,9 @@ Needs the ``collector`` extra (grpcio, uvicorn); ``docs/architecture.md`` maps t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from otel_semloop.lazy_exports import lazy_getattr
 
-if TYPE_CHECKING:
-    from otel_semloop.service.config import ExportProtocol, ServiceConfig
-    from otel_semloop.service.runner import ServiceThread, serve
-    from otel_semloop.service.server import SemloopService
-
-__all__ = ["ExportProtocol", "SemloopService", "ServiceConfig", "ServiceThread", "serve"]
-
+#: Each public name and the module that defines it.
 _HOMES = {
     "ExportProtocol": "config",
     "ServiceConfig": "config",
@@ -38,6 +30,7 @@ _HOMES = {
     "ServiceThread": "runner",
     "serve": "runner",
 }
+__all__ = sorted(_HOMES)
 
 
 #: Imported on first use, so that a scoring process (which imports

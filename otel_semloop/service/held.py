@@ -26,7 +26,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.proto.trace.v1 import trace_pb2
 
-from otel_semloop.conventions import step_kind
+from otel_semloop.conventions import KIND_KEYS, step_kind
 from otel_semloop.model import SpanRecord, StepKind
 from otel_semloop.otlp import apply_patch_proto, record_from_proto_span
 from otel_semloop.otlp._common import FLAGS_HAS_IS_REMOTE, FLAGS_IS_REMOTE
@@ -104,16 +104,6 @@ def _shallow_messages() -> tuple[Any, Any]:
 SHALLOW_REQUEST, SHALLOW_ENVELOPE = _shallow_messages()
 
 _ZERO_TRACE_ID = bytes(16)
-#: The attributes :func:`~otel_semloop.conventions.step_kind` reads to classify a span.
-KIND_KEYS = frozenset(
-    {
-        "confident.span.type",
-        "openinference.span.kind",
-        "traceloop.span.kind",
-        "gen_ai.operation.name",
-        "llm.request.type",
-    }
-)
 
 
 class Held:

@@ -143,7 +143,7 @@ def test_agents_function_span_arguments_come_from_input_value_not_the_tool_schem
 
 def test_openai_chat_completion_span_reads_the_message_text_and_requested_tool_calls():
     trace = build_trace([record("1", "", 0, "ChatCompletion", OPENAI_CHAT_COMPLETION)])
-    (llm,) = trace.llm_steps
+    (llm,) = [s for s in trace.steps if s.kind is StepKind.LLM]
     assert llm.output_text == "First I will look for timeout errors in the logs."
     assert llm.input_text == "why?"
     assert llm.tool_calls == (ToolCall("search_logs", {"query": "timeout"}, "call_1_0"),)
@@ -152,7 +152,7 @@ def test_openai_chat_completion_span_reads_the_message_text_and_requested_tool_c
 
 def test_agents_generation_span_with_tool_call_indices_above_zero_reads_every_message():
     trace = build_trace([record("1", "", 0, "generation", AGENTS_GENERATION)])
-    (llm,) = trace.llm_steps
+    (llm,) = [s for s in trace.steps if s.kind is StepKind.LLM]
     assert [m["role"] for m in llm.input] == ["system", "user", "assistant", "tool", "assistant", "tool"]
     assert llm.input[4]["tool_calls"] == [
         {"id": "call_2_0", "name": "get_metrics", "arguments": '{"service": "payments-db"}'}

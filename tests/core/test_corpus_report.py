@@ -14,7 +14,8 @@ from bench.corpus.generate import seed_for
 from bench.corpus.kit import Kit
 from bench.corpus.runs import CONVENTIONS, render
 from bench.corpus.situations import SITUATIONS
-from otel_semloop.model import Step, StepKind, Trace
+from otel_semloop.model import Step, StepKind
+from tests.support.traces import flat_trace
 
 LABELS = corpus_report.CORPUS / "data" / "synthetic.labels.jsonl"
 
@@ -70,16 +71,16 @@ def _tool(name: str, args: object, result: object) -> Step:
 
 def test_exact_repeat_rule_needs_three_identical_triples() -> None:
     same = [_tool("ls", {"path": "."}, "a\nb") for _ in range(3)]
-    assert corpus_report.exact_repeat_rule(Trace.from_steps(same))
-    assert not corpus_report.exact_repeat_rule(Trace.from_steps(same[:2]))
+    assert corpus_report.exact_repeat_rule(flat_trace(same))
+    assert not corpus_report.exact_repeat_rule(flat_trace(same[:2]))
     changing = [_tool("ls", {"path": "."}, f"a\nb{i}") for i in range(5)]
-    assert not corpus_report.exact_repeat_rule(Trace.from_steps(changing))
+    assert not corpus_report.exact_repeat_rule(flat_trace(changing))
     args_order = [
         _tool("get", {"a": 1, "b": 2}, "x"),
         _tool("get", {"b": 2, "a": 1}, "x"),
         _tool("get", {"a": 1, "b": 2}, "x"),
     ]
-    assert corpus_report.exact_repeat_rule(Trace.from_steps(args_order))
+    assert corpus_report.exact_repeat_rule(flat_trace(args_order))
 
 
 def test_report_runs_on_a_slice(capsys: pytest.CaptureFixture[str]) -> None:

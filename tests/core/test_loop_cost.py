@@ -16,6 +16,7 @@ from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.scoring import DetectorScorer
 from otel_semloop.verdict import Finding, Label, Verdict
 from otel_semloop.writeback import patches_for
+from tests.support.traces import flat_trace
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "bench" / "corpus" / "recordings"
 #: pydantic-ai's own telemetry: a search repeated with the same result; every chat span
@@ -128,7 +129,7 @@ def test_a_model_call_inside_another_is_counted_once() -> None:
         output_tokens=10,
         start_ns=2,
     )
-    trace = Trace.from_steps([outer, inner])
+    trace = flat_trace([outer, inner])
     verdict = Verdict(
         Label.LOOP, 0.4, findings=(Finding("action_cycle", 1.0, "x", started_step=0, no_progress=True),)
     )
@@ -182,7 +183,7 @@ def test_the_root_span_carries_the_loop_cost() -> None:
 
 def test_a_suspected_loop_begins_at_its_conclusive_finding() -> None:
     steps = [Step(StepKind.TOOL, f"t{i}", span_id=f"s{i}", start_ns=i + 1, end_ns=i + 2) for i in range(6)]
-    trace = Trace.from_steps(steps)
+    trace = flat_trace(steps)
     warning = Finding("stale_steps", 0.6, "w", started_step=1)
     conclusive = Finding("action_cycle", 1.0, "c", started_step=3)
     verdict = Verdict(Label.SUSPECTED, 0.6, findings=(warning, conclusive))

@@ -32,6 +32,7 @@ from otel_semloop.detectors.suite import (
 )
 from otel_semloop.model import Step, StepKind, ToolCall, Trace
 from otel_semloop.verdict import Finding
+from tests.support.traces import flat_trace
 
 #: Budgets on (the budget detector reads every kind) and calibration on (peaks below a
 #: warning are compared too), besides the defaults.
@@ -100,8 +101,8 @@ def _constructed() -> Iterator[Trace]:
             )
         else:
             steps.append(Step(StepKind.OTHER, "http", start_ns=clock))
-    yield Trace.from_steps(steps)
-    yield Trace.from_steps([dataclasses.replace(s, children=[]) for s in reversed(steps)])
+    yield flat_trace(steps)
+    yield flat_trace([dataclasses.replace(s, children=[]) for s in reversed(steps)])
 
 
 def _traces() -> list[Trace]:

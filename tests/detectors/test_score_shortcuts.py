@@ -21,9 +21,10 @@ from otel_semloop.detectors.facts import StepFacts
 from otel_semloop.detectors.stagnation import (
     score_reasoning_stagnation,
 )
-from otel_semloop.model import Step, StepKind, Trace
+from otel_semloop.model import Step, StepKind
 from otel_semloop.policy import Policy
 from otel_semloop.verdict import Label, LexicalResult
+from tests.support.traces import flat_trace
 
 # -- shell forms: a command of plain words is its own canonical and near form --------------
 
@@ -135,7 +136,7 @@ def test_a_reset_detector_reports_the_calibration_of_a_new_one() -> None:
     from otel_semloop.detectors.suite import default_detectors
 
     config = DetectorConfig(calibration=True)
-    loop = Trace.from_steps(
+    loop = flat_trace(
         [Step(StepKind.TOOL, "search", tool_arguments={"q": "a"}, tool_result="none")] * 12
     )
     other = build_trace(genai_records(20))
@@ -177,7 +178,7 @@ def test_stale_time_counts_from_the_last_novel_steps_end_to_each_steps_end_or_st
 
     steps = [read(0, 10), read(20, 21), read(30, last_end)]
     detector = StaleDetector(config)
-    detector.detect(Trace.from_steps(steps))
+    detector.detect(flat_trace(steps))
     # Since the novel step's end (10 s) to the last step's end, or its start when it has none.
     expected = ((30 if last_end is None else last_end) - 10) / 100
     assert detector.calibration[STALE_TIME] == round(expected, 4)
@@ -202,8 +203,8 @@ def test_an_llm_output_calling_tools_ends_a_monologue_run() -> None:
     ]
     config = DetectorConfig(calibration=True)
     detector = MonologueDetector(config)
-    assert [f.signal for f in detector.detect(Trace.from_steps(plain))] == [MONOLOGUE]
-    assert [(f.repeats, f.started_step) for f in detector.detect(Trace.from_steps(broken))] == [(2, 3)]
+    assert [f.signal for f in detector.detect(flat_trace(plain))] == [MONOLOGUE]
+    assert [(f.repeats, f.started_step) for f in detector.detect(flat_trace(broken))] == [(2, 3)]
     assert detector.calibration[MONOLOGUE] == round(2 / config.monologue_repeats, 4)
 
 
@@ -218,7 +219,7 @@ def test_a_degenerate_run_is_found_from_the_least_length_it_needs(size: int) -> 
     text = ("court" * 60)[:size]
     expected = text_detectors.degenerate_run(text, config.chant_min_chars * config.chant_repeats)
     detector = text_detectors.ChantingDetector(config)
-    detector.detect(Trace.from_steps([Step(StepKind.LLM, "chat", output_text=text)]))
+    detector.detect(flat_trace([Step(StepKind.LLM, "chat", output_text=text)]))
     peak = detector.calibration[text_detectors.CHANTING]
     assert peak == (0.0 if expected is None else round(expected[1] / config.chant_repeats, 4))
     assert (expected is None) == (size < 120)

@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from otel_semloop.model import Step, StepKind, ToolCall, Trace
+from tests.support.traces import flat_trace
 
 
 @dataclass
@@ -126,7 +127,7 @@ def paraphrased_loop(trace_id: str = "a" * 32, secret: str = "") -> Trace:
     steps: list[Step] = []
     for plan in plans:
         steps += [_llm(plan), _tool("grep", {"pattern": "checkout handler", "path": "."}, "no matches")]
-    return _ids(Trace.from_steps(steps, trace_id=trace_id, goal="Fix the 500 on /api/orders"), "p")
+    return _ids(flat_trace(steps, trace_id=trace_id, goal="Fix the 500 on /api/orders"), "p")
 
 
 def healthy_run(trace_id: str = "b" * 32) -> Trace:
@@ -141,7 +142,7 @@ def healthy_run(trace_id: str = "b" * 32) -> Trace:
         _llm("Applying the guard and rerunning the suite."),
         _tool("run_tests", {"suite": "orders"}, "22 passed"),
     ]
-    return _ids(Trace.from_steps(steps, trace_id=trace_id, goal="Fix the 500 on /api/orders"), "h")
+    return _ids(flat_trace(steps, trace_id=trace_id, goal="Fix the 500 on /api/orders"), "h")
 
 
 def injected_loop(trace_id: str = "c" * 32) -> Trace:

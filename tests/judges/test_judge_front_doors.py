@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_semloop import SemloopSpanProcessor
-from otel_semloop.judges import Judge
+from otel_semloop.judges import Escalation, Judge
 from otel_semloop.judges.backends.scripted import ScriptedBackend
 from otel_semloop.judges.settings import scorer_with_judge
 
@@ -244,7 +244,7 @@ def test_the_processor_reads_its_judge_from_the_environment(monkeypatch):
     processor = SemloopSpanProcessor(SimpleSpanProcessor(InMemorySpanExporter()), scoring_budget_seconds=2.0)
     scorer = processor._scorer
     assert isinstance(scorer, JudgedScorer) and scorer.judge.name == "openai"
-    assert str(scorer.escalation) == "0.5" and scorer.budget_seconds == 2.0
+    assert scorer.escalation == Escalation("rate", 0.5) and scorer.budget_seconds == 2.0
     processor.shutdown()
 
 

@@ -16,6 +16,7 @@ from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label
 from otel_semloop.writeback import verdict_attributes
 from tests.judges.judge_support import HashEmbedder, healthy_run, paraphrased_loop
+from tests.support.traces import flat_trace
 
 STUCK = {"progress": 0.05, "revisit": 0.9, "tool_repeat": 0.9, "stagnation": 3}
 FINE = {"progress": 0.95, "revisit": 0.05, "tool_repeat": 0.05, "stagnation": 0}
@@ -46,7 +47,7 @@ def reworded_loop() -> Trace:
                 span_id=f"t{i}",
             )
         )
-    return Trace.from_steps(steps, trace_id="9" * 32, goal="fix checkout")
+    return flat_trace(steps, trace_id="9" * 32, goal="fix checkout")
 
 
 def test_a_judge_adds_a_loop_the_detectors_cannot_see():
@@ -100,7 +101,7 @@ def template_run() -> Trace:
         steps.append(
             Step(StepKind.TOOL, "read_file", tool_arguments={"path": name}, tool_result="ok", span_id=f"t{i}")
         )
-    return Trace.from_steps(steps, trace_id="6" * 32, goal="migrate the deprecated call")
+    return flat_trace(steps, trace_id="6" * 32, goal="migrate the deprecated call")
 
 
 def test_escalation_sends_only_undecided_traces_and_counts_the_calls_saved():
@@ -215,12 +216,12 @@ def test_the_local_judge_compares_only_what_differs_under_a_shared_preamble():
         Step(StepKind.LLM, "chat", output=f"{preamble} {end}", output_text=f"{preamble} {end}")
         for end in ends
     ]
-    attrs = verdict_attributes(local_scorer().score(Trace.from_steps(steps, trace_id="8" * 32)))
+    attrs = verdict_attributes(local_scorer().score(flat_trace(steps, trace_id="8" * 32)))
     assert attrs["semloop.judge.reasoning_stagnation"] == 1.0
     same = [
         Step(StepKind.LLM, "chat", output=f"{preamble} {ends[0]}", output_text=f"{preamble} {ends[0]}")
     ] * 3
-    attrs = verdict_attributes(local_scorer().score(Trace.from_steps(same, trace_id="7" * 32)))
+    attrs = verdict_attributes(local_scorer().score(flat_trace(same, trace_id="7" * 32)))
     assert attrs["semloop.judge.reasoning_stagnation"] == 0.0
 
 
@@ -249,7 +250,7 @@ def test_lexical_evidence_alone_never_becomes_a_judge_finding():
 
 def _model_only(texts: list[str], trace_id: str) -> Trace:
     steps = [Step(StepKind.LLM, "chat", output=t, output_text=t) for t in texts]
-    return Trace.from_steps(steps, trace_id=trace_id)
+    return flat_trace(steps, trace_id=trace_id)
 
 
 def _answers(qs, stagnant_pairs):  # type: ignore[no-untyped-def]
@@ -304,7 +305,7 @@ def _with_tools(calls: list[tuple[str, dict, str]], trace_id: str) -> Trace:
     for name, args, result in calls:
         steps.append(Step(StepKind.LLM, "chat", output=f"Calling {name}.", output_text=f"Calling {name}."))
         steps.append(Step(StepKind.TOOL, name, tool_arguments=args, tool_result=result))
-    return Trace.from_steps(steps, trace_id=trace_id)
+    return flat_trace(steps, trace_id=trace_id)
 
 
 def _returns_to(qs):  # type: ignore[no-untyped-def]

@@ -19,6 +19,7 @@ from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Label
 from otel_semloop.writeback import verdict_attributes
 from tests.judges.judge_support import HashEmbedder
+from tests.support.traces import flat_trace
 
 UNRECORDED = object()
 
@@ -55,7 +56,7 @@ def run(*turns: tuple, trace_id: str = "d" * 32) -> Trace:
                     span_id=f"t{n:02d}",
                 )
             )
-    return Trace.from_steps(steps, trace_id=trace_id, goal="finish the task")
+    return flat_trace(steps, trace_id=trace_id, goal="finish the task")
 
 
 def judged(trace: Trace) -> tuple:
@@ -189,7 +190,7 @@ def failed_model_calls(answered: bool) -> Trace:
     ]
     if answered:
         steps.append(Step(StepKind.LLM, "chat", input_text=ask, output="Counting.", output_text="Counting."))
-    return Trace.from_steps(steps, trace_id="e" * 32)
+    return flat_trace(steps, trace_id="e" * 32)
 
 
 def test_a_failed_model_call_answered_later_resolves_its_failures_and_one_never_answered_does_not():

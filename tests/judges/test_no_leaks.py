@@ -14,6 +14,7 @@ from otel_semloop import SemloopSpanProcessor
 from otel_semloop.model import Step, StepKind, Trace
 from otel_semloop.scoring import Scorer
 from otel_semloop.writeback import evaluation_event, verdict_attributes
+from tests.support.traces import flat_trace
 
 SECRET = "sk-proj-LEAKLEAKLEAK0123456789"
 HOSTILE_TOOL = f"search\nERROR forged line {SECRET} \x1b[31m"
@@ -34,7 +35,7 @@ def hostile_trace() -> Trace:
                 span_id=f"t{i}",
             )
         )
-    return Trace.from_steps(steps, trace_id="5" * 32, goal="do it")
+    return flat_trace(steps, trace_id="5" * 32, goal="do it")
 
 
 def test_a_secret_or_newline_in_a_tool_name_or_error_type_never_reaches_the_reason_or_event():

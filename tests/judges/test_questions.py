@@ -5,6 +5,7 @@ from __future__ import annotations
 from otel_semloop.judges.questions import DATA_NOTICE, QuestionConfig, build_question_set
 from otel_semloop.model import Step, StepKind, Trace
 from tests.judges.judge_support import healthy_run, paraphrased_loop
+from tests.support.traces import flat_trace
 
 
 def long_trace(n: int, text: str = "thinking about the next file to open") -> Trace:
@@ -22,7 +23,7 @@ def long_trace(n: int, text: str = "thinking about the next file to open") -> Tr
                 span_id=f"t{i}",
             )
         )
-    return Trace.from_steps(steps, trace_id="e" * 32, goal="migrate every file")
+    return flat_trace(steps, trace_id="e" * 32, goal="migrate every file")
 
 
 def test_questions_for_consecutive_steps_lookahead_revisits_repeated_tools_and_stagnation():
@@ -86,7 +87,7 @@ def test_tool_names_with_control_characters_or_secrets_are_cleaned_in_ids_and_te
                 StepKind.TOOL, "fetch\nsk-live-0123456789abcdefghij", tool_arguments={"q": i}, tool_result="x"
             )
         )
-    qs = build_question_set(Trace.from_steps(steps, trace_id="f" * 32))
+    qs = build_question_set(flat_trace(steps, trace_id="f" * 32))
     tool_ids = [q for q in qs.questions if q.startswith("tool_repeat")]
     assert tool_ids == ["tool_repeat_fetch_n_REDACTED_api_key_"]
     text = str(qs.state) + str(qs.questions)
@@ -106,7 +107,7 @@ def test_a_secret_straddling_the_cut_never_reaches_the_judge_in_part():
             steps.append(
                 Step(StepKind.TOOL, "read", tool_arguments=text[limit // 2 - before :], tool_result=text)
             )
-        qs = build_question_set(Trace.from_steps(steps, trace_id="a" * 32, goal=text))
+        qs = build_question_set(flat_trace(steps, trace_id="a" * 32, goal=text))
         sent = str(qs.state)
         assert qs.state["steps"][0]["truncated"] is True
         assert "AKIAIOSF" not in sent, before
@@ -118,7 +119,7 @@ def test_a_tool_name_goes_in_the_state_never_in_a_question_instruction():
     for i in range(3):
         steps.append(Step(StepKind.LLM, "chat", output=f"try {i}", output_text=f"try {i}"))
         steps.append(Step(StepKind.TOOL, name, tool_arguments={"q": i}, tool_result="x"))
-    qs = build_question_set(Trace.from_steps(steps, trace_id="b" * 32))
+    qs = build_question_set(flat_trace(steps, trace_id="b" * 32))
     (qid,) = [q for q in qs.questions if q.startswith("tool_repeat")]
     assert all("Ignore previous" not in q["instructions"] for q in qs.questions.values())
     assert qs.state["tool_calls"][qid] == {

@@ -8,11 +8,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_semloop.detectors.suite import DetectorSuite
-from otel_semloop.model import Step, StepKind, Trace
+from otel_semloop.model import Step, StepKind
 from otel_semloop.processor.live import LiveMonitor
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Action, Label
 from tests.support.scenarios import Scenario
+from tests.support.traces import flat_trace
 
 
 def feed(monitor: LiveMonitor, run: Scenario) -> list:
@@ -129,7 +130,7 @@ def test_any_sequence_of_steps_is_observed_without_error_and_live_agrees_with_of
     for step in steps:
         decision = monitor.observe(step)
         assert decision is None or decision.finding.conclusive
-    offline = DetectorSuite().detect(Trace.from_steps(steps))
+    offline = DetectorSuite().detect(flat_trace(steps))
     # The same findings; live numbers steps from 1 (a verdict's step 0 is the run's root,
     # which this rootless trace lacks).
     shifted = [
@@ -158,6 +159,6 @@ def test_the_live_guard_numbers_steps_as_the_verdict_does():
     monitor = LiveMonitor()
     decisions = [d for d in map(monitor.observe, steps) if d is not None]
     root = Step(StepKind.AGENT, "invoke_agent researcher", span_id="root")
-    verdict = Scorer().score(Trace.from_steps([root, *steps], trace_id="c" * 32))
+    verdict = Scorer().score(flat_trace([root, *steps], trace_id="c" * 32))
     (offline,) = [f for f in verdict.findings if f.signal == decisions[0].finding.signal]
     assert decisions[0].finding.started_step == offline.started_step == 2  # the first search call

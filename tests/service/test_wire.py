@@ -86,3 +86,14 @@ def test_any_bytes_parse_as_a_request_or_raise_a_decode_error(body: bytes) -> No
         return
     assert rejected >= 0 and (rejected == 0) == (first == "")
     assert len(request.SerializeToString()) <= len(body)
+
+
+def test_a_vercel_ai_sdk_span_may_be_a_step_and_a_span_without_kind_keys_is_not() -> None:
+    vercel = trace_pb2.Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="ai.generateText")
+    kv = vercel.attributes.add()
+    kv.key, kv.value.string_value = "ai.operationId", "ai.generateText"
+    other = trace_pb2.Span(trace_id=b"\x01" * 16, span_id=b"\x03" * 8, name="ai.embed")
+    kv = other.attributes.add()
+    kv.key, kv.value.string_value = "ai.operationId", "ai.embed"
+    assert PROTO_SPANS.may_have_steps([Held(vercel.SerializeToString(), None, None)])
+    assert not PROTO_SPANS.may_have_steps([Held(other.SerializeToString(), None, None)])

@@ -7,7 +7,7 @@
 Each call appends one step with span id ``s001``, ``s002``, ... and advances a clock by
 ``step_seconds`` (default 1 s), so time-based signals see realistic durations; ``wait``
 moves the clock without a step. ``trace()`` wraps the steps under a root agent (span id
-``root``) the way ``Trace.from_steps(goal=...)`` does.
+``root``) the way ``flat_trace(goal=...)`` does.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from otel_semloop.model import Step, StepKind, ToolCall, Trace
 from otel_semloop.policy import Policy
 from otel_semloop.scoring import Scorer
 from otel_semloop.verdict import Finding, Verdict
+from tests.support.traces import flat_trace
 
 EPOCH_NS = 1_767_225_600_000_000_000
 NS = 1_000_000_000
@@ -111,7 +112,7 @@ class Scenario:
         return self.steps[-1].span_id
 
     def trace(self) -> Trace:
-        return Trace.from_steps(list(self.steps), trace_id="t" * 32, goal=self.goal)
+        return flat_trace(list(self.steps), trace_id="t" * 32, goal=self.goal)
 
     def verdict(self, config: DetectorConfig | None = None, policy: Policy | None = None) -> Verdict:
         return Scorer(config=config, policy=policy).score(self.trace())
