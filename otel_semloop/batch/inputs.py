@@ -56,7 +56,6 @@ __all__ = [
 #: writes one export batch per line, typically well under 10 MB; past this a line is
 #: spooled to disk and copied through unscored (the bound errs toward not scoring).
 DEFAULT_MAX_UNIT_BYTES = 64 << 20
-_CHUNK = READ_CHUNK
 
 _GZIP = b"\x1f\x8b"
 _ZSTD = b"\x28\xb5\x2f\xfd"
@@ -181,7 +180,7 @@ def _decompressed(raw: io.BufferedReader, label: str) -> tuple[IO[bytes], str]:
     head = raw.peek(8)[:8]
     if head.startswith(_GZIP):
         # read1: one decompression step a read, so lines decoded before a truncation are kept
-        return io.BufferedReader(_Read1(gzip.GzipFile(fileobj=raw, mode="rb")), _CHUNK), "gzip"
+        return io.BufferedReader(_Read1(gzip.GzipFile(fileobj=raw, mode="rb")), READ_CHUNK), "gzip"
     if head.startswith(_ZSTD):
         try:
             import zstandard
@@ -190,7 +189,7 @@ def _decompressed(raw: io.BufferedReader, label: str) -> tuple[IO[bytes], str]:
                 f"{label}: zstd-compressed; install the zstd extra (pip install 'otel-semloop[zstd]')"
             ) from None
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader, _CHUNK), "zstd"  # type: ignore[arg-type]
+        return io.BufferedReader(reader, READ_CHUNK), "zstd"  # type: ignore[arg-type]
     return raw, "none"
 
 
@@ -222,7 +221,6 @@ class ReadState:
     problems: list[InputProblem]
     spool: Spool
     compressed_read: int = 0
-    units: int = 0
 
 
 def iter_units(
@@ -238,7 +236,7 @@ def iter_units(
             state.problems.append(InputProblem(source.label, f"cannot read: {exc.strerror or exc}"))
             continue
         counting = _Counting(raw_fp)
-        buffered = io.BufferedReader(counting, _CHUNK)
+        buffered = io.BufferedReader(counting, READ_CHUNK)
         base = 0
         try:
             base = state.compressed_read
@@ -299,7 +297,6 @@ def _iter_source(
             return
         for unit in gen:
             seq = unit.seq
-            state.units += 1
             state.compressed_read = base + counting.count
             yield unit
     except _DECOMPRESS_ERRORS as exc:
