@@ -119,10 +119,6 @@ def any_json(v: Any, depth: int = 0) -> Any:
         return None
     x = v[found]
     try:
-        if found == "stringValue":
-            return c.string(x)
-        if found == "intValue":
-            return c.i64(x)
         if found == "boolValue":
             if type(x) is not bool:
                 c.bad_type("true or false", x)
@@ -242,21 +238,13 @@ def encode_attributes_json(attributes: Mapping[str, Any] | Iterable[tuple[str, A
 def decode_any_pb(v: AnyValue) -> Any:
     """A protobuf ``AnyValue`` as a Python value (``None`` when empty)."""
     which = v.WhichOneof("value")
-    if which == "string_value":
-        return v.string_value
-    if which == "int_value":
-        return v.int_value
-    if which == "bool_value":
-        return v.bool_value
-    if which == "double_value":
-        return v.double_value
     if which == "array_value":
         return [decode_any_pb(x) for x in v.array_value.values]
     if which == "kvlist_value":
         return decode_attributes_pb(v.kvlist_value.values)
-    if which == "bytes_value":
-        return v.bytes_value
-    return None
+    if which is None or which == "string_value_strindex":  # an index into a profiles dictionary
+        return None
+    return getattr(v, which)
 
 
 def decode_attributes_pb(kvs: Iterable[KeyValue]) -> dict[str, Any]:
