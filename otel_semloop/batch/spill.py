@@ -144,21 +144,16 @@ class Spill:
                     return
             yield item
 
-    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
-        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
-        assert self.units is not None
-        for unit, spooled, late, dirty, rendered in self._read(self.units):
-            if spooled:
-                unit.spooled = (self._spooled[(unit.source, unit.seq)], *spooled)
-            yield unit, late, dirty, rendered
-
     def write_back(
         self, patches: dict[str, dict[str, SpanPatch]], write: Callable[[Unit, Any, bool], None]
     ) -> None:
         """Every unit held since the first spill, in order, to ``write`` (as the engine
         writes units), with the spilled traces' ``patches`` (trace id -> span id -> patch)
         applied to the units that held their spans."""
-        for unit, late, dirty, rendered in self.replay():
+        assert self.units is not None
+        for unit, spooled, late, dirty, rendered in self._read(self.units):
+            if spooled:
+                unit.spooled = (self._spooled[(unit.source, unit.seq)], *spooled)
             doc: Any = None
             if unit.error is not None:
                 pass
