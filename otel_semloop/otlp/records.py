@@ -43,8 +43,11 @@ def _attributes(attrs: Any) -> dict[str, Any]:
     c.bad_type("an array", attrs, "attributes")
 
 
-def _events_json(events: Any) -> list[EventRecord]:
-    """A span's ``events`` as records (raises :class:`Bad` with the path inside them)."""
+def _events_json(events: Any) -> list[EventRecord] | tuple[()]:
+    """A span's ``events`` as records (missing, null or ``[]``: none; raises :class:`Bad`
+    with the path inside them)."""
+    if events is None or events == []:
+        return ()
     if type(events) is not list:
         c.bad_type("an array", events)
     out = []
@@ -81,24 +84,10 @@ def _span_json(span: Any) -> SpanRecord:
     start = field(span, "startTimeUnixNano", c.u64)
     end = field(span, "endTimeUnixNano", c.u64)
     attrs = _attributes(span.get("attributes"))
-    events = span.get("events")
-    if events:
-        try:
-            events = _events_json(events)
-        except Bad as e:
-            e.path.append("events")
-            raise
-    elif events is None or type(events) is list:
-        events = ()
-    else:
-        c.bad_type("an array", events, "events")
+    events = field(span, "events", _events_json)
     flags = field(span, "flags", c.u32)
     remote = flags & FLAGS_IS_REMOTE != 0 if flags & FLAGS_HAS_IS_REMOTE else None
-    try:
-        code, message = _status(span.get("status"))
-    except Bad as e:
-        e.path.append("status")
-        raise
+    code, message = field(span, "status", _status)
     return SpanRecord(
         trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span
     )
