@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from otel_semloop.errors import OTLPDecodeError
@@ -69,6 +70,18 @@ class Bad(Exception):
         if where and path:
             return OTLPDecodeError(self.message, f"{where} {path}")
         return OTLPDecodeError(self.message, where or path)
+
+
+@contextlib.contextmanager
+def decode_errors(where: str = "", what: str = "value") -> Iterator[None]:
+    """A public decoder's failures (a :class:`Bad`, nesting past Python's recursion limit)
+    raised as :class:`OTLPDecodeError` at ``where``."""
+    try:
+        yield
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise Bad(f"{what} nested too deeply").to_error(where) from None
 
 
 def describe(value: Any) -> str:

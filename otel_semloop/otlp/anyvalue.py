@@ -17,7 +17,7 @@ JSON has no such numbers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -163,27 +163,19 @@ def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
-def _decode_public(decode: Callable[[Any], Any], value: Any, where: str) -> Any:
-    """``decode(value)`` with its :class:`Bad` raised as ``OTLPDecodeError`` at ``where``."""
-    try:
-        return decode(value)
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise c.Bad("AnyValue nested too deeply").to_error(where) from None
-
-
 def decode_any_json(value: Any, where: str = "") -> Any:
     """A JSON ``AnyValue`` (already parsed) as a Python value.
 
     Raises :class:`~otel_semloop.errors.OTLPDecodeError` naming ``where`` and the path.
     """
-    return _decode_public(any_json, value, where)
+    with c.decode_errors(where, "AnyValue"):
+        return any_json(value)
 
 
 def decode_attributes_json(kvs: Any, where: str = "") -> dict[str, Any]:
     """A JSON ``KeyValue`` list (``attributes``) as a dict of Python values."""
-    return _decode_public(attributes_json, kvs, where)
+    with c.decode_errors(where, "AnyValue"):
+        return attributes_json(kvs)
 
 
 # --- Python -> JSON -------------------------------------------------------------------

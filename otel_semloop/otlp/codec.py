@@ -358,12 +358,8 @@ _LOGS = _signal("resourceLogs", "scopeLogs", "logRecords", _LOG_RECORD)
 
 
 def _from_json(signal: _Message, obj: Any, where: str, msg: Any, what: str) -> None:
-    try:
+    with c.decode_errors(where):
         signal.fill(msg, _obj(obj, what))
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error(where) from None
 
 
 def span_to_json(s: Span) -> dict[str, Any]:

@@ -98,12 +98,8 @@ def record_from_json(span: Any) -> SpanRecord:
     span adapter reads, a span at a time). Raises
     :class:`~otel_semloop.errors.OTLPDecodeError` whose ``where`` is the path inside the
     span, e.g. ``"events[1].timeUnixNano"``."""
-    try:
+    with c.decode_errors():
         return _span_json(span)
-    except Bad as e:
-        raise e.to_error() from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error() from None
 
 
 def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
@@ -126,12 +122,8 @@ def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
                 e.path.append(f"spans[{i}]")
                 raise
 
-    try:
+    with c.decode_errors(where):
         c.each_span_array(obj, visit)
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error(where) from None
     return out
 
 
