@@ -47,6 +47,7 @@ line say it does; the shell splitting those share is what makes it one module.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from collections.abc import Mapping
@@ -64,6 +65,7 @@ __all__ = [
     "empty_means_none_found",
     "is_shell_tool",
     "is_wait_call",
+    "is_wait_tool",
     "sets_value",
     "shell_near_form",
     "writes_tool",
@@ -369,12 +371,19 @@ _WAIT_TOOL = re.compile(
 _WAIT_PROGRAMS = frozenset({"sleep", "timeout", "true"})
 
 
+@functools.lru_cache(maxsize=256)
+def is_wait_tool(name: str) -> bool:
+    """Whether ``name`` is a tool named like a sleep (:data:`_WAIT_TOOL`); tool names
+    repeat (every tool step asks), the match is remembered."""
+    return _WAIT_TOOL.match(name) is not None
+
+
 def is_wait_call(name: str, arguments: Any, *, shell: bool) -> bool:
     """True when the call only lets time pass: a tool named like a sleep (``sleep``,
     ``wait``, ``time_sleep``, ``delay``...) or a shell command that runs nothing but
     ``sleep``. A wait reports nothing about the world: it is neither new work nor a repeat,
     and it neither starts nor ends a failure storm."""
-    if _WAIT_TOOL.match(name):
+    if is_wait_tool(name):
         return True
     if not shell:
         return False

@@ -66,7 +66,9 @@ _TIMESTAMP = re.compile(
 #: 99999 -> 100000 keeps one mask.
 _HEX = re.compile(r"\b(?:0x)?[0-9a-f]{6,}\b", re.IGNORECASE)
 _HEX_LETTER = re.compile(r"[a-f]", re.IGNORECASE)
-_DIGITS = re.compile(r"\d+")
+#: Digit runs, spelled with a digit first so that the engine skips ahead to the next digit
+#: (``\d+`` is tried at every position).
+_DIGITS = re.compile(r"\d\d*")
 #: Candidate identifiers: alphanumeric runs of four or more characters holding a digit and
 #: a letter (``req_8f3k2``'s ``8f3k2``, ``run-e0b0``'s ``e0b0``, ``m-7Hq2xZ``'s ``7Hq2xZ``).
 #: :func:`_ident` keeps only those that look random (see there).

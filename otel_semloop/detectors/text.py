@@ -297,15 +297,10 @@ _LIST_ITEM = re.compile(r"^(?:[-*+\u2022]|\d{1,3}[.)]|[a-zA-Z][.)])\s")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-#: What ``str.splitlines`` ends a line at, then what can end a sentence: the marks each
-#: of which can start at most one more unit.
-_UNIT_MARKS = ("\n", ".", "?", "!", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
-
-
 def _most_units(text: str) -> int:
-    """An upper bound on the units :func:`chant_units` can find in ``text``: one, plus one per
-    line break, plus one per sentence end in it (``[.!?]``, a unit is split only after one)."""
-    return 1 + sum(text.count(mark) for mark in _UNIT_MARKS)
+    """An upper bound on the units :func:`chant_units` can find in ``text``: its lines, plus
+    one per sentence end in them (``[.!?]``, a line is split only after one)."""
+    return len(text.splitlines()) + text.count(".") + text.count("?") + text.count("!")
 
 
 #: Share of an output's units that repeated short units must make up for short units to
