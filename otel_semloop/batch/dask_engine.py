@@ -59,10 +59,10 @@ def _score_group(group: tuple[str, list[tuple[Any, UnitSpans]]], spec: ScorerSpe
 
 
 def _client(scheduler: str | None, workers: int) -> tuple[Any, Any]:
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise RuntimeError("--engine dask needs the dask extra (pip install 'otel-semloop[dask]')") from None
+    """A client of the scheduler at ``scheduler``, else of a new local cluster (then also
+    returned, to close); the caller has checked that the dask extra is installed."""
+    from distributed import Client, LocalCluster
+
     if scheduler:
         return Client(scheduler), None
     import logging
