@@ -237,9 +237,8 @@ def iter_units(
             continue
         counting = _Counting(raw_fp)
         buffered = io.BufferedReader(counting, READ_CHUNK)
-        base = 0
+        base = state.compressed_read
         try:
-            base = state.compressed_read
             yield from _iter_source(source, buffered, counting, state, base, max_unit_bytes)
         finally:
             state.compressed_read = base + counting.count
