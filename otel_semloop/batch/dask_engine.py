@@ -39,8 +39,8 @@ def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tu
     state = ReadState([], Spool())
     try:
         for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
-            read = read_unit(unit) if unit.error is None else None
-            if not isinstance(read, tuple):
+            read = read_unit(unit)
+            if isinstance(read, InputProblem):
                 continue
             for tid, spans in read[1].items():
                 out.append((tid, ((index, unit.seq, spans.first), spans)))
@@ -139,7 +139,7 @@ def _rewrite(
     for unit in iter_units(sources, state, max_unit_bytes=max_unit_bytes):
         stats.units += 1
         pending = PendingUnit(unit, stats.units)
-        read = read_unit(unit) if unit.error is None else InputProblem(unit.where, unit.error)
+        read = read_unit(unit)
         if isinstance(read, InputProblem):
             unit.error = read.message
             stats.malformed.append(read)

@@ -162,16 +162,13 @@ class Engine:
         self._fed_bytes += len(unit.raw)
         if self._fed_bytes > self.options.chunk_bytes:
             self._start_pool()
-        if unit.error is not None:
-            self.stats.malformed.append(InputProblem(unit.where, unit.error))
+        read = read_unit(unit)
+        if isinstance(read, InputProblem):
+            unit.error = read.message
+            self.stats.malformed.append(read)
         else:
-            read = read_unit(unit)
-            if isinstance(read, InputProblem):
-                unit.error = read.message
-                self.stats.malformed.append(read)
-            else:
-                pending.doc, by_trace = read
-                self._hold_spans(pending, by_trace)
+            pending.doc, by_trace = read
+            self._hold_spans(pending, by_trace)
         self._pending.append(pending)
         self._held_bytes += len(unit.raw)
         self._buffer.expire(self._number)

@@ -66,7 +66,9 @@ def parse_unit(unit: Unit) -> tuple[Any, dict[str, UnitSpans]]:
 
 def read_unit(unit: Unit) -> tuple[Any, dict[str, UnitSpans]] | InputProblem:
     """The unit's document and its spans by trace id, or what makes the unit malformed
-    (it is then copied through as read)."""
+    (its read error, or what parsing it found; it is then copied through as read)."""
+    if unit.error is not None:
+        return InputProblem(unit.where, unit.error)
     try:
         return parse_unit(unit)
     except Bad as exc:
