@@ -1,19 +1,11 @@
 """``otel-semloop rescore``: arguments in, exit status out.
 
-Exit status (one meaning each, so a script or CI can tell them apart):
-
-* 0 - everything read was valid OTLP and the output was written;
-* 1 - ``--fail-on-loop`` and at least one trace is a loop (a CI gate);
-* 2 - usage error (an engine whose extra is not installed included), or a problem in the
-  input: malformed units (reported with file, line and what is wrong, and copied through
-  unscored; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
-  unrecognised input (a JSON-lines file that is not OTLP, say an application log in an
-  input directory, is reported and skipped: nothing of it reaches the output), a
-  truncated stream;
-* 3 - the output could not be written (a directory, no permission, a full disk, a
-  closed pipe); nothing partial is left in its place.
-
-Input problems win over loops: a run that could not read everything says so first.
+Exit status, one meaning each (the table with examples: docs/rescore.md): 0 everything read
+was valid OTLP and the output was written; 1 ``--fail-on-loop`` and a trace is a loop; 2 a
+usage error or a problem in the input (malformed units unless ``--skip-invalid``, an
+unreadable or unrecognised input, a truncated stream); 3 the output could not be written
+(nothing partial is left in its place). Input problems win over loops: a run that could not
+read everything says so first.
 
 Streams: a ``--table`` is the only thing written to stdout (``--table csv > loops.csv`` is a
 CSV file); the summary, problems and the judge's totals go to stderr then, as they do when
