@@ -1,17 +1,10 @@
-"""``rescore --engine dask``: the same rescoring spread over a Dask cluster, for when one
-machine is not enough (an optional extra: ``pip install 'otel-semloop[dask]'``).
-
-How: each input file is read and scanned on a worker (one partition per file); every span
-is keyed by its trace id and the spans are shuffled so each trace lands whole on one
-worker, where it is scored by the same per-trace code as the local engine
-(:func:`otel_semloop.batch.worker.score_job`). Only the patches and summary rows come back
-to the client, which then rewrites the inputs in order with the same writer: the output
-is byte-identical to the single-process engine's (every trace there completes inside its
-window; here traces are whole by construction, so spans that the local engine would count
-as late are scored with their trace).
-
-The cluster is a ``LocalCluster`` (one single-threaded process per core) unless
-``--scheduler ADDRESS`` names a running scheduler; its workers must see the input paths.
+"""``rescore --engine dask`` (docs/rescore.md, "Scale-out with Dask"): each input file is
+read and scanned on a worker, spans are shuffled by trace id so each trace is scored whole
+on one worker by the local engine's job and scoring functions, and only patches and summary
+rows come back; the client then rewrites the inputs in order with the same writer. The
+output is byte-identical to the local engine's (there every trace completes inside its
+window; here traces are whole by construction, so spans the local engine would count as
+late are scored with their trace).
 """
 
 from __future__ import annotations

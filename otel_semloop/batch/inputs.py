@@ -1,14 +1,11 @@
-"""Where batch input comes from and what it is: files, directories, FIFOs and stdin; plain,
-gzip or zstd; OTLP JSON lines, length-prefixed protobuf, or one ``ExportTraceServiceRequest``
-(JSON or protobuf) per file. Cutting the decompressed stream into units (lines, messages,
-one document), bounded in size, is :mod:`otel_semloop.batch.units`.
+"""Where batch input comes from and what it is (docs/rescore.md, "Inputs"): files,
+directories, FIFOs and stdin; plain, gzip or zstd; OTLP JSON lines, length-prefixed
+protobuf, or one ``ExportTraceServiceRequest`` (JSON or protobuf) per file. Cutting the
+decompressed stream into units, bounded in size, is :mod:`otel_semloop.batch.units`.
 
-Compression is read from the magic bytes and the format from the first decompressed
-bytes, not from the file name (the Collector's file exporter writes ``format: proto``,
-``compression: zstd`` files under any name); an input that is none of the formats gets
-one precise message ("a zip archive", "a JSON array"), not an error per line.
-Decompression streams, no unit is held past ``max_unit_bytes``, and a truncated
-compressed stream ends the input after its last complete line (an :class:`InputProblem`).
+Compression and format come from the content, not the file name; an input that is none of
+the formats gets one precise message, not an error per line. A truncated compressed stream
+ends the input after its last complete line (an :class:`InputProblem`).
 """
 
 from __future__ import annotations
