@@ -1,17 +1,10 @@
-"""``rescore --engine dask``: the same rescoring spread over a Dask cluster, for when one
-machine is not enough (an optional extra: ``pip install 'otel-semloop[dask]'``).
-
-How: each input file is read and scanned on a worker (one partition per file); every span
-is keyed by its trace id and the spans are shuffled so each trace lands whole on one
-worker, where it is scored by the same per-trace code as the local engine
-(:func:`otel_semloop.batch.worker.score_job`). Only the patches and summary rows come back
-to the client, which then rewrites the inputs in order with the same writer: the output
-is byte-identical to the single-process engine's (every trace there completes inside its
-window; here traces are whole by construction, so spans that the local engine would count
-as late are scored with their trace).
-
-The cluster is a ``LocalCluster`` (one single-threaded process per core) unless
-``--scheduler ADDRESS`` names a running scheduler; its workers must see the input paths.
+"""``rescore --engine dask`` (docs/rescore.md, "Scale-out with Dask"): each input file is
+read and scanned on a worker, spans are shuffled by trace id so each trace is scored whole
+on one worker by the local engine's job and scoring functions, and only patches and summary
+rows come back; the client then rewrites the inputs in order with the same writer. The
+output is byte-identical to the local engine's (there every trace completes inside its
+window; here traces are whole by construction, so spans the local engine would count as
+late are scored with their trace).
 """
 
 from __future__ import annotations
@@ -39,8 +32,8 @@ def _scan_file(path: str, index: int, max_unit_bytes: int) -> list[tuple[str, tu
     state = ReadState([], Spool())
     try:
         for unit in iter_units([Source(path)], state, max_unit_bytes=max_unit_bytes):
-            read = read_unit(unit) if unit.error is None else None
-            if not isinstance(read, tuple):
+            read = read_unit(unit)
+            if isinstance(read, InputProblem):
                 continue
             for tid, spans in read[1].items():
                 out.append((tid, ((index, unit.seq, spans.first), spans)))
@@ -59,10 +52,10 @@ def _score_group(group: tuple[str, list[tuple[Any, UnitSpans]]], spec: ScorerSpe
 
 
 def _client(scheduler: str | None, workers: int) -> tuple[Any, Any]:
-    try:
-        from distributed import Client, LocalCluster
-    except ImportError:
-        raise RuntimeError("--engine dask needs the dask extra (pip install 'otel-semloop[dask]')") from None
+    """A client of the scheduler at ``scheduler``, else of a new local cluster (then also
+    returned, to close); the caller has checked that the dask extra is installed."""
+    from distributed import Client, LocalCluster
+
     if scheduler:
         return Client(scheduler), None
     import logging
@@ -139,7 +132,7 @@ def _rewrite(
     for unit in iter_units(sources, state, max_unit_bytes=max_unit_bytes):
         stats.units += 1
         pending = PendingUnit(unit, stats.units)
-        read = read_unit(unit) if unit.error is None else InputProblem(unit.where, unit.error)
+        read = read_unit(unit)
         if isinstance(read, InputProblem):
             unit.error = read.message
             stats.malformed.append(read)

@@ -37,8 +37,14 @@ BATCH = 512
 _RETRYABLE = {429, 502, 503, 504}
 
 
-def _rows(rows: Sequence[TraceRow]) -> list[TraceRow]:
-    return [r for r in rows if r.root_span_id and r.evaluation]
+def _batches(rows: Sequence[TraceRow], kinds: Sequence[str]) -> list[tuple[str, list[TraceRow]]]:
+    """The scored rows, ``BATCH`` at a time, for each carrier kind (``logs``, ``spans``)."""
+    chosen = [r for r in rows if r.root_span_id and r.evaluation]
+    return [(kind, chosen[i : i + BATCH]) for kind in kinds for i in range(0, len(chosen), BATCH)]
+
+
+def _message(kind: str, chunk: Sequence[TraceRow]) -> LogsData | TracesData:
+    return logs_data(chunk) if kind == "logs" else traces_data(chunk)
 
 
 def _record(row: TraceRow) -> EvaluationRecord:
@@ -97,14 +103,12 @@ def traces_data(rows: Iterable[TraceRow]) -> TracesData:
 
 def records_for(rows: Sequence[TraceRow], carrier: str, fmt: str) -> Iterable[bytes]:
     """The framed lines / messages to write: ``carrier`` is ``logs`` or ``spans``."""
-    chosen = _rows(rows)
-    for i in range(0, len(chosen), BATCH):
-        chunk = chosen[i : i + BATCH]
+    for _, chunk in _batches(rows, (carrier,)):
         if fmt == "json":
             doc = traces_to_json(traces_data(chunk)) if carrier == "spans" else logs_json(chunk)
             yield orjson.dumps(doc) + b"\n"
         else:
-            data = (traces_data(chunk) if carrier == "spans" else logs_data(chunk)).SerializeToString()
+            data = _message(carrier, chunk).SerializeToString()
             yield len(data).to_bytes(4, "big") + data
 
 
@@ -123,9 +127,7 @@ def export_evaluations(
     plaintext, ``https://`` TLS, no scheme plaintext) and retries UNAVAILABLE,
     RESOURCE_EXHAUSTED, ABORTED and DEADLINE_EXCEEDED. Returns the number of records sent;
     raises ``RuntimeError`` when the endpoint refuses them."""
-    chosen = _rows(rows)
-    kinds = ("logs", "spans") if carrier == "both" else (carrier,)
-    batches = [(kind, chosen[i : i + BATCH]) for kind in kinds for i in range(0, len(chosen), BATCH)]
+    batches = _batches(rows, ("logs", "spans") if carrier == "both" else (carrier,))
     if protocol == "grpc":
         _export_grpc(batches, endpoint, headers or {}, timeout, retries)
         return sum(len(chunk) for _, chunk in batches)
@@ -139,8 +141,7 @@ def export_evaluations(
     with httpx.Client(timeout=timeout) as client:
         for kind, chunk in batches:
             url = f"{base}/v1/logs" if kind == "logs" else f"{base}/v1/traces"
-            body = (logs_data(chunk) if kind == "logs" else traces_data(chunk)).SerializeToString()
-            _post(client, url, body, headers or {}, retries)
+            _post(client, url, _message(kind, chunk).SerializeToString(), headers or {}, retries)
             sent += len(chunk)
     return sent
 
@@ -181,12 +182,9 @@ def _export_grpc(
     with channel:
         logs, traces = LogsServiceStub(channel), TraceServiceStub(channel)
         for kind, chunk in batches:
-            if kind == "logs":
-                call: Any = logs.Export
-                request: Any = ExportLogsServiceRequest(resource_logs=logs_data(chunk).resource_logs)
-            else:
-                call = traces.Export
-                request = ExportTraceServiceRequest(resource_spans=traces_data(chunk).resource_spans)
+            call = logs.Export if kind == "logs" else traces.Export
+            request_type: Any = ExportLogsServiceRequest if kind == "logs" else ExportTraceServiceRequest
+            request = request_type.FromString(_message(kind, chunk).SerializeToString())  # one layout
             delay = 0.5
             for attempt in range(retries + 1):
                 try:

@@ -1,30 +1,16 @@
 """The streaming rescoring engine, built like the other front doors: units in, spans grouped
-by trace in a :class:`~otel_semloop.grouping.TraceBuffer`, each released trace scored once
-(:mod:`~otel_semloop.batch.worker`, in a process pool when there is more than one core),
-every unit written out in input order with its patches applied.
+by trace in a :class:`~otel_semloop.grouping.TraceBuffer` whose clock is the input position
+(unit ``n`` is time ``n``; a trace whose root was seen is complete after ``window`` units
+without its spans, a trace without one at the end, as partial), each released trace scored
+once (:mod:`~otel_semloop.batch.worker`, in a process pool when there is more than one
+core), every unit written in input order once every span it holds is decided. Only units
+waiting for an open trace are held; past ``memory_budget`` bytes (as read) the traces
+holding back the oldest unit spill to disk (:mod:`~otel_semloop.batch.spill`). The rules
+and their reasons: docs/rescore.md, "Streaming, in bounded memory".
 
-Completion window
-    The buffer's clock is the input position: unit ``n`` is time ``n``, and the grace
-    period is ``window`` units. A trace is complete when its root (a span without a
-    parent, or with a remote parent) has been seen and none of its spans arrived for
-    ``window`` units. It is then scored and the units holding its spans are patched. A
-    unit is written once every span it holds is decided, so the output keeps the input's
-    order, and a unit that gained nothing is copied byte for byte. Traces without a root
-    wait until the end of the input (their root may be in a later file) and are then
-    scored as partial. A span that arrives after its trace was released is written
-    untouched and counted as late.
-
-Bounded memory
-    Only units waiting for an open trace are held (parsed). When their bytes as read exceed
-    ``memory_budget`` bytes, the traces holding back the oldest unit are spilled (see
-    :mod:`~otel_semloop.batch.spill`), and from then on decided units go to the spill in
-    order instead of the output, to be replayed with the spilled traces' patches at the
-    end.
-
-Determinism
-    Verdicts depend only on each trace's spans, patches are applied where each span
-    stands, and summary rows are sorted by the order traces were released: the same input
-    gives the same output bytes, with or without a pool.
+The same input gives the same output bytes, with or without a pool: verdicts depend only
+on each trace's spans, patches are applied where each span stands, and summary rows are
+sorted by the order traces were released.
 """
 
 from __future__ import annotations
@@ -162,16 +148,13 @@ class Engine:
         self._fed_bytes += len(unit.raw)
         if self._fed_bytes > self.options.chunk_bytes:
             self._start_pool()
-        if unit.error is not None:
-            self.stats.malformed.append(InputProblem(unit.where, unit.error))
+        read = read_unit(unit)
+        if isinstance(read, InputProblem):
+            unit.error = read.message
+            self.stats.malformed.append(read)
         else:
-            read = read_unit(unit)
-            if isinstance(read, InputProblem):
-                unit.error = read.message
-                self.stats.malformed.append(read)
-            else:
-                pending.doc, by_trace = read
-                self._hold_spans(pending, by_trace)
+            pending.doc, by_trace = read
+            self._hold_spans(pending, by_trace)
         self._pending.append(pending)
         self._held_bytes += len(unit.raw)
         self._buffer.expire(self._number)

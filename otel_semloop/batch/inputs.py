@@ -1,14 +1,11 @@
-"""Where batch input comes from and what it is: files, directories, FIFOs and stdin; plain,
-gzip or zstd; OTLP JSON lines, length-prefixed protobuf, or one ``ExportTraceServiceRequest``
-(JSON or protobuf) per file. Cutting the decompressed stream into units (lines, messages,
-one document), bounded in size, is :mod:`otel_semloop.batch.units`.
+"""Where batch input comes from and what it is (docs/rescore.md, "Inputs"): files,
+directories, FIFOs and stdin; plain, gzip or zstd; OTLP JSON lines, length-prefixed
+protobuf, or one ``ExportTraceServiceRequest`` (JSON or protobuf) per file. Cutting the
+decompressed stream into units, bounded in size, is :mod:`otel_semloop.batch.units`.
 
-Compression is read from the magic bytes and the format from the first decompressed
-bytes, not from the file name (the Collector's file exporter writes ``format: proto``,
-``compression: zstd`` files under any name); an input that is none of the formats gets
-one precise message ("a zip archive", "a JSON array"), not an error per line.
-Decompression streams, no unit is held past ``max_unit_bytes``, and a truncated
-compressed stream ends the input after its last complete line (an :class:`InputProblem`).
+Compression and format come from the content, not the file name; an input that is none of
+the formats gets one precise message, not an error per line. A truncated compressed stream
+ends the input after its last complete line (an :class:`InputProblem`).
 """
 
 from __future__ import annotations
@@ -56,7 +53,6 @@ __all__ = [
 #: writes one export batch per line, typically well under 10 MB; past this a line is
 #: spooled to disk and copied through unscored (the bound errs toward not scoring).
 DEFAULT_MAX_UNIT_BYTES = 64 << 20
-_CHUNK = READ_CHUNK
 
 _GZIP = b"\x1f\x8b"
 _ZSTD = b"\x28\xb5\x2f\xfd"
@@ -181,7 +177,7 @@ def _decompressed(raw: io.BufferedReader, label: str) -> tuple[IO[bytes], str]:
     head = raw.peek(8)[:8]
     if head.startswith(_GZIP):
         # read1: one decompression step a read, so lines decoded before a truncation are kept
-        return io.BufferedReader(_Read1(gzip.GzipFile(fileobj=raw, mode="rb")), _CHUNK), "gzip"
+        return io.BufferedReader(_Read1(gzip.GzipFile(fileobj=raw, mode="rb")), READ_CHUNK), "gzip"
     if head.startswith(_ZSTD):
         try:
             import zstandard
@@ -190,7 +186,7 @@ def _decompressed(raw: io.BufferedReader, label: str) -> tuple[IO[bytes], str]:
                 f"{label}: zstd-compressed; install the zstd extra (pip install 'otel-semloop[zstd]')"
             ) from None
         reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-        return io.BufferedReader(reader, _CHUNK), "zstd"  # type: ignore[arg-type]
+        return io.BufferedReader(reader, READ_CHUNK), "zstd"  # type: ignore[arg-type]
     return raw, "none"
 
 
@@ -222,7 +218,6 @@ class ReadState:
     problems: list[InputProblem]
     spool: Spool
     compressed_read: int = 0
-    units: int = 0
 
 
 def iter_units(
@@ -238,10 +233,9 @@ def iter_units(
             state.problems.append(InputProblem(source.label, f"cannot read: {exc.strerror or exc}"))
             continue
         counting = _Counting(raw_fp)
-        buffered = io.BufferedReader(counting, _CHUNK)
-        base = 0
+        buffered = io.BufferedReader(counting, READ_CHUNK)
+        base = state.compressed_read
         try:
-            base = state.compressed_read
             yield from _iter_source(source, buffered, counting, state, base, max_unit_bytes)
         finally:
             state.compressed_read = base + counting.count
@@ -299,7 +293,6 @@ def _iter_source(
             return
         for unit in gen:
             seq = unit.seq
-            state.units += 1
             state.compressed_read = base + counting.count
             yield unit
     except _DECOMPRESS_ERRORS as exc:

@@ -1,12 +1,8 @@
 """A unit between its read and its write: its spans found by trace (:func:`read_unit`),
-whether they gained patches, how many of its traces are still undecided, and what it is
-written as (:func:`rendered`).
-
-A unit is held parsed while it waits: its spans are the objects the trace buffer holds,
-and a patch is applied to its span as soon as the trace's verdict is known, by the one
-patcher of their span type (:mod:`otel_semloop.otlp.patch`). A unit that gained nothing
-is copied as read (when it is already in the output format); a unit that gained patches
-is written re-serialised.
+whether they gained patches (applied as each verdict arrives, by the one patcher of their
+span type, :mod:`otel_semloop.otlp.patch`), how many of its traces are still undecided, and
+what it is written as (:func:`rendered`: as read when it gained nothing and is already in
+the output format, else re-serialised).
 """
 
 from __future__ import annotations
@@ -66,7 +62,9 @@ def parse_unit(unit: Unit) -> tuple[Any, dict[str, UnitSpans]]:
 
 def read_unit(unit: Unit) -> tuple[Any, dict[str, UnitSpans]] | InputProblem:
     """The unit's document and its spans by trace id, or what makes the unit malformed
-    (it is then copied through as read)."""
+    (its read error, or what parsing it found; it is then copied through as read)."""
+    if unit.error is not None:
+        return InputProblem(unit.where, unit.error)
     try:
         return parse_unit(unit)
     except Bad as exc:

@@ -206,16 +206,8 @@ def _bars(title: str, counts: Sequence[tuple[str, int]], svg_id: str, color: str
 
 def _spend_table(title: str, spends: dict[str, LoopSpend], with_cost: bool) -> str:
     """One row per agent or signal: what its loops burned and the share a stop would save."""
-    head = "".join(
-        f'<th class="num">{name}</th>'
-        for name in (
-            "traces",
-            "model calls",
-            "input tokens",
-            "output tokens",
-            *(("cost",) if with_cost else ()),
-        )
-    )
+    names = ("traces", "model calls", "input tokens", "output tokens", *(("cost",) if with_cost else ()))
+    head = "".join(f'<th class="num">{name}</th>' for name in names)
     rows = []
     for name, spend in list(spends.items())[:15]:
         share = spend.tokens_saved_share

@@ -1,19 +1,11 @@
 """``otel-semloop rescore``: arguments in, exit status out.
 
-Exit status (one meaning each, so a script or CI can tell them apart):
-
-* 0 - everything read was valid OTLP and the output was written;
-* 1 - ``--fail-on-loop`` and at least one trace is a loop (a CI gate);
-* 2 - usage error (an engine whose extra is not installed included), or a problem in the
-  input: malformed units (reported with file, line and what is wrong, and copied through
-  unscored; ``--skip-invalid`` counts them instead and does not fail), an unreadable or
-  unrecognised input (a JSON-lines file that is not OTLP, say an application log in an
-  input directory, is reported and skipped: nothing of it reaches the output), a
-  truncated stream;
-* 3 - the output could not be written (a directory, no permission, a full disk, a
-  closed pipe); nothing partial is left in its place.
-
-Input problems win over loops: a run that could not read everything says so first.
+Exit status, one meaning each (the table with examples: docs/rescore.md): 0 everything read
+was valid OTLP and the output was written; 1 ``--fail-on-loop`` and a trace is a loop; 2 a
+usage error or a problem in the input (malformed units unless ``--skip-invalid``, an
+unreadable or unrecognised input, a truncated stream); 3 the output could not be written
+(nothing partial is left in its place). Input problems win over loops: a run that could not
+read everything says so first.
 
 Streams: a ``--table`` is the only thing written to stdout (``--table csv > loops.csv`` is a
 CSV file); the summary, problems and the judge's totals go to stderr then, as they do when
@@ -308,7 +300,7 @@ def run(args: argparse.Namespace) -> int:
     sizes = [s.size() for s in sources]
     total = sum(sizes) if all(sizes) else 0  # a stream or a special file: size unknown
     progress = _Progress(sum(sizes), not args.quiet and sys.stderr.isatty())
-    write_spans = args.emit == "spans" and output is not None
+    write = output.write_unit if args.emit == "spans" and output is not None else _discard
     try:
         if output is not None:
             output.open()
@@ -316,15 +308,10 @@ def run(args: argparse.Namespace) -> int:
             from otel_semloop.batch.dask_engine import run_dask
 
             stats = run_dask(
-                sources,
-                options,
-                output.write_unit if write_spans and output is not None else _discard,
-                state,
-                max_unit_bytes=args.max_line_bytes,
-                scheduler=args.scheduler,
+                sources, options, write, state, max_unit_bytes=args.max_line_bytes, scheduler=args.scheduler
             )
         else:
-            engine = Engine(options, output.write_unit if write_spans and output is not None else _discard)
+            engine = Engine(options, write)
             try:
                 # The reading process's objects (parsed lines, the buffer's entries, the
                 # results) hold no cycles: the collector would walk the held lines for nothing.
@@ -406,7 +393,7 @@ def _annotate_phoenix(rows: list[Any]) -> None:
     """With ``SEMLOOP_PHOENIX_URL`` set: each scored trace's evaluation record as a Phoenix
     span annotation on its root (the spans are expected in Phoenix already, from the original
     export). Spans Phoenix does not know yet are handed to its own retrying queue after 10 s.
-    Without the variable nothing is imported: the HTTP client stack costs ~0.1 s to import."""
+    Without the variable nothing is imported (the HTTP client stack is slow to import)."""
     if not os.environ.get("SEMLOOP_PHOENIX_URL", "").strip():
         return
     from otel_semloop.evaluation import EvaluationRecord
@@ -431,8 +418,6 @@ def _annotate_phoenix(rows: list[Any]) -> None:
 def _silence_stdout(args: argparse.Namespace) -> None:
     """After a closed stdout pipe, keep Python from printing a second error at exit."""
     if args.output == "-":
-        import os
-
         try:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())

@@ -1,13 +1,8 @@
 """Spilling open traces to disk when held units pass the memory budget, and putting them
-back at the end.
-
-The spans of a spilled trace go to one of a few partition files by trace id; from the
-first spill on, every decided unit is written, in order, to one units file instead of the
-output (the writer sees nothing until the end). At the end the partitions are read back
-one at a time as scoring jobs (so memory holds one partition's traces, not the input),
-and the units file is replayed into the output with the spilled traces' patches applied
-where their spans stand. So a file larger than memory is rescored in input order,
-whatever its traces look like.
+back at the end (docs/rescore.md, "Streaming, in bounded memory"): a spilled trace's spans
+go to one of a few partition files by trace id, read back a partition at a time as scoring
+jobs; from the first spill on, every decided unit goes, in order, to one units file instead
+of the output, replayed at the end with the spilled traces' patches.
 """
 
 from __future__ import annotations
@@ -144,21 +139,16 @@ class Spill:
                     return
             yield item
 
-    def replay(self) -> Iterable[tuple[Unit, bool, bool, bool]]:
-        """``(unit, late, dirty, rendered)`` in order; ``unit.raw`` is what was held."""
-        assert self.units is not None
-        for unit, spooled, late, dirty, rendered in self._read(self.units):
-            if spooled:
-                unit.spooled = (self._spooled[(unit.source, unit.seq)], *spooled)
-            yield unit, late, dirty, rendered
-
     def write_back(
         self, patches: dict[str, dict[str, SpanPatch]], write: Callable[[Unit, Any, bool], None]
     ) -> None:
         """Every unit held since the first spill, in order, to ``write`` (as the engine
         writes units), with the spilled traces' ``patches`` (trace id -> span id -> patch)
         applied to the units that held their spans."""
-        for unit, late, dirty, rendered in self.replay():
+        assert self.units is not None
+        for unit, spooled, late, dirty, rendered in self._read(self.units):
+            if spooled:
+                unit.spooled = (self._spooled[(unit.source, unit.seq)], *spooled)
             doc: Any = None
             if unit.error is not None:
                 pass

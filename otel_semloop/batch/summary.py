@@ -11,6 +11,7 @@ shown on a terminal was cleaned of control characters when the rows were made.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -74,22 +75,15 @@ class LoopSpend:
             self.trace_cost += trace.cost
 
     def as_dict(self) -> dict[str, Any]:
-        share = self.tokens_saved_share
-        cost_share = self.cost_saved_share
-        return {
-            "traces": self.traces,
-            "model_calls": self.model_calls,
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "cost": round(self.cost, 6),
-            "seconds": round(self.seconds, 3),
-            "traces_with_tokens": self.traces_with_tokens,
-            "traces_with_cost": self.traces_with_cost,
-            "trace_tokens": self.trace_tokens,
-            "trace_cost": round(self.trace_cost, 6),
-            "tokens_saved_share": None if share is None else round(share, 4),
-            "cost_saved_share": None if cost_share is None else round(cost_share, 4),
-        }
+        """The fields, then the shares saved; money to 6 digits, seconds to 3, shares to 4."""
+        out = dataclasses.asdict(self)
+        out["cost"] = round(self.cost, 6)
+        out["seconds"] = round(self.seconds, 3)
+        out["trace_cost"] = round(self.trace_cost, 6)
+        share, cost_share = self.tokens_saved_share, self.cost_saved_share
+        out["tokens_saved_share"] = None if share is None else round(share, 4)
+        out["cost_saved_share"] = None if cost_share is None else round(cost_share, 4)
+        return out
 
     def sentence(self) -> str:
         """``loops burned 1.2 M tokens ($3.40) in 412 model calls across 120 traces; stopping

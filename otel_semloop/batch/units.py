@@ -34,7 +34,6 @@ __all__ = [
 
 #: Bytes read (and spooled) at a time.
 READ_CHUNK = 1 << 20
-_CHUNK = READ_CHUNK
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +91,7 @@ class Reader:
         spool_fp.write(line)
         length = len(line)
         while not line.endswith(b"\n"):
-            line = self.fp.readline(_CHUNK)
+            line = self.fp.readline(READ_CHUNK)
             if not line:
                 break
             spool_fp.write(line)
@@ -102,21 +101,19 @@ class Reader:
 
     def put_back(self, data: bytes) -> None:
         """Make ``data`` (bytes just read while probing) the next bytes read."""
-        self.fp = io.BufferedReader(_Prefixed(data, self.fp), _CHUNK)  # type: ignore[assignment]
+        self.fp = io.BufferedReader(_Prefixed(data, self.fp), READ_CHUNK)  # type: ignore[assignment]
 
     def _pieces(self, n: int) -> Iterator[bytes]:
-        """The next ``n`` bytes in reads of at most ``_CHUNK``; fewer at the end of input."""
+        """The next ``n`` bytes in reads of at most ``READ_CHUNK``; fewer at the end of input."""
         remaining = n
         while remaining:
-            chunk = self.fp.read(min(remaining, _CHUNK))
+            chunk = self.fp.read(min(remaining, READ_CHUNK))
             if not chunk:
                 return
             yield chunk
             remaining -= len(chunk)
 
     def read_exactly(self, n: int) -> bytes:
-        if n <= _CHUNK:
-            return self.fp.read(n)
         return b"".join(self._pieces(n))
 
     def spool_exactly(self, n: int) -> tuple[tuple[IO[bytes], int, int], int]:

@@ -18,6 +18,7 @@ import os
 import stat
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -148,8 +149,21 @@ class Output:
                             "(the input would be overwritten while it is read)"
                         )
 
-    def open(self) -> None:
+    @contextlib.contextmanager
+    def _failures(self, abort: bool = False) -> Iterator[None]:
+        """Every failure to write as an :class:`OutputError`; with ``abort``, what was written
+        is dropped first."""
         try:
+            yield
+        except OSError as exc:
+            if abort:
+                self.abort()
+            if isinstance(exc, BrokenPipeError):
+                raise OutputError("output closed early (broken pipe); output is incomplete") from None
+            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def open(self) -> None:
+        with self._failures(abort=True):
             if self.path == "-":
                 self._raw = sys.stdout.buffer
             else:
@@ -164,9 +178,6 @@ class Output:
                     os.fchmod(fd, new_file_mode())
                     self._raw = os.fdopen(fd, "wb")
             self._fp = self._wrap(self._raw)
-        except OSError as exc:
-            self.abort()
-            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def _wrap(self, raw: IO[bytes]) -> IO[bytes]:
         compression = _compression(self.path) if self.path != "-" else "none"
@@ -189,9 +200,8 @@ class Output:
         """Write one unit: ``doc`` is None (write ``unit.raw`` as read, or leave out a
         malformed unit that cannot be converted), the unit's compact JSON as ``bytes``, or
         its parsed document (see :class:`~otel_semloop.batch.engine.Engine`)."""
-        fp = self._fp
-        assert fp is not None
-        try:
+        assert self._fp is not None
+        with self._failures():
             if unit.spooled is not None:
                 self._copy_spooled(unit)
                 return
@@ -215,10 +225,6 @@ class Output:
                 self._frame(dump_json(doc if unit.kind == "json" else to_json(doc)))
             else:
                 self._frame((doc if unit.kind == "proto" else to_proto(doc)).SerializeToString())
-        except BrokenPipeError:
-            raise OutputError("output closed early (broken pipe); output is incomplete") from None
-        except OSError as exc:
-            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def _converted(self, unit: Unit) -> bytes | None:
         """A malformed unit in the output format, unscored: it parses, but its spans could
@@ -264,17 +270,13 @@ class Output:
     def write_bytes(self, data: bytes) -> None:
         """Write pre-framed bytes (evaluation records)."""
         assert self._fp is not None
-        try:
+        with self._failures():
             self._fp.write(data)
-        except BrokenPipeError:
-            raise OutputError("output closed early (broken pipe); output is incomplete") from None
-        except OSError as exc:
-            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     # -- ending ---------------------------------------------------------------------------
 
     def commit(self) -> None:
-        try:
+        with self._failures(abort=True):
             assert self._fp is not None
             if self._compressor is not None:
                 self._compressor.close()
@@ -292,12 +294,6 @@ class Output:
             if self._tmp is not None:
                 os.replace(self._tmp, self.path)
                 self._tmp = None
-        except BrokenPipeError:
-            self.abort()
-            raise OutputError("output closed early (broken pipe); output is incomplete") from None
-        except OSError as exc:
-            self.abort()
-            raise OutputError(f"cannot write {self.path}: {exc.strerror or exc}") from None
 
     def abort(self) -> None:
         """Drop what was written (a temporary file is removed; stdout is left as it is)."""

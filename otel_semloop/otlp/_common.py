@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, NoReturn
 
 from otel_semloop.errors import OTLPDecodeError
@@ -45,8 +46,6 @@ STATUS_CODE_NAMES = {
     "STATUS_CODE_ERROR": 2,
 }
 
-is_lower_hex32 = re.compile(r"[0-9a-f]{32}").fullmatch
-is_lower_hex16 = re.compile(r"[0-9a-f]{16}").fullmatch
 _is_hex = re.compile(r"[0-9a-fA-F]*").fullmatch
 _is_int = re.compile(r"-?[0-9]+").fullmatch
 _is_json_number = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?").fullmatch
@@ -71,6 +70,18 @@ class Bad(Exception):
         if where and path:
             return OTLPDecodeError(self.message, f"{where} {path}")
         return OTLPDecodeError(self.message, where or path)
+
+
+@contextlib.contextmanager
+def decode_errors(where: str = "", what: str = "value") -> Iterator[None]:
+    """A public decoder's failures (a :class:`Bad`, nesting past Python's recursion limit)
+    raised as :class:`OTLPDecodeError` at ``where``."""
+    try:
+        yield
+    except Bad as e:
+        raise e.to_error(where) from None
+    except RecursionError:
+        raise Bad(f"{what} nested too deeply").to_error(where) from None
 
 
 def describe(value: Any) -> str:
@@ -110,7 +121,7 @@ def field(d: dict[str, Any], key: str, parse: Callable[[Any], Any]) -> Any:
 
 
 def _integral(value: Any, lo: int, hi: int, what: str) -> int:
-    """The slow path shared by the integer parsers."""
+    """An integer in ``lo..hi`` from a number or a decimal string; ``null`` is 0."""
     if value is None:
         return 0
     if type(value) is int:
@@ -129,45 +140,26 @@ def _integral(value: Any, lo: int, hi: int, what: str) -> int:
 
 
 def u64(value: Any) -> int:
-    """A ``fixed64``/``uint64`` (times): decimal string or number, ``null`` is 0."""
-    if type(value) is str and value.isdigit() and value.isascii():
-        result = int(value)
-        if result <= MAX_U64:
-            return result
-    elif type(value) is int and 0 <= value <= MAX_U64:
-        return value
+    """A ``fixed64``/``uint64`` (times)."""
     return _integral(value, 0, MAX_U64, "an unsigned 64-bit integer")
 
 
 def i64(value: Any) -> int:
-    """An ``int64`` (``intValue``): decimal string or number."""
-    if type(value) is str:
-        if _is_int(value):
-            result = int(value)
-            if MIN_I64 <= result <= MAX_I64:
-                return result
-    elif type(value) is int and MIN_I64 <= value <= MAX_I64:
-        return value
+    """An ``int64`` (``intValue``)."""
     return _integral(value, MIN_I64, MAX_I64, "a signed 64-bit integer")
 
 
 def u32(value: Any) -> int:
-    """A ``uint32``/``fixed32`` (counts, flags): number or decimal string."""
-    if type(value) is int and 0 <= value <= MAX_U32:
-        return value
+    """A ``uint32``/``fixed32`` (counts, flags)."""
     return _integral(value, 0, MAX_U32, "an unsigned 32-bit integer")
 
 
 def i32(value: Any) -> int:
-    if type(value) is int and MIN_I32 <= value <= MAX_I32:
-        return value
     return _integral(value, MIN_I32, MAX_I32, "a signed 32-bit integer")
 
 
 def enum(value: Any, names: dict[str, int]) -> int:
     """An enum: an integer (OTLP JSON), also its name (older Collectors wrote names)."""
-    if type(value) is int and MIN_I32 <= value <= MAX_I32:
-        return value
     if type(value) is str and value in names:
         return names[value]
     return _integral(value, MIN_I32, MAX_I32, "an enum integer")
@@ -218,8 +210,6 @@ def string(value: Any) -> str:
 def trace_id_hex(value: Any) -> str:
     """A trace id as 32 lowercase hex characters (input is case-insensitive)."""
     if type(value) is str:
-        if is_lower_hex32(value):
-            return value
         if len(value) == 32 and _is_hex(value):
             return value.lower()
         if value == "":
@@ -233,8 +223,6 @@ def trace_id_hex(value: Any) -> str:
 def span_id_hex(value: Any, *, allow_empty: bool = False) -> str:
     """A span id as 16 lowercase hex characters; ``""`` when empty is allowed."""
     if type(value) is str:
-        if is_lower_hex16(value):
-            return value
         if len(value) == 16 and _is_hex(value):
             return value.lower()
         if value == "":

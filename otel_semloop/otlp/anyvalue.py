@@ -17,7 +17,7 @@ JSON has no such numbers).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
@@ -119,10 +119,6 @@ def any_json(v: Any, depth: int = 0) -> Any:
         return None
     x = v[found]
     try:
-        if found == "stringValue":
-            return c.string(x)
-        if found == "intValue":
-            return c.i64(x)
         if found == "boolValue":
             if type(x) is not bool:
                 c.bad_type("true or false", x)
@@ -167,27 +163,19 @@ def attributes_json(kvs: Any, depth: int = 0) -> dict[str, Any]:
     return out
 
 
-def _decode_public(decode: Callable[[Any], Any], value: Any, where: str) -> Any:
-    """``decode(value)`` with its :class:`Bad` raised as ``OTLPDecodeError`` at ``where``."""
-    try:
-        return decode(value)
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise c.Bad("AnyValue nested too deeply").to_error(where) from None
-
-
 def decode_any_json(value: Any, where: str = "") -> Any:
     """A JSON ``AnyValue`` (already parsed) as a Python value.
 
     Raises :class:`~otel_semloop.errors.OTLPDecodeError` naming ``where`` and the path.
     """
-    return _decode_public(any_json, value, where)
+    with c.decode_errors(where, "AnyValue"):
+        return any_json(value)
 
 
 def decode_attributes_json(kvs: Any, where: str = "") -> dict[str, Any]:
     """A JSON ``KeyValue`` list (``attributes``) as a dict of Python values."""
-    return _decode_public(attributes_json, kvs, where)
+    with c.decode_errors(where, "AnyValue"):
+        return attributes_json(kvs)
 
 
 # --- Python -> JSON -------------------------------------------------------------------
@@ -242,21 +230,13 @@ def encode_attributes_json(attributes: Mapping[str, Any] | Iterable[tuple[str, A
 def decode_any_pb(v: AnyValue) -> Any:
     """A protobuf ``AnyValue`` as a Python value (``None`` when empty)."""
     which = v.WhichOneof("value")
-    if which == "string_value":
-        return v.string_value
-    if which == "int_value":
-        return v.int_value
-    if which == "bool_value":
-        return v.bool_value
-    if which == "double_value":
-        return v.double_value
     if which == "array_value":
         return [decode_any_pb(x) for x in v.array_value.values]
     if which == "kvlist_value":
         return decode_attributes_pb(v.kvlist_value.values)
-    if which == "bytes_value":
-        return v.bytes_value
-    return None
+    if which is None or which == "string_value_strindex":  # an index into a profiles dictionary
+        return None
+    return getattr(v, which)
 
 
 def decode_attributes_pb(kvs: Iterable[KeyValue]) -> dict[str, Any]:

@@ -31,14 +31,7 @@ from otel_semloop.otlp import _common as c
 from otel_semloop.otlp._common import Bad, field
 from otel_semloop.otlp.anyvalue import MAX_DEPTH, value_key
 
-__all__ = [
-    "any_json_to_pb",
-    "any_pb_to_json",
-    "json_to_logs",
-    "json_to_traces",
-    "logs_to_json",
-    "traces_to_json",
-]
+__all__ = ["json_to_logs", "json_to_traces", "logs_to_json", "span_to_json", "traces_to_json"]
 
 M = TypeVar("M", TracesData, ExportTraceServiceRequest)
 L = TypeVar("L", LogsData, ExportLogsServiceRequest)
@@ -46,12 +39,12 @@ L = TypeVar("L", LogsData, ExportLogsServiceRequest)
 # --- protobuf -> JSON -----------------------------------------------------------------
 
 
-def any_pb_to_json(v: AnyValue) -> dict[str, Any]:
+def _any_pb_to_json(v: AnyValue) -> dict[str, Any]:
     """A protobuf ``AnyValue`` as its OTLP JSON dict (structure preserved exactly)."""
     which = v.WhichOneof("value")
     if which == "array_value":
         values = v.array_value.values
-        return {"arrayValue": {"values": [any_pb_to_json(x) for x in values]} if values else {}}
+        return {"arrayValue": {"values": [_any_pb_to_json(x) for x in values]} if values else {}}
     if which == "kvlist_value":
         kvs = v.kvlist_value.values
         return {"kvlistValue": {"values": _kvs_json(kvs)} if kvs else {}}
@@ -67,7 +60,7 @@ def _kvs_json(kvs: Any) -> list[dict[str, Any]]:
     for kv in kvs:
         d: dict[str, Any] = {"key": kv.key}
         if kv.HasField("value"):
-            d["value"] = any_pb_to_json(kv.value)
+            d["value"] = _any_pb_to_json(kv.value)
         if kv.key_strindex:
             d["keyStrindex"] = kv.key_strindex
         out.append(d)
@@ -102,7 +95,7 @@ def _each(d: dict[str, Any], key: str, fill: Any, pb: Any, name: str) -> None:
             raise
 
 
-def any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
+def _any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
     """Fill protobuf ``pb`` from a JSON ``AnyValue`` dict (raises :class:`Bad`).
 
     ``depth`` counts enclosing arrays/kvlists, limited to ``anyvalue.MAX_DEPTH``.
@@ -121,7 +114,7 @@ def any_json_to_pb(v: Any, pb: AnyValue, depth: int = 0) -> None:
         if found == "arrayValue":
             x = _obj(d[found], "an arrayValue")
             pb.array_value.SetInParent()
-            _each(x, "values", lambda p, item: any_json_to_pb(item, p, depth + 1), pb.array_value, "values")
+            _each(x, "values", lambda p, item: _any_json_to_pb(item, p, depth + 1), pb.array_value, "values")
         else:
             x = _obj(d[found], "a kvlistValue")
             pb.kvlist_value.SetInParent()
@@ -142,7 +135,7 @@ def _fill_kv(pb: Any, item: Any, depth: int = 0) -> None:
     if value is not None:
         pb.value.SetInParent()
         try:
-            any_json_to_pb(value, pb.value, depth)
+            _any_json_to_pb(value, pb.value, depth)
         except Bad as e:
             e.path.append("value")
             raise
@@ -225,7 +218,7 @@ class _Sub(_Field):
     def to_json(self, msg: Any, d: dict[str, Any]) -> None:
         if msg.HasField(self.name):
             value = getattr(msg, self.name)
-            d[self.key] = self.item.to_json(value) if self.item else any_pb_to_json(value)
+            d[self.key] = self.item.to_json(value) if self.item else _any_pb_to_json(value)
 
     def fill(self, pb: Any, d: dict[str, Any]) -> None:
         value = d.get(self.key)
@@ -236,7 +229,7 @@ class _Sub(_Field):
                 if self.item:
                     self.item.fill(sub, value)
                 else:
-                    any_json_to_pb(value, sub)
+                    _any_json_to_pb(value, sub)
             except Bad as e:
                 e.path.append(self.key)
                 raise
@@ -358,12 +351,8 @@ _LOGS = _signal("resourceLogs", "scopeLogs", "logRecords", _LOG_RECORD)
 
 
 def _from_json(signal: _Message, obj: Any, where: str, msg: Any, what: str) -> None:
-    try:
+    with c.decode_errors(where):
         signal.fill(msg, _obj(obj, what))
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error(where) from None
 
 
 def span_to_json(s: Span) -> dict[str, Any]:

@@ -81,25 +81,18 @@ def apply_patch_json(span: dict[str, Any], patch: SpanPatch, *, replace_previous
         attrs = span.get("attributes")
         if type(attrs) is not list:
             attrs = span["attributes"] = []
-        replaced = None
+        replaced: set[str] = set()
         for kv in attrs:
-            if type(kv) is dict:
-                key = kv.get("key")
-                if type(key) is str and key in new:
-                    kv["value"] = encode_any_json(new[key])
-                    if replaced is None:
-                        replaced = {key}
-                    else:
-                        replaced.add(key)
-        for key, value in new.items():
-            if replaced is None or key not in replaced:
-                attrs.append({"key": key, "value": encode_any_json(value)})
+            key = kv.get("key") if type(kv) is dict else None
+            if type(key) is str and key in new:
+                kv["value"] = encode_any_json(new[key])
+                replaced.add(key)
+        attrs.extend({"key": k, "value": encode_any_json(v)} for k, v in new.items() if k not in replaced)
     if patch.events:
         events = span.get("events")
         if type(events) is not list:
             events = span["events"] = []
-        for ev in patch.events:
-            events.append(_event_json(ev))
+        events.extend(_event_json(ev) for ev in patch.events)
 
 
 def _drop_previous_proto(span: Any, patch: SpanPatch) -> None:
@@ -138,13 +131,12 @@ def apply_patch_proto(span: Any, patch: SpanPatch, *, replace_previous: bool = F
     if replace_previous and patch.events:
         _drop_previous_proto(span, patch)
     if patch.attributes:
-        pending = dict(patch.attributes)
-        seen = set()
+        seen: set[str] = set()
         for kv in span.attributes:
-            if kv.key in pending:
-                encode_any_pb(pending[kv.key], kv.value)
+            if kv.key in patch.attributes:
+                encode_any_pb(patch.attributes[kv.key], kv.value)
                 seen.add(kv.key)
-        for key, value in pending.items():
+        for key, value in patch.attributes.items():
             if key not in seen:
                 kv = span.attributes.add()
                 kv.key = key

@@ -43,8 +43,11 @@ def _attributes(attrs: Any) -> dict[str, Any]:
     c.bad_type("an array", attrs, "attributes")
 
 
-def _events_json(events: Any) -> list[EventRecord]:
-    """A span's ``events`` as records (raises :class:`Bad` with the path inside them)."""
+def _events_json(events: Any) -> list[EventRecord] | tuple[()]:
+    """A span's ``events`` as records (missing, null or ``[]``: none; raises :class:`Bad`
+    with the path inside them)."""
+    if events is None or events == []:
+        return ()
     if type(events) is not list:
         c.bad_type("an array", events)
     out = []
@@ -81,24 +84,10 @@ def _span_json(span: Any) -> SpanRecord:
     start = field(span, "startTimeUnixNano", c.u64)
     end = field(span, "endTimeUnixNano", c.u64)
     attrs = _attributes(span.get("attributes"))
-    events = span.get("events")
-    if events:
-        try:
-            events = _events_json(events)
-        except Bad as e:
-            e.path.append("events")
-            raise
-    elif events is None or type(events) is list:
-        events = ()
-    else:
-        c.bad_type("an array", events, "events")
+    events = field(span, "events", _events_json)
     flags = field(span, "flags", c.u32)
     remote = flags & FLAGS_IS_REMOTE != 0 if flags & FLAGS_HAS_IS_REMOTE else None
-    try:
-        code, message = _status(span.get("status"))
-    except Bad as e:
-        e.path.append("status")
-        raise
+    code, message = field(span, "status", _status)
     return SpanRecord(
         trace_id, span_id, parent, name, start, end, attrs, events, code, message, kind, remote, span
     )
@@ -109,12 +98,8 @@ def record_from_json(span: Any) -> SpanRecord:
     span adapter reads, a span at a time). Raises
     :class:`~otel_semloop.errors.OTLPDecodeError` whose ``where`` is the path inside the
     span, e.g. ``"events[1].timeUnixNano"``."""
-    try:
+    with c.decode_errors():
         return _span_json(span)
-    except Bad as e:
-        raise e.to_error() from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error() from None
 
 
 def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
@@ -137,12 +122,8 @@ def records_from_json(obj: Any, where: str = "") -> list[SpanRecord]:
                 e.path.append(f"spans[{i}]")
                 raise
 
-    try:
+    with c.decode_errors(where):
         c.each_span_array(obj, visit)
-    except Bad as e:
-        raise e.to_error(where) from None
-    except RecursionError:
-        raise Bad("value nested too deeply").to_error(where) from None
     return out
 
 
