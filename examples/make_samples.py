@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -23,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Span, StatusCode, Tracer
 
-from otel_semloop.otlp import traces_to_json, write_json_line
+from otel_semloop.otlp import traces_to_json
 
 OUT = Path(__file__).with_name("agent_traces.otlp.jsonl")
 _clock = [1_767_225_600_000_000_000]
@@ -203,7 +204,7 @@ def main() -> None:
         lines.append(traces_to_json(encode_spans(exporter.get_finished_spans())))
     with OUT.open("wb") as fp:
         for line in lines:
-            write_json_line(fp, line)
+            fp.write(orjson.dumps(line) + b"\n")
     print(f"wrote {len(lines)} lines to {OUT}")
 
 
